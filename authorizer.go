@@ -1,0 +1,212 @@
+package keel
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Capability is a right that an operation needs on a resource. The names are
+// those of the documents keel implements.
+type Capability string
+
+// The capabilities keel's packages ask for.
+const (
+	CapRead           Capability = "read"
+	CapList           Capability = "list"
+	CapCreate         Capability = "create"
+	CapUpdate         Capability = "update"
+	CapDelete         Capability = "delete"
+	CapSudo           Capability = "sudo"
+	CapPeeringRead    Capability = "peering:read"
+	CapPeeringWrite   Capability = "peering:write"
+	CapManagePolicies Capability = "manage-policies"
+	CapManageProjects Capability = "manage-projects"
+	CapForceDelete    Capability = "force-delete"
+	CapMoveWorkspaces Capability = "move-workspaces"
+	// CapDeny in a rule refuses every capability on the resources it
+	// matches, whatever other rules grant.
+	CapDeny Capability = "deny"
+)
+
+// Authorizer decides whether a principal holds a capability on a resource.
+// Resources are slash-separated paths named by each package (for example
+// "secret/app/db" or "organizations/acme/projects/prj-1").
+//
+// Authorize returns nil when the right is held, and otherwise an error of
+// kind KindForbidden (or KindUnavailable when the decision cannot be made).
+// Implementations must be safe for concurrent use.
+type Authorizer interface {
+	Authorize(ctx context.Context, p Principal, c Capability, resource string) error
+}
+
+// AllowAll is the Authorizer that grants every capability to every caller.
+// It is what keel packages use when no Authorizer is configured, so that a
+// program that does its own access control pays nothing for keel's.
+type AllowAll struct{}
+
+// Authorize returns nil.
+func (AllowAll) Authorize(context.Context, Principal, Capability, string) error { return nil }
+
+// Authorize asks a for capability c on resource for the principal carried by
+// ctx (the anonymous principal when there is none). A nil a allows
+// everything.
+func Authorize(ctx context.Context, a Authorizer, c Capability, resource string) error {
+	if a == nil {
+		return nil
+	}
+	p, _ := PrincipalFrom(ctx)
+	return a.Authorize(ctx, p, c, resource)
+}
+
+// Rule grants capabilities on the resources its Path matches.
+//
+// A Path is a resource path in which "+" as a whole segment matches exactly
+// one segment, and a trailing "*" matches any rest, including none
+// ("secret/*" matches "secret/" and "secret/a/b"; "identity/group/+/x"
+// matches "identity/group/id/x"). Any other character matches itself.
+type Rule struct {
+	Path         string       `json:"path"`
+	Capabilities []Capability `json:"capabilities"`
+}
+
+// RootPolicy is the policy name that grants every capability on every
+// resource.
+const RootPolicy = "root"
+
+// RuleAuthorizer grants capabilities from named policies, each a list of
+// Rules. A principal holds a capability on a resource when one of its
+// Principal.Policies is RootPolicy, or when a rule of one of its policies
+// matches the resource and lists the capability, and no matching rule lists
+// CapDeny.
+//
+// Create one with NewRuleAuthorizer. It is immutable and safe for
+// concurrent use.
+type RuleAuthorizer struct {
+	policies map[string][]compiledRule
+}
+
+type compiledRule struct {
+	segments []string // split on "/"; "+" is one-segment wildcard
+	prefix   bool     // the path ended in "*": last segment is a prefix
+	caps     []Capability
+	deny     bool
+}
+
+// NewRuleAuthorizer checks and compiles policies. It refuses (KindInvalid)
+// an empty path, a "*" anywhere but at the end, a "+" that is not a whole
+// segment, an empty capability list, and a policy named RootPolicy.
+func NewRuleAuthorizer(policies map[string][]Rule) (*RuleAuthorizer, error) {
+	var v Validation
+	out := &RuleAuthorizer{policies: make(map[string][]compiledRule, len(policies))}
+	for name, rules := range policies {
+		if name == RootPolicy {
+			v.Add("policies."+name, "the root policy is built in and cannot be redefined")
+			continue
+		}
+		for i, r := range rules {
+			field := fmt.Sprintf("policies.%s[%d]", name, i)
+			cr, err := compileRule(r)
+			if err != nil {
+				v.Add(field, "%s", err)
+				continue
+			}
+			out.policies[name] = append(out.policies[name], cr)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func compileRule(r Rule) (compiledRule, error) {
+	p := r.Path
+	if p == "" {
+		return compiledRule{}, fmt.Errorf("path is empty")
+	}
+	if len(r.Capabilities) == 0 {
+		return compiledRule{}, fmt.Errorf("path %q: no capabilities", p)
+	}
+	cr := compiledRule{caps: slices.Clone(r.Capabilities)}
+	if strings.HasSuffix(p, "*") {
+		cr.prefix = true
+		p = strings.TrimSuffix(p, "*")
+	}
+	if strings.Contains(p, "*") {
+		return compiledRule{}, fmt.Errorf("path %q: \"*\" is allowed only at the end", r.Path)
+	}
+	cr.segments = strings.Split(p, "/")
+	for i, s := range cr.segments {
+		if strings.Contains(s, "+") && s != "+" {
+			return compiledRule{}, fmt.Errorf("path %q: \"+\" must be a whole segment", r.Path)
+		}
+		if cr.prefix && i == len(cr.segments)-1 && s == "+" {
+			return compiledRule{}, fmt.Errorf("path %q: \"+*\" is not a pattern", r.Path)
+		}
+	}
+	cr.deny = slices.Contains(cr.caps, CapDeny)
+	return cr, nil
+}
+
+func (cr compiledRule) matches(resource string) bool {
+	rest := resource
+	for i, seg := range cr.segments {
+		last := i == len(cr.segments)-1
+		var part string
+		if j := strings.IndexByte(rest, '/'); j >= 0 && !(last && cr.prefix) {
+			part, rest = rest[:j], rest[j+1:]
+			if last {
+				return false // more segments than the pattern has
+			}
+		} else {
+			part, rest = rest, ""
+			if !last {
+				return false // fewer segments than the pattern has
+			}
+		}
+		switch {
+		case last && cr.prefix:
+			return strings.HasPrefix(part, seg)
+		case seg == "+":
+			// any single segment
+		case part != seg:
+			return false
+		}
+	}
+	return true
+}
+
+// Authorize implements Authorizer.
+func (a *RuleAuthorizer) Authorize(_ context.Context, p Principal, c Capability, resource string) error {
+	if slices.Contains(p.Policies, RootPolicy) {
+		return nil
+	}
+	granted := false
+	for _, name := range p.Policies {
+		for _, r := range a.policies[name] {
+			if !r.matches(resource) {
+				continue
+			}
+			if r.deny {
+				return forbidden(p, c, resource)
+			}
+			if slices.Contains(r.caps, c) {
+				granted = true
+			}
+		}
+	}
+	if !granted {
+		return forbidden(p, c, resource)
+	}
+	return nil
+}
+
+func forbidden(p Principal, c Capability, resource string) error {
+	who := p.ID
+	if who == "" {
+		who = "anonymous caller"
+	}
+	return fmt.Errorf("%s lacks %q on %q: %w", who, c, resource, ErrForbidden)
+}

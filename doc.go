@@ -1,0 +1,57 @@
+// Package keel is the root of an embeddable Go library of secrets and
+// governance services: organization policies and projects, cluster peering,
+// identity groups, leases, a key-value secrets engine, and directory (LDAP)
+// secrets engines. Each service is a package of typed operations over a
+// transactional storage.Store; HTTP adapters that speak the wire formats of
+// the systems they imitate live under examples/.
+//
+// This package holds only what every service shares, and imports none of
+// them: the kinds of error, the caller and its rights, and the clock.
+//
+// # Packages
+//
+//	keel                  error kinds, Principal and Authorizer, Clock
+//	storage               the Store and Tx contract, prefix views (Sub)
+//	storage/memstore      ordered in-memory store with snapshot reads
+//	storage/boltstore     one bbolt file, fsync on commit, grouped commits
+//	storage/sealstore     AES-256-GCM sealing of values at rest, key rotation
+//	storage/faultstore    makes chosen operations fail, for tests
+//	storage/storagetest   the conformance suite every store passes
+//	examples/server       an HTTP server over a bbolt file
+//
+// The service packages (policy, project, peering, identity, lease, kv,
+// ldapengine) are built on these.
+//
+// # Quickstart
+//
+//	store, err := boltstore.Open("keel.db", nil)
+//	if err != nil {
+//		return err
+//	}
+//	defer store.Close()
+//	ctx = keel.WithPrincipal(ctx, keel.Principal{ID: "alice"})
+//	err = store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+//		return tx.Put("greeting", []byte("hello"))
+//	})
+//
+// # Errors
+//
+// Every error returned by a keel package wraps one Kind. Act on the kind,
+// never on the message: errors.Is(err, keel.ErrNotFound), or switch on
+// KindOf(err). A request that breaks rules fails with a *ValidationError
+// that lists every broken rule with the field it concerns (FieldErrors), so
+// that an adapter can answer all of them at once.
+//
+// # Rights
+//
+// The caller travels in the context (WithPrincipal). Each operation asks the
+// Authorizer of its service for the Capability the operation needs on a
+// resource path. Without one, everything is allowed (AllowAll);
+// RuleAuthorizer grants capabilities from named policies of path globs.
+//
+// # Time
+//
+// Services read time only from the Clock given to them. FakeClock moves only
+// when told to, so that tests of expiry and rotation are exact and never
+// sleep.
+package keel

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/keelhq/keel"
+)
+
+// The headers a token may come in, one per API dialect. The first one
+// present wins.
+const (
+	headerSecretsToken = "X-Secrets-Token" // Vault-style API
+	headerClusterToken = "X-Cluster-Token" // Consul-style API
+	headerAuthz        = "Authorization"   // TFE-style API: "Bearer <token>"
+)
+
+// tokenTable maps tokens to the principals they authenticate. It keeps only
+// the SHA-256 digest of each token: a lookup hashes the presented token and
+// finds the digest in a map, so that the time it takes tells nothing about
+// how much of a token matched, and the table itself holds no token in
+// clear.
+//
+// A tokenTable is filled before the server starts and only read afterwards.
+type tokenTable struct {
+	byDigest map[[sha256.Size]byte]keel.Principal
+}
+
+func newTokenTable() *tokenTable {
+	return &tokenTable{byDigest: make(map[[sha256.Size]byte]keel.Principal)}
+}
+
+// add records that token authenticates p, and sets p.ClientTokenID. It
+// reports false, and records nothing, when the token is empty or already
+// known.
+func (t *tokenTable) add(token string, p keel.Principal) bool {
+	sum := sha256.Sum256([]byte(token))
+	if _, dup := t.byDigest[sum]; dup || token == "" {
+		return false
+	}
+	p.ClientTokenID = tokenID(token)
+	t.byDigest[sum] = p
+	return true
+}
+
+// lookup returns the principal of token, and false when the token is not
+// known.
+func (t *tokenTable) lookup(token string) (keel.Principal, bool) {
+	if token == "" {
+		return keel.Principal{}, false
+	}
+	p, ok := t.byDigest[sha256.Sum256([]byte(token))]
+	if !ok {
+		return keel.Principal{}, false
+	}
+	// Each request gets its own copy of the slice, so that no handler can
+	// change the policies of the next request.
+	p.Policies = slices.Clone(p.Policies)
+	return p, true
+}
+
+// tokenID names a token without revealing it: the first 8 hex digits of its
+// SHA-256. It becomes keel.Principal.ClientTokenID, which keel records (as
+// the borrower of a checked-out account, for example) and logs may show.
+func tokenID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:4])
+}
+
+// requestToken returns the token of r, or "" when it carries none.
+func requestToken(r *http.Request) string {
+	if tok := r.Header.Get(headerSecretsToken); tok != "" {
+		return tok
+	}
+	if tok := r.Header.Get(headerClusterToken); tok != "" {
+		return tok
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get(headerAuthz), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(tok)
+	}
+	return ""
+}
+
+// authenticate puts the principal of the request's token in the request's
+// context, where keel packages find it with keel.PrincipalFrom. A request
+// with no token, or with a token the table does not know, goes on
+// anonymous: whether an anonymous caller may do something is for the
+// adapter and the authorizer to decide, and most of what they serve
+// refuses it.
+func authenticate(tokens *tokenTable, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := tokens.lookup(requestToken(r)); ok {
+			r = r.WithContext(keel.WithPrincipal(r.Context(), p))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// rootPrincipal is the principal of the root token.
+func rootPrincipal() keel.Principal {
+	return keel.Principal{ID: "root", DisplayName: "root", Policies: []string{keel.RootPolicy}}
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// newRootToken returns "kr." and 24 random base62 characters (about 143
+// bits), drawn from crypto/rand without bias.
+func newRootToken() string {
+	out := make([]byte, 0, 3+24)
+	out = append(out, "kr."...)
+	var buf [32]byte
+	for len(out) < cap(out) {
+		rand.Read(buf[:]) // never fails: crypto/rand crashes the program instead
+		for _, b := range buf {
+			// 248 is the largest multiple of 62 that fits a byte: taking
+			// only bytes below it keeps every character equally likely.
+			if b < 248 && len(out) < cap(out) {
+				out = append(out, base62[b%62])
+			}
+		}
+	}
+	return string(out)
+}

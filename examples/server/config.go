@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/keelhq/keel"
+)
+
+// config is the file named by -config. See the package documentation for
+// its format.
+type config struct {
+	Policies map[string][]keel.Rule `json:"policies"`
+	Tokens   []tokenConfig          `json:"tokens"`
+}
+
+type tokenConfig struct {
+	Token     string          `json:"token"`
+	Principal principalConfig `json:"principal"`
+	Policies  []string        `json:"policies"`
+}
+
+type principalConfig struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	EntityID    string `json:"entity_id"`
+}
+
+// parseConfig reads one JSON object of the config format from data. A field
+// the format does not have is an error, so that a misspelt "policies" does
+// not silently grant nothing.
+func parseConfig(data []byte) (*config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var cfg config
+	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty file")
+		}
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("data after the JSON object")
+	}
+	return &cfg, nil
+}
+
+// loadAuth builds the server's authorizer and token table from the config
+// file at path (none when path is empty) and the root token.
+func loadAuth(path, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error) {
+	cfg := &config{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("config: %w", err)
+		}
+		if cfg, err = parseConfig(data); err != nil {
+			return nil, nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	authz, tokens, err := buildAuth(cfg, rootToken)
+	if err != nil {
+		if path == "" {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return authz, tokens, nil
+}
+
+// buildAuth checks cfg and builds from it a RuleAuthorizer and a table of
+// its tokens and the root token. It reports every problem at once.
+func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error) {
+	var v keel.Validation
+
+	authz, err := keel.NewRuleAuthorizer(cfg.Policies)
+	if err != nil {
+		fields := keel.FieldErrors(err)
+		if len(fields) == 0 {
+			v.Add("policies", "%s", err)
+		}
+		for _, fe := range fields {
+			v.Add(fe.Field, "%s", fe.Rule)
+		}
+	}
+
+	tokens := newTokenTable()
+	if !tokens.add(rootToken, rootPrincipal()) {
+		v.Add("root token", "must not be empty")
+	}
+	seen := make(map[string]int, len(cfg.Tokens)) // token -> index of its entry
+	for i, tc := range cfg.Tokens {
+		field := fmt.Sprintf("tokens[%d]", i)
+		if tc.Principal.ID == "" {
+			v.Add(field+".principal.id", "is required")
+		}
+		for _, name := range tc.Policies {
+			if _, ok := cfg.Policies[name]; !ok && name != keel.RootPolicy {
+				v.Add(field+".policies", "policy %q is not defined", name)
+			}
+		}
+		p := keel.Principal{
+			ID:          tc.Principal.ID,
+			DisplayName: tc.Principal.DisplayName,
+			EntityID:    tc.Principal.EntityID,
+			Policies:    slices.Clone(tc.Policies),
+		}
+		if p.DisplayName == "" {
+			p.DisplayName = p.ID
+		}
+		first, dup := seen[tc.Token]
+		switch {
+		case tc.Token == "":
+			v.Add(field+".token", "is required")
+		case tc.Token == rootToken:
+			v.Add(field+".token", "is the root token")
+		case dup:
+			v.Add(field+".token", "duplicates the token of tokens[%d]", first)
+		default:
+			seen[tc.Token] = i
+			tokens.add(tc.Token, p)
+		}
+	}
+
+	if v.Len() > 0 {
+		return nil, nil, errors.New(problems(v.Err()))
+	}
+	return authz, tokens, nil
+}
+
+// problems lists the field errors of err as "field: rule; field: rule".
+func problems(err error) string {
+	var parts []string
+	for _, fe := range keel.FieldErrors(err) {
+		parts = append(parts, fe.Error())
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,118 @@
+// Server is a runnable keel server: keel's HTTP adapters over one store,
+// behind one token check and one authorizer. It is meant to be read as
+// much as run: a model of how a program embeds keel.
+//
+//	go run ./examples/server
+//
+// serves http://127.0.0.1:8200 over the bbolt file keel.db in the working
+// directory, and prints a freshly generated root token, once, on a line of
+// its own:
+//
+//	Root Token: kr.7QzGq0w3nJk2mZ9aTfYx1bLc
+//
+// Then:
+//
+//	curl http://127.0.0.1:8200/v1/sys/health
+//	{"initialized":true,"sealed":false,"standby":false,"server_time_utc":1767225600,"version":"dev"}
+//
+// SIGINT or SIGTERM stops it gracefully: it accepts no more connections,
+// waits (up to 30 seconds) for the requests in flight, stops the adapters
+// and closes the store. A second signal ends it at once.
+//
+// # Flags
+//
+//	-addr HOST:PORT        listen address (default 127.0.0.1:8200; port 0 picks one)
+//	-data PATH             bbolt file of the store (default keel.db); "memory" keeps
+//	                       the store in memory, gone when the process ends
+//	                       (write ./memory for a file of that name)
+//	-root-token TOKEN      the root token; when absent, a random one ("kr." and 24
+//	                       base62 characters) is generated and printed to stderr once
+//	-seal-key-file PATH    encrypt every stored value with AES-256-GCM under the keys
+//	                       of PATH: one key per line, hex or base64, the first one
+//	                       active, the others still accepted for reading (see
+//	                       sealstore.ParseKeys). Keys and key names stay in clear.
+//	-config FILE           JSON file of policies and tokens (below)
+//
+// The root token holds the built-in "root" policy, which grants everything.
+// A token given with -root-token is visible in the process list to other
+// users of the machine: beyond a laptop, leave it out (a new one each start)
+// or give a token of the config file the "root" policy.
+//
+// Logs go to stderr, in slog's text format: one line per request with its
+// method, path, status, size, duration and principal ID. Tokens and query
+// strings are never logged.
+//
+// # Config file
+//
+// The -config file defines policies, each a list of keel.Rule, and the
+// tokens besides the root token:
+//
+//	{
+//	  "policies": {
+//	    "reader": [{"path": "secret/*", "capabilities": ["read", "list"]}],
+//	    "writer": [
+//	      {"path": "secret/app/*", "capabilities": ["create", "read", "update", "delete", "list"]},
+//	      {"path": "secret/app/admin/*", "capabilities": ["deny"]}
+//	    ]
+//	  },
+//	  "tokens": [
+//	    {"token": "t-alice", "principal": {"id": "alice", "display_name": "alice", "entity_id": "e-1"}, "policies": ["reader"]},
+//	    {"token": "t-ci", "principal": {"id": "ci"}, "policies": ["reader", "writer"]}
+//	  ]
+//	}
+//
+// Paths and capabilities are those of keel.Rule and keel.RuleAuthorizer: a
+// trailing "*" matches any rest, a "+" segment matches one segment, and
+// "deny" refuses everything the rule matches. The policy "root" is built in:
+// a token may hold it, the file may not define it.
+//
+// The file is checked as a whole and every problem is reported at once: a
+// field the format does not have, a rule NewRuleAuthorizer refuses, a token
+// that names a policy the file does not define, an empty or repeated token
+// (or the root token again), and a principal without an "id". The
+// "display_name" defaults to the "id"; "entity_id" is optional.
+//
+// # Tokens
+//
+// A request carries its token in the header of its API's dialect:
+//
+//	X-Secrets-Token: <token>         Vault-style API
+//	X-Cluster-Token: <token>         Consul-style API
+//	Authorization: Bearer <token>    TFE-style (JSON:API) API
+//
+// A known token puts its keel.Principal in the request's context
+// (keel.WithPrincipal), with the principal's policies and a ClientTokenID
+// of the first 8 hex digits of the token's SHA-256, which names the token
+// without revealing it. A missing or unknown token leaves the request
+// anonymous; the adapter and the authorizer decide what an anonymous
+// caller may do, and apart from public endpoints such as the health check
+// that is nothing.
+//
+// # Adding an adapter
+//
+// An adapter is a function that registers routes on the server's
+// http.ServeMux, built from the server's deps (store, authorizer, clock,
+// logger). Put it in a file of its own:
+//
+//	// vault.go
+//	func mountVault(mux *http.ServeMux, d *deps) error {
+//		h, err := vaulthttp.New(vaulthttp.Options{Store: d.store, Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger})
+//		if err != nil {
+//			return err
+//		}
+//		d.onClose(h.Close) // only if it runs background work
+//		mux.Handle("/v1/secret/", h)
+//		return nil
+//	}
+//
+// and add one line to the adapters list in mount.go:
+//
+//	var adapters = []func(mux *http.ServeMux, d *deps) error{
+//		mountHealth, // health.go: GET /v1/sys/health
+//		mountVault,  // vault.go: Vault-style secrets under /v1/secret/
+//	}
+//
+// Requests reach it authenticated (keel.PrincipalFrom) and logged. Patterns
+// of different adapters must not overlap: http.ServeMux panics at start-up
+// when one does.
+package main

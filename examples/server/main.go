@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/keelhq/keel"
+)
+
+// The server's timeouts. ReadHeaderTimeout bounds how long a client may
+// hold a connection before it has sent a request; ReadTimeout and
+// WriteTimeout bound a whole request and its response; IdleTimeout closes
+// kept-alive connections. shutdownTimeout is how long a stopping server
+// waits for requests in flight.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 2 * time.Minute
+	shutdownTimeout   = 30 * time.Second
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, stop catching: a second one ends the
+	// program at once instead of waiting for the shutdown.
+	context.AfterFunc(ctx, stop)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &usage):
+		os.Exit(2) // the flag package has printed the problem and the usage
+	default:
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program but for the process: it serves until ctx ends,
+// then shuts down gracefully and returns nil, or returns the first error.
+// Logs, and the generated root token, go to stderr.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	return serve(ctx, args, stderr, hooks{})
+}
+
+// hooks let a test observe and extend a server started by serve. The zero
+// value does nothing.
+type hooks struct {
+	// ready is called with the address the server listens on, once it
+	// accepts connections.
+	ready func(addr string)
+	// mount is called after the adapters are mounted, to add routes.
+	mount func(mux *http.ServeMux, d *deps)
+	// shutdown is called when the server has begun to shut down: it
+	// accepts no more connections, but requests in flight go on.
+	shutdown func()
+}
+
+// options are the command-line flags.
+type options struct {
+	addr        string
+	data        string
+	rootToken   string
+	sealKeyFile string
+	configFile  string
+}
+
+// usageError is a command line the flag package refused; it has already
+// told the user.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8200", "listen on `host:port`")
+	fs.StringVar(&o.data, "data", "keel.db", "bbolt file of the store, or \"memory\" for a store that ends with the process")
+	fs.StringVar(&o.rootToken, "root-token", "", "the root `token`; when empty, a random one is generated and printed once")
+	fs.StringVar(&o.sealKeyFile, "seal-key-file", "", "encrypt stored values with the keys of this `file` (see sealstore.ParseKeys)")
+	fs.StringVar(&o.configFile, "config", "", "JSON `file` of policies and tokens")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: server [flags]\n\nServes keel's HTTP adapters. Flags:\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return o, usageError{err}
+	}
+	return o, nil
+}
+
+// serve is run with hooks.
+func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err error) {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	defer func() { // registered first, so it runs last: after the store is closed
+		if err == nil {
+			logger.Info("stopped")
+		}
+	}()
+
+	rootToken, generated := opts.rootToken, false
+	if rootToken == "" {
+		rootToken, generated = newRootToken(), true
+	}
+	authz, tokens, err := loadAuth(opts.configFile, rootToken)
+	if err != nil {
+		return err
+	}
+
+	store, err := openStore(opts.data, opts.sealKeyFile)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, store.Close()) }()
+
+	d := &deps{store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger}
+	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
+	mux := http.NewServeMux()
+	if err := mount(mux, d); err != nil {
+		return err
+	}
+	if h.mount != nil {
+		h.mount(mux, d)
+	}
+
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", opts.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           authenticate(tokens, logRequests(logger, mux)),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if h.shutdown != nil {
+		srv.RegisterOnShutdown(h.shutdown)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	if generated {
+		// Printed once, on a line of its own, and never logged: this is
+		// the only time anyone sees it.
+		fmt.Fprintf(stderr, "Root Token: %s\n", rootToken)
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "data", opts.data, "sealed", opts.sealKeyFile != "")
+	if h.ready != nil {
+		h.ready(ln.Addr().String())
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// deps is what every adapter is built from. One of each is shared by the
+// whole server.
+type deps struct {
+	store      storage.Store   // the server's store, sealed when -seal-key-file is set
+	authorizer keel.Authorizer // rules from -config; "root" grants everything
+	clock      keel.Clock      // keel.SystemClock{}; tests may use a keel.FakeClock
+	logger     *slog.Logger
+
+	closers []func() error // see onClose
+}
+
+// onClose registers f to run when the server stops: after the last request
+// has finished and before the store is closed. Adapters that start
+// background work stop it here. Closers run in reverse order of
+// registration.
+func (d *deps) onClose(f func() error) { d.closers = append(d.closers, f) }
+
+// close runs the closers registered with onClose, last first, and returns
+// their errors joined.
+func (d *deps) close() error {
+	var errs []error
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		errs = append(errs, d.closers[i]())
+	}
+	d.closers = nil
+	return errors.Join(errs...)
+}
+
+// adapters lists the HTTP adapters the server serves. Each one is a
+// function, in a file of its own, that registers its routes on the mux;
+// adding an adapter is adding one line here.
+//
+// Patterns of different adapters must not overlap: http.ServeMux panics
+// when a pattern conflicts with one already registered, so a conflict
+// shows at start-up (and in the tests), never at request time.
+var adapters = []func(mux *http.ServeMux, d *deps) error{
+	mountHealth, // health.go: GET /v1/sys/health
+}
+
+// mount registers the routes of every adapter on mux.
+func mount(mux *http.ServeMux, d *deps) error {
+	for _, m := range adapters {
+		if err := m(mux, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}

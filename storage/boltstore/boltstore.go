@@ -1,0 +1,406 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/internal/txbase"
+)
+
+// Options configure a Store. A nil *Options means defaults.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release
+	// the file. Zero means 5 seconds; a negative value waits forever.
+	LockTimeout time.Duration
+	// NoSync skips fsync at commit. A crash of the machine (not of the
+	// process) may then lose or corrupt recent commits: use it only for
+	// throwaway data.
+	NoSync bool
+	// MaxBatch caps how many concurrent Updates are grouped into one
+	// commit. Zero means 128; 1 disables grouping.
+	MaxBatch int
+	// Limits replaces storage.DefaultLimits when it has any field set.
+	// MaxKeySize above bbolt's 32768 is lowered to it.
+	Limits storage.Limits
+	// FileMode is the mode of a new file. Zero means 0600.
+	FileMode os.FileMode
+	// InitialMmapSize is the size of the first memory map of the file.
+	// While the file fits in it, a commit never waits for open Views;
+	// a commit that must grow the map waits until the Views open at that
+	// moment end. Zero means 1 GiB (address space, not memory or disk).
+	InitialMmapSize int
+}
+
+// Store is a storage.Store in one bbolt file. Create one with Open. It is
+// safe for concurrent use by the goroutines of one process; bbolt's file
+// lock keeps other processes out while it is open.
+type Store struct {
+	db       *bolt.DB
+	limits   storage.Limits
+	maxBatch int
+
+	mu      sync.Mutex
+	queue   []*call // Updates waiting for the next commit
+	leading bool    // an Update is committing a batch
+
+	closeMu sync.RWMutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+var _ storage.Store = (*Store)(nil)
+
+var bucketName = []byte("keel")
+
+// Open opens the bbolt file at path, creating it when missing, and returns a
+// Store over it. An error of kind keel.KindUnavailable means the file is
+// locked by another process past the timeout; other errors mean it cannot be
+// read as a bbolt file.
+func Open(path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = 5 * time.Second
+	} else if o.LockTimeout < 0 {
+		o.LockTimeout = 0 // bbolt: wait forever
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 128
+	}
+	if o.FileMode == 0 {
+		o.FileMode = 0o600
+	}
+	if o.InitialMmapSize <= 0 {
+		o.InitialMmapSize = 1 << 30
+	}
+	limits := storage.DefaultLimits
+	if o.Limits != (storage.Limits{}) {
+		limits = o.Limits
+	}
+	if limits.MaxKeySize <= 0 || limits.MaxKeySize > bolt.MaxKeySize {
+		limits.MaxKeySize = bolt.MaxKeySize
+	}
+	if limits.MaxValueSize <= 0 || limits.MaxValueSize > bolt.MaxValueSize {
+		limits.MaxValueSize = bolt.MaxValueSize
+	}
+	db, err := bolt.Open(path, o.FileMode, &bolt.Options{
+		Timeout:         o.LockTimeout,
+		NoSync:          o.NoSync,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: o.InitialMmapSize,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("boltstore: open %s: file is locked by another process: %w", path, keel.ErrUnavailable)
+		}
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketName)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	return &Store{db: db, limits: limits, maxBatch: o.MaxBatch}, nil
+}
+
+// Limits returns the store's limits.
+func (s *Store) Limits() storage.Limits { return s.limits }
+
+// Path returns the path of the file.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Close waits for running transactions, then closes the file.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	s.running.Wait()
+	return s.db.Close()
+}
+
+func (s *Store) begin(ctx context.Context) error {
+	if err := txbase.Begin(ctx, s); err != nil {
+		return err
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return storage.ErrClosed
+	}
+	s.running.Add(1)
+	return nil
+}
+
+// View runs fn in a bbolt read transaction. Views run alongside each other
+// and alongside a commit.
+func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.running.Done()
+	var fnErr error
+	err := s.db.View(func(btx *bolt.Tx) error {
+		t := &tx{b: btx.Bucket(bucketName)}
+		t.Init(ctx, s, s.limits, false)
+		defer t.Finish()
+		fnErr = fn(t, t)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("boltstore: %w", err)
+	}
+	return fnErr
+}
+
+// Update runs fn in a read-write transaction and returns once its writes are
+// committed and, unless Options.NoSync, synced to disk.
+//
+// Updates that arrive while a commit is running are grouped and committed
+// together by one of them, so that N concurrent writers share one fsync. fn
+// may therefore run after other closures in the same bbolt transaction, and
+// sees their writes as if they had committed first. When fn fails after
+// writing, the group is rolled back and committed again without it, and fn
+// is run again alone: fn may run more than once.
+func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.running.Done()
+	c := &call{ctx: ctx, fn: fn, done: make(chan outcome, 1)}
+	s.mu.Lock()
+	s.queue = append(s.queue, c)
+	lead := !s.leading
+	s.leading = true
+	s.mu.Unlock()
+	if lead {
+		s.lead()
+	}
+	out := <-c.done
+	if out.lead {
+		s.lead()
+		out = <-c.done
+	}
+	if out.panicked != nil {
+		panic(out.panicked)
+	}
+	return out.err
+}
+
+type call struct {
+	ctx  context.Context
+	fn   func(context.Context, storage.Tx) error
+	done chan outcome // buffered: at most one lead signal, then one result
+}
+
+type outcome struct {
+	err      error
+	panicked any
+	lead     bool // the receiver is to commit the next batch
+}
+
+// lead commits the calls at the head of the queue, then hands the lead to
+// the next waiting call, or gives it up when none waits.
+func (s *Store) lead() {
+	s.mu.Lock()
+	n := min(len(s.queue), s.maxBatch)
+	batch := s.queue[:n:n]
+	s.queue = append([]*call(nil), s.queue[n:]...)
+	s.mu.Unlock()
+
+	s.commit(batch)
+
+	s.mu.Lock()
+	if len(s.queue) > 0 {
+		s.queue[0].done <- outcome{lead: true}
+	} else {
+		s.leading = false
+	}
+	s.mu.Unlock()
+}
+
+// errAbort rolls back a batch in which a closure failed after writing.
+var errAbort = errors.New("boltstore: batch aborted")
+
+// commit runs the calls of batch in one bbolt transaction and delivers each
+// one's outcome. A call that fails after writing is taken out; the rest are
+// run again, and the failed one alone afterwards.
+func (s *Store) commit(batch []*call) {
+	var solo []*call
+	for len(batch) > 0 {
+		outs := make([]outcome, len(batch))
+		failed := -1
+		err := s.db.Update(func(btx *bolt.Tx) error {
+			b := btx.Bucket(bucketName)
+			for i, c := range batch {
+				if err := c.ctx.Err(); err != nil {
+					outs[i] = outcome{err: err}
+					continue
+				}
+				t := &tx{b: b}
+				t.Init(c.ctx, s, s.limits, true)
+				out := run(c.fn, t)
+				t.Finish()
+				if out.err == nil && out.panicked == nil {
+					if err := c.ctx.Err(); err != nil {
+						out.err = err
+					}
+				}
+				outs[i] = out
+				if (out.err != nil || out.panicked != nil) && t.Writes() > 0 {
+					failed = i
+					return errAbort
+				}
+			}
+			return nil
+		})
+		if failed < 0 {
+			for i, c := range batch {
+				if outs[i].err == nil && outs[i].panicked == nil && err != nil {
+					outs[i].err = fmt.Errorf("boltstore: commit: %w", err)
+				}
+				c.done <- outs[i]
+			}
+			break
+		}
+		c, alone := batch[failed], len(batch) == 1
+		batch = append(batch[:failed:failed], batch[failed+1:]...)
+		if alone || outs[failed].panicked != nil || c.ctx.Err() != nil {
+			// Run alone already, or a panic, or canceled: the outcome
+			// is final and nothing of it was committed.
+			c.done <- outs[failed]
+			continue
+		}
+		solo = append(solo, c)
+	}
+	for _, c := range solo {
+		s.commit([]*call{c})
+	}
+}
+
+func run(fn func(context.Context, storage.Tx) error, t *tx) (out outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = outcome{panicked: p}
+		}
+	}()
+	return outcome{err: fn(t, t)}
+}
+
+type tx struct {
+	txbase.Base
+	b *bolt.Bucket
+}
+
+func (t *tx) Get(key string) ([]byte, error) {
+	if err := t.CheckRead(); err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, storage.ErrEmptyKey
+	}
+	v := t.b.Get([]byte(key))
+	if v == nil {
+		return nil, storage.ErrNotFound
+	}
+	return bytes.Clone(v), nil
+}
+
+func (t *tx) Put(key string, value []byte) error {
+	if err := t.CheckPut(key, value); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	if err := t.b.Put([]byte(key), bytes.Clone(value)); err != nil {
+		return fmt.Errorf("boltstore: put %q: %w", key, err)
+	}
+	return nil
+}
+
+func (t *tx) Delete(key string) error {
+	if err := t.CheckDelete(key); err != nil {
+		return err
+	}
+	if err := t.b.Delete([]byte(key)); err != nil {
+		return fmt.Errorf("boltstore: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+// scanChunk is how many entries Scan copies out of a cursor before it calls
+// fn for them; fn may then write, which would invalidate a live cursor.
+const scanChunk = 64
+
+func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byte) error) error {
+	if err := t.CheckRead(); err != nil {
+		return err
+	}
+	p := []byte(prefix)
+	seek := p
+	after := []byte(opts.After)
+	if opts.After != "" && opts.After >= prefix {
+		seek = after
+	} else {
+		after = nil
+	}
+	type entry struct {
+		key   string
+		value []byte
+	}
+	chunk := make([]entry, 0, scanChunk)
+	for {
+		chunk = chunk[:0]
+		c := t.b.Cursor()
+		k, v := c.Seek(seek)
+		if after != nil && bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+		for ; k != nil && bytes.HasPrefix(k, p) && len(chunk) < scanChunk; k, v = c.Next() {
+			e := entry{key: string(k)}
+			if !opts.KeysOnly {
+				e.value = bytes.Clone(v)
+				if e.value == nil {
+					e.value = []byte{}
+				}
+			}
+			chunk = append(chunk, e)
+		}
+		more := k != nil && bytes.HasPrefix(k, p)
+		for _, e := range chunk {
+			if err := fn(e.key, e.value); err != nil {
+				if err == storage.StopScan {
+					return nil
+				}
+				return err
+			}
+		}
+		if !more || len(chunk) == 0 {
+			return nil
+		}
+		if err := t.CheckRead(); err != nil {
+			return err
+		}
+		after = []byte(chunk[len(chunk)-1].key)
+		seek = after
+	}
+}

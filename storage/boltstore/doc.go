@@ -1,0 +1,42 @@
+// Package boltstore is a storage.Store in one bbolt (go.etcd.io/bbolt) file:
+// the default store of programs that run as one process.
+//
+// # Basics
+//
+// Open opens or creates the file and takes bbolt's file lock, waiting at
+// most Options.LockTimeout for another process to release it. Every Update
+// is synced to disk (fsync) before it returns, unless Options.NoSync: an
+// acknowledged write survives a crash of the process or of the machine.
+//
+// # Grouped commits
+//
+// An fsync costs milliseconds, so Updates that arrive while a commit is in
+// progress wait, and the next commit runs all of them, in arrival order, in
+// one bbolt transaction with one fsync. A lone writer commits at once (no
+// delay is added, unlike bbolt's DB.Batch). Each closure sees the writes of
+// the closures before it in the group, exactly as if they had committed one
+// after another. When a closure fails after writing, the group is rolled
+// back, committed again without it, and the failed closure is run once more
+// alone: that is why a closure may run more than once.
+//
+// # Errors
+//
+// A file locked by another process past the timeout is keel.ErrUnavailable.
+// The errors of the storage package otherwise.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Views run alongside each other and
+// alongside a commit, each on its snapshot.
+//
+// # Caveats
+//
+// Keys are limited to bbolt's 32768 bytes at most (4096 by default). The
+// file does not shrink when data is deleted; freed pages are reused.
+//
+// bbolt must map the file anew when it outgrows its memory map, and that
+// waits for every open read transaction. The first map is 1 GiB of address
+// space (Options.InitialMmapSize), so until the file outgrows it a commit
+// never waits for Views; past it, a commit that grows the map waits for the
+// Views open at that moment. Keep Views short.
+package boltstore

@@ -1,0 +1,54 @@
+// Package storage defines the transactional key-value store every keel
+// service keeps its state in, and Sub, a view confined to a key prefix.
+//
+// # Basics
+//
+// A Store runs closures in transactions. View gives a read-only Tx over one
+// consistent snapshot; Update gives a read-write Tx whose writes are all
+// committed when the closure returns nil, and none of them otherwise:
+//
+//	err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+//		v, err := tx.Get("counter")
+//		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+//			return err
+//		}
+//		return tx.Put("counter", next(v))
+//	})
+//
+// Keys are non-empty strings, ordered byte-wise. Scan visits the keys of a
+// prefix in order, can start after a given key and stop early, so a page of
+// 20 costs 20 reads however many keys the prefix holds.
+//
+// Implementations: storage/memstore (in memory), storage/boltstore (one
+// bbolt file), and the wrappers storage/sealstore (encryption at rest) and
+// storage/faultstore (fault injection for tests). storage/storagetest is the
+// conformance suite they all pass.
+//
+// # Errors
+//
+// The errors of this package wrap keel kinds: a missing key is ErrNotFound
+// (keel.ErrNotFound) from every store alike; an empty key is ErrEmptyKey
+// (keel.ErrInvalid); a key, value or transaction beyond the store's Limits
+// is keel.ErrTooLarge; misuse of a Tx (after its closure, a write in a
+// View, a nested transaction) is keel.ErrInternal; a closed store is
+// ErrClosed (keel.ErrUnavailable). A canceled context gives the context's
+// error. A failed Update leaves the store as it was.
+//
+// # Concurrency
+//
+// Stores are safe for concurrent use; a Tx is not, and is valid only until
+// its closure returns. The closure given to Update may run more than once
+// (a store may retry it, or group writers into one commit): it must have no
+// effect outside its Tx. Do side effects (network calls, waking workers)
+// after Update returns.
+//
+// # Caveats
+//
+// Values are copied in and out: a slice given to Put may be reused, and a
+// slice returned by Get belongs to the caller.
+//
+// Never start a transaction of a store inside a closure of the same store:
+// it would deadlock on most engines. The ctx the closure receives carries
+// its transaction, so a nested View or Update started with it fails with
+// ErrNestedTx; name it ctx so that it shadows the outer context.
+package storage

@@ -1,0 +1,10 @@
+// Package faultstore wraps a storage.Store and makes chosen operations fail,
+// so that tests can check that a service leaves the store as it was when a
+// write or a commit fails.
+//
+//	fs := faultstore.New(memstore.New(nil))
+//	fs.Fail(faultstore.OpPut, "lease/", 1, errors.New("disk full"))
+//	// the next Put under "lease/" fails; the Update that made it rolls back
+//
+// A Store is safe for concurrent use.
+package faultstore

@@ -1,0 +1,21 @@
+// Package memstore is an in-memory storage.Store, ordered, with snapshot
+// isolation, for tests and for programs whose state may be lost on exit.
+//
+// # Basics
+//
+// New returns an empty store. Views read a snapshot of the committed state
+// without taking a lock; Updates run one at a time on a copy-on-write clone
+// of the state (a B-tree, github.com/google/btree) that replaces the
+// committed state when the closure returns nil, so a failed Update costs
+// nothing to roll back.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Views never wait for Updates, nor
+// Updates for Views. The closure given to Update runs exactly once.
+//
+// # Caveats
+//
+// Everything is lost when the process exits. Limits are
+// storage.DefaultLimits unless Options say otherwise.
+package memstore

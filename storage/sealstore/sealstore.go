@@ -1,0 +1,288 @@
+package sealstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// KeySize is the size of a sealing key: AES-256.
+const KeySize = 32
+
+const (
+	formatV1 = 0x01
+	idSize   = 4
+	// Overhead is how many bytes sealing adds to a value.
+	Overhead = 1 + idSize + 12 + 16
+)
+
+// Store seals values with AES-256-GCM on their way into an underlying
+// store and opens them on the way out. Keys are stored in clear: do not put
+// secrets in key names. Create one with New; it is safe for concurrent use.
+type Store struct {
+	inner  storage.Store
+	active *sealKey
+	keys   map[[idSize]byte]*sealKey
+}
+
+var _ storage.Store = (*Store)(nil)
+
+type sealKey struct {
+	id   [idSize]byte
+	aead cipher.AEAD
+}
+
+// New returns a Store over inner that seals with active and opens values
+// sealed with active or with any of previous. Each key must be KeySize
+// bytes.
+func New(inner storage.Store, active []byte, previous ...[]byte) (*Store, error) {
+	s := &Store{inner: inner, keys: make(map[[idSize]byte]*sealKey, 1+len(previous))}
+	for i, k := range append([][]byte{active}, previous...) {
+		sk, err := newKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("sealstore: key %d: %w", i, err)
+		}
+		if _, dup := s.keys[sk.id]; !dup {
+			s.keys[sk.id] = sk
+		}
+		if i == 0 {
+			s.active = sk
+		}
+	}
+	return s, nil
+}
+
+func newKey(k []byte) (*sealKey, error) {
+	if len(k) != KeySize {
+		return nil, keel.Invalid("key", "must be %d bytes, not %d", KeySize, len(k))
+	}
+	block, err := aes.NewCipher(k)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	sk := &sealKey{aead: aead}
+	copy(sk.id[:], keyID(k))
+	return sk, nil
+}
+
+func keyID(k []byte) []byte {
+	sum := sha256.Sum256(append([]byte("keel seal key id\x00"), k...))
+	return sum[:idSize]
+}
+
+// KeyID returns the identifier stored with every value sealed by key: 8 hex
+// digits derived from the key by SHA-256. It names a key in logs and errors
+// without revealing it.
+func KeyID(key []byte) string { return hex.EncodeToString(keyID(key)) }
+
+// GenerateKey returns a new random key.
+func GenerateKey() []byte {
+	k := make([]byte, KeySize)
+	rand.Read(k) // never fails: crypto/rand crashes the program instead
+	return k
+}
+
+// ParseKeys reads keys from text: one key per line, in standard base64 or in
+// hex; blank lines and lines starting with "#" are skipped. The first key is
+// the active one, the others are previous keys.
+func ParseKeys(text []byte) (active []byte, previous [][]byte, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	line := 0
+	var keys [][]byte
+	for sc.Scan() {
+		line++
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		k, herr := hex.DecodeString(l)
+		if herr != nil || len(k) != KeySize {
+			var berr error
+			k, berr = base64.StdEncoding.DecodeString(l)
+			if berr != nil {
+				return nil, nil, keel.Invalid(fmt.Sprintf("line %d", line), "not a key in base64 or hex")
+			}
+		}
+		if len(k) != KeySize {
+			return nil, nil, keel.Invalid(fmt.Sprintf("line %d", line), "key is %d bytes, must be %d", len(k), KeySize)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, nil, keel.Invalid("keys", "no key found")
+	}
+	return keys[0], keys[1:], nil
+}
+
+// ReadKeyFile reads keys from the file at path with ParseKeys.
+func ReadKeyFile(path string) (active []byte, previous [][]byte, err error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sealstore: %w", err)
+	}
+	active, previous, err = ParseKeys(text)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sealstore: %s: %w", path, err)
+	}
+	return active, previous, nil
+}
+
+func (s *Store) seal(key string, value []byte) []byte {
+	out := make([]byte, 1+idSize+12, Overhead+len(value))
+	out[0] = formatV1
+	copy(out[1:], s.active.id[:])
+	nonce := out[1+idSize:]
+	rand.Read(nonce) // never fails: crypto/rand crashes the program instead
+	return s.active.aead.Seal(out, nonce, value, []byte(key))
+}
+
+func (s *Store) open(key string, sealed []byte) ([]byte, error) {
+	if len(sealed) < Overhead || sealed[0] != formatV1 {
+		return nil, fmt.Errorf("sealstore: value at %q is not a sealed value: %w", key, keel.ErrInternal)
+	}
+	var id [idSize]byte
+	copy(id[:], sealed[1:])
+	k, ok := s.keys[id]
+	if !ok {
+		return nil, fmt.Errorf("sealstore: value at %q was sealed with key %x, which is not configured: %w", key, id, keel.ErrUnavailable)
+	}
+	nonce := sealed[1+idSize : 1+idSize+12]
+	plain, err := k.aead.Open(nil, nonce, sealed[1+idSize+12:], []byte(key))
+	if err != nil {
+		return nil, fmt.Errorf("sealstore: value at %q does not authenticate with key %x: it was altered or moved from another key: %w", key, id, keel.ErrInternal)
+	}
+	if plain == nil {
+		plain = []byte{}
+	}
+	return plain, nil
+}
+
+// View runs fn over the underlying store's View, opening values as fn reads
+// them.
+func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	return s.inner.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return fn(ctx, &sealTx{s: s, tx: tx})
+	})
+}
+
+// Update runs fn over the underlying store's Update, sealing values as fn
+// writes them.
+func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	return s.inner.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return fn(ctx, &sealTx{s: s, tx: tx})
+	})
+}
+
+// Limits are the underlying store's, less Overhead in value size.
+func (s *Store) Limits() storage.Limits {
+	l := s.inner.Limits()
+	if l.MaxValueSize > 0 {
+		l.MaxValueSize -= Overhead
+	}
+	return l
+}
+
+// Close closes the underlying store.
+func (s *Store) Close() error { return s.inner.Close() }
+
+// Reseal seals again with the active key every value under prefix that was
+// sealed with a previous key, in transactions of at most batch values (zero
+// means 256), and returns how many it rewrote. After it, previous keys may be
+// dropped from New.
+func (s *Store) Reseal(ctx context.Context, prefix string, batch int) (int, error) {
+	if batch <= 0 {
+		batch = 256
+	}
+	total, after := 0, ""
+	for {
+		seen, rewrote := 0, 0
+		err := s.inner.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			seen, rewrote = 0, 0
+			var stale []string
+			err := tx.Scan(prefix, storage.ScanOptions{After: after}, func(key string, v []byte) error {
+				seen++
+				after = key
+				if len(v) >= 1+idSize && !bytes.Equal(v[1:1+idSize], s.active.id[:]) {
+					stale = append(stale, key)
+				}
+				if seen == batch {
+					return storage.StopScan
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			st := &sealTx{s: s, tx: tx}
+			for _, key := range stale {
+				plain, err := st.Get(key)
+				if err != nil {
+					return err
+				}
+				if err := st.Put(key, plain); err != nil {
+					return err
+				}
+				rewrote++
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += rewrote
+		if seen < batch {
+			return total, nil
+		}
+	}
+}
+
+type sealTx struct {
+	s  *Store
+	tx storage.Tx
+}
+
+func (t *sealTx) Get(key string) ([]byte, error) {
+	v, err := t.tx.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	return t.s.open(key, v)
+}
+
+func (t *sealTx) Put(key string, value []byte) error {
+	if err := t.s.Limits().CheckValue(key, value); err != nil {
+		return err
+	}
+	return t.tx.Put(key, t.s.seal(key, value))
+}
+
+func (t *sealTx) Delete(key string) error { return t.tx.Delete(key) }
+
+func (t *sealTx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byte) error) error {
+	if opts.KeysOnly {
+		return t.tx.Scan(prefix, opts, fn)
+	}
+	return t.tx.Scan(prefix, opts, func(key string, v []byte) error {
+		plain, err := t.s.open(key, v)
+		if err != nil {
+			return err
+		}
+		return fn(key, plain)
+	})
+}

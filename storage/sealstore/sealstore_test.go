@@ -1,0 +1,229 @@
+package sealstore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
+	"github.com/keelhq/keel/storage/sealstore"
+)
+
+func mustNew(t testing.TB, inner storage.Store, active []byte, previous ...[]byte) *sealstore.Store {
+	t.Helper()
+	s, err := sealstore.New(inner, active, previous...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func put(t testing.TB, s storage.Store, key, value string) {
+	t.Helper()
+	err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.Put(key, []byte(value))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(s storage.Store, key string) (string, error) {
+	var out []byte
+	err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		v, err := tx.Get(key)
+		out = v
+		return err
+	})
+	return string(out), err
+}
+
+func raw(t testing.TB, s storage.Store, key string) []byte {
+	t.Helper()
+	var out []byte
+	err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		v, err := tx.Get(key)
+		out = v
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestValuesAreSealedAtRest(t *testing.T) {
+	inner := memstore.New(nil)
+	s := mustNew(t, inner, sealstore.GenerateKey())
+	put(t, s, "kv/secret/db", "hunter2-plaintext")
+
+	stored := raw(t, inner, "kv/secret/db")
+	if bytes.Contains(stored, []byte("hunter2")) {
+		t.Fatalf("the underlying store holds the value in clear: %q", stored)
+	}
+	if len(stored) != len("hunter2-plaintext")+sealstore.Overhead {
+		t.Fatalf("sealed size = %d, want value + Overhead = %d", len(stored), len("hunter2-plaintext")+sealstore.Overhead)
+	}
+	if got, err := get(s, "kv/secret/db"); err != nil || got != "hunter2-plaintext" {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+	// Two seals of the same value differ (random nonce).
+	put(t, s, "kv/secret/db2", "hunter2-plaintext")
+	if bytes.Equal(raw(t, inner, "kv/secret/db2")[5:], stored[5:]) {
+		t.Fatal("two seals of one value are identical: nonce is not random")
+	}
+}
+
+func TestWrongKeyIsAClearError(t *testing.T) {
+	inner := memstore.New(nil)
+	k1, k2 := sealstore.GenerateKey(), sealstore.GenerateKey()
+	put(t, mustNew(t, inner, k1), "a", "secret")
+
+	_, err := get(mustNew(t, inner, k2), "a")
+	if !errors.Is(err, keel.ErrUnavailable) {
+		t.Fatalf("open with another key: err = %v, want kind unavailable", err)
+	}
+	if !strings.Contains(err.Error(), sealstore.KeyID(k1)) || !strings.Contains(err.Error(), "not configured") {
+		t.Fatalf("error %q does not name the missing key id %s", err, sealstore.KeyID(k1))
+	}
+}
+
+func TestTamperedOrMovedValueDoesNotOpen(t *testing.T) {
+	inner := memstore.New(nil)
+	s := mustNew(t, inner, sealstore.GenerateKey())
+	put(t, s, "a", "secret-a")
+	sealed := raw(t, inner, "a")
+
+	cases := map[string]struct {
+		key   string
+		value []byte
+	}{
+		"moved to another key": {"b", sealed},
+		"flipped bit":          {"a", func() []byte { v := bytes.Clone(sealed); v[len(v)-1] ^= 1; return v }()},
+		"truncated":            {"a", sealed[:10]},
+		"never sealed":         {"a", []byte("plain value that is long enough to pass the size check")},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := inner.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.Put(c.key, c.value)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := get(s, c.key)
+			if !errors.Is(err, keel.ErrInternal) {
+				t.Fatalf("Get = %q, %v; want kind internal", got, err)
+			}
+			if got != "" {
+				t.Fatalf("returned %q alongside the error", got)
+			}
+		})
+	}
+}
+
+func TestRotationKeepsOldValuesReadableAndResealRewrites(t *testing.T) {
+	inner := memstore.New(nil)
+	old, next := sealstore.GenerateKey(), sealstore.GenerateKey()
+	s1 := mustNew(t, inner, old)
+	for i := range 300 {
+		put(t, s1, fmt.Sprintf("k/%03d", i), fmt.Sprintf("v%d", i))
+	}
+	put(t, s1, "other", "outside the prefix")
+
+	s2 := mustNew(t, inner, next, old)
+	if got, err := get(s2, "k/007"); err != nil || got != "v7" {
+		t.Fatalf("old value through rotated store: %q, %v", got, err)
+	}
+	put(t, s2, "k/new", "fresh")
+	if id := raw(t, inner, "k/new")[1:5]; hex.EncodeToString(id) != sealstore.KeyID(next) {
+		t.Fatalf("new write sealed with key %x, want active %s", id, sealstore.KeyID(next))
+	}
+
+	n, err := s2.Reseal(context.Background(), "k/", 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 300 {
+		t.Fatalf("Reseal rewrote %d values, want 300", n)
+	}
+	onlyNew := mustNew(t, inner, next)
+	for i := range 300 {
+		k := fmt.Sprintf("k/%03d", i)
+		if got, err := get(onlyNew, k); err != nil || got != fmt.Sprintf("v%d", i) {
+			t.Fatalf("%s after reseal without old key: %q, %v", k, got, err)
+		}
+	}
+	if _, err := get(onlyNew, "other"); !errors.Is(err, keel.ErrUnavailable) {
+		t.Fatalf("value outside the resealed prefix: err = %v, want it still sealed with the old key", err)
+	}
+	if n, err := s2.Reseal(context.Background(), "k/", 64); err != nil || n != 0 {
+		t.Fatalf("second Reseal = %d, %v; want 0, nil", n, err)
+	}
+}
+
+func TestLimitsLeaveRoomForOverhead(t *testing.T) {
+	inner := memstore.New(&memstore.Options{Limits: storage.Limits{MaxKeySize: 64, MaxValueSize: 100}})
+	s := mustNew(t, inner, sealstore.GenerateKey())
+	if got := s.Limits().MaxValueSize; got != 100-sealstore.Overhead {
+		t.Fatalf("MaxValueSize = %d, want %d", got, 100-sealstore.Overhead)
+	}
+	ok := strings.Repeat("x", 100-sealstore.Overhead)
+	put(t, s, "fits", ok)
+	err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.Put("too-big", []byte(ok+"x"))
+	})
+	if !errors.Is(err, storage.ErrValueTooLarge) {
+		t.Fatalf("err = %v, want ErrValueTooLarge", err)
+	}
+}
+
+func TestNewRefusesBadKeys(t *testing.T) {
+	if _, err := sealstore.New(memstore.New(nil), make([]byte, 16)); !errors.Is(err, keel.ErrInvalid) {
+		t.Fatalf("16-byte key: err = %v, want kind invalid", err)
+	}
+	if _, err := sealstore.New(memstore.New(nil), sealstore.GenerateKey(), []byte("short")); !errors.Is(err, keel.ErrInvalid) {
+		t.Fatalf("short previous key: err = %v, want kind invalid", err)
+	}
+}
+
+func TestParseKeys(t *testing.T) {
+	k1, k2 := sealstore.GenerateKey(), sealstore.GenerateKey()
+	text := "# keys, newest first\n\n" + hex.EncodeToString(k1) + "\n  " + base64.StdEncoding.EncodeToString(k2) + "  \n"
+	active, previous, err := sealstore.ParseKeys([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(active, k1) || len(previous) != 1 || !bytes.Equal(previous[0], k2) {
+		t.Fatalf("ParseKeys = %x, %x", active, previous)
+	}
+	for name, text := range map[string]string{
+		"empty":      "# nothing\n",
+		"not a key":  "zz-not-base64!\n",
+		"short key":  base64.StdEncoding.EncodeToString(make([]byte, 16)) + "\n",
+		"second bad": hex.EncodeToString(k1) + "\nabc\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, _, err := sealstore.ParseKeys([]byte(text)); !errors.Is(err, keel.ErrInvalid) {
+				t.Fatalf("err = %v, want kind invalid", err)
+			}
+		})
+	}
+}
+
+func TestKeyIDIsStableAndDoesNotRevealTheKey(t *testing.T) {
+	k := sealstore.GenerateKey()
+	if sealstore.KeyID(k) != sealstore.KeyID(bytes.Clone(k)) {
+		t.Fatal("KeyID differs for equal keys")
+	}
+	if id := sealstore.KeyID(k); len(id) != 8 || strings.Contains(hex.EncodeToString(k), id) {
+		t.Fatalf("KeyID = %q: want 8 hex digits not taken from the key", id)
+	}
+}

@@ -1,0 +1,178 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/keelhq/keel/storage"
+)
+
+// increment adds one to the decimal counter at key, 0 when missing.
+func increment(tx storage.Tx, key string) (int, error) {
+	n := 0
+	v, err := tx.Get(key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return 0, fmt.Errorf("Get(%q): %w", key, err)
+	default:
+		if n, err = strconv.Atoi(string(v)); err != nil {
+			return 0, fmt.Errorf("counter %q holds %q: %w", key, v, err)
+		}
+	}
+	n++
+	return n, tx.Put(key, []byte(strconv.Itoa(n)))
+}
+
+// parallel runs f(0) to f(n-1) in goroutines and waits for them, at most
+// waitLimit. The errors f returns fail t.
+func parallel(t testing.TB, what string, n int, f func(i int) error) {
+	t.Helper()
+	errs := make([]error, n)
+	if !within(func() {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { errs[i] = f(i) })
+		}
+		wg.Wait()
+	}) {
+		t.Fatalf("%s did not finish within %v: deadlock?", what, waitLimit)
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+}
+
+// testConcurrentWriters: concurrent Updates lose no update.
+func testConcurrentWriters(t *testing.T, s storage.Store) {
+	const goroutines, increments = 8, 25
+
+	// One counter, read and written by every Update.
+	parallel(t, "concurrent increments", goroutines, func(int) error {
+		for range increments {
+			err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+				_, err := increment(tx, "ctr")
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	wantValue(t, s, "ctr", strconv.Itoa(goroutines*increments))
+
+	// Disjoint keys, with Views running alongside.
+	parallel(t, "concurrent writers of disjoint keys", goroutines, func(g int) error {
+		for i := range increments {
+			key := fmt.Sprintf("w/%d/%02d", g, i)
+			err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.Put(key, []byte(key))
+			})
+			if err != nil {
+				return err
+			}
+			err = s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+				v, err := tx.Get(key)
+				if err == nil && string(v) != key {
+					err = fmt.Errorf("Get(%q) = %q right after it was committed", key, v)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	got := scanAll(t, s, "w/", storage.ScanOptions{})
+	if len(got) != goroutines*increments {
+		t.Errorf("after %d concurrent Puts of distinct keys, Scan found %d", goroutines*increments, len(got))
+	}
+	for _, e := range got {
+		if e.key != e.value {
+			t.Errorf("concurrent Puts: %v, want the key as value", e)
+		}
+	}
+}
+
+// testRetrySafe: the closure given to Update may run more than once (a
+// store may retry it after a conflict, or run it again when another closure
+// of the same group commit failed). A closure that keeps its state in local
+// variables, reset on each run, and decides only on what it reads through
+// tx has exactly one effect however often it runs; this case checks that
+// the store gives each run a consistent state to read.
+func testRetrySafe(t *testing.T, s storage.Store) {
+	putAll(t, s, kv{"rs/k", "10"}, kv{"rs/twin", "10"})
+
+	// readPair reads the counter and its twin, always written together.
+	readPair := func(tx storage.Tx) (int, error) {
+		var n [2]int
+		for i, key := range []string{"rs/k", "rs/twin"} {
+			v, err := tx.Get(key)
+			if err != nil {
+				return 0, fmt.Errorf("Get(%q): %w", key, err)
+			}
+			if n[i], err = strconv.Atoi(string(v)); err != nil {
+				return 0, err
+			}
+		}
+		if n[0] != n[1] {
+			return 0, fmt.Errorf("inconsistent state: rs/k = %d, rs/twin = %d", n[0], n[1])
+		}
+		return n[0], nil
+	}
+	bump := func(tx storage.Tx) error {
+		n, err := readPair(tx)
+		if err != nil {
+			return err
+		}
+		for _, key := range []string{"rs/k", "rs/twin"} {
+			if err := tx.Put(key, []byte(strconv.Itoa(n+1))); err != nil {
+				return err
+			}
+		}
+		// Read back: the state this run sees stays consistent.
+		if m, err := readPair(tx); err != nil || m != n+1 {
+			return fmt.Errorf("after writing %d: read %d, %v", n+1, m, err)
+		}
+		return nil
+	}
+
+	// One Update, alone.
+	runs := 0
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		runs++
+		return bump(tx)
+	})
+	if runs < 1 {
+		t.Fatalf("Update returned nil without running its closure")
+	}
+	wantValue(t, s, "rs/k", "11")
+	wantValue(t, s, "rs/twin", "11")
+
+	// Concurrent Updates, which a store may group or retry.
+	const goroutines = 8
+	var total atomic.Int64
+	parallel(t, "concurrent retry-safe Updates", goroutines, func(int) error {
+		runs := 0 // this goroutine's runs of its closure
+		err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+			runs++
+			return bump(tx)
+		})
+		total.Add(int64(runs))
+		if err == nil && runs < 1 {
+			err = errors.New("the Update returned nil without running its closure")
+		}
+		return err
+	})
+	t.Logf("%d concurrent Updates ran their closures %d times", goroutines, total.Load())
+	want := strconv.Itoa(11 + goroutines)
+	wantValue(t, s, "rs/k", want)
+	wantValue(t, s, "rs/twin", want)
+}

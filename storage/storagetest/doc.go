@@ -1,0 +1,56 @@
+// Package storagetest is the conformance suite of storage.Store: every
+// store, leaf or wrapper, runs it from its own tests to show that it keeps
+// the contract written in package storage (errors and their keel kinds,
+// limits, atomicity, snapshot isolation, scan order and paging, copies in
+// and out, misuse of a finished Tx, nested transactions, contexts, Close,
+// concurrent writers, and closures that run more than once).
+//
+// # Basics
+//
+// A store author writes a Harness that opens a fresh, empty store, and hands
+// it to Run from a test of the store's package:
+//
+//	func TestConformance(t *testing.T) {
+//		storagetest.Run(t, func(t testing.TB) storage.Store {
+//			s, err := mystore.Open(filepath.Join(t.TempDir(), "db"), nil)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s // the suite closes it
+//		})
+//	}
+//
+// Run runs each case as a subtest named after it (GetPutDelete, EmptyKey,
+// Limits, Atomicity, ReadYourWrites, Isolation, OrderingAndScan,
+// ScanWhileWriting, CopySemantics, TxDone, ReadOnly, Nested, Context,
+// Closed, ConcurrentWriters, RetrySafe), so one failing case is rerun with
+// go test -run 'TestConformance/Isolation'.
+//
+// # Harness
+//
+// The harness is called once per case, from that case's subtest, and must
+// return a store of its own: the cases run in parallel. It may register its
+// own cleanups (t.TempDir does); the suite registers Close after them, so
+// the store is closed first. Close is called again after the Closed case
+// has closed the store, and must return nil.
+//
+// A wrapper store (encryption, fault injection, a prefix view) runs the
+// suite over a wrapper of a fresh leaf store. Its Close must close what the
+// suite would see closed: a view whose Close does nothing is given a Close
+// that closes the store below it.
+//
+// # Limits
+//
+// The Limits case tests each non-zero field of the store's Limits at its
+// boundary. Limits too costly to reach are logged and left out: values
+// above 64 MiB, transactions above 300 MiB or 100,000 operations. A store
+// whose defaults leave a limit out (as MaxTxOps in storage.DefaultLimits)
+// should run the suite a second time over small limits.
+//
+// # Caveats
+//
+// The suite waits at most 10 seconds for anything that could deadlock (a
+// writer while a View is open, a nested transaction, Close), then fails
+// with a message saying what hung. It holds up to about MaxTxBytes plus
+// twice MaxValueSize in memory while testing those limits.
+package storagetest

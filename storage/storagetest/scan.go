@@ -1,0 +1,285 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keelhq/keel/storage"
+)
+
+// orderedKeys are in byte-wise ascending order, which is not the order of
+// their runes nor of their lengths.
+var orderedKeys = []string{"a", "a\x00", "a/", "a/b", "a/b/c", "ab", "a\xff", "b"}
+
+// testOrderingAndScan: Scan visits keys byte-wise in ascending order, within
+// its prefix, strictly after After, stops early, and pages.
+func testOrderingAndScan(t *testing.T, s storage.Store) {
+	shuffled := slices.Clone(orderedKeys)
+	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, k := range shuffled { // one Update each, in random order
+		putAll(t, s, kv{k, "v" + k})
+	}
+	all := make([]kv, len(orderedKeys))
+	for i, k := range orderedKeys {
+		all[i] = kv{k, "v" + k}
+	}
+	keys := func(ks ...string) []kv {
+		out := []kv{}
+		for _, k := range ks {
+			out = append(out, kv{k, "v" + k})
+		}
+		return out
+	}
+
+	t.Run("Prefix", func(t *testing.T) {
+		for _, c := range []struct {
+			prefix string
+			want   []kv
+		}{
+			{"", all},
+			{"a", all[:len(all)-1]},
+			{"a/", keys("a/", "a/b", "a/b/c")},
+			{"a/b", keys("a/b", "a/b/c")},
+			{"a/b/c", keys("a/b/c")},
+			{"a/b/c/", nil},
+			{"a\xff", keys("a\xff")},
+			{"b", keys("b")},
+			{"c", nil},
+			{"\x00", nil},
+		} {
+			wantScan(t, s, c.prefix, storage.ScanOptions{}, c.want...)
+		}
+	})
+
+	t.Run("After", func(t *testing.T) {
+		for _, c := range []struct {
+			prefix, after string
+			want          []kv
+		}{
+			{"", "a", all[1:]},
+			{"", "a/b", keys("a/b/c", "ab", "a\xff", "b")},
+			{"", "a/a", keys("a/b", "a/b/c", "ab", "a\xff", "b")}, // not a key
+			{"", "b", nil},
+			{"", "a\xff\xff", keys("b")},
+			{"", "\xff", nil},
+			{"a/", "a/b", keys("a/b/c")},
+			{"a/", "a/", keys("a/b", "a/b/c")},         // the prefix itself
+			{"a/", "a/a", keys("a/b", "a/b/c")},        // not a key
+			{"a/", "a/b/", keys("a/b/c")},              // not a key
+			{"a/", "a", keys("a/", "a/b", "a/b/c")},    // before the prefix
+			{"a/", "\x00", keys("a/", "a/b", "a/b/c")}, // well before it
+			{"a/", "a/b/c", nil},                       // the last key of the prefix
+			{"a/", "a0", nil},                          // beyond the prefix
+			{"a/", "b", nil},                           // well beyond it
+		} {
+			wantScan(t, s, c.prefix, storage.ScanOptions{After: c.after}, c.want...)
+		}
+	})
+
+	t.Run("StopScan", func(t *testing.T) {
+		view(t, s, func(ctx context.Context, tx storage.Tx) error {
+			var got []string
+			err := tx.Scan("", storage.ScanOptions{}, func(key string, value []byte) error {
+				got = append(got, key)
+				if len(got) == 3 {
+					return storage.StopScan
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("Scan stopped by StopScan = %v, want nil", err)
+			}
+			if !slices.Equal(got, orderedKeys[:3]) {
+				t.Errorf("Scan stopped by StopScan at the third key visited %q, want %q", got, orderedKeys[:3])
+			}
+			return nil
+		})
+	})
+
+	t.Run("Error", func(t *testing.T) {
+		errStop := fmt.Errorf("stop here: %w", errTest)
+		var calls int
+		err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+			err := tx.Scan("a/", storage.ScanOptions{}, func(key string, value []byte) error {
+				calls++
+				if calls == 2 {
+					return errStop
+				}
+				return nil
+			})
+			if !errors.Is(err, errStop) {
+				t.Errorf("Scan whose callback failed = %v, want the callback's error %v", err, errStop)
+			}
+			return err
+		})
+		if !errors.Is(err, errTest) {
+			t.Errorf("View returning a Scan's callback error = %v, want it", err)
+		}
+		if calls != 2 {
+			t.Errorf("Scan called its callback %d times, want 2: it must stop at the first error", calls)
+		}
+	})
+
+	t.Run("KeysOnly", func(t *testing.T) {
+		view(t, s, func(ctx context.Context, tx storage.Tx) error {
+			var got []string
+			err := tx.Scan("", storage.ScanOptions{KeysOnly: true}, func(key string, value []byte) error {
+				if value != nil {
+					t.Errorf("Scan with KeysOnly gave %q the value %q, want nil", key, value)
+				}
+				got = append(got, key)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, orderedKeys) {
+				t.Errorf("Scan with KeysOnly visited %q, want %q", got, orderedKeys)
+			}
+			return nil
+		})
+	})
+
+	t.Run("Paging", func(t *testing.T) {
+		// 250 keys of different lengths, so that byte order differs from
+		// numeric order.
+		seen := map[string]bool{}
+		var page []kv
+		for len(page) < 250 {
+			k := fmt.Sprintf("pg/%x", rand.Uint32()>>rand.IntN(32))
+			if !seen[k] {
+				seen[k] = true
+				page = append(page, kv{k, "v" + k})
+			}
+		}
+		putAll(t, s, page...)
+		want := slices.SortedFunc(slices.Values(page), func(a, b kv) int { return strings.Compare(a.key, b.key) })
+
+		const size = 20
+		var got []kv
+		after := ""
+		for range len(want)/size + 2 {
+			var p []kv
+			view(t, s, func(ctx context.Context, tx storage.Tx) error {
+				p = nil
+				return tx.Scan("pg/", storage.ScanOptions{After: after}, func(key string, value []byte) error {
+					p = append(p, kv{key, string(value)})
+					if len(p) == size {
+						return storage.StopScan
+					}
+					return nil
+				})
+			})
+			if len(p) == 0 {
+				break
+			}
+			if p[0].key <= after {
+				t.Fatalf("page after %q starts at %q", after, p[0].key)
+			}
+			got = append(got, p...)
+			after = p[len(p)-1].key
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("paging by %d collected %d keys, want %d in order:\n got %v\nwant %v", size, len(got), len(want), got, want)
+		}
+	})
+}
+
+// testScanWhileWriting: the callback of a Scan in an Update may write
+// through the same Tx; the scan still visits each key it started with once,
+// in order, and the writes commit.
+func testScanWhileWriting(t *testing.T, s storage.Store) {
+	const n = 9
+	var originals []string
+	for i := range n {
+		originals = append(originals, fmt.Sprintf("s/%02d", i))
+	}
+	early := originals[0] + "/early" // sorts before every original but the first
+	for _, k := range originals {
+		putAll(t, s, kv{k, "o"})
+	}
+	written := func(key string) bool { return strings.HasSuffix(key, "/new") || key == early }
+
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		// A write before the scan, so that the scan starts on state the
+		// transaction already changed.
+		if err := tx.Put("u/start", []byte("u")); err != nil {
+			return err
+		}
+		var visited []string
+		i := 0
+		err := tx.Scan("s/", storage.ScanOptions{}, func(key string, value []byte) error {
+			if n := len(visited); n > 0 && key <= visited[n-1] {
+				t.Errorf("Scan visited %q after %q: not ascending", key, visited[n-1])
+			}
+			visited = append(visited, key)
+			if written(key) {
+				return nil // written by this scan: it may be visited or not
+			}
+			var w []kv // the writes; a nil value deletes
+			switch i % 3 {
+			case 0: // overwrite the key visited, add one right after it
+				w = []kv{{key, "changed"}, {key + "/new", "n"}}
+			case 1: // delete the key visited
+				w = []kv{{key, ""}}
+			case 2: // delete it, add one right after it, and one behind the scan
+				w = []kv{{key, ""}, {key + "/new", "n"}, {early, "e"}}
+			}
+			w = append(w, kv{"u/" + key, "u"}) // outside the prefix
+			for _, e := range w {
+				var err error
+				if e.value == "" {
+					err = tx.Delete(e.key)
+				} else {
+					err = tx.Put(e.key, []byte(e.value))
+				}
+				if err != nil {
+					return fmt.Errorf("write of %v during Scan: %w", e, err)
+				}
+			}
+			if i%3 != 1 {
+				if v, err := tx.Get(key + "/new"); err != nil || string(v) != "n" {
+					t.Errorf("Get(%q) during Scan, after its Put = %q, %v; want n", key+"/new", v, err)
+				}
+			}
+			i++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var orig []string
+		for _, k := range visited {
+			if !written(k) {
+				orig = append(orig, k)
+			}
+		}
+		if !slices.Equal(orig, originals) {
+			t.Errorf("Scan writing as it went visited the keys it started with as %q, want %q once each", orig, originals)
+		}
+		return nil
+	})
+
+	want := []kv{{originals[0], "changed"}, {early, "e"}}
+	var outside []kv
+	for i, k := range originals {
+		switch i % 3 {
+		case 0:
+			if i > 0 {
+				want = append(want, kv{k, "changed"})
+			}
+			want = append(want, kv{k + "/new", "n"})
+		case 2:
+			want = append(want, kv{k + "/new", "n"})
+		}
+		outside = append(outside, kv{"u/" + k, "u"})
+	}
+	wantScan(t, s, "s/", storage.ScanOptions{}, want...)
+	outside = append(outside, kv{"u/start", "u"}) // "u/s/…" < "u/start"
+	wantScan(t, s, "u/", storage.ScanOptions{}, outside...)
+}

@@ -1,0 +1,86 @@
+package storage
+
+import (
+	"context"
+	"strings"
+)
+
+// Sub returns a view of s confined to the keys that start with prefix: keys
+// given to the view are stored as prefix+key, and scans never see keys
+// outside the prefix. Domains use it to keep out of each other's keys
+// ("kv/secret/", "lease/"). prefix must not be empty; by convention it ends
+// with "/".
+//
+// Closing the view does nothing; close s itself.
+func Sub(s Store, prefix string) Store {
+	if inner, ok := s.(*subStore); ok {
+		return &subStore{inner: inner.inner, prefix: inner.prefix + prefix}
+	}
+	return &subStore{inner: s, prefix: prefix}
+}
+
+type subStore struct {
+	inner  Store
+	prefix string
+}
+
+func (s *subStore) View(ctx context.Context, fn func(context.Context, Tx) error) error {
+	return s.inner.View(ctx, func(ctx context.Context, tx Tx) error {
+		return fn(ctx, &subTx{tx: tx, prefix: s.prefix})
+	})
+}
+
+func (s *subStore) Update(ctx context.Context, fn func(context.Context, Tx) error) error {
+	return s.inner.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return fn(ctx, &subTx{tx: tx, prefix: s.prefix})
+	})
+}
+
+// Limits are those of the underlying store, less the prefix in key size.
+func (s *subStore) Limits() Limits {
+	l := s.inner.Limits()
+	if l.MaxKeySize > 0 {
+		l.MaxKeySize -= len(s.prefix)
+	}
+	return l
+}
+
+func (s *subStore) Close() error { return nil }
+
+type subTx struct {
+	tx     Tx
+	prefix string
+}
+
+func (t *subTx) Get(key string) ([]byte, error) {
+	if key == "" {
+		return nil, ErrEmptyKey
+	}
+	return t.tx.Get(t.prefix + key)
+}
+
+func (t *subTx) Put(key string, value []byte) error {
+	if key == "" {
+		return ErrEmptyKey
+	}
+	return t.tx.Put(t.prefix+key, value)
+}
+
+func (t *subTx) Delete(key string) error {
+	if key == "" {
+		return ErrEmptyKey
+	}
+	return t.tx.Delete(t.prefix + key)
+}
+
+func (t *subTx) Scan(prefix string, opts ScanOptions, fn func(string, []byte) error) error {
+	if opts.After != "" {
+		opts.After = t.prefix + opts.After
+	}
+	return t.tx.Scan(t.prefix+prefix, opts, func(key string, value []byte) error {
+		if key == t.prefix {
+			return nil // the prefix itself would be the empty key of the view
+		}
+		return fn(strings.TrimPrefix(key, t.prefix), value)
+	})
+}
