@@ -6,5 +6,9 @@
 //	fs.Fail(faultstore.OpPut, "lease/", 1, errors.New("disk full"))
 //	// the next Put under "lease/" fails; the Update that made it rolls back
 //
+// Rerun makes every Update run its closure a first time and roll it back,
+// then run it again, as a store that retries after a conflict does: a test
+// under Rerun shows whether a service's closures are safe to repeat.
+//
 // A Store is safe for concurrent use.
 package faultstore

@@ -2,8 +2,10 @@ package faultstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/keelhq/keel/storage"
 )
@@ -24,6 +26,7 @@ const (
 // with New; it is safe for concurrent use.
 type Store struct {
 	inner storage.Store
+	rerun atomic.Bool
 	mu    sync.Mutex
 	rules []*rule
 }
@@ -53,6 +56,14 @@ func (s *Store) Fail(op Op, prefix string, n int, err error) {
 	defer s.mu.Unlock()
 	s.rules = append(s.rules, &rule{op: op, prefix: prefix, left: n, err: err})
 }
+
+// Rerun makes every later Update run its closure twice while on is true: a
+// first time in a transaction that is then rolled back, as a store that
+// retries after a conflict would, and a second time for real. A closure
+// that keeps state outside its Tx between runs shows up in tests.
+func (s *Store) Rerun(on bool) { s.rerun.Store(on) }
+
+var errRerun = errors.New("faultstore: first run rolled back")
 
 // Reset disarms every fault.
 func (s *Store) Reset() {
@@ -92,6 +103,17 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) e
 // OpCommit fault turns fn's success into the fault's error, so nothing is
 // committed.
 func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	if s.rerun.Load() {
+		err := s.inner.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			if err := fn(ctx, &faultTx{s: s, tx: tx}); err != nil {
+				return err
+			}
+			return errRerun
+		})
+		if err != errRerun {
+			return err
+		}
+	}
 	return s.inner.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := fn(ctx, &faultTx{s: s, tx: tx}); err != nil {
 			return err

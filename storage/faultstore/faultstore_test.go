@@ -115,3 +115,37 @@ func TestFailGetAndScan(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRerunRunsEachClosureTwiceAndCommitsOnce(t *testing.T) {
+	fs := faultstore.New(memstore.New(nil))
+	fs.Rerun(true)
+	runs := 0
+	err := fs.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		runs++
+		v, err := tx.Get("n")
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		return tx.Put("n", append(v, 'x'))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 {
+		t.Fatalf("closure ran %d times, want 2", runs)
+	}
+	var got []byte
+	fs.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		got, err = tx.Get("n")
+		return err
+	})
+	if string(got) != "x" {
+		t.Fatalf("value %q: the first run was not rolled back", got)
+	}
+	// A closure that fails is not run a second time.
+	runs = 0
+	errFail := errors.New("fail")
+	if err := fs.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error { runs++; return errFail }); !errors.Is(err, errFail) || runs != 1 {
+		t.Fatalf("failing closure: err %v, runs %d", err, runs)
+	}
+}

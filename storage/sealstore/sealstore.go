@@ -189,7 +189,9 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 	})
 }
 
-// Limits are the underlying store's, less Overhead in value size.
+// Limits are the underlying store's, less Overhead in value size. The
+// underlying store counts sealed sizes against MaxTxBytes: each Put of a
+// transaction uses Overhead bytes more of it than the value's size.
 func (s *Store) Limits() storage.Limits {
 	l := s.inner.Limits()
 	if l.MaxValueSize > 0 {
@@ -211,13 +213,15 @@ func (s *Store) Reseal(ctx context.Context, prefix string, batch int) (int, erro
 	}
 	total, after := 0, ""
 	for {
-		seen, rewrote := 0, 0
+		seen, rewrote, last := 0, 0, ""
 		err := s.inner.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			seen, rewrote = 0, 0
+			// The closure may run more than once: it derives everything
+			// from after, which only changes once Update has returned.
+			seen, rewrote, last = 0, 0, ""
 			var stale []string
 			err := tx.Scan(prefix, storage.ScanOptions{After: after}, func(key string, v []byte) error {
 				seen++
-				after = key
+				last = key
 				if len(v) >= 1+idSize && !bytes.Equal(v[1:1+idSize], s.active.id[:]) {
 					stale = append(stale, key)
 				}
@@ -246,6 +250,7 @@ func (s *Store) Reseal(ctx context.Context, prefix string, batch int) (int, erro
 			return total, err
 		}
 		total += rewrote
+		after = last
 		if seen < batch {
 			return total, nil
 		}

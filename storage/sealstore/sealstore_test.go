@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/sealstore"
 )
@@ -225,5 +226,27 @@ func TestKeyIDIsStableAndDoesNotRevealTheKey(t *testing.T) {
 	}
 	if id := sealstore.KeyID(k); len(id) != 8 || strings.Contains(hex.EncodeToString(k), id) {
 		t.Fatalf("KeyID = %q: want 8 hex digits not taken from the key", id)
+	}
+}
+
+// Reseal's transaction closure may run more than once: a rerun must not
+// skip the keys the rolled-back run visited.
+func TestResealIsSafeWhenClosuresRerun(t *testing.T) {
+	fs := faultstore.New(memstore.New(nil))
+	old, next := sealstore.GenerateKey(), sealstore.GenerateKey()
+	s1 := mustNew(t, fs, old)
+	for i := range 10 {
+		put(t, s1, fmt.Sprintf("s/%02d", i), "secret")
+	}
+	fs.Rerun(true)
+	n, err := mustNew(t, fs, next, old).Reseal(context.Background(), "s/", 4)
+	if err != nil || n != 10 {
+		t.Fatalf("Reseal = %d, %v; want 10, nil", n, err)
+	}
+	onlyNew := mustNew(t, fs, next)
+	for i := range 10 {
+		if _, err := get(onlyNew, fmt.Sprintf("s/%02d", i)); err != nil {
+			t.Fatalf("s/%02d not resealed: %v", i, err)
+		}
 	}
 }

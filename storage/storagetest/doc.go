@@ -43,7 +43,7 @@
 //
 // The Limits case tests each non-zero field of the store's Limits at its
 // boundary. Limits too costly to reach are logged and left out: values
-// above 64 MiB, transactions above 300 MiB or 100,000 operations. A store
+// above 64 MiB, transactions above 64 MiB or 100,000 operations. A store
 // whose defaults leave a limit out (as MaxTxOps in storage.DefaultLimits)
 // should run the suite a second time over small limits.
 //
