@@ -53,9 +53,7 @@ type Store struct {
 	queue   []*call // Updates waiting for the next commit
 	leading bool    // an Update is committing a batch
 
-	closeMu sync.RWMutex
-	closed  bool
-	running sync.WaitGroup
+	gate txbase.Gate
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -126,14 +124,9 @@ func (s *Store) Path() string { return s.db.Path() }
 
 // Close waits for running transactions, then closes the file.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	if s.closed {
-		s.closeMu.Unlock()
+	if !s.gate.Close() {
 		return nil
 	}
-	s.closed = true
-	s.closeMu.Unlock()
-	s.running.Wait()
 	return s.db.Close()
 }
 
@@ -141,12 +134,9 @@ func (s *Store) begin(ctx context.Context) error {
 	if err := txbase.Begin(ctx, s); err != nil {
 		return err
 	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
+	if !s.gate.Enter() {
 		return storage.ErrClosed
 	}
-	s.running.Add(1)
 	return nil
 }
 
@@ -156,19 +146,16 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) e
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	defer s.running.Done()
-	var fnErr error
-	err := s.db.View(func(btx *bolt.Tx) error {
-		t := &tx{b: btx.Bucket(bucketName)}
-		t.Init(ctx, s, s.limits, false)
-		defer t.Finish()
-		fnErr = fn(t, t)
-		return nil
-	})
+	defer s.gate.Leave()
+	btx, err := s.db.Begin(false)
 	if err != nil {
 		return fmt.Errorf("boltstore: %w", err)
 	}
-	return fnErr
+	defer btx.Rollback()
+	t := &tx{b: btx.Bucket(bucketName)}
+	t.Init(ctx, s, &s.limits, false)
+	defer t.Finish()
+	return fn(t, t)
 }
 
 // Update runs fn in a read-write transaction and returns once its writes are
@@ -184,7 +171,7 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	defer s.running.Done()
+	defer s.gate.Leave()
 	c := &call{ctx: ctx, fn: fn, done: make(chan outcome, 1)}
 	s.mu.Lock()
 	s.queue = append(s.queue, c)
@@ -256,7 +243,7 @@ func (s *Store) commit(batch []*call) {
 					continue
 				}
 				t := &tx{b: b}
-				t.Init(c.ctx, s, s.limits, true)
+				t.Init(c.ctx, s, &s.limits, true)
 				out := run(c.fn, t)
 				t.Finish()
 				if out.err == nil && out.panicked == nil {

@@ -4,10 +4,10 @@
 // # Basics
 //
 // New returns an empty store. Views read a snapshot of the committed state
-// without taking a lock; Updates run one at a time on a copy-on-write clone
-// of the state (a B-tree, github.com/google/btree) that replaces the
-// committed state when the closure returns nil, so a failed Update costs
-// nothing to roll back.
+// without taking a lock; Updates run one at a time in a transaction of an
+// immutable radix tree (github.com/hashicorp/go-immutable-radix, as
+// go-memdb uses) whose new root replaces the committed state when the
+// closure returns nil, so a failed Update costs nothing to roll back.
 //
 // # Concurrency
 //

@@ -1,12 +1,12 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/btree"
+	iradix "github.com/hashicorp/go-immutable-radix/v2"
 
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/internal/txbase"
@@ -22,23 +22,12 @@ type Options struct {
 // concurrent use.
 type Store struct {
 	limits  storage.Limits
-	current atomic.Pointer[btree.BTreeG[item]] // committed state; never mutated once published
-	writeMu sync.Mutex                         // one Update at a time
-	closed  atomic.Bool
-	running sync.WaitGroup // transactions in flight, for Close
-	closeMu sync.RWMutex   // Close takes it to stop new transactions joining running
+	current atomic.Pointer[iradix.Tree[[]byte]] // committed state; immutable
+	writeMu sync.Mutex                          // one Update at a time
+	gate    txbase.Gate
 }
 
 var _ storage.Store = (*Store)(nil)
-
-type item struct {
-	key   string
-	value []byte
-}
-
-func less(a, b item) bool { return a.key < b.key }
-
-const degree = 32
 
 // New returns an empty Store.
 func New(opts *Options) *Store {
@@ -46,7 +35,7 @@ func New(opts *Options) *Store {
 	if opts != nil && opts.Limits != (storage.Limits{}) {
 		s.limits = opts.Limits
 	}
-	s.current.Store(btree.NewG(degree, less))
+	s.current.Store(iradix.New[[]byte]())
 	return s
 }
 
@@ -56,10 +45,7 @@ func (s *Store) Limits() storage.Limits { return s.limits }
 // Close marks the store closed and waits for running transactions. The data
 // is dropped when the Store is no longer referenced.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	s.closed.Store(true)
-	s.closeMu.Unlock()
-	s.running.Wait()
+	s.gate.Close()
 	return nil
 }
 
@@ -67,12 +53,9 @@ func (s *Store) begin(ctx context.Context) error {
 	if err := txbase.Begin(ctx, s); err != nil {
 		return err
 	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed.Load() {
+	if !s.gate.Enter() {
 		return storage.ErrClosed
 	}
-	s.running.Add(1)
 	return nil
 }
 
@@ -82,29 +65,28 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) e
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	defer s.running.Done()
-	t := &tx{tree: s.current.Load()}
-	t.Init(ctx, s, s.limits, false)
+	defer s.gate.Leave()
+	t := &tx{root: s.current.Load().Root()}
+	t.Init(ctx, s, &s.limits, false)
 	defer t.Finish()
 	return fn(t, t)
 }
 
-// Update runs fn on a copy-on-write clone of the committed state and
-// publishes the clone when fn returns nil. Updates run one at a time, and fn
-// is called exactly once.
+// Update runs fn in a transaction of the immutable tree and publishes the
+// new tree when fn returns nil. Updates run one at a time, and fn is called
+// exactly once.
 func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	defer s.running.Done()
+	defer s.gate.Leave()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	base := s.current.Load()
-	t := &tx{tree: base.Clone()}
-	t.Init(ctx, s, s.limits, true)
+	t := &tx{txn: s.current.Load().Txn()}
+	t.Init(ctx, s, &s.limits, true)
 	err := func() error {
 		defer t.Finish()
 		return fn(t, t)
@@ -116,14 +98,16 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		return err
 	}
 	if t.Writes() > 0 {
-		s.current.Store(t.tree)
+		s.current.Store(t.txn.CommitOnly())
 	}
 	return nil
 }
 
+// tx reads root in a View, and txn in an Update.
 type tx struct {
 	txbase.Base
-	tree *btree.BTreeG[item]
+	root *iradix.Node[[]byte]
+	txn  *iradix.Txn[[]byte]
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
@@ -133,18 +117,24 @@ func (t *tx) Get(key string) ([]byte, error) {
 	if key == "" {
 		return nil, storage.ErrEmptyKey
 	}
-	it, ok := t.tree.Get(item{key: key})
+	var v []byte
+	var ok bool
+	if t.txn != nil {
+		v, ok = t.txn.Get([]byte(key))
+	} else {
+		v, ok = t.root.Get([]byte(key))
+	}
 	if !ok {
 		return nil, storage.ErrNotFound
 	}
-	return clone(it.value), nil
+	return clone(v), nil
 }
 
 func (t *tx) Put(key string, value []byte) error {
 	if err := t.CheckPut(key, value); err != nil {
 		return err
 	}
-	t.tree.ReplaceOrInsert(item{key: key, value: clone(value)})
+	t.txn.Insert([]byte(key), clone(value))
 	return nil
 }
 
@@ -152,7 +142,7 @@ func (t *tx) Delete(key string) error {
 	if err := t.CheckDelete(key); err != nil {
 		return err
 	}
-	t.tree.Delete(item{key: key})
+	t.txn.Delete([]byte(key))
 	return nil
 }
 
@@ -160,41 +150,44 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 	if err := t.CheckRead(); err != nil {
 		return err
 	}
-	tree := t.tree
-	if t.Writable() {
-		// fn may write through t: iterate over a clone so that writes
-		// do not disturb the iteration.
-		tree = tree.Clone()
+	root := t.root
+	if t.txn != nil {
+		// fn may write through t: iterate over a clone of the
+		// transaction, which later writes do not touch.
+		root = t.txn.Clone().Root()
 	}
 	start := prefix
 	if opts.After > start {
 		start = opts.After
 	}
-	var err error
-	n := 0
-	tree.AscendGreaterOrEqual(item{key: start}, func(it item) bool {
-		if !strings.HasPrefix(it.key, prefix) {
-			return false
+	it := root.Iterator()
+	it.SeekLowerBound([]byte(start))
+	for n := 1; ; n++ {
+		k, v, ok := it.Next()
+		if !ok || !bytes.HasPrefix(k, []byte(prefix)) {
+			return nil
 		}
-		if it.key == opts.After {
-			return true
+		key := string(k)
+		if key == opts.After {
+			continue
 		}
-		if n++; n%txbase.ScanCheckEvery == 0 {
-			if err = t.CheckRead(); err != nil {
-				return false
+		if n%txbase.ScanCheckEvery == 0 {
+			if err := t.CheckRead(); err != nil {
+				return err
 			}
 		}
-		var v []byte
 		if !opts.KeysOnly {
-			v = clone(it.value)
+			v = clone(v)
+		} else {
+			v = nil
 		}
-		err = fn(it.key, v)
-		return err == nil
-	})
-	if err == storage.StopScan {
-		return nil
+		if err := fn(key, v); err != nil {
+			if err == storage.StopScan {
+				return nil
+			}
+			return err
+		}
 	}
-	return err
 }
 
 func clone(b []byte) []byte {

@@ -17,15 +17,16 @@ type ownerKey struct{}
 type Base struct {
 	context.Context
 	owner    any
-	limits   storage.Limits
+	limits   *storage.Limits
 	writable bool
 	done     bool
 	ops      int
 	bytes    int
 }
 
-// Init prepares b for a transaction of owner started with ctx.
-func (b *Base) Init(ctx context.Context, owner any, limits storage.Limits, writable bool) {
+// Init prepares b for a transaction of owner started with ctx. limits must
+// not change while the transaction runs.
+func (b *Base) Init(ctx context.Context, owner any, limits *storage.Limits, writable bool) {
 	*b = Base{Context: ctx, owner: owner, limits: limits, writable: writable}
 }
 
