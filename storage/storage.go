@@ -60,7 +60,8 @@ type Tx interface {
 	Delete(key string) error
 
 	// Scan calls fn, in ascending key order, for every key that starts
-	// with prefix and sorts after opts.After. fn gets a copy of the
+	// with prefix, is not less than opts.From and sorts after opts.After.
+	// fn gets a copy of the
 	// value (nil with opts.KeysOnly). Scan stops at the first error of
 	// fn and returns it, except StopScan, which stops and returns nil.
 	// A scan inside Update sees the transaction's own writes, and fn may
@@ -74,6 +75,10 @@ type ScanOptions struct {
 	// After, when not empty, starts the scan at the first key greater than
 	// After; it is the last key of the previous page.
 	After string
+	// From, when not empty, starts the scan at the first key greater than
+	// or equal to From; it lets a caller seek past a whole range of keys.
+	// With After too, the later start wins.
+	From string
 	// KeysOnly passes nil values to fn, which saves copying them.
 	KeysOnly bool
 }

@@ -77,6 +77,9 @@ func (t *subTx) Scan(prefix string, opts ScanOptions, fn func(string, []byte) er
 	if opts.After != "" {
 		opts.After = t.prefix + opts.After
 	}
+	if opts.From != "" {
+		opts.From = t.prefix + opts.From
+	}
 	return t.tx.Scan(t.prefix+prefix, opts, func(key string, value []byte) error {
 		if key == t.prefix {
 			return nil // the prefix itself would be the empty key of the view

@@ -343,12 +343,10 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		return err
 	}
 	p := []byte(prefix)
-	seek := p
-	after := []byte(opts.After)
-	if opts.After != "" && opts.After >= prefix {
-		seek = after
-	} else {
-		after = nil
+	seek := []byte(max(prefix, opts.From, opts.After))
+	var after []byte
+	if opts.After != "" && opts.After >= prefix && opts.After >= opts.From {
+		after = []byte(opts.After)
 	}
 	type entry struct {
 		key   string

@@ -156,10 +156,7 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		// transaction, which later writes do not touch.
 		root = t.txn.Clone().Root()
 	}
-	start := prefix
-	if opts.After > start {
-		start = opts.After
-	}
+	start := max(prefix, opts.From, opts.After)
 	it := root.Iterator()
 	it.SeekLowerBound([]byte(start))
 	for n := 1; ; n++ {

@@ -81,6 +81,25 @@ func testOrderingAndScan(t *testing.T, s storage.Store) {
 		}
 	})
 
+	t.Run("From", func(t *testing.T) {
+		for _, c := range []struct {
+			prefix, from, after string
+			want                []kv
+		}{
+			{"", "a/b", "", keys("a/b", "a/b/c", "ab", "a\xff", "b")}, // inclusive
+			{"", "a0", "", keys("ab", "a\xff", "b")},                  // past all of "a/"
+			{"", "a/a", "", keys("a/b", "a/b/c", "ab", "a\xff", "b")}, // not a key
+			{"", "c", "", nil},
+			{"a/", "a", "", keys("a/", "a/b", "a/b/c")}, // before the prefix
+			{"a/", "a/b/c", "", keys("a/b/c")},
+			{"a/", "a0", "", nil},                                 // beyond the prefix
+			{"", "a/b", "a/b", keys("a/b/c", "ab", "a\xff", "b")}, // After wins when later
+			{"", "ab", "a/b", keys("ab", "a\xff", "b")},           // From wins when later
+		} {
+			wantScan(t, s, c.prefix, storage.ScanOptions{From: c.from, After: c.after}, c.want...)
+		}
+	})
+
 	t.Run("StopScan", func(t *testing.T) {
 		view(t, s, func(ctx context.Context, tx storage.Tx) error {
 			var got []string
