@@ -87,3 +87,13 @@ func (t *subTx) Scan(prefix string, opts ScanOptions, fn func(string, []byte) er
 		return fn(strings.TrimPrefix(key, t.prefix), value)
 	})
 }
+
+// SubTx returns a view of tx confined to the keys that start with prefix,
+// as Sub does for a store. A package that keeps its keys under a prefix of
+// a store uses it to join a transaction its caller started on that store.
+func SubTx(tx Tx, prefix string) Tx {
+	if inner, ok := tx.(*subTx); ok {
+		return &subTx{tx: inner.tx, prefix: inner.prefix + prefix}
+	}
+	return &subTx{tx: tx, prefix: prefix}
+}

@@ -197,3 +197,30 @@ func TestSubConfinement(t *testing.T) {
 	}
 	checkParent(t, m, map[string]string{"p/x": "in:x", "p/a": "in:a", "p/o/p": "in:o/p", "p/n/k": "nested"})
 }
+
+func TestSubTxJoinsTheCallersTransaction(t *testing.T) {
+	m := memstore.New(nil)
+	errRollback := errors.New("roll back")
+	err := m.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.Put("engine/x", []byte("1")); err != nil {
+			return err
+		}
+		if err := storage.SubTx(storage.SubTx(tx, "lease/"), "id/").Put("a", []byte("2")); err != nil {
+			return err
+		}
+		v, err := tx.Get("lease/id/a")
+		if err != nil || string(v) != "2" {
+			t.Errorf("write through SubTx not visible in the parent: %q, %v", v, err)
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	m.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		if _, err := tx.Get("lease/id/a"); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("write through SubTx survived the rollback of the parent: %v", err)
+		}
+		return nil
+	})
+}
