@@ -88,20 +88,29 @@
 // caller may do, and apart from public endpoints such as the health check
 // that is nothing.
 //
+// # Adapters
+//
+// GET /v1/sys/health answers without a token. The Vault-style adapter
+// (package examples/httpapi/vault) serves kv version 1 mounts ("secret/"
+// from the first start; more with POST /v1/sys/mounts/:path) and the lease
+// endpoints under /v1/sys/leases/. One lease manager (package lease) serves
+// every engine; its worker runs while the server does, and revokes at start
+// what expired while the server was down.
+//
 // # Adding an adapter
 //
 // An adapter is a function that registers routes on the server's
 // http.ServeMux, built from the server's deps (store, authorizer, clock,
-// logger). Put it in a file of its own:
+// logger, lease manager). Put it in a file of its own, as vault.go:
 //
-//	// vault.go
 //	func mountVault(mux *http.ServeMux, d *deps) error {
-//		h, err := vaulthttp.New(vaulthttp.Options{Store: d.store, Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger})
+//		h, err := vault.New(context.Background(), d.store, d.leases, &vault.Options{
+//			Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
+//		})
 //		if err != nil {
 //			return err
 //		}
-//		d.onClose(h.Close) // only if it runs background work
-//		mux.Handle("/v1/secret/", h)
+//		h.Register(mux)
 //		return nil
 //	}
 //
@@ -109,10 +118,12 @@
 //
 //	var adapters = []func(mux *http.ServeMux, d *deps) error{
 //		mountHealth, // health.go: GET /v1/sys/health
-//		mountVault,  // vault.go: Vault-style secrets under /v1/secret/
+//		mountVault,  // vault.go: kv mounts and leases, Vault dialect
 //	}
 //
-// Requests reach it authenticated (keel.PrincipalFrom) and logged. Patterns
-// of different adapters must not overlap: http.ServeMux panics at start-up
-// when one does.
+// An adapter that runs background work stops it in a function it gives to
+// d.onClose, which runs after the last request and before the store
+// closes. Requests reach it authenticated (keel.PrincipalFrom) and logged.
+// Patterns of different adapters must not overlap: http.ServeMux panics at
+// start-up when one does.
 package main

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
 )
 
 // The server's timeouts. ReadHeaderTimeout bounds how long a client may
@@ -141,6 +142,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	defer func() { err = errors.Join(err, store.Close()) }()
 
 	d := &deps{store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger}
+	d.leases = lease.New(store, &lease.Options{Clock: d.clock, Authorizer: authz, Logger: logger})
 	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
 	mux := http.NewServeMux()
 	if err := mount(mux, d); err != nil {
@@ -149,6 +151,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	if h.mount != nil {
 		h.mount(mux, d)
 	}
+	// Leases fall due from now on: the worker revokes what expired while
+	// the server was down, then what expires while it runs.
+	d.leases.Start()
+	d.onClose(func() error { d.leases.Stop(); return nil })
 
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", opts.addr)
 	if err != nil {

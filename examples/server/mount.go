@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -16,6 +17,7 @@ type deps struct {
 	authorizer keel.Authorizer // rules from -config; "root" grants everything
 	clock      keel.Clock      // keel.SystemClock{}; tests may use a keel.FakeClock
 	logger     *slog.Logger
+	leases     *lease.Manager // the one lease manager; engines register their mounts with it
 
 	closers []func() error // see onClose
 }
@@ -46,6 +48,7 @@ func (d *deps) close() error {
 // shows at start-up (and in the tests), never at request time.
 var adapters = []func(mux *http.ServeMux, d *deps) error{
 	mountHealth, // health.go: GET /v1/sys/health
+	mountVault,  // vault.go: kv mounts and leases, Vault dialect
 }
 
 // mount registers the routes of every adapter on mux.

@@ -1,0 +1,54 @@
+// Package vault is a thin HTTP adapter that speaks HashiCorp Vault's wire
+// format for keel's key-value engines (package kv) and lease manager
+// (package lease), so that Vault's official Go client (and curl recipes
+// written for Vault) work against a keel program.
+//
+// # Basics
+//
+// New loads the mount table from the store and builds a kv engine for each
+// mount; Register adds the routes to an http.ServeMux:
+//
+//	GET            /v1/sys/mounts                   list mounts
+//	POST, PUT      /v1/sys/mounts/:path             enable a kv version 1 engine
+//	DELETE         /v1/sys/mounts/:path             disable it: revoke its leases, delete its data
+//	PUT, POST      /v1/sys/leases/lookup            lease_id in the body
+//	LIST           /v1/sys/leases/lookup/:prefix    (or GET with list=true); needs sudo
+//	PUT, POST      /v1/sys/leases/renew[/:id]       lease_id, increment
+//	PUT, POST      /v1/sys/leases/revoke[/:id]      lease_id, sync
+//	PUT, POST      /v1/sys/leases/revoke-prefix/:p  sync; needs sudo
+//	PUT, POST      /v1/sys/leases/revoke-force/:p   needs sudo
+//	PUT, POST      /v1/sys/leases/tidy
+//	GET            /v1/sys/leases/count             type=irrevocable, include_child_namespaces
+//	GET            /v1/sys/leases                   type=irrevocable, include_child_namespaces, limit
+//	any            /v1/:mount/:path                 kv read (GET), list (LIST or GET list=true),
+//	                                                write (POST, PUT), delete (DELETE)
+//
+// The first start creates the mount "secret/" (kv version 1), as Vault's
+// development server does; the table is kept in the store at "sys/mounts",
+// and each engine's data under "kv/<mount uuid>/", so mounts and data
+// survive restarts. Mount options are "version" (only "1") and
+// "leased_passthrough" ("true": every read issues a renewable lease of the
+// secret's ttl through the lease manager).
+//
+// The caller must be in the request's context (keel.WithPrincipal) before
+// the handler runs: the adapter reads no token. In the example server a
+// middleware maps the X-Secrets-Token header to a principal.
+//
+// # Status codes
+//
+// As Vault: 200 with a body; 204 without one (writes, deletes, sync
+// revocations); 202 for queued revocations and tidy; 404 with
+// {"errors":[]} for a missing secret or an empty listing; 400
+// {"errors":["invalid lease"]} for an unknown or expired lease; 400 with
+// the message for an invalid request; 403 {"errors":["permission
+// denied"]}; 413 for a body over 32 MiB. Error kinds map to statuses in
+// one table (statusOf).
+//
+// # Caveats
+//
+// Only kv version 1 engines can be mounted; tuning endpoints, namespaces,
+// response wrapping and the legacy sys/renew and sys/revoke paths are not
+// served. Unmounting deletes the data of the engine after it has left the
+// table: a crash in between leaves keys under "kv/<uuid>/" that nothing
+// reads.
+package vault

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/keelhq/keel/examples/httpapi/vault"
+)
+
+// mountVault serves keel's kv engines and lease manager in Vault's dialect
+// (token header X-Secrets-Token).
+func mountVault(mux *http.ServeMux, d *deps) error {
+	h, err := vault.New(context.Background(), d.store, d.leases, &vault.Options{
+		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
+	})
+	if err != nil {
+		return err
+	}
+	h.Register(mux)
+	return nil
+}

@@ -1,0 +1,414 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// DefaultLeaseDuration is the lease duration a read reports for a secret
+// without a "ttl" key when Options.DefaultTTL is zero: 768 hours (2,764,800
+// seconds), the system default of Vault.
+const DefaultLeaseDuration = 768 * time.Hour
+
+// Leaser issues the leases of a leased mount. kv declares only what it
+// needs, so that it builds and tests without package lease; the lease
+// manager satisfies it through an adapter such as:
+//
+//	type leaser struct{ m *lease.Manager }
+//
+//	func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration) (string, time.Duration, error) {
+//		le, err := l.m.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: true})
+//		return le.ID, le.ExpireTime.Sub(le.IssueTime), err
+//	}
+//
+// Implementations must be safe for concurrent use.
+type Leaser interface {
+	// IssueLease issues a renewable lease for a read of path (the mount
+	// and the secret's path, "secret/app/db") with the given TTL and
+	// returns its id, which must not be empty, and the TTL it granted,
+	// which may be less (capped at a maximum).
+	IssueLease(ctx context.Context, path string, ttl time.Duration) (id string, granted time.Duration, err error)
+}
+
+// Options configure an Engine. A nil *Options, and the zero value of each
+// field, mean the defaults.
+type Options struct {
+	// Authorizer decides the caller's rights on each operation. Nil
+	// allows everything.
+	Authorizer keel.Authorizer
+	// DefaultTTL is the mount's default lease duration, reported on a
+	// read of a secret without a usable "ttl" key. Zero means
+	// DefaultLeaseDuration; a negative value is refused by New.
+	DefaultTTL time.Duration
+	// Leaser, when not nil, makes the mount leased (Vault's
+	// leased_passthrough): every Read issues a renewable lease of the
+	// secret's lease duration through it.
+	Leaser Leaser
+}
+
+// Secret is what Read returns: the pairs stored at a path and the lease
+// members of the response envelope.
+type Secret struct {
+	// Data holds every pair stored at the path, decoded from JSON:
+	// strings, json.Number for numbers (exactly as written), bool,
+	// nil, []any and map[string]any. It belongs to the caller.
+	Data map[string]any
+	// LeaseDuration is the value of the "ttl" key (else of the "lease"
+	// key), or the mount's default when there is none or it cannot be
+	// parsed; in a leased mount a zero value is replaced by the default.
+	LeaseDuration time.Duration
+	// LeaseID is the id of the lease issued for this read; empty unless
+	// the mount is leased.
+	LeaseID string
+	// Renewable is true only for the read of a leased mount.
+	Renewable bool
+}
+
+// Engine is a key-value secrets engine, version 1, mounted at one path.
+// Create one with New; the zero Engine is not usable. An Engine holds no
+// state besides its configuration: it is safe for concurrent use, and
+// several Engines may share one store if each has its own part of it.
+type Engine struct {
+	store      storage.Store
+	mount      string
+	authz      keel.Authorizer
+	defaultTTL time.Duration
+	leaser     Leaser
+}
+
+// New returns an Engine that keeps its secrets in store, at keys equal to
+// their paths: the caller gives the engine a store of its own, typically
+// storage.Sub(root, "kv/<mount id>/"). mount is the path the engine is
+// mounted at, without slashes at the ends ("secret", "team/secret"); it
+// prefixes the resources given to the Authorizer and the paths of leases.
+//
+// New fails with an error of kind keel.KindInvalid when store is nil, mount
+// breaks the rules of paths (see the package documentation), or
+// opts.DefaultTTL is negative.
+func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var v keel.Validation
+	if store == nil {
+		v.Add("store", "is required")
+	}
+	if rule := pathRule(mount); rule != "" {
+		v.Add("mount", "%s", rule)
+	}
+	if o.DefaultTTL < 0 {
+		v.Add("DefaultTTL", "must not be negative")
+	}
+	if err := v.Err(); err != nil {
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	if o.DefaultTTL == 0 {
+		o.DefaultTTL = DefaultLeaseDuration
+	}
+	return &Engine{
+		store:      store,
+		mount:      mount,
+		authz:      o.Authorizer,
+		defaultTTL: o.DefaultTTL,
+		leaser:     o.Leaser,
+	}, nil
+}
+
+// Mount returns the path the engine is mounted at, as given to New.
+func (e *Engine) Mount() string { return e.mount }
+
+// Read returns every pair stored at path, with the lease duration its "ttl"
+// key asks for, and issues a lease for the read when the mount is leased.
+//
+// It needs keel.CapRead on mount/path. It fails with keel.KindInvalid for
+// a malformed path, keel.KindForbidden without the right, and
+// keel.KindNotFound when nothing is stored at path (a folder holds no
+// value). An error of the Leaser is returned with its kind, or with
+// keel.KindUnavailable when it has none.
+func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
+	if err := checkPath(path); err != nil {
+		return Secret{}, fmt.Errorf("kv: read: %w", err)
+	}
+	if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
+		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
+	}
+	var raw []byte
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		raw, err = tx.Get(path)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return Secret{}, fmt.Errorf("kv: no secret at %q: %w", path, keel.ErrNotFound)
+	}
+	if err != nil {
+		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
+	}
+	data, err := decodeData(raw)
+	if err != nil {
+		return Secret{}, fmt.Errorf("kv: secret at %q is not a JSON object (%v): %w", path, err, keel.ErrInternal)
+	}
+	s := Secret{Data: data, LeaseDuration: e.leaseDuration(data)}
+	if e.leaser == nil {
+		return s, nil
+	}
+	// As Vault computes a registered lease's TTL: zero means the
+	// mount's default.
+	if s.LeaseDuration == 0 {
+		s.LeaseDuration = e.defaultTTL
+	}
+	id, granted, err := e.leaser.IssueLease(ctx, e.resource(path), s.LeaseDuration)
+	if err != nil {
+		if keel.KindOf(err) == keel.KindUnknown {
+			return Secret{}, fmt.Errorf("kv: issue lease for %q: %w: %w", path, keel.ErrUnavailable, err)
+		}
+		return Secret{}, fmt.Errorf("kv: issue lease for %q: %w", path, err)
+	}
+	if id == "" {
+		return Secret{}, fmt.Errorf("kv: issue lease for %q: the leaser returned an empty lease id: %w", path, keel.ErrInternal)
+	}
+	s.LeaseID, s.Renewable = id, true
+	if granted > 0 && granted < s.LeaseDuration {
+		s.LeaseDuration = granted
+	}
+	return s, nil
+}
+
+// List returns the names of the immediate children of the folder path, in
+// ascending byte order: a secret by its last segment ("db"), a folder by
+// its segment and a slash ("app/"). A name that is both a secret and a
+// folder is listed twice, as "a" and "a/". path "" (or "/") lists the top
+// of the mount; a path with or without a trailing slash lists the same
+// folder. Values are never read: the cost is in proportion to the
+// children listed, not to the keys below them.
+//
+// It needs keel.CapList on mount/path/ (with a trailing slash: "secret/"
+// for the top, "secret/app/" for "app"). It fails with keel.KindInvalid for
+// a malformed path, keel.KindForbidden without the right, and
+// keel.KindNotFound when the folder has no children: a missing folder, or
+// a path that holds a secret but nothing below it.
+func (e *Engine) List(ctx context.Context, path string) ([]string, error) {
+	folder, err := folderOf(path)
+	if err != nil {
+		return nil, fmt.Errorf("kv: list: %w", err)
+	}
+	if err := e.authorize(ctx, keel.CapList, e.resource(folder)); err != nil {
+		return nil, fmt.Errorf("kv: list %q: %w", folder, err)
+	}
+	var names []string
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		names = names[:0]
+		return storage.Children(tx, folder, "", func(name string) error {
+			names = append(names, name)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kv: list %q: %w", folder, err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("kv: nothing to list at %q: %w", folder, keel.ErrNotFound)
+	}
+	return names, nil
+}
+
+// Write stores data at path, replacing every pair stored there before:
+// version 1 keeps no history and merges nothing. Values are kept as JSON
+// (see the package documentation); data is not retained. A "ttl" key must
+// hold a duration, which reads report as their lease duration.
+//
+// It needs keel.CapCreate on mount/path when nothing is stored at path, and
+// keel.CapUpdate when a secret is; the right is chosen and checked in the
+// transaction that writes, so a secret created by someone else meanwhile
+// is never overwritten by a caller who may only create. The rights are
+// checked before data is: a caller without them learns nothing of its
+// request's faults.
+//
+// It fails with keel.KindInvalid for a malformed path, empty data ("missing
+// data fields"), a key that is not valid UTF-8, a value that cannot be
+// encoded as JSON, or a "ttl" that is not a duration of zero or more
+// (field "ttl"); keel.KindForbidden without the right; keel.KindTooLarge
+// when the path or the encoded data exceeds the store's limits. On any
+// error nothing is written.
+func (e *Engine) Write(ctx context.Context, path string, data map[string]any) error {
+	if err := checkPath(path); err != nil {
+		return fmt.Errorf("kv: write: %w", err)
+	}
+	// Encode outside the transaction; its verdict is given after the
+	// rights are checked.
+	value, dataErr := encodeData(data)
+	resource := e.resource(path)
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		want := keel.CapCreate
+		switch _, err := tx.Get(path); {
+		case err == nil:
+			want = keel.CapUpdate
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+		if err := e.authorize(ctx, want, resource); err != nil {
+			return err
+		}
+		if dataErr != nil {
+			return dataErr
+		}
+		return tx.Put(path, value)
+	})
+	if err != nil {
+		return fmt.Errorf("kv: write %q: %w", path, err)
+	}
+	return nil
+}
+
+// Delete removes the secret at path. Deleting a path that holds nothing
+// succeeds, as Vault's does; the secrets below path, if it is also a
+// folder, stay.
+//
+// It needs keel.CapDelete on mount/path. It fails with keel.KindInvalid
+// for a malformed path and keel.KindForbidden without the right.
+func (e *Engine) Delete(ctx context.Context, path string) error {
+	if err := checkPath(path); err != nil {
+		return fmt.Errorf("kv: delete: %w", err)
+	}
+	if err := e.authorize(ctx, keel.CapDelete, e.resource(path)); err != nil {
+		return fmt.Errorf("kv: delete %q: %w", path, err)
+	}
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return tx.Delete(path)
+	})
+	if err != nil {
+		return fmt.Errorf("kv: delete %q: %w", path, err)
+	}
+	return nil
+}
+
+// resource returns the resource of path in the mount: "secret/app/db", or
+// "secret/app/" for the folder "app/".
+func (e *Engine) resource(path string) string { return e.mount + "/" + path }
+
+// authorize asks the Authorizer for c on resource. An error that carries
+// no kind, breaking the Authorizer contract, still refuses: it is
+// returned as keel.KindForbidden.
+func (e *Engine) authorize(ctx context.Context, c keel.Capability, resource string) error {
+	err := keel.Authorize(ctx, e.authz, c, resource)
+	if err != nil && keel.KindOf(err) == keel.KindUnknown {
+		return fmt.Errorf("%q on %q refused: %w: %w", c, resource, keel.ErrForbidden, err)
+	}
+	return err
+}
+
+// leaseDuration returns the duration of the "ttl" key of data, else of its
+// "lease" key (Vault's older name), else the mount default; a value that
+// cannot be parsed counts as absent, as in Vault.
+func (e *Engine) leaseDuration(data map[string]any) time.Duration {
+	raw, ok := data[ttlKey]
+	if !ok {
+		raw, ok = data[legacyTTLKey]
+	}
+	if !ok {
+		return e.defaultTTL
+	}
+	d, err := parseTTL(raw)
+	if err != nil {
+		return e.defaultTTL
+	}
+	return d
+}
+
+// encodeData returns the JSON encoding of data, or an error of kind
+// keel.KindInvalid listing what keeps data from being stored.
+func encodeData(data map[string]any) ([]byte, error) {
+	if len(data) == 0 {
+		return nil, keel.Invalid("", "missing data fields")
+	}
+	var v keel.Validation
+	for k := range data {
+		if !utf8.ValidString(k) {
+			v.Add("", "key %q is not valid UTF-8", k)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(data)
+	if err != nil {
+		// Find the culprits, to name them.
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			if _, err := json.Marshal(data[k]); err != nil {
+				v.Add(k, "cannot be encoded as JSON: %v", err)
+			}
+		}
+		if v.Len() == 0 {
+			v.Add("", "cannot be encoded as JSON: %v", err)
+		}
+		return nil, v.Err()
+	}
+	if raw, ok := data[ttlKey]; ok {
+		if err := checkTTL(raw); err != nil {
+			return nil, keel.Invalid(ttlKey, "%v", err)
+		}
+	}
+	return value, nil
+}
+
+// checkTTL checks the ttl value as a read will see it: in its JSON form,
+// where every number is a json.Number.
+func checkTTL(raw any) error {
+	switch v := raw.(type) {
+	case json.Number: // valid, or data would not have encoded
+		_, err := parseTTL(v)
+		return err
+	case string:
+		if utf8.ValidString(v) { // decodes to itself
+			_, err := parseTTL(v)
+			return err
+		}
+	}
+	enc, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	decoded, err := decodeValue(enc)
+	if err != nil {
+		return err
+	}
+	_, err = parseTTL(decoded)
+	return err
+}
+
+// decodeData decodes a stored secret, numbers as json.Number.
+func decodeData(raw []byte) (map[string]any, error) {
+	var data map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&data); err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return nil, errors.New("null")
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data")
+	}
+	return data, nil
+}
+
+// decodeValue decodes one JSON value, numbers as json.Number.
+func decodeValue(raw []byte) (any, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	err := dec.Decode(&v)
+	return v, err
+}

@@ -1,0 +1,157 @@
+// Package lease is the lease manager of keel's secrets engines: it records a
+// lease for every secret an engine issues, revokes the secret through the
+// engine when the lease expires, and serves the lease endpoints of Vault's
+// sys/leases (lookup, list, renew, revoke, revoke-prefix, revoke-force,
+// tidy, irrevocable counts and list) as typed operations.
+//
+// # Basics
+//
+// A program creates one Manager over its store with New, registers each
+// engine's mount with its Revoker (Register), and starts the worker
+// (Start; Stop at shutdown). An engine that creates a secret asks for a
+// lease with Issue, or with IssueTx inside its own transaction so that
+// its data and the lease commit together (then it calls Wake):
+//
+//	m := lease.New(store, &lease.Options{Logger: logger})
+//	err := m.Register("ldap/", lease.RevokerFunc(deleteAccount), nil)
+//	m.Start()
+//	defer m.Stop()
+//	l, err := m.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", TTL: time.Hour, Renewable: true})
+//	// l.ID is "ldap/creds/app/" followed by 24 random base62 characters.
+//
+// A lease's TTL is the request's, or the mount's default (MountConfig), or
+// the system default (Options, 768h); its max TTL is the least of the
+// request's, the mount's and the system's (768h); the TTL is capped at the
+// max TTL, and so is every renewal, counted from the issue.
+//
+// When a lease expires, or a revocation is queued (Revoke with sync false),
+// the worker calls the mount's Revoker outside any transaction and then
+// removes the lease. A failed revocation is retried after RetryBase (20s),
+// doubling up to RetryMax (5m), with ±20% jitter; after MaxAttempts (6)
+// failures, or at once for an error marked Permanent, the lease becomes
+// irrevocable: it keeps its last error (cut to 240 characters), is counted
+// and listed by CountIrrevocable and ListIrrevocable, cannot be renewed,
+// and is retried every IrrevocableRetry (24h); a retry that succeeds
+// removes it, and RevokeForce removes it whatever its revoker says.
+//
+// Reads enforce time: a lease whose ExpireTime is not after now reads as
+// gone (Lookup: not found, "expired"; Renew: refused) before the worker has
+// revoked it. It stays stored until then, and an irrevocable lease stays
+// listed.
+//
+// # Storage
+//
+// The manager keeps everything under the prefix "lease/" of the store
+// given to New:
+//
+//	lease/id/<lease id>                   the lease (a compact binary record)
+//	lease/due/<16 hex digits>/<lease id>  expiry index: when the worker next
+//	                                      tries to revoke the lease (Unix ns,
+//	                                      big-endian hex: key order is time order)
+//	lease/irrevocable/<lease id>          irrevocable index: mount and error
+//
+// Every operation on a lease changes the lease and its index entries in one
+// transaction. Scheduling lives in the store, not in one Go timer per lease:
+// New reads nothing, Step reads the expiry index from its start up to the
+// first entry not due, and counting irrevocable leases reads their index
+// only. A restart over a million leases is ready at once, and its first
+// Step revokes what fell due while no manager ran. Operations that touch
+// many leases (Step, RevokePrefix, RevokeForce, Tidy) work in batches of at
+// most 256 leases per transaction, fewer when the store limits operations
+// per transaction.
+//
+// # Errors
+//
+// Errors wrap keel's kinds. keel.ErrInvalid: a malformed request (empty
+// lease id, negative TTL or increment, a path under no registered mount, a
+// bad mount) and a refused renewal (token, irrevocable, expired, not
+// renewable, past the max TTL). keel.ErrNotFound: an unknown or expired
+// lease on Lookup and Renew. keel.ErrForbidden: a missing right.
+// keel.ErrConflict: a lease changed while Renew called the engine.
+// keel.ErrUnavailable: a revoker's or renewer's error that has no kind of
+// its own, and a mount without a revoker. keel.ErrInternal: a corrupt
+// record. The store's errors pass through with their kinds. Each operation
+// that fails leaves the store as it was, except that a failed synchronous
+// revocation is recorded as a failed attempt, and that batched operations
+// keep the batches committed before the error.
+//
+// # Rights
+//
+// Each operation asks the Authorizer of Options for the capability Vault's
+// policies need on the path of its endpoint: Lookup keel.CapUpdate on
+// "sys/leases/lookup"; List keel.CapSudo on "sys/leases/lookup/<prefix>";
+// Renew keel.CapUpdate on "sys/leases/renew"; Revoke keel.CapUpdate on
+// "sys/leases/revoke"; RevokePrefix keel.CapSudo on
+// "sys/leases/revoke-prefix/<prefix>"; RevokeForce keel.CapSudo on
+// "sys/leases/revoke-force/<prefix>"; Tidy keel.CapUpdate on
+// "sys/leases/tidy"; CountIrrevocable keel.CapRead on "sys/leases/count";
+// ListIrrevocable keel.CapSudo on "sys/leases". Issue, IssueTx, Step and
+// the worker are the engines' and the program's: they check no right.
+//
+// # Vault's behaviour where the specification is silent
+//
+//   - Revoking an unknown lease id succeeds and does nothing (Vault answers
+//     204, or 202 when queued).
+//   - Lookup and Renew of an unknown id fail with keel.ErrNotFound (Vault
+//     answers 400 "invalid lease" and "lease not found"; an adapter may
+//     render it so). Lookup of an expired lease fails the same way, where
+//     Vault shows it with ttl 0 until it is revoked.
+//   - List adds a trailing "/" to its prefix and lists what is stored,
+//     expired and irrevocable leases included.
+//   - RevokePrefix and RevokeForce: a prefix without a trailing "/" is the
+//     id of one lease when such a lease exists, and otherwise the folder
+//     prefix+"/"; a synchronous prefix revocation stops at its first
+//     failure. An empty prefix is refused (keel.ErrInvalid).
+//   - Renew with increment 0: Vault lets the engine choose, which usually
+//     means its default TTL; keel grants again the TTL the lease was
+//     issued with. The capping warning is Vault's text: TTL of "1h0m0s"
+//     exceeded the effective max_ttl of "30m0s"; TTL value is capped
+//     accordingly. A token lease is refused with "tokens cannot be renewed
+//     through this endpoint; use the token renew endpoint".
+//   - Failed revocations: Vault retries 6 times from 10s doubling, with
+//     ±50% jitter; keel from RetryBase (20s) doubling to RetryMax, ±20%.
+//     Running out of attempts prefixes the kept error with "out of
+//     retries: " as Vault does. Vault retries irrevocable leases once a
+//     day; keel every IrrevocableRetry, updating their Attempts and
+//     LastError.
+//   - A lease whose mount has no registered Revoker (the engine was
+//     unregistered) fails to revoke, as Vault's router fails for a path
+//     with no mount, so that it ends up irrevocable and visible rather
+//     than silently dropped. Tidy queues the revocation of such leases
+//     while they live.
+//   - Tidy: Vault's revokes leases whose token is invalid; keel's leases
+//     have no token, so Tidy repairs the manager's indexes (TidyResult).
+//     A Tidy called while another runs succeeds at once, as Vault's.
+//   - CountIrrevocable and ListIrrevocable key mounts by path (Vault by
+//     mount accessor); include_child_namespaces has no effect (keel has
+//     no namespaces); ListIrrevocable's Total is the number of leases
+//     returned, as Vault's lease_count, and its order is by lease id.
+//
+// # Concurrency
+//
+// A Manager is safe for concurrent use. Steps run one at a time; other
+// operations run concurrently, each lease change in one transaction that
+// re-reads what it decides on. Engines are called outside transactions:
+// the same lease may be revoked twice when a synchronous revocation races
+// the worker, or when the process dies between a revocation and its
+// removal, which is why a Revoker must be idempotent. Renew stores a
+// renewal only if the lease did not change while the Renewer ran.
+//
+// Every closure given to the store's Update is safe to run more than once.
+// Start runs one goroutine; Stop cancels it and waits for it to end.
+//
+// # Caveats
+//
+// Register the mounts before Start: a Step that finds a due lease of an
+// unregistered mount counts a failed attempt. Unregister leaves the mount's
+// leases in the store; revoke them first (RevokePrefix with sync), as Vault
+// does on unmount.
+//
+// IssueTx cannot wake the worker, since it does not know when the caller
+// commits: call Wake after the Update, or a lease shorter than what the
+// worker was waiting for is revoked late, when the worker next wakes.
+//
+// Revokers run one at a time. A slow revoker delays the revocations behind
+// it; give it a deadline of its own. A Revoker must not call Step, which
+// waits for the Step that called the Revoker.
+package lease

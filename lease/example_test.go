@@ -1,0 +1,102 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+func Example() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	defer store.Close()
+	clock := keel.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+	m := lease.New(store, &lease.Options{Clock: clock})
+	// The engine of the mount "ldap/" deletes the account a lease names.
+	err := m.Register("ldap/", lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
+		fmt.Printf("revoking %s (%s)\n", strings.TrimPrefix(l.Path, "ldap/"), l.Data)
+		return nil
+	}), &lease.MountConfig{DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour})
+	if err != nil {
+		panic(err)
+	}
+
+	l, err := m.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", Renewable: true, Data: []byte("cn=v-app-1")})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("lease under", l.Path, "for", l.TTL(clock.Now()))
+
+	// Renewal is capped at the max TTL, counted from the issue.
+	clock.Advance(30 * time.Minute)
+	r, err := m.Renew(ctx, l.ID, 3*time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("renewed for", r.TTL)
+	fmt.Println(r.Warnings[0])
+
+	// The worker's step revokes what is due; here the test drives it.
+	clock.Advance(2 * time.Hour)
+	next, err := m.Step(ctx, clock.Now())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("next work:", next.IsZero())
+	_, err = m.Lookup(ctx, l.ID)
+	fmt.Println("lookup after revocation:", errors.Is(err, keel.ErrNotFound))
+
+	// Output:
+	// lease under ldap/creds/app for 1h0m0s
+	// renewed for 1h30m0s
+	// TTL of "3h0m0s" exceeded the effective max_ttl of "1h30m0s"; TTL value is capped accordingly
+	// revoking creds/app (cn=v-app-1)
+	// next work: true
+	// lookup after revocation: true
+}
+
+func ExampleManager_ListIrrevocable() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	defer store.Close()
+	m := lease.New(store, &lease.Options{Clock: keel.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	// An engine whose directory refuses to delete its accounts, for good.
+	err := m.Register("ldap/", lease.RevokerFunc(func(context.Context, lease.Lease) error {
+		return lease.Permanent(errors.New("insufficient access rights"))
+	}), nil)
+	if err != nil {
+		panic(err)
+	}
+	l, err := m.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app"})
+	if err != nil {
+		panic(err)
+	}
+	err = m.Revoke(ctx, l.ID, true)
+	fmt.Println("revoke:", keel.KindOf(err))
+
+	list, err := m.ListIrrevocable(ctx, false, 0)
+	if err != nil {
+		panic(err)
+	}
+	for _, il := range list.Leases {
+		fmt.Println(il.Mount, il.Error)
+	}
+	// Only RevokeForce removes it.
+	if err := m.RevokeForce(ctx, "ldap/creds/app"); err != nil {
+		panic(err)
+	}
+	counts, _ := m.CountIrrevocable(ctx, false)
+	fmt.Println("irrevocable left:", counts.Total)
+
+	// Output:
+	// revoke: unavailable
+	// ldap/ insufficient access rights
+	// irrevocable left: 0
+}

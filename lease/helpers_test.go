@@ -1,0 +1,249 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+// t0 is the start of every fake clock.
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// fakeRevoker records revocations and renewals. fail, when set, decides
+// the error of a revocation; renewErr that of a renewal. It implements
+// Renewer only through renewingRevoker.
+type fakeRevoker struct {
+	mu      sync.Mutex
+	revoked []string // ids, in call order, successful or not
+	fail    func(l Lease) error
+	calls   chan Lease // when not nil, every call is sent to it
+}
+
+func (r *fakeRevoker) Revoke(ctx context.Context, l Lease) error {
+	r.mu.Lock()
+	r.revoked = append(r.revoked, l.ID)
+	fail, calls := r.fail, r.calls
+	r.mu.Unlock()
+	if calls != nil {
+		calls <- l
+	}
+	if fail != nil {
+		return fail(l)
+	}
+	return nil
+}
+
+func (r *fakeRevoker) setFail(f func(Lease) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = f
+}
+
+// calls returns the ids revoked so far.
+func (r *fakeRevoker) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.revoked)
+}
+
+// renewingRevoker is a fakeRevoker that is a Renewer too.
+type renewingRevoker struct {
+	fakeRevoker
+	renewMu  sync.Mutex
+	renewals []time.Duration
+	renewErr error
+	onRenew  func() // called during Renew, outside the manager's transactions
+}
+
+func (r *renewingRevoker) Renew(ctx context.Context, l Lease, ttl time.Duration) error {
+	r.renewMu.Lock()
+	r.renewals = append(r.renewals, ttl)
+	err, hook := r.renewErr, r.onRenew
+	r.renewMu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return err
+}
+
+// env is a manager under test, over a memory store, with a fake clock and
+// one mount "ldap/" served by rev.
+type env struct {
+	m     *Manager
+	store storage.Store // the store given to New
+	mem   *memstore.Store
+	clock *keel.FakeClock
+	rev   *fakeRevoker
+}
+
+// newEnv returns an env; opts (may be nil) gets the fake clock. wrap, when
+// not nil, wraps the memory store (a faultstore, say).
+func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store) *env {
+	t.Helper()
+	mem := memstore.New(nil)
+	t.Cleanup(func() { mem.Close() })
+	var store storage.Store = mem
+	if wrap != nil {
+		store = wrap(mem)
+	}
+	clock := keel.NewFakeClock(t0)
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Clock == nil {
+		o.Clock = clock
+	}
+	m := New(store, &o)
+	t.Cleanup(m.Stop)
+	rev := &fakeRevoker{}
+	if err := m.Register("ldap/", rev, nil); err != nil {
+		t.Fatal(err)
+	}
+	return &env{m: m, store: store, mem: mem, clock: clock, rev: rev}
+}
+
+// issue issues a lease or fails t.
+func (e *env) issue(t testing.TB, req IssueRequest) Lease {
+	t.Helper()
+	if req.Path == "" {
+		req.Path = "ldap/creds/app"
+	}
+	l, err := e.m.Issue(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Issue(%+v): %v", req, err)
+	}
+	return l
+}
+
+// get returns the stored entry of id, and whether it exists.
+func (e *env) get(t testing.TB, id string) (entry, bool) {
+	t.Helper()
+	var out entry
+	var found bool
+	err := e.mem.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		raw, err := tx.Get(keyPrefix + idKey(id))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		out, err = decodeEntry(id, raw)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, found
+}
+
+// dump returns every key and value of the memory store.
+func dump(t testing.TB, s storage.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
+			out[k] = string(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// keysUnder returns the keys of dump(s) that start with prefix, sorted.
+func keysUnder(t testing.TB, s storage.Store, prefix string) []string {
+	t.Helper()
+	var out []string
+	for k := range dump(t, s) {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// raw writes (value != nil) or deletes (value == nil) raw keys of s.
+func raw(t testing.TB, s storage.Store, kv map[string][]byte) {
+	t.Helper()
+	err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		for _, k := range slices.Sorted(maps.Keys(kv)) {
+			var err error
+			if kv[k] == nil {
+				err = tx.Delete(k)
+			} else {
+				err = tx.Put(k, kv[k])
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// step runs one Step at at or fails t.
+func (e *env) step(t testing.TB, at time.Time) time.Time {
+	t.Helper()
+	next, err := e.m.Step(context.Background(), at)
+	if err != nil {
+		t.Fatalf("Step(%s): %v", at, err)
+	}
+	return next
+}
+
+// wantKind fails t unless err has kind k.
+func wantKind(t testing.TB, err error, k keel.Kind) {
+	t.Helper()
+	if got := keel.KindOf(err); got != k {
+		t.Fatalf("error %v: kind %v, want %v", err, got, k)
+	}
+}
+
+// recordingAuthorizer records every request, and refuses those for which
+// deny returns true.
+type recordingAuthorizer struct {
+	mu   sync.Mutex
+	asks []ask
+	deny bool
+}
+
+type ask struct {
+	cap      keel.Capability
+	resource string
+}
+
+func (a *recordingAuthorizer) Authorize(_ context.Context, p keel.Principal, c keel.Capability, resource string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asks = append(a.asks, ask{c, resource})
+	if a.deny {
+		return errors.Join(errors.New("denied by test"), keel.ErrForbidden)
+	}
+	return nil
+}
+
+func (a *recordingAuthorizer) take() []ask {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.asks
+	a.asks = nil
+	return out
+}

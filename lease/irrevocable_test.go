@@ -1,0 +1,180 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel/storage"
+)
+
+// makeIrrevocable issues n leases under path and makes them irrevocable;
+// it returns their ids in order.
+func makeIrrevocable(t *testing.T, e *env, path string, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		l := e.issue(t, IssueRequest{Path: path, TTL: time.Hour})
+		ids = append(ids, l.ID)
+	}
+	e.rev.setFail(func(Lease) error { return Permanent(errors.New("directory says no")) })
+	defer e.rev.setFail(nil)
+	for _, id := range ids {
+		if err := e.m.Revoke(context.Background(), id, true); err == nil {
+			t.Fatal("revocation did not fail")
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func TestCountIrrevocable(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	if err := e.m.Register("db/", e.rev, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := e.m.CountIrrevocable(ctx, false)
+	if err != nil || c.Total != 0 || c.ByMount == nil || len(c.ByMount) != 0 {
+		t.Fatalf("empty: %+v, %v", c, err)
+	}
+	makeIrrevocable(t, e, "ldap/creds/app", 3)
+	makeIrrevocable(t, e, "db/creds/x", 2)
+	e.issue(t, IssueRequest{TTL: time.Hour}) // live: not counted
+	for _, child := range []bool{false, true} {
+		c, err = e.m.CountIrrevocable(ctx, child)
+		if err != nil || c.Total != 5 || c.ByMount["ldap/"] != 3 || c.ByMount["db/"] != 2 || len(c.ByMount) != 2 {
+			t.Fatalf("include_child_namespaces=%v: %+v, %v", child, c, err)
+		}
+	}
+}
+
+func TestCountIrrevocableReadsTheIndexOnly(t *testing.T) {
+	e := newEnv(t, nil, func(s storage.Store) storage.Store { return &scanRecorder{Store: s} })
+	makeIrrevocable(t, e, "ldap/creds/app", 2)
+	for range 5 {
+		e.issue(t, IssueRequest{TTL: time.Hour})
+	}
+	rec := e.store.(*scanRecorder)
+	rec.prefixes = nil
+	if _, err := e.m.CountIrrevocable(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if !equalStrings(rec.prefixes, []string{"lease/irrevocable/"}) {
+		t.Fatalf("count scanned %q", rec.prefixes)
+	}
+}
+
+// scanRecorder records the prefixes of scans (not safe for concurrent use).
+type scanRecorder struct {
+	storage.Store
+	prefixes []string
+}
+
+func (s *scanRecorder) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	return s.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return fn(ctx, &recordingTx{Tx: tx, s: s})
+	})
+}
+
+type recordingTx struct {
+	storage.Tx
+	s *scanRecorder
+}
+
+func (t *recordingTx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byte) error) error {
+	t.s.prefixes = append(t.s.prefixes, prefix)
+	return t.Tx.Scan(prefix, opts, fn)
+}
+
+func TestListIrrevocable(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	ids := makeIrrevocable(t, e, "ldap/creds/app", 5)
+	e.issue(t, IssueRequest{TTL: time.Hour})
+	for name, tc := range map[string]struct {
+		limit   int
+		want    int
+		warning bool
+	}{
+		"default":       {0, 5, false},
+		"limit above":   {6, 5, false},
+		"limit equal":   {5, 5, false},
+		"limit below":   {3, 3, true},
+		"limit one":     {1, 1, true},
+		"none (all)":    {-1, 5, false},
+		"very negative": {-100, 5, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := e.m.ListIrrevocable(ctx, false, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Total != tc.want || len(got.Leases) != tc.want {
+				t.Fatalf("Total %d, %d leases; want %d", got.Total, len(got.Leases), tc.want)
+			}
+			for i, l := range got.Leases {
+				if l.LeaseID != ids[i] || l.Mount != "ldap/" || l.Error != "directory says no" {
+					t.Fatalf("lease %d: %+v, want %s", i, l, ids[i])
+				}
+			}
+			if (got.Warnings != nil) != tc.warning || tc.warning && got.Warnings[0] != TooManyIrrevocable {
+				t.Fatalf("warnings %q, want warning %v", got.Warnings, tc.warning)
+			}
+		})
+	}
+}
+
+func TestListIrrevocableDefaultLimit(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	// Write the index directly: 10,001 revocations would be slow.
+	kv := map[string][]byte{}
+	for i := range DefaultIrrevocableLimit + 1 {
+		kv[keyPrefix+irrKey(idOfIndex(i))] = encodeIrr("ldap/", "x")
+	}
+	raw(t, e.mem, kv)
+	got, err := e.m.ListIrrevocable(context.Background(), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Leases) != 10000 || got.Warnings == nil {
+		t.Fatalf("%d leases, warnings %q; want 10,000 and a warning", len(got.Leases), got.Warnings)
+	}
+	all, err := e.m.ListIrrevocable(context.Background(), false, -1)
+	if err != nil || len(all.Leases) != 10001 || all.Warnings != nil {
+		t.Fatalf("all: %d, %q, %v", len(all.Leases), all.Warnings, err)
+	}
+}
+
+func idOfIndex(i int) string {
+	const digits = "0123456789"
+	b := []byte("ldap/creds/app/00000")
+	for j := len(b) - 1; i > 0; j-- {
+		b[j] = digits[i%10]
+		i /= 10
+	}
+	return string(b)
+}
+
+func TestListIrrevocableEmpty(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	got, err := e.m.ListIrrevocable(context.Background(), true, 0)
+	if err != nil || got.Leases == nil || got.Total != 0 || got.Warnings != nil {
+		t.Fatalf("%+v, %v", got, err)
+	}
+}
+
+func TestIrrevocableStaysListedAfterExpiry(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ids := makeIrrevocable(t, e, "ldap/creds/app", 1)
+	e.clock.Advance(1000 * time.Hour)
+	if _, err := e.m.Lookup(context.Background(), ids[0]); err == nil {
+		t.Fatal("Lookup found an expired irrevocable lease")
+	}
+	got, err := e.m.ListIrrevocable(context.Background(), false, 0)
+	if err != nil || len(got.Leases) != 1 {
+		t.Fatalf("%+v, %v", got, err)
+	}
+}

@@ -1,0 +1,213 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// IssueRequest asks for a lease on a secret an engine has just created.
+type IssueRequest struct {
+	// Path is the request path, such as "ldap/creds/app". It must lie
+	// under a registered mount (be longer than the mount, which it
+	// starts with), and have no leading or trailing "/", no empty, "."
+	// or ".." segment and no control character.
+	Path string
+	// TTL is the engine's TTL; 0: the mount's default TTL. It is capped
+	// at the effective max TTL.
+	TTL time.Duration
+	// MaxTTL is the engine's max TTL; 0: the mount's max TTL. It can
+	// lower the mount's max TTL, never raise it.
+	MaxTTL time.Duration
+	// Renewable allows Renew.
+	Renewable bool
+	// Token marks the lease of a token: Renew refuses it (tokens are
+	// renewed through the token endpoint).
+	Token bool
+	// Data is the engine's private data, given back to its Revoker and
+	// Renewer (the DNs to delete, say). The manager keeps a copy.
+	Data []byte
+}
+
+// idRandLen is the number of random base62 characters of a lease id.
+const idRandLen = 24
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// Issue stores a new lease for req in a transaction of its own and wakes
+// the worker. The lease id is req.Path + "/" + 24 random base62 characters
+// (crypto/rand); IssueTime is now, ExpireTime now + the effective TTL.
+//
+// The effective TTL is req.TTL, or else the mount's default TTL, or else
+// the system default; the effective max TTL is the least of req.MaxTTL
+// (when set), the mount's max TTL and the system max TTL; the TTL is
+// capped at the max TTL.
+//
+// Issue fails with an error of kind keel.KindInvalid, and stores nothing,
+// when req.Path is malformed or lies under no registered mount, or a TTL
+// is negative; with the store's error when the store fails.
+func (m *Manager) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
+	e, err := m.newEntry(req)
+	if err != nil {
+		return Lease{}, err
+	}
+	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return putEntry(tx, nil, &e)
+	})
+	if err != nil {
+		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
+	}
+	m.Wake()
+	return e.Lease, nil
+}
+
+// IssueTx is Issue inside the caller's transaction tx, which must be a
+// transaction of the store given to New (IssueTx writes under its "lease/"
+// prefix through storage.SubTx), so that an engine stores its own data and
+// the lease atomically. Each call issues a new id: when the store runs the
+// closure again, use the Lease of the run that committed.
+//
+// IssueTx cannot know when the caller commits, so it does not wake the
+// worker: the worker sees the lease at its next wake-up, which may be
+// later than the lease's expiry if the lease is shorter than what the
+// worker was waiting for. Call Wake after the Update returns.
+func (m *Manager) IssueTx(ctx context.Context, tx storage.Tx, req IssueRequest) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	e, err := m.newEntry(req)
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := putEntry(storage.SubTx(tx, keyPrefix), nil, &e); err != nil {
+		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
+	}
+	return e.Lease, nil
+}
+
+// newEntry checks req and returns the lease to store, with a new id.
+func (m *Manager) newEntry(req IssueRequest) (entry, error) {
+	var v keel.Validation
+	if why := checkPath(req.Path); why != "" {
+		v.Add("path", "%s", why)
+	}
+	if req.TTL < 0 {
+		v.Add("ttl", "must not be negative")
+	}
+	if req.MaxTTL < 0 {
+		v.Add("max_ttl", "must not be negative")
+	}
+	var name string
+	var mt mountEntry
+	if v.Len() == 0 {
+		var ok bool
+		if name, mt, ok = m.mountFor(req.Path); !ok {
+			v.Add("path", "%q lies under no registered mount", req.Path)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return entry{}, fmt.Errorf("lease: issue: %w", err)
+	}
+	maxTTL := mt.cfg.MaxTTL
+	if req.MaxTTL > 0 {
+		maxTTL = min(maxTTL, req.MaxTTL)
+	}
+	ttl := req.TTL
+	if ttl == 0 {
+		ttl = mt.cfg.DefaultTTL
+	}
+	ttl = min(ttl, maxTTL)
+	suffix, err := randomID()
+	if err != nil {
+		return entry{}, fmt.Errorf("lease: issue: random id: %w: %w", err, keel.ErrUnavailable)
+	}
+	now := m.now()
+	e := entry{
+		Lease: Lease{
+			ID:          req.Path + "/" + suffix,
+			Path:        req.Path,
+			Mount:       name,
+			IssueTime:   now,
+			ExpireTime:  now.Add(ttl),
+			MaxTTL:      maxTTL,
+			Renewable:   req.Renewable,
+			Token:       req.Token,
+			NextAttempt: now.Add(ttl),
+		},
+		IssuedTTL: ttl,
+	}
+	if len(req.Data) > 0 {
+		e.Data = append([]byte(nil), req.Data...)
+	}
+	return e, nil
+}
+
+// randomID returns idRandLen base62 characters from crypto/rand, without
+// modulo bias: bytes of 248 and above (62*4) are drawn again.
+func randomID() (string, error) {
+	var b strings.Builder
+	b.Grow(idRandLen)
+	var buf [idRandLen + idRandLen/2]byte
+	for b.Len() < idRandLen {
+		if _, err := rand.Read(buf[:]); err != nil {
+			return "", err
+		}
+		for _, c := range buf {
+			if c >= 248 {
+				continue
+			}
+			b.WriteByte(base62[c%62])
+			if b.Len() == idRandLen {
+				break
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// putEntry writes e (with its ID) and its index entries through tx, moving
+// them from where old had them; old is nil for a new lease.
+func putEntry(tx storage.Tx, old, e *entry) error {
+	id := e.ID
+	if old != nil && !old.NextAttempt.Equal(e.NextAttempt) {
+		if err := tx.Delete(dueKey(old.NextAttempt, id)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Put(dueKey(e.NextAttempt, id), emptyValue); err != nil {
+		return err
+	}
+	switch {
+	case e.Irrevocable:
+		if err := tx.Put(irrKey(id), encodeIrr(e.Mount, e.LastError)); err != nil {
+			return err
+		}
+	case old != nil && old.Irrevocable:
+		if err := tx.Delete(irrKey(id)); err != nil {
+			return err
+		}
+	}
+	return tx.Put(idKey(id), encodeEntry(e))
+}
+
+// deleteEntry removes e and its index entries through tx; skip, when not
+// empty, is an expiry-index key the caller deletes itself.
+func deleteEntry(tx storage.Tx, e *entry, skip string) error {
+	if err := tx.Delete(idKey(e.ID)); err != nil {
+		return err
+	}
+	if due := dueKey(e.NextAttempt, e.ID); due != skip {
+		if err := tx.Delete(due); err != nil {
+			return err
+		}
+	}
+	if e.Irrevocable {
+		return tx.Delete(irrKey(e.ID))
+	}
+	return nil
+}

@@ -1,0 +1,365 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// The defaults of Options.
+const (
+	DefaultTTL              = 768 * time.Hour  // system default and max TTL (Vault's 32 days)
+	DefaultRetryBase        = 20 * time.Second // first retry of a failed revocation
+	DefaultRetryMax         = 5 * time.Minute  // cap of the doubling retry delay
+	DefaultMaxAttempts      = 6                // failed attempts before a lease is irrevocable
+	DefaultIrrevocableRetry = 24 * time.Hour   // retry period of irrevocable leases
+)
+
+// Options configure a Manager. A nil *Options, and every zero (or
+// negative) field, means the default.
+type Options struct {
+	// Clock gives the time and the timers of the worker. Nil:
+	// keel.SystemClock{}.
+	Clock keel.Clock
+	// Authorizer decides the rights of callers. Nil: everything is
+	// allowed.
+	Authorizer keel.Authorizer
+	// Logger receives revocations, failures and store errors of the
+	// worker. Nil: discard.
+	Logger *slog.Logger
+	// DefaultTTL is the system default TTL of a lease. Zero: 768h. It is
+	// lowered to MaxTTL when above it.
+	DefaultTTL time.Duration
+	// MaxTTL is the system max TTL of a lease, counted from its issue.
+	// Zero: 768h.
+	MaxTTL time.Duration
+	// RetryBase is the delay before the first retry of a failed
+	// revocation; it doubles with each further failure. Zero: 20s.
+	RetryBase time.Duration
+	// RetryMax caps the doubling delay. Zero: 5m.
+	RetryMax time.Duration
+	// MaxAttempts is how many failed revocation attempts make a lease
+	// irrevocable. Zero: 6.
+	MaxAttempts int
+	// IrrevocableRetry is how often the worker tries again to revoke an
+	// irrevocable lease. Zero: 24h.
+	IrrevocableRetry time.Duration
+}
+
+// MountConfig tunes the leases of one mount. A nil *MountConfig, and a
+// zero field, means the system value of Options.
+type MountConfig struct {
+	// DefaultTTL is the TTL of a lease whose IssueRequest has none. It
+	// must not exceed the mount's MaxTTL.
+	DefaultTTL time.Duration
+	// MaxTTL caps the leases of the mount. It must not exceed the
+	// system MaxTTL.
+	MaxTTL time.Duration
+}
+
+// Revoker revokes the secret behind a lease: deletes the directory
+// account, drops the database user. The manager calls it outside any store
+// transaction, with the Lease as stored (Data holds what the engine gave
+// to Issue).
+//
+// Revoke must be idempotent: it may be called again for a lease it already
+// revoked, after a crash between the revocation and the removal of the
+// lease, or when two revocations of one lease race. An error means the
+// secret may still exist; the manager retries later (see Permanent).
+// Implementations must be safe for concurrent use.
+type Revoker interface {
+	Revoke(ctx context.Context, l Lease) error
+}
+
+// RevokerFunc is a function that is a Revoker.
+type RevokerFunc func(ctx context.Context, l Lease) error
+
+// Revoke calls f(ctx, l).
+func (f RevokerFunc) Revoke(ctx context.Context, l Lease) error { return f(ctx, l) }
+
+// Renewer is implemented by a Revoker whose engine must act when one of its
+// leases is renewed (extend a database user's validity, say). Renew finds
+// it by type assertion on the Revoker registered for the lease's mount and
+// calls it, outside any transaction, with the lease before renewal and the
+// TTL about to be granted; an error refuses the renewal and leaves the
+// lease as it was.
+type Renewer interface {
+	Renew(ctx context.Context, l Lease, ttl time.Duration) error
+}
+
+// Permanent marks err, returned by a Revoker, as not worth retrying: the
+// lease becomes irrevocable at once instead of after Options.MaxAttempts
+// failures. errors.Is and errors.As see err through the result. Permanent
+// returns nil for a nil err.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func isPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// Manager keeps the leases of issued secrets in a store, revokes them when
+// they expire, and serves the lease operations of sys/leases. Create one
+// with New. A Manager is safe for concurrent use.
+type Manager struct {
+	store storage.Store // the view "lease/" of the store given to New
+	clock keel.Clock
+	auth  keel.Authorizer
+	log   *slog.Logger
+	opts  Options // filled in
+	batch int     // leases per transaction in batched operations
+
+	mu     sync.RWMutex
+	mounts map[string]mountEntry
+
+	stepMu  sync.Mutex    // one Step at a time
+	wake    chan struct{} // buffered 1: a pending wake-up of the worker
+	runMu   sync.Mutex    // guards cancel and done; held by Stop while it waits
+	cancel  context.CancelFunc
+	done    chan struct{}
+	tidying atomic.Bool
+}
+
+type mountEntry struct {
+	revoker Revoker
+	cfg     MountConfig // zero fields filled with the system values
+}
+
+// opsPerLease bounds the writes a batched operation makes per lease (the
+// record, the old and new expiry-index entries, the irrevocable entry;
+// Tidy writes five at most).
+const opsPerLease = 6
+
+// maxBatch is how many leases a batched operation handles per transaction
+// when the store sets no lower bound.
+const maxBatch = 256
+
+// New returns a Manager that keeps its state under the key prefix "lease/"
+// of store (through storage.Sub). It reads nothing from the store: a
+// Manager over a million stored leases is ready at once, and its first
+// Step revokes what fell due while no Manager ran. Register the mounts of
+// the engines, then call Start.
+func New(store storage.Store, opts *Options) *Manager {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxTTL <= 0 {
+		o.MaxTTL = DefaultTTL
+	}
+	if o.DefaultTTL <= 0 {
+		o.DefaultTTL = DefaultTTL
+	}
+	o.DefaultTTL = min(o.DefaultTTL, o.MaxTTL)
+	if o.RetryBase <= 0 {
+		o.RetryBase = DefaultRetryBase
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = DefaultRetryMax
+	}
+	o.RetryMax = max(o.RetryMax, o.RetryBase)
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.IrrevocableRetry <= 0 {
+		o.IrrevocableRetry = DefaultIrrevocableRetry
+	}
+	o.Clock = keel.ClockOrSystem(o.Clock)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	batch := maxBatch
+	if ops := store.Limits().MaxTxOps; ops > 0 {
+		batch = max(1, min(batch, ops/opsPerLease))
+	}
+	return &Manager{
+		store:  storage.Sub(store, keyPrefix),
+		clock:  o.Clock,
+		auth:   o.Authorizer,
+		log:    o.Logger,
+		opts:   o,
+		batch:  batch,
+		mounts: make(map[string]mountEntry),
+		wake:   make(chan struct{}, 1),
+	}
+}
+
+// Register makes r the Revoker (and, when it implements Renewer, the
+// Renewer) of the leases whose id starts with mount, and sets the TTLs of
+// the leases issued under it. mount is a path prefix ending in "/" such as
+// "ldap/" or "secret/"; registering a mount again replaces its revoker and
+// configuration.
+//
+// Register fails with an error of kind keel.KindInvalid, and changes
+// nothing, when mount is empty, lacks the trailing "/", has an empty, "."
+// or ".." segment, or overlaps a registered mount (one a prefix of the
+// other); when r is nil; when a TTL of cfg is negative, cfg.MaxTTL exceeds
+// the system MaxTTL, or cfg.DefaultTTL exceeds the mount's max TTL.
+func (m *Manager) Register(mount string, r Revoker, cfg *MountConfig) error {
+	var v keel.Validation
+	if err := checkMount(mount); err != "" {
+		v.Add("mount", "%s", err)
+	}
+	if r == nil {
+		v.Add("revoker", "is required")
+	}
+	var c MountConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.DefaultTTL < 0 {
+		v.Add("default_lease_ttl", "must not be negative")
+	}
+	switch {
+	case c.MaxTTL < 0:
+		v.Add("max_lease_ttl", "must not be negative")
+	case c.MaxTTL > m.opts.MaxTTL:
+		v.Add("max_lease_ttl", "%s is above the system max lease TTL of %s", c.MaxTTL, m.opts.MaxTTL)
+	}
+	if c.MaxTTL <= 0 {
+		c.MaxTTL = m.opts.MaxTTL
+	}
+	if c.DefaultTTL > min(c.MaxTTL, m.opts.MaxTTL) {
+		v.Add("default_lease_ttl", "given default lease TTL %s greater than max lease TTL %s", c.DefaultTTL, min(c.MaxTTL, m.opts.MaxTTL))
+	}
+	if c.DefaultTTL <= 0 {
+		c.DefaultTTL = min(m.opts.DefaultTTL, c.MaxTTL)
+	}
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("lease: register %q: %w", mount, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for other := range m.mounts {
+		if other != mount && (strings.HasPrefix(mount, other) || strings.HasPrefix(other, mount)) {
+			return fmt.Errorf("lease: register %q: %w", mount, keel.Invalid("mount", "overlaps the registered mount %q", other))
+		}
+	}
+	m.mounts[mount] = mountEntry{revoker: r, cfg: c}
+	return nil
+}
+
+// Unregister forgets mount. Its stored leases stay: revoking them then
+// fails (no revoker), so that they become irrevocable after
+// Options.MaxAttempts attempts, unless the mount is registered again
+// first. Revoke them before (RevokePrefix with sync), as Vault does when it
+// unmounts an engine. Unregistering an unknown mount does nothing.
+func (m *Manager) Unregister(mount string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.mounts, mount)
+}
+
+// checkMount returns why mount is not a valid mount path, or "".
+func checkMount(mount string) string {
+	switch {
+	case mount == "":
+		return "is required"
+	case !strings.HasSuffix(mount, "/"):
+		return "must end with \"/\""
+	}
+	if why := checkPath(strings.TrimSuffix(mount, "/")); why != "" {
+		return why
+	}
+	return ""
+}
+
+// checkPath returns why p is not a valid request path, or "": a path has
+// no leading or trailing "/", no empty, "." or ".." segment, and no
+// control character.
+func checkPath(p string) string {
+	if p == "" {
+		return "is required"
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return "must not contain control characters"
+		}
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		switch seg {
+		case "":
+			return "must not start or end with \"/\" or contain \"//\""
+		case ".", "..":
+			return "must not contain \".\" or \"..\" segments"
+		}
+	}
+	return ""
+}
+
+// mountFor returns the registered mount under which the lease id or the
+// request path p lies: its name is a prefix of p, shorter than p.
+func (m *Manager) mountFor(p string) (string, mountEntry, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for name, mt := range m.mounts {
+		if len(p) > len(name) && strings.HasPrefix(p, name) {
+			return name, mt, true
+		}
+	}
+	return "", mountEntry{}, false
+}
+
+// Wake makes the worker started by Start run a Step now, so that it sees
+// leases due earlier than it planned. Issue, Renew, Revoke and Tidy wake it
+// themselves; an engine that issues leases with IssueTx calls Wake after
+// its Update returns. Wake never blocks, and does nothing when the worker
+// is not running.
+func (m *Manager) Wake() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// now returns the time of the clock, normalized as the store keeps it.
+func (m *Manager) now() time.Time { return norm(m.clock.Now()) }
+
+// authorize asks the Authorizer for c on resource; op names the operation
+// in the error.
+func (m *Manager) authorize(ctx context.Context, op string, c keel.Capability, resource string) error {
+	if err := keel.Authorize(ctx, m.auth, c, resource); err != nil {
+		return fmt.Errorf("lease: %s: %w", op, err)
+	}
+	return nil
+}
+
+// classify gives a kind to an error of an engine: keel.ErrUnavailable
+// unless it has one already. The result wraps err.
+func classify(err error) error {
+	if keel.KindOf(err) != keel.KindUnknown {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, keel.ErrUnavailable)
+}
+
+// requireID checks that a lease id was given.
+func requireID(id string) error {
+	if id == "" {
+		return keel.Invalid("lease_id", "is required")
+	}
+	return nil
+}
+
+// notFound is the error of a lease id that names no stored lease.
+func notFound(id string) error {
+	return fmt.Errorf("lease %q: %w", id, keel.ErrNotFound)
+}

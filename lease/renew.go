@@ -1,0 +1,138 @@
+package lease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// Renewal is the outcome of Renew.
+type Renewal struct {
+	// Lease is the renewed lease.
+	Lease Lease
+	// TTL is the TTL granted: ExpireTime - the time of the renewal (the
+	// adapter's lease_duration).
+	TTL time.Duration
+	// Warnings are Vault's warnings of the renewal (the TTL was capped);
+	// nil when there are none.
+	Warnings []string
+}
+
+// Renew extends the lease id to now+increment, and needs keel.CapUpdate on
+// "sys/leases/renew". An increment of 0 grants again the TTL the lease was
+// issued with (Vault asks the engine, which usually answers with its
+// default TTL; keel's engines gave that TTL at issue). The new expiry is
+// capped at IssueTime+MaxTTL, with the warning
+//
+//	TTL of "<increment>" exceeded the effective max_ttl of "<what is left>"; TTL value is capped accordingly
+//
+// (Vault's text: durations in Go syntax, quoted). LastRenewalTime becomes
+// now; the expiry index moves in the same transaction.
+//
+// When the mount's Revoker implements Renewer, Renew calls it before
+// storing, outside any transaction; its error refuses the renewal. The
+// renewal is then stored only if the lease is still exactly what Renew read
+// before calling the Renewer; otherwise Renew fails with an error of kind
+// keel.KindConflict (another operation changed the lease meanwhile; the
+// Renewer's work was done for a state that no longer exists) and the
+// caller may try again.
+//
+// Renew fails with an error of kind keel.KindInvalid, and changes nothing,
+// for an empty id, a negative increment, a token lease ("use the token
+// renew endpoint"), an irrevocable, expired or non-renewable lease, and a
+// lease past its max TTL; of kind keel.KindNotFound for an unknown id; of
+// kind keel.KindUnavailable when no Revoker is registered for the lease's
+// mount; with the Renewer's error, classified as keel.KindUnavailable
+// unless it has a kind.
+func (m *Manager) Renew(ctx context.Context, id string, increment time.Duration) (Renewal, error) {
+	if err := m.authorize(ctx, "renew", keel.CapUpdate, "sys/leases/renew"); err != nil {
+		return Renewal{}, err
+	}
+	var v keel.Validation
+	if id == "" {
+		v.Add("lease_id", "is required")
+	}
+	if increment < 0 {
+		v.Add("increment", "must not be negative")
+	}
+	if err := v.Err(); err != nil {
+		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
+	}
+	e, raw, err := m.load(ctx, id)
+	if err != nil {
+		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
+	}
+	now := m.now()
+	refuse := func(format string, args ...any) (Renewal, error) {
+		return Renewal{}, fmt.Errorf("lease: renew %q: %w", id, keel.Invalid("lease_id", format, args...))
+	}
+	switch {
+	case e.Token:
+		return refuse("tokens cannot be renewed through this endpoint; use the token renew endpoint")
+	case e.Irrevocable:
+		return refuse("lease is irrevocable: %s", e.LastError)
+	case !e.ExpireTime.After(now):
+		return refuse("lease expired")
+	case !e.Renewable:
+		return refuse("lease is not renewable")
+	}
+	ttl := increment
+	if ttl == 0 {
+		ttl = e.IssuedTTL
+	}
+	left := e.IssueTime.Add(e.MaxTTL).Sub(now)
+	if left <= 0 {
+		return refuse("past the max TTL, cannot renew")
+	}
+	var warnings []string
+	if ttl > left {
+		warnings = append(warnings, fmt.Sprintf("TTL of %q exceeded the effective max_ttl of %q; TTL value is capped accordingly", ttl.String(), left.String()))
+		ttl = left
+	}
+	_, mt, ok := m.mountFor(id)
+	if !ok {
+		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", id, keel.ErrUnavailable)
+	}
+	if rn, ok := mt.revoker.(Renewer); ok {
+		if err := callRenewer(ctx, rn, e.Lease, ttl); err != nil {
+			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", id, classify(err))
+		}
+	}
+	ne := e
+	ne.ExpireTime = now.Add(ttl)
+	ne.NextAttempt = ne.ExpireTime
+	ne.LastRenewalTime = now
+	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		cur, err := tx.Get(idKey(id))
+		if errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("lease %q was revoked during its renewal: %w", id, keel.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(cur, raw) {
+			return fmt.Errorf("lease %q changed during its renewal; try again: %w", id, keel.ErrConflict)
+		}
+		return putEntry(tx, &e, &ne)
+	})
+	if err != nil {
+		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
+	}
+	m.Wake()
+	return Renewal{Lease: ne.Lease, TTL: ttl, Warnings: warnings}, nil
+}
+
+// callRenewer calls rn, turning a panic into an error.
+func callRenewer(ctx context.Context, rn Renewer, l Lease, ttl time.Duration) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("renewer panicked: %v", p)
+		}
+	}()
+	return rn.Renew(ctx, l, ttl)
+}

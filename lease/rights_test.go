@@ -1,0 +1,88 @@
+package lease
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+)
+
+func TestRights(t *testing.T) {
+	for name, tc := range map[string]struct {
+		op   func(ctx context.Context, m *Manager, id string) error
+		want ask
+	}{
+		"lookup": {func(ctx context.Context, m *Manager, id string) error {
+			_, err := m.Lookup(ctx, id)
+			return err
+		}, ask{keel.CapUpdate, "sys/leases/lookup"}},
+		"list": {func(ctx context.Context, m *Manager, _ string) error {
+			_, err := m.List(ctx, "ldap/creds")
+			return err
+		}, ask{keel.CapSudo, "sys/leases/lookup/ldap/creds"}},
+		"renew": {func(ctx context.Context, m *Manager, id string) error {
+			_, err := m.Renew(ctx, id, 0)
+			return err
+		}, ask{keel.CapUpdate, "sys/leases/renew"}},
+		"revoke": {func(ctx context.Context, m *Manager, id string) error {
+			return m.Revoke(ctx, id, false)
+		}, ask{keel.CapUpdate, "sys/leases/revoke"}},
+		"revoke sync": {func(ctx context.Context, m *Manager, id string) error {
+			return m.Revoke(ctx, id, true)
+		}, ask{keel.CapUpdate, "sys/leases/revoke"}},
+		"revoke-prefix": {func(ctx context.Context, m *Manager, _ string) error {
+			return m.RevokePrefix(ctx, "ldap/creds", false)
+		}, ask{keel.CapSudo, "sys/leases/revoke-prefix/ldap/creds"}},
+		"revoke-force": {func(ctx context.Context, m *Manager, _ string) error {
+			return m.RevokeForce(ctx, "ldap/")
+		}, ask{keel.CapSudo, "sys/leases/revoke-force/ldap/"}},
+		"tidy": {func(ctx context.Context, m *Manager, _ string) error {
+			_, err := m.Tidy(ctx)
+			return err
+		}, ask{keel.CapUpdate, "sys/leases/tidy"}},
+		"count": {func(ctx context.Context, m *Manager, _ string) error {
+			_, err := m.CountIrrevocable(ctx, false)
+			return err
+		}, ask{keel.CapRead, "sys/leases/count"}},
+		"list irrevocable": {func(ctx context.Context, m *Manager, _ string) error {
+			_, err := m.ListIrrevocable(ctx, false, 0)
+			return err
+		}, ask{keel.CapSudo, "sys/leases"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			auth := &recordingAuthorizer{}
+			e := newEnv(t, &Options{Authorizer: auth}, nil)
+			l := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
+			if asks := auth.take(); len(asks) != 0 {
+				t.Fatalf("Issue asked for %v", asks)
+			}
+			ctx := keel.WithPrincipal(context.Background(), keel.Principal{ID: "alice"})
+			if err := tc.op(ctx, e.m, l.ID); err != nil {
+				t.Fatal(err)
+			}
+			if asks := auth.take(); len(asks) != 1 || asks[0] != tc.want {
+				t.Fatalf("asked for %v, want [%v]", asks, tc.want)
+			}
+
+			auth.deny = true
+			l = e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
+			before, calls := dump(t, e.mem), len(e.rev.ids())
+			err := tc.op(ctx, e.m, l.ID)
+			wantKind(t, err, keel.KindForbidden)
+			if !mapsEqual(before, dump(t, e.mem)) || len(e.rev.ids()) != calls {
+				t.Fatal("a forbidden operation had an effect")
+			}
+		})
+	}
+}
+
+func TestStepAndIssueNeedNoRight(t *testing.T) {
+	auth := &recordingAuthorizer{deny: true}
+	e := newEnv(t, &Options{Authorizer: auth}, nil)
+	l := e.issue(t, IssueRequest{TTL: time.Minute})
+	e.step(t, l.ExpireTime)
+	if len(e.rev.ids()) != 1 || len(auth.take()) != 0 {
+		t.Fatal("Issue or Step asked for a right")
+	}
+}

@@ -1,0 +1,295 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// Step revokes what is due at now: it reads the expiry index in order, in
+// batches of at most 256 entries (fewer when the store limits operations
+// per transaction), up to the first entry due after now; calls the revoker
+// of each due lease, one at a time, outside any transaction; then, in one
+// transaction per batch, removes the revoked leases with their index
+// entries and records the failures (see Revoke). It returns when the next
+// entry is due (after now), or the zero time when the index is empty.
+//
+// Index entries that name no lease, or not the lease's current entry, or
+// that cannot be parsed, are removed on the way; a lease record that cannot
+// be decoded loses its index entry (Tidy reports it). A revocation
+// interrupted by the cancellation of ctx is not counted as a failure: it
+// is tried again later.
+//
+// Step returns an error only for ctx or the store; a lease revoked whose
+// removal did not commit is revoked again by a later Step (revokers are
+// idempotent). Steps run one at a time: a Step waits for another to end.
+// The worker of Start calls Step; tests and programs that drive time
+// themselves call it directly.
+func (m *Manager) Step(ctx context.Context, now time.Time) (time.Time, error) {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	now = norm(now)
+	for {
+		if err := ctx.Err(); err != nil {
+			return time.Time{}, err
+		}
+		items, next, err := m.dueBatch(ctx, now)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if len(items) == 0 {
+			return next, nil
+		}
+		if err := m.process(ctx, now, items); err != nil {
+			return time.Time{}, err
+		}
+	}
+}
+
+// dueItem is an expiry-index entry due at Step's now, with what Step
+// decided to do about it.
+type dueItem struct {
+	key     string // the index entry
+	id      string
+	raw     []byte // the record as read; nil when missing
+	bad     bool   // the key cannot be parsed
+	e       entry
+	outcome outcome
+	next    entry // the record after a failed attempt
+	err     error // the revoker's error
+}
+
+type outcome uint8
+
+const (
+	leave         outcome = iota // not processed (ctx ended): leave everything
+	dropIndex                    // the entry dangles: remove it
+	revoked                      // the lease is revoked: remove it
+	failedAttempt                // record next in place of e
+)
+
+// dueBatch reads up to m.batch index entries due at now, with their
+// records. next is the instant of the first entry after now, when the scan
+// reached it.
+func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time.Time, error) {
+	var items []*dueItem
+	var next time.Time
+	err := m.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		items, next = items[:0], time.Time{}
+		err := tx.Scan(duePrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			at, id, err := parseDueKey(key)
+			if err != nil {
+				items = append(items, &dueItem{key: key, bad: true})
+			} else if at.After(now) {
+				next = at
+				return storage.StopScan
+			} else {
+				items = append(items, &dueItem{key: key, id: id})
+			}
+			if len(items) == m.batch {
+				return storage.StopScan
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if it.bad {
+				continue
+			}
+			raw, err := tx.Get(idKey(it.id))
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			it.raw = raw
+		}
+		return nil
+	})
+	return items, next, err
+}
+
+// process revokes the leases of items and commits the outcomes.
+func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) error {
+	for _, it := range items {
+		it.outcome = dropIndex
+		if it.bad || it.raw == nil {
+			continue
+		}
+		e, err := decodeEntry(it.id, it.raw)
+		if err != nil {
+			m.log.Error("dropping the expiry-index entry of an undecodable lease record", "lease_id", it.id, "error", err)
+			continue
+		}
+		if dueKey(e.NextAttempt, it.id) != it.key {
+			continue // a stale entry: the lease has moved
+		}
+		it.e = e
+		it.err = m.callRevoker(ctx, e.Lease)
+		if it.err != nil && ctx.Err() != nil {
+			it.outcome = leave
+			break
+		}
+		if it.err == nil {
+			it.outcome = revoked
+		} else {
+			it.outcome = failedAttempt
+			it.next = m.failed(&it.e, now, it.err)
+		}
+	}
+	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		for _, it := range items {
+			var err error
+			switch it.outcome {
+			case dropIndex:
+				err = dropIfDangling(tx, it.key, it.id, it.bad)
+			case revoked:
+				err = removeCurrent(tx, it.id, it.key)
+			case failedAttempt:
+				err = putIfUnchanged(tx, &it.e, it.raw, &it.next)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		switch it.outcome {
+		case revoked:
+			m.log.Info("lease revoked", "lease_id", it.id)
+		case failedAttempt:
+			m.logFailure(&it.next, it.err)
+		}
+	}
+	return ctx.Err()
+}
+
+// dropIfDangling removes the index entry key unless it is, by now, the
+// current entry of the lease id.
+func dropIfDangling(tx storage.Tx, key, id string, bad bool) error {
+	if !bad {
+		raw, err := tx.Get(idKey(id))
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			if e, err := decodeEntry(id, raw); err == nil && dueKey(e.NextAttempt, id) == key {
+				return nil
+			}
+		}
+	}
+	return tx.Delete(key)
+}
+
+// backoff returns the delay before the retry that follows the n-th failed
+// attempt (n >= 1): RetryBase doubled n-1 times, capped at RetryMax, then
+// spread by a random ±20% so that leases that failed together are not
+// retried together.
+func (m *Manager) backoff(n int) time.Duration {
+	d := m.opts.RetryBase
+	for i := 1; i < n && d < m.opts.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, m.opts.RetryMax)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// Start starts the worker: a goroutine that calls Step with the clock's
+// time, sleeps on a timer of the clock until the next entry is due, and is
+// woken early by Wake (and so by Issue, Renew, Revoke, Tidy). When Step
+// fails (a store error), the worker logs the error and tries again after
+// Options.RetryBase. Start does nothing when the worker runs already; a
+// stopped worker can be started again.
+func (m *Manager) Start() {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if m.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	m.cancel, m.done = cancel, done
+	go func() {
+		defer close(done)
+		m.run(ctx)
+	}()
+}
+
+// Stop stops the worker: it cancels the context of the running Step (so
+// that revokers see it) and waits for the goroutine to end. Stop does
+// nothing when the worker does not run; concurrent calls all return after
+// the worker has ended.
+func (m *Manager) Stop() {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if m.cancel == nil {
+		return
+	}
+	m.cancel()
+	<-m.done
+	m.cancel, m.done = nil, nil
+}
+
+// run is the worker's loop.
+func (m *Manager) run(ctx context.Context) {
+	var timer keel.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		next, err := m.Step(ctx, m.clock.Now())
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.log.Error("lease worker: step failed", "error", err, "retry_in", m.opts.RetryBase)
+			next = m.clock.Now().Add(m.opts.RetryBase)
+		}
+		var fire <-chan time.Time
+		if next.IsZero() {
+			if timer != nil {
+				timer.Stop()
+			}
+		} else {
+			d := next.Sub(m.clock.Now())
+			if d <= 0 {
+				continue
+			}
+			if timer == nil {
+				timer = m.clock.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			// The clock may have passed next while the timer was
+			// armed (a fake clock moved by a test, a slow Reset):
+			// do not wait for a deadline that is already behind.
+			if !m.clock.Now().Before(next) {
+				continue
+			}
+			fire = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+		case <-fire:
+		}
+	}
+}
+
+// idOf returns the lease id of a key of the id/ prefix.
+func idOf(key string) string { return strings.TrimPrefix(key, idPrefix) }
