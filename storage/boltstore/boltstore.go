@@ -334,8 +334,9 @@ func (t *tx) Delete(key string) error {
 	return nil
 }
 
-// scanChunk is how many entries Scan copies out of a cursor before it calls
-// fn for them; fn may then write, which would invalidate a live cursor.
+// scanChunk is how many entries Scan, in an Update, copies out of a cursor
+// before it calls fn for them; fn may then write, which would invalidate a
+// live cursor. In a View nothing writes, and Scan walks one cursor.
 const scanChunk = 64
 
 func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byte) error) error {
@@ -347,6 +348,9 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 	var after []byte
 	if opts.After != "" && opts.After >= prefix && opts.After >= opts.From {
 		after = []byte(opts.After)
+	}
+	if !t.Writable() {
+		return t.scanView(p, seek, after, opts.KeysOnly, fn)
 	}
 	type entry struct {
 		key   string
@@ -388,4 +392,35 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		after = []byte(chunk[len(chunk)-1].key)
 		seek = after
 	}
+}
+
+// scanView is Scan in a read-only transaction: one cursor, one copy per
+// entry visited.
+func (t *tx) scanView(p, seek, after []byte, keysOnly bool, fn func(string, []byte) error) error {
+	c := t.b.Cursor()
+	k, v := c.Seek(seek)
+	if after != nil && bytes.Equal(k, after) {
+		k, v = c.Next()
+	}
+	for n := 1; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if n++; n%txbase.ScanCheckEvery == 0 {
+			if err := t.CheckRead(); err != nil {
+				return err
+			}
+		}
+		var value []byte
+		if !keysOnly {
+			value = bytes.Clone(v)
+			if value == nil {
+				value = []byte{}
+			}
+		}
+		if err := fn(string(k), value); err != nil {
+			if err == storage.StopScan {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }

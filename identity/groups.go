@@ -1,0 +1,375 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// The types of group.
+const (
+	// Internal groups list their members explicitly; the default type.
+	Internal = "internal"
+	// External groups take their members from an external identity
+	// provider: they accept no member ids.
+	External = "external"
+)
+
+// keyPrefix is the prefix, in the store given to New, of every key of the
+// package.
+const keyPrefix = "identity/"
+
+// EntityDirectory tells whether identity entities exist. A program that
+// keeps entities provides one in Options.Entities so that member_entity_ids
+// are checked; without it any id is accepted.
+//
+// Implementations must be safe for concurrent use. Exists is called
+// outside any transaction of the Groups' store.
+type EntityDirectory interface {
+	// Exists reports whether the entity id exists. An error means the
+	// answer is unknown; it is returned to the caller with its kind, or
+	// as keel.KindUnavailable when it has none.
+	Exists(ctx context.Context, id string) (bool, error)
+}
+
+// Options configure Groups. A nil *Options, and the zero value of each
+// field, mean the defaults.
+type Options struct {
+	// Authorizer decides the caller's rights on each operation. Nil
+	// allows everything.
+	Authorizer keel.Authorizer
+	// Clock gives creation_time and last_update_time. Nil:
+	// keel.SystemClock{}.
+	Clock keel.Clock
+	// Entities, when not nil, checks every member_entity_ids value that
+	// a write sends. Nil: entity ids are stored as given.
+	Entities EntityDirectory
+}
+
+// Group is an identity group as read: its own fields, and its members and
+// parents as they are at the time of the read.
+type Group struct {
+	// ID is the group's UUID, assigned at creation.
+	ID string
+	// Name is unique among groups ignoring case, kept with its case.
+	Name string
+	// Type is Internal or External; it never changes.
+	Type string
+	// Metadata holds the caller's pairs; never nil.
+	Metadata map[string]string
+	// Policies are lower case, de-duplicated and sorted; never nil.
+	Policies []string
+	// MemberGroupIDs are the ids of the member groups, sorted; never nil.
+	MemberGroupIDs []string
+	// MemberEntityIDs are the ids of the member entities, de-duplicated
+	// and sorted; never nil.
+	MemberEntityIDs []string
+	// ParentGroupIDs are the ids of the groups this group is a member
+	// of, sorted; never nil.
+	ParentGroupIDs []string
+	// CreationTime is when the group was created; LastUpdateTime when
+	// it was last written, both from the clock of Options.
+	CreationTime, LastUpdateTime time.Time
+	// ModifyIndex is 1 at creation and grows by one with each write to
+	// the group, including a change of its member groups made by
+	// deleting one of them.
+	ModifyIndex uint64
+}
+
+// Input is the body of a create or update. A nil field was not sent and
+// keeps the stored value (or the default, on creation); a non-nil field
+// replaces it, so &[]string{} removes every member group. Go 1.26's
+// new("x") and &[]string{…} make the pointers.
+type Input struct {
+	// Name renames the group (the name must be free, ignoring case). Nil
+	// or "" keeps the name; a group created without one is named
+	// "entity-<UUID>".
+	Name *string
+	// Type is Internal or External. It may be given on an update only
+	// with the group's own type. Nil or "" means Internal on creation.
+	Type *string
+	// Metadata replaces the pairs: at most 64, keys of 1 to 128
+	// characters, values of at most 512.
+	Metadata *map[string]string
+	// Policies replaces the policies: trimmed, lower-cased,
+	// de-duplicated, empty names dropped, sorted; "root" is refused.
+	Policies *[]string
+	// MemberGroupIDs replaces the member groups: each must exist, must
+	// not be the group itself, and must not create a cycle.
+	MemberGroupIDs *[]string
+	// MemberEntityIDs replaces the member entities; each is checked by
+	// Options.Entities when set.
+	MemberEntityIDs *[]string
+}
+
+// Result is what a write returns: the group's id and name after the write,
+// and whether the write created it.
+type Result struct {
+	ID      string
+	Name    string
+	Created bool
+}
+
+// Groups keeps identity groups in a store. Create one with New; the zero
+// Groups is not usable. Groups is safe for concurrent use: it keeps no state
+// besides its configuration.
+type Groups struct {
+	store    storage.Store // the view "identity/" of the store given to New
+	authz    keel.Authorizer
+	clock    keel.Clock
+	entities EntityDirectory
+}
+
+// New returns Groups that keep their keys under the prefix "identity/" of
+// store (through storage.Sub), so that store may be a program's whole
+// store. It reads nothing from the store.
+func New(store storage.Store, opts *Options) *Groups {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	return &Groups{
+		store:    storage.Sub(store, keyPrefix),
+		authz:    o.Authorizer,
+		clock:    keel.ClockOrSystem(o.Clock),
+		entities: o.Entities,
+	}
+}
+
+// The resources of the rights; see the package documentation.
+const (
+	resourceRoot = "identity/group"
+	resourceID   = "identity/group/id/"
+	resourceName = "identity/group/name/"
+)
+
+// ReadByID returns the group of id.
+//
+// It needs keel.CapRead on "identity/group/id/<id>". It fails with
+// keel.KindForbidden without the right and keel.KindNotFound when no group
+// has that id.
+func (g *Groups) ReadByID(ctx context.Context, id string) (Group, error) {
+	if err := g.authorize(ctx, keel.CapRead, resourceID+id); err != nil {
+		return Group{}, fmt.Errorf("identity: read group %q: %w", id, err)
+	}
+	var out Group
+	err := g.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := getRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		out, err = readGroup(tx, rec)
+		return err
+	})
+	if err != nil {
+		return Group{}, fmt.Errorf("identity: read group %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// ReadByName returns the group whose name is name, ignoring case.
+//
+// It needs keel.CapRead on "identity/group/name/<name>" (name as given).
+// It fails with keel.KindForbidden without the right and keel.KindNotFound
+// when no group has that name.
+func (g *Groups) ReadByName(ctx context.Context, name string) (Group, error) {
+	if err := g.authorize(ctx, keel.CapRead, resourceName+name); err != nil {
+		return Group{}, fmt.Errorf("identity: read group named %q: %w", name, err)
+	}
+	var out Group
+	err := g.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := getRecordByName(tx, name)
+		if err != nil {
+			return err
+		}
+		out, err = readGroup(tx, rec)
+		return err
+	})
+	if err != nil {
+		return Group{}, fmt.Errorf("identity: read group named %q: %w", name, err)
+	}
+	return out, nil
+}
+
+// ListIDs returns the ids of every group, sorted. It needs keel.CapList on
+// "identity/group/id/". No group is not an error: the result is empty.
+func (g *Groups) ListIDs(ctx context.Context) ([]string, error) {
+	if err := g.authorize(ctx, keel.CapList, resourceID); err != nil {
+		return nil, fmt.Errorf("identity: list groups: %w", err)
+	}
+	var ids []string
+	err := g.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		ids = ids[:0]
+		return tx.Scan(groupPrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			ids = append(ids, key[len(groupPrefix):])
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("identity: list groups: %w", err)
+	}
+	return ids, nil
+}
+
+// ListNames returns the names of every group with their case, sorted
+// byte-wise. It needs keel.CapList on "identity/group/name/". No group is
+// not an error: the result is empty.
+func (g *Groups) ListNames(ctx context.Context) ([]string, error) {
+	if err := g.authorize(ctx, keel.CapList, resourceName); err != nil {
+		return nil, fmt.Errorf("identity: list group names: %w", err)
+	}
+	var names []string
+	err := g.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		names = names[:0]
+		return tx.Scan(namePrefix, storage.ScanOptions{}, func(key string, value []byte) error {
+			e, err := decodeNameEntry(value)
+			if err != nil {
+				return fmt.Errorf("name index entry %q: %v: %w", key, err, keel.ErrInternal)
+			}
+			names = append(names, e.Name)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("identity: list group names: %w", err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// DeleteByID deletes the group of id, in one transaction with its name,
+// its membership in its parents (whose ModifyIndex grows) and its
+// members' parent links.
+//
+// It needs keel.CapDelete on "identity/group/id/<id>". It fails with
+// keel.KindForbidden without the right and keel.KindNotFound when no group
+// has that id.
+func (g *Groups) DeleteByID(ctx context.Context, id string) error {
+	if err := g.authorize(ctx, keel.CapDelete, resourceID+id); err != nil {
+		return fmt.Errorf("identity: delete group %q: %w", id, err)
+	}
+	now := g.clock.Now()
+	err := g.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := getRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		return deleteGroup(tx, rec, now)
+	})
+	if err != nil {
+		return fmt.Errorf("identity: delete group %q: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteByName deletes the group whose name is name, ignoring case, as
+// DeleteByID does.
+//
+// It needs keel.CapDelete on "identity/group/name/<name>" (name as given).
+// It fails with keel.KindForbidden without the right and keel.KindNotFound
+// when no group has that name.
+func (g *Groups) DeleteByName(ctx context.Context, name string) error {
+	if err := g.authorize(ctx, keel.CapDelete, resourceName+name); err != nil {
+		return fmt.Errorf("identity: delete group named %q: %w", name, err)
+	}
+	now := g.clock.Now()
+	err := g.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := getRecordByName(tx, name)
+		if err != nil {
+			return err
+		}
+		return deleteGroup(tx, rec, now)
+	})
+	if err != nil {
+		return fmt.Errorf("identity: delete group named %q: %w", name, err)
+	}
+	return nil
+}
+
+// authorize asks the Authorizer for c on resource. An error that carries
+// no kind still refuses, as keel.KindForbidden.
+func (g *Groups) authorize(ctx context.Context, c keel.Capability, resource string) error {
+	err := keel.Authorize(ctx, g.authz, c, resource)
+	if err != nil && keel.KindOf(err) == keel.KindUnknown {
+		return fmt.Errorf("%q on %q refused: %w: %w", c, resource, keel.ErrForbidden, err)
+	}
+	return err
+}
+
+// readGroup completes rec with its member and parent groups read through
+// tx.
+func readGroup(tx storage.Tx, rec *record) (Group, error) {
+	members, err := edges(tx, memberPrefix(rec.ID))
+	if err != nil {
+		return Group{}, err
+	}
+	parents, err := edges(tx, parentPrefix(rec.ID))
+	if err != nil {
+		return Group{}, err
+	}
+	gr := Group{
+		ID: rec.ID, Name: rec.Name, Type: rec.Type,
+		Metadata:        rec.Metadata,
+		Policies:        rec.Policies,
+		MemberGroupIDs:  members,
+		MemberEntityIDs: rec.MemberEntityIDs,
+		ParentGroupIDs:  parents,
+		CreationTime:    rec.CreationTime,
+		LastUpdateTime:  rec.LastUpdateTime,
+		ModifyIndex:     rec.ModifyIndex,
+	}
+	if gr.Metadata == nil {
+		gr.Metadata = map[string]string{}
+	}
+	if gr.Policies == nil {
+		gr.Policies = []string{}
+	}
+	if gr.MemberEntityIDs == nil {
+		gr.MemberEntityIDs = []string{}
+	}
+	return gr, nil
+}
+
+// deleteGroup removes rec, its name, and every edge to and from it; the
+// parents it leaves get a new ModifyIndex and LastUpdateTime.
+func deleteGroup(tx storage.Tx, rec *record, now time.Time) error {
+	members, err := edges(tx, memberPrefix(rec.ID))
+	if err != nil {
+		return err
+	}
+	for _, c := range members {
+		if err := unlink(tx, rec.ID, c); err != nil {
+			return err
+		}
+	}
+	parents, err := edges(tx, parentPrefix(rec.ID))
+	if err != nil {
+		return err
+	}
+	for _, p := range parents {
+		if err := unlink(tx, p, rec.ID); err != nil {
+			return err
+		}
+		prec, err := getRecord(tx, p)
+		if err != nil {
+			if errors.Is(err, keel.ErrNotFound) {
+				return fmt.Errorf("parent %q of %q has no record: %w", p, rec.ID, keel.ErrInternal)
+			}
+			return err
+		}
+		prec.ModifyIndex++
+		prec.LastUpdateTime = now
+		if err := putRecord(tx, prec); err != nil {
+			return err
+		}
+	}
+	if err := tx.Delete(nameKey(rec.Name)); err != nil {
+		return err
+	}
+	return tx.Delete(groupKey(rec.ID))
+}

@@ -1,0 +1,334 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// how a write finds the group it changes.
+type target struct {
+	id, name   string // the group's id or (path) name; either may be ""
+	mustExist  bool   // by id: updates only
+	resource   string
+	byNamePath bool // the name comes from the path and renames
+}
+
+// Upsert is the write of POST identity/group: with id set it updates the
+// group of that id (keel.KindNotFound when there is none); else with a
+// name in in.Name it updates the group of that name, ignoring case, or
+// creates it; else it creates a group named "entity-<UUID>".
+//
+// It needs keel.CapCreate on "identity/group" when it creates and
+// keel.CapUpdate there when it updates, chosen inside the transaction that
+// writes. It fails with keel.KindForbidden without the right,
+// keel.KindInvalid for any broken rule (see the package documentation),
+// keel.KindNotFound as above, and keel.KindTooLarge beyond the store's
+// limits. On any error nothing is written.
+func (g *Groups) Upsert(ctx context.Context, id string, in Input) (Result, error) {
+	t := target{id: id, mustExist: id != "", resource: resourceRoot}
+	if id == "" && in.Name != nil {
+		t.name = *in.Name
+	}
+	res, err := g.write(ctx, t, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("identity: write group: %w", err)
+	}
+	return res, nil
+}
+
+// UpdateByID updates the group of id (POST identity/group/id/:id). A name
+// in in.Name renames it.
+//
+// It needs keel.CapUpdate on "identity/group/id/<id>", even when no group
+// has that id. It fails as Upsert does, with keel.KindNotFound when no
+// group has that id.
+func (g *Groups) UpdateByID(ctx context.Context, id string, in Input) (Result, error) {
+	res, err := g.write(ctx, target{id: id, mustExist: true, resource: resourceID + id}, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("identity: update group %q: %w", id, err)
+	}
+	return res, nil
+}
+
+// UpsertByName updates the group named name, ignoring case, or creates it
+// (POST identity/group/name/:name). The group takes name with the case
+// given here, as in Vault; in.Name is ignored.
+//
+// It needs keel.CapCreate on "identity/group/name/<name>" when it creates
+// and keel.CapUpdate there when it updates, chosen inside the
+// transaction. It fails as Upsert does; an invalid name is reported on the
+// field "name".
+func (g *Groups) UpsertByName(ctx context.Context, name string, in Input) (Result, error) {
+	in.Name = &name
+	t := target{name: name, resource: resourceName + name, byNamePath: true}
+	res, err := g.write(ctx, t, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("identity: write group named %q: %w", name, err)
+	}
+	return res, nil
+}
+
+func (g *Groups) write(ctx context.Context, t target, in Input) (Result, error) {
+	n := normalize(in)
+	if t.byNamePath && nameRule(t.name) != "" {
+		// A path name that is empty or malformed names no resource
+		// worth asking about.
+		return Result{}, keel.Invalid("name", "%s", nameRule(t.name))
+	}
+	entityErr := g.checkEntities(ctx, n)
+	// Decided once, outside the closure, so that a rerun of the closure
+	// creates the same group.
+	newID := uuid.NewString()
+	genName := "entity-" + uuid.NewString()
+	now := g.clock.Now()
+
+	var res Result
+	err := g.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec *record
+		var err error
+		switch {
+		case t.id != "":
+			rec, err = getRecord(tx, t.id)
+		case t.name != "" && nameRule(t.name) == "":
+			rec, err = getRecordByName(tx, t.name)
+		default:
+			err = keel.ErrNotFound
+		}
+		if err != nil && !errors.Is(err, keel.ErrNotFound) {
+			return err
+		}
+		want := keel.CapCreate
+		if rec != nil || t.mustExist {
+			want = keel.CapUpdate
+		}
+		if err := g.authorize(ctx, want, t.resource); err != nil {
+			return err
+		}
+		if rec == nil && t.mustExist {
+			return fmt.Errorf("no group %q: %w", t.id, keel.ErrNotFound)
+		}
+		var v keel.Validation
+		for _, fe := range n.problems {
+			v.Add(fe.Field, "%s", fe.Rule)
+		}
+		for _, fe := range keel.FieldErrors(entityErr) {
+			v.Add(fe.Field, "%s", fe.Rule)
+		}
+		if entityErr != nil && keel.KindOf(entityErr) != keel.KindInvalid {
+			return entityErr
+		}
+		created := rec == nil
+		if created {
+			rec = &record{ID: newID, Name: genName, Type: Internal, CreationTime: now}
+		}
+		if err := apply(tx, &v, rec, created, n.in); err != nil {
+			return err
+		}
+		if err := v.Err(); err != nil {
+			return err
+		}
+		rec.ModifyIndex++
+		rec.LastUpdateTime = now
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		if err := putName(tx, rec); err != nil {
+			return err
+		}
+		res = Result{ID: rec.ID, Name: rec.Name, Created: created}
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// apply changes rec (not yet written) as in asks and writes the edges of
+// its member groups; a broken rule goes to v, and nothing is written
+// when v holds any on return. created tells a group not yet stored.
+func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Input) error {
+	// Type: fixed at creation.
+	if in.Type != nil && *in.Type != "" {
+		switch {
+		case created:
+			rec.Type = *in.Type // invalid values are already reported
+		case *in.Type != rec.Type:
+			v.Add("type", "group type cannot be changed")
+		}
+	}
+	// Name: unique ignoring case.
+	if in.Name != nil && *in.Name != "" && *in.Name != rec.Name && nameRule(*in.Name) == "" {
+		owner, err := lookupName(tx, *in.Name)
+		if err != nil {
+			return err
+		}
+		if owner != "" && owner != rec.ID {
+			v.Add("name", "group name is already in use")
+		} else {
+			if !created && foldName(*in.Name) != foldName(rec.Name) {
+				if err := tx.Delete(nameKey(rec.Name)); err != nil {
+					return err
+				}
+			}
+			rec.Name = *in.Name
+		}
+	}
+	if created {
+		owner, err := lookupName(tx, rec.Name)
+		if err != nil {
+			return err
+		}
+		if owner != "" {
+			v.Add("name", "group name is already in use")
+		}
+	}
+	if in.Metadata != nil {
+		rec.Metadata = *in.Metadata
+	}
+	if in.Policies != nil {
+		rec.Policies = *in.Policies
+	}
+	if in.MemberEntityIDs != nil {
+		if rec.Type == External && len(*in.MemberEntityIDs) > 0 {
+			v.Add("member_entity_ids", "member entities can't be set manually for external groups")
+		}
+		rec.MemberEntityIDs = *in.MemberEntityIDs
+	}
+	if in.MemberGroupIDs == nil {
+		return nil
+	}
+	want := *in.MemberGroupIDs
+	if rec.Type == External && len(want) > 0 {
+		v.Add("member_group_ids", "member groups can't be set for external groups")
+		return nil
+	}
+	return setMembers(tx, v, rec.ID, created, want)
+}
+
+// setMembers makes want (sorted, without duplicates) the member groups of
+// id. It reads the current members once and compares the two sorted lists,
+// so its cost is in proportion to the members, plus, when it adds any, the
+// walk over id's ancestors that detects cycles.
+func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want []string) error {
+	var have []string
+	if !created {
+		var err error
+		if have, err = edges(tx, memberPrefix(id)); err != nil {
+			return err
+		}
+	}
+	var added, removed []string
+	i, j := 0, 0
+	for i < len(have) || j < len(want) {
+		switch {
+		case j == len(want) || (i < len(have) && have[i] < want[j]):
+			removed = append(removed, have[i])
+			i++
+		case i == len(have) || want[j] < have[i]:
+			added = append(added, want[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	bad := false
+	for _, c := range added {
+		if c == id {
+			v.Add("member_group_ids", "a group cannot contain itself")
+			bad = true
+			continue
+		}
+		if _, err := getRecord(tx, c); err != nil {
+			if !errors.Is(err, keel.ErrNotFound) {
+				return err
+			}
+			v.Add("member_group_ids", "invalid member group ID %q: no such group", c)
+			bad = true
+		}
+	}
+	if bad || v.Len() > 0 {
+		return nil
+	}
+	if len(added) > 0 && !created {
+		c, err := ancestorAmong(tx, id, added)
+		if err != nil {
+			return err
+		}
+		if c != "" {
+			v.Add("member_group_ids", "cyclic relationship detected for member group ID %q", c)
+			return nil
+		}
+	}
+	for _, c := range removed {
+		if err := unlink(tx, id, c); err != nil {
+			return err
+		}
+	}
+	for _, c := range added {
+		if err := link(tx, id, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ancestorAmong walks up from id over the parent edges, depth first, and
+// returns the first group of candidates it meets, or "". Each ancestor is
+// visited once: the cost is in proportion to id's ancestors and their
+// edges, not to the size of any group.
+func ancestorAmong(tx storage.Tx, id string, candidates []string) (string, error) {
+	want := make(map[string]bool, len(candidates))
+	for _, c := range candidates {
+		want[c] = true
+	}
+	seen := map[string]bool{id: true}
+	stack := []string{id}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		parents, err := edges(tx, parentPrefix(x))
+		if err != nil {
+			return "", err
+		}
+		for _, p := range parents {
+			if want[p] {
+				return p, nil
+			}
+			if !seen[p] {
+				seen[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	return "", nil
+}
+
+// checkEntities asks the EntityDirectory about every member entity id of
+// n, outside any transaction. It returns nil, an error of kind
+// keel.KindInvalid naming the unknown ids, or the directory's error.
+func (g *Groups) checkEntities(ctx context.Context, n normalized) error {
+	if g.entities == nil || n.in.MemberEntityIDs == nil {
+		return nil
+	}
+	var v keel.Validation
+	for _, id := range *n.in.MemberEntityIDs {
+		ok, err := g.entities.Exists(ctx, id)
+		if err != nil {
+			if keel.KindOf(err) == keel.KindUnknown {
+				return fmt.Errorf("entity directory: %w: %w", keel.ErrUnavailable, err)
+			}
+			return fmt.Errorf("entity directory: %w", err)
+		}
+		if !ok {
+			v.Add("member_entity_ids", "invalid member entity ID %q: no such entity", id)
+		}
+	}
+	return v.Err()
+}
