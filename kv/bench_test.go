@@ -31,7 +31,7 @@ import (
 //
 //	KEEL_BENCH_FULL=1 go test -run '^$' -bench 'List' -benchtime 1s ./kv/
 //
-// Figures and how to reproduce them: BENCHMARKS.md in this directory.
+// Figures and how to reproduce them: BENCHMARKS.md at the root of the module.
 
 // benchSecret is the secret of the Read and Write benchmarks; benchJSON is
 // its encoding, what the engine stores and the raw engines read and write.

@@ -18,7 +18,7 @@ import (
 	"github.com/keelhq/keel/storage/memstore"
 )
 
-// The benchmarks of the lease manager; see BENCHMARKS.md in this directory
+// The benchmarks of the lease manager; see BENCHMARKS.md at the root of the module
 // for figures and how to reproduce them.
 //
 //   - Issue: one Issue per op (its own durable Update on boltstore),

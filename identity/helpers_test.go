@@ -1,0 +1,222 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+// t0 is the start of every fake clock.
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// env is Groups under test over a memory store, with a fake clock.
+type env struct {
+	g     *Groups
+	store storage.Store // the store given to New
+	mem   *memstore.Store
+	clock *keel.FakeClock
+}
+
+// newEnv returns an env; opts (may be nil) gets the fake clock. wrap, when
+// not nil, wraps the memory store (a faultstore, say).
+func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store) *env {
+	t.Helper()
+	mem := memstore.New(nil)
+	t.Cleanup(func() { mem.Close() })
+	var store storage.Store = mem
+	if wrap != nil {
+		store = wrap(mem)
+	}
+	clock := keel.NewFakeClock(t0)
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Clock == nil {
+		o.Clock = clock
+	}
+	return &env{g: New(store, &o), store: store, mem: mem, clock: clock}
+}
+
+// create creates a group named name with the given member groups, or
+// fails t.
+func (e *env) create(t testing.TB, name string, members ...string) string {
+	t.Helper()
+	in := Input{Name: &name}
+	if members != nil {
+		in.MemberGroupIDs = &members
+	}
+	res, err := e.g.Upsert(context.Background(), "", in)
+	if err != nil {
+		t.Fatalf("create %q: %v", name, err)
+	}
+	if !res.Created {
+		t.Fatalf("create %q: updated an existing group", name)
+	}
+	return res.ID
+}
+
+// read reads id or fails t.
+func (e *env) read(t testing.TB, id string) Group {
+	t.Helper()
+	g, err := e.g.ReadByID(context.Background(), id)
+	if err != nil {
+		t.Fatalf("read %q: %v", id, err)
+	}
+	return g
+}
+
+// dump returns every key and value of s.
+func dump(t testing.TB, s storage.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
+			out[k] = string(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wantKind fails t unless err has kind k.
+func wantKind(t testing.TB, err error, k keel.Kind) {
+	t.Helper()
+	if got := keel.KindOf(err); got != k {
+		t.Fatalf("error %v: kind %v, want %v", err, got, k)
+	}
+}
+
+// wantInvalid fails t unless err is of kind invalid with a problem on
+// field whose rule contains rule.
+func wantInvalid(t testing.TB, err error, field, rule string) {
+	t.Helper()
+	wantKind(t, err, keel.KindInvalid)
+	for _, fe := range keel.FieldErrors(err) {
+		if fe.Field == field && strings.Contains(fe.Rule, rule) {
+			return
+		}
+	}
+	t.Fatalf("error %v: no problem on %q containing %q", err, field, rule)
+}
+
+// checkGraph fails t unless every member edge has its parent edge and back,
+// every edge joins existing groups, and the member graph has no cycle.
+func checkGraph(t testing.TB, s storage.Store) {
+	t.Helper()
+	members := map[string][]string{}
+	parents := map[string]map[string]bool{}
+	groups := map[string]bool{}
+	for k := range dump(t, s) {
+		rest, ok := strings.CutPrefix(k, keyPrefix)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(rest, groupPrefix):
+			groups[rest[len(groupPrefix):]] = true
+		case strings.HasPrefix(rest, "edge/member/"):
+			p, c, _ := strings.Cut(rest[len("edge/member/"):], "/")
+			members[p] = append(members[p], c)
+		case strings.HasPrefix(rest, "edge/parent/"):
+			c, p, _ := strings.Cut(rest[len("edge/parent/"):], "/")
+			if parents[c] == nil {
+				parents[c] = map[string]bool{}
+			}
+			parents[c][p] = true
+		}
+	}
+	n := 0
+	for p, cs := range members {
+		for _, c := range cs {
+			n++
+			if !groups[p] || !groups[c] {
+				t.Fatalf("edge %s -> %s joins a missing group", p, c)
+			}
+			if !parents[c][p] {
+				t.Fatalf("member edge %s -> %s has no parent edge", p, c)
+			}
+		}
+	}
+	m := 0
+	for c, ps := range parents {
+		for p := range ps {
+			m++
+			if !slices.Contains(members[p], c) {
+				t.Fatalf("parent edge %s <- %s has no member edge", c, p)
+			}
+		}
+	}
+	if n != m {
+		t.Fatalf("%d member edges, %d parent edges", n, m)
+	}
+	// Cycle detection: colour DFS.
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := map[string]int{}
+	var visit func(string) bool
+	visit = func(x string) bool {
+		colour[x] = grey
+		for _, c := range members[x] {
+			switch colour[c] {
+			case grey:
+				return true
+			case white:
+				if visit(c) {
+					return true
+				}
+			}
+		}
+		colour[x] = black
+		return false
+	}
+	for g := range groups {
+		if colour[g] == white && visit(g) {
+			t.Fatalf("the membership graph has a cycle through %s", g)
+		}
+	}
+}
+
+// recordingAuthorizer records every request and refuses all when deny.
+type recordingAuthorizer struct {
+	mu   sync.Mutex
+	asks []ask
+	deny bool
+}
+
+type ask struct {
+	cap      keel.Capability
+	resource string
+}
+
+func (a *recordingAuthorizer) Authorize(_ context.Context, _ keel.Principal, c keel.Capability, resource string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asks = append(a.asks, ask{c, resource})
+	if a.deny {
+		return errors.Join(errors.New("denied by test"), keel.ErrForbidden)
+	}
+	return nil
+}
+
+func (a *recordingAuthorizer) take() []ask {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.asks
+	a.asks = nil
+	return out
+}

@@ -1,0 +1,90 @@
+package identity
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/keelhq/keel"
+)
+
+func TestRights(t *testing.T) {
+	a := &recordingAuthorizer{}
+	e := newEnv(t, &Options{Authorizer: a}, nil)
+	ctx := context.Background()
+	id := e.create(t, "g")
+	a.take()
+	for name, tc := range map[string]struct {
+		op   func() error
+		want ask
+	}{
+		"upsert creates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("new")}); return err }, ask{keel.CapCreate, "identity/group"}},
+		"upsert updates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("G")}); return err }, ask{keel.CapUpdate, "identity/group"}},
+		"upsert by id":    {func() error { _, err := e.g.Upsert(ctx, id, Input{}); return err }, ask{keel.CapUpdate, "identity/group"}},
+		"update by id":    {func() error { _, err := e.g.UpdateByID(ctx, id, Input{}); return err }, ask{keel.CapUpdate, "identity/group/id/" + id}},
+		"by name creates": {func() error { _, err := e.g.UpsertByName(ctx, "fresh", Input{}); return err }, ask{keel.CapCreate, "identity/group/name/fresh"}},
+		"by name updates": {func() error { _, err := e.g.UpsertByName(ctx, "g", Input{}); return err }, ask{keel.CapUpdate, "identity/group/name/g"}},
+		"read by id":      {func() error { _, err := e.g.ReadByID(ctx, id); return err }, ask{keel.CapRead, "identity/group/id/" + id}},
+		"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{keel.CapRead, "identity/group/name/G"}},
+		"list ids":        {func() error { _, err := e.g.ListIDs(ctx); return err }, ask{keel.CapList, "identity/group/id/"}},
+		"list names":      {func() error { _, err := e.g.ListNames(ctx); return err }, ask{keel.CapList, "identity/group/name/"}},
+		"delete by name":  {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{keel.CapDelete, "identity/group/name/nobody"}},
+		"delete by id":    {func() error { return e.g.DeleteByID(ctx, "nobody") }, ask{keel.CapDelete, "identity/group/id/nobody"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.op()
+			if got := a.take(); !slices.Equal(got, []ask{tc.want}) {
+				t.Fatalf("asked %v, want %v", got, tc.want)
+			}
+			a.mu.Lock()
+			a.deny = true
+			a.mu.Unlock()
+			defer func() { a.mu.Lock(); a.deny = false; a.mu.Unlock() }()
+			wantKind(t, tc.op(), keel.KindForbidden)
+			a.take()
+		})
+	}
+}
+
+// TestReadRightsCannotChangeMembership: a caller that may read and list
+// every group cannot add itself, or anything, to a group.
+func TestReadRightsCannotChangeMembership(t *testing.T) {
+	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"reader": {{Path: "identity/group*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, &Options{Authorizer: authz}, nil)
+	root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+	reader := keel.WithPrincipal(context.Background(), keel.Principal{ID: "r", Policies: []string{"reader"}})
+	admins, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := e.g.UpsertByName(root, "mine", nil0())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, e.mem)
+	add := Input{MemberGroupIDs: &[]string{mine.ID}, MemberEntityIDs: &[]string{"my-entity"}}
+	for name, op := range map[string]func() error{
+		"upsert by id":   func() error { _, err := e.g.Upsert(reader, admins.ID, add); return err },
+		"upsert by name": func() error { in := add; in.Name = new("admins"); _, err := e.g.Upsert(reader, "", in); return err },
+		"update by id":   func() error { _, err := e.g.UpdateByID(reader, admins.ID, add); return err },
+		"by name":        func() error { _, err := e.g.UpsertByName(reader, "admins", add); return err },
+		"delete":         func() error { return e.g.DeleteByID(reader, admins.ID) },
+	} {
+		wantKind(t, op(), keel.KindForbidden)
+		_ = name
+	}
+	if after := dump(t, e.mem); !maps.Equal(before, after) {
+		t.Fatal("a reader changed the store")
+	}
+	if g, err := e.g.ReadByName(reader, "admins"); err != nil || len(g.MemberGroupIDs) != 0 {
+		t.Fatalf("reader's read = %+v, %v", g, err)
+	}
+}
+
+func nil0() Input { return Input{} }
