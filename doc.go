@@ -17,10 +17,14 @@
 //	storage/sealstore     AES-256-GCM sealing of values at rest, key rotation
 //	storage/faultstore    makes chosen operations fail, for tests
 //	storage/storagetest   the conformance suite every store passes
+//	kv                    the key-value secrets engine, version 1
+//	lease                 the lease manager and its expiry worker
+//	identity              identity groups, their members and parents
+//	examples/httpapi/vault  the Vault-dialect HTTP adapter
 //	examples/server       an HTTP server over a bbolt file
 //
-// The service packages (policy, project, peering, identity, lease, kv,
-// ldapengine) are built on these.
+// The other service packages (policy, project, peering, ldapengine) are
+// being built on these.
 //
 // # Quickstart
 //

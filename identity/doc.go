@@ -61,8 +61,9 @@
 // Not shown by the specification, done as Vault does: the alias object is
 // not kept (an adapter renders it empty, as Vault does for a group without
 // an alias); a write that updates an existing group answers with its id
-// and name and Result.Created false (Vault's HTTP API then answers 204
-// with no body, which the adapter reproduces); POST identity/group with an
+// and name and Result.Created false (the service's document shows id and
+// name for updates too, and the adapter answers them with 200; Vault
+// itself answers 204 with no body); POST identity/group with an
 // id that names no group, and UpdateByID of a missing id, fail with
 // keel.KindNotFound (Vault answers 400 "invalid group ID"); deleting a
 // missing group is keel.KindNotFound here and 204 in Vault's API; the

@@ -8,15 +8,17 @@ import (
 	"sync"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
 
 // Options configure a Handler. A nil *Options means defaults.
 type Options struct {
-	Authorizer keel.Authorizer // nil: allow all
-	Clock      keel.Clock      // nil: the system clock
-	Logger     *slog.Logger    // nil: discard
+	Authorizer keel.Authorizer  // nil: allow all
+	Clock      keel.Clock       // nil: the system clock
+	Logger     *slog.Logger     // nil: discard
+	Groups     *identity.Groups // nil: no identity group endpoints
 }
 
 // Handler serves the Vault-style API of keel's kv engines and lease manager
@@ -28,6 +30,7 @@ type Handler struct {
 	authorizer keel.Authorizer
 	clock      keel.Clock
 	logger     *slog.Logger
+	groups     *identity.Groups
 
 	mu     sync.RWMutex
 	mounts map[string]*mounted // by path, with a trailing "/"
@@ -52,6 +55,7 @@ func New(ctx context.Context, store storage.Store, leases *lease.Manager, opts *
 	h := &Handler{
 		store: store, leases: leases,
 		authorizer: o.Authorizer, clock: keel.ClockOrSystem(o.Clock), logger: o.Logger,
+		groups: o.Groups,
 		mounts: make(map[string]*mounted),
 	}
 	if err := h.loadMounts(ctx); err != nil {
@@ -69,5 +73,6 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/sys/mounts/{path...}", h.mount)
 	mux.HandleFunc("DELETE /v1/sys/mounts/{path...}", h.unmount)
 	h.registerLeases(mux)
+	h.registerIdentity(mux)
 	mux.HandleFunc("/v1/", h.serveMount)
 }

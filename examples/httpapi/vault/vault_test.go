@@ -15,6 +15,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/vault"
+	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
@@ -48,7 +49,8 @@ var principals = map[string]keel.Principal{
 func newEnv(t *testing.T, store storage.Store) *env {
 	t.Helper()
 	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
-		"reader":  {{Path: "secret/*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+		"reader": {{Path: "secret/*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}},
+			{Path: "identity/group*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
 		"creator": {{Path: "secret/*", Capabilities: []keel.Capability{keel.CapCreate, keel.CapRead}}},
 		"updater": {{Path: "secret/*", Capabilities: []keel.Capability{keel.CapUpdate, keel.CapRead}}},
 	})
@@ -57,7 +59,8 @@ func newEnv(t *testing.T, store storage.Store) *env {
 	}
 	e := &env{store: store, clock: keel.NewFakeClock(t0), authz: authz}
 	e.leases = lease.New(store, &lease.Options{Clock: e.clock, Authorizer: authz})
-	h, err := vault.New(context.Background(), store, e.leases, &vault.Options{Authorizer: authz, Clock: e.clock})
+	h, err := vault.New(context.Background(), store, e.leases, &vault.Options{Authorizer: authz, Clock: e.clock,
+		Groups: identity.New(store, &identity.Options{Authorizer: authz, Clock: e.clock})})
 	if err != nil {
 		t.Fatal(err)
 	}

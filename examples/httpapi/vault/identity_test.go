@@ -1,0 +1,189 @@
+package vault_test
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/vault/api"
+
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+func TestIdentityGroupLifecycle(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	c := e.client(t, rootToken).Logical()
+
+	// Lists of nothing: 404, which the client reports as nil.
+	if s, err := c.List("identity/group/id"); err != nil || s != nil {
+		t.Fatalf("empty list = %v, %v; want nil, nil", s, err)
+	}
+
+	// POST identity/group without name: created, 200 with id and name.
+	s, err := c.Write("identity/group", map[string]any{"policies": []string{"dev", "ci", "dev"}, "metadata": map[string]string{"team": "core"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := s.Data["id"].(string)
+	name, _ := s.Data["name"].(string)
+	if id == "" || !strings.HasPrefix(name, "entity-") || s.RequestID == "" {
+		t.Fatalf("create = %+v", s)
+	}
+	// A member, by name endpoint: created.
+	s, err = c.Write("identity/group/name/Child", map[string]any{"type": "internal"})
+	if err != nil || s == nil || s.Data["name"] != "Child" {
+		t.Fatalf("create by name = %+v, %v", s, err)
+	}
+	child, _ := s.Data["id"].(string)
+
+	// Update by id: 200 with id and name, as the document states.
+	s, err = c.Write("identity/group/id/"+id, map[string]any{"name": "Parent", "member_group_ids": []string{child}})
+	if err != nil || s == nil || s.Data["id"] != id || s.Data["name"] != "Parent" {
+		t.Fatalf("update by id = %+v, %v; want data {id, name}", s, err)
+	}
+	// Update through POST identity/group with id: the same.
+	if s, err := c.Write("identity/group", map[string]any{"id": id, "member_entity_ids": "e1,e2"}); err != nil || s == nil || s.Data["id"] != id || s.Data["name"] != "Parent" {
+		t.Fatalf("upsert by id = %+v, %v; want data {id, name}", s, err)
+	}
+
+	// Read by id.
+	s, err = c.Read("identity/group/id/" + id)
+	if err != nil || s == nil {
+		t.Fatalf("read = %v, %v", s, err)
+	}
+	d := s.Data
+	if d["name"] != "Parent" || d["type"] != "internal" || d["modify_index"].(interface{ String() string }).String() != "3" ||
+		!slices.Equal(toStrings(d["policies"].([]any)), []string{"ci", "dev"}) ||
+		!slices.Equal(toStrings(d["member_group_ids"].([]any)), []string{child}) ||
+		!slices.Equal(toStrings(d["member_entity_ids"].([]any)), []string{"e1", "e2"}) ||
+		d["parent_group_ids"] != nil || d["metadata"].(map[string]any)["team"] != "core" ||
+		d["creation_time"] != "2026-11-22T10:00:00Z" || len(d["alias"].(map[string]any)) != 0 {
+		t.Fatalf("read data = %v", d)
+	}
+	// Read by name, ignoring case: parents.
+	s, err = c.Read("identity/group/name/child")
+	if err != nil || s == nil || !slices.Equal(toStrings(s.Data["parent_group_ids"].([]any)), []string{id}) {
+		t.Fatalf("read by name = %v, %v", s, err)
+	}
+
+	// Lists, LIST and GET ?list=true.
+	s, err = c.List("identity/group/name")
+	if err != nil || !slices.Equal(toStrings(s.Data["keys"].([]any)), []string{"Child", "Parent"}) {
+		t.Fatalf("list names = %v, %v", s, err)
+	}
+	s, err = c.ReadWithData("identity/group/id", map[string][]string{"list": {"true"}})
+	if err != nil || s == nil || len(s.Data["keys"].([]any)) != 2 {
+		t.Fatalf("GET ?list=true = %v, %v", s, err)
+	}
+
+	// Delete by name: 204; the member loses its parent.
+	if _, err := c.Delete("identity/group/name/parent"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.Read("identity/group/id/" + id); err != nil || s != nil {
+		t.Fatalf("read after delete = %v, %v; want nil (404)", s, err)
+	}
+	s, err = c.Read("identity/group/id/" + child)
+	if err != nil || s.Data["parent_group_ids"] != nil {
+		t.Fatalf("child after delete of its parent = %v, %v", s, err)
+	}
+	// Deleting a missing group: 204 as Vault.
+	if _, err := c.Delete("identity/group/id/" + id); err != nil {
+		t.Fatalf("delete of a missing group: %v", err)
+	}
+	if _, err := c.Delete("identity/group/id/" + child); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIdentityGroupErrors(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	c := e.client(t, rootToken).Logical()
+	a, err := c.Write("identity/group/name/a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aID := a.Data["id"].(string)
+	b, err := c.Write("identity/group/name/b", map[string]any{"member_group_ids": []string{aID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bID := b.Data["id"].(string)
+
+	for name, tc := range map[string]struct {
+		path string
+		body map[string]any
+		want string
+	}{
+		"cycle":           {"identity/group/id/" + aID, map[string]any{"member_group_ids": []string{bID}}, "cyclic relationship"},
+		"itself":          {"identity/group/id/" + aID, map[string]any{"member_group_ids": aID}, "cannot contain itself"},
+		"missing member":  {"identity/group", map[string]any{"member_group_ids": []string{"nope"}}, `invalid member group ID "nope"`},
+		"type change":     {"identity/group/name/a", map[string]any{"type": "external"}, "group type cannot be changed"},
+		"unknown type":    {"identity/group", map[string]any{"type": "team"}, "invalid group type"},
+		"name taken":      {"identity/group/id/" + bID, map[string]any{"name": "A"}, "group name is already in use"},
+		"root policy":     {"identity/group", map[string]any{"policies": "root"}, "policies cannot contain root"},
+		"unknown id":      {"identity/group/id/nope", map[string]any{"policies": "x"}, "invalid group ID"},
+		"unknown id body": {"identity/group", map[string]any{"id": "nope"}, "invalid group ID"},
+		"external member": {"identity/group", map[string]any{"type": "external", "member_entity_ids": []string{"e"}}, "external groups"},
+		"metadata":        {"identity/group", map[string]any{"metadata": map[string]string{strings.Repeat("k", 129): "v"}}, "longer than 128"},
+		"bad body":        {"identity/group", map[string]any{"member_group_ids": 7}, "failed to parse JSON input"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.Write(tc.path, tc.body)
+			var re *api.ResponseError
+			if statusOf(err) != http.StatusBadRequest || !errors.As(err, &re) || len(re.Errors) == 0 || !strings.Contains(strings.Join(re.Errors, "|"), tc.want) {
+				t.Fatalf("error %v, want 400 with %q", err, tc.want)
+			}
+		})
+	}
+	// Nothing changed.
+	s, err := c.Read("identity/group/id/" + aID)
+	if err != nil || s.Data["modify_index"].(interface{ String() string }).String() != "1" {
+		t.Fatalf("a after refused writes = %v, %v", s, err)
+	}
+}
+
+// TestIdentityGroupReaderCannotChangeMembership: a token that may read and
+// list groups is refused every write, with Vault's 403.
+func TestIdentityGroupReaderCannotChangeMembership(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	root := e.client(t, rootToken).Logical()
+	reader := e.client(t, readerToken).Logical()
+	admins, err := root.Write("identity/group/name/admins", map[string]any{"policies": "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := admins.Data["id"].(string)
+	for name, write := range map[string]func() error{
+		"by id": func() error {
+			_, err := reader.Write("identity/group/id/"+id, map[string]any{"member_entity_ids": "me"})
+			return err
+		},
+		"by name": func() error {
+			_, err := reader.Write("identity/group/name/admins", map[string]any{"member_entity_ids": "me"})
+			return err
+		},
+		"upsert": func() error {
+			_, err := reader.Write("identity/group", map[string]any{"id": id, "member_entity_ids": "me"})
+			return err
+		},
+		"create":      func() error { _, err := reader.Write("identity/group", map[string]any{"name": "mine"}); return err },
+		"delete":      func() error { _, err := reader.Delete("identity/group/id/" + id); return err },
+		"unknown tok": func() error { _, err := e.client(t, "nobody").Logical().Read("identity/group/id/" + id); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := write(); statusOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "permission denied") {
+				t.Fatalf("error %v, want 403 permission denied", err)
+			}
+		})
+	}
+	s, err := reader.Read("identity/group/id/" + id)
+	if err != nil || s == nil || len(s.Data["member_entity_ids"].([]any)) != 0 {
+		t.Fatalf("reader's read = %v, %v", s, err)
+	}
+	if s, err := reader.List("identity/group/id"); err != nil || len(s.Data["keys"].([]any)) != 1 {
+		t.Fatalf("reader's list = %v, %v", s, err)
+	}
+}

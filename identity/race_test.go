@@ -1,0 +1,109 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/boltstore"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+// TestConcurrentMembership has many goroutines add and remove member
+// groups among a few groups at once, cycles included: at the end the graph
+// has no cycle and every parent link matches a member link.
+func TestConcurrentMembership(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) storage.Store{
+		"memstore": func(t *testing.T) storage.Store {
+			s := memstore.New(nil)
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"boltstore": func(t *testing.T) storage.Store {
+			s, err := boltstore.Open(filepath.Join(t.TempDir(), "db"), &boltstore.Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := open(t)
+			g := New(store, &Options{Clock: keel.NewFakeClock(t0)})
+			ctx := context.Background()
+			const groups, workers, writes = 8, 8, 40
+			ids := make([]string, groups)
+			for i := range ids {
+				res, err := g.UpsertByName(ctx, fmt.Sprint("g", i), Input{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = res.ID
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, workers*writes)
+			for w := range workers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(w), 1))
+					for range writes {
+						target := ids[rng.IntN(groups)]
+						var members []string
+						for _, id := range ids {
+							if id != target && rng.IntN(3) == 0 {
+								members = append(members, id)
+							}
+						}
+						var err error
+						switch rng.IntN(4) {
+						case 0:
+							_, err = g.UpdateByID(ctx, target, Input{MemberGroupIDs: &[]string{}})
+						default:
+							_, err = g.UpdateByID(ctx, target, Input{MemberGroupIDs: &members})
+						}
+						// Cycles are refused; anything else is a failure.
+						if err != nil && keel.KindOf(err) != keel.KindInvalid {
+							errs <- err
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			checkGraph(t, store)
+			// Parents read back match members read back.
+			parents := map[string]map[string]bool{}
+			for _, id := range ids {
+				gr, err := g.ReadByID(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range gr.MemberGroupIDs {
+					if parents[m] == nil {
+						parents[m] = map[string]bool{}
+					}
+					parents[m][id] = true
+				}
+			}
+			for _, id := range ids {
+				gr, _ := g.ReadByID(ctx, id)
+				if len(gr.ParentGroupIDs) != len(parents[id]) {
+					t.Fatalf("%s: parents %q, members say %v", id, gr.ParentGroupIDs, parents[id])
+				}
+				for _, p := range gr.ParentGroupIDs {
+					if !parents[id][p] {
+						t.Fatalf("%s: parent %s does not list it", id, p)
+					}
+				}
+			}
+		})
+	}
+}
