@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -52,6 +53,12 @@ type Options struct {
 	// IrrevocableRetry is how often the worker tries again to revoke an
 	// irrevocable lease. Zero: 24h.
 	IrrevocableRetry time.Duration
+	// Leader decides which process of a deployment runs the worker of
+	// Start: the worker runs Steps only while it leads, and stops them
+	// before it releases its term (see package leader). Nil:
+	// leader.Always, for a single process. Step called directly is not
+	// affected.
+	Leader leader.Leader
 }
 
 // MountConfig tunes the leases of one mount. A nil *MountConfig, and a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -210,7 +211,9 @@ func (m *Manager) backoff(n int) time.Duration {
 // time, sleeps on a timer of the clock until the next entry is due, and is
 // woken early by Wake (and so by Issue, Renew, Revoke, Tidy). When Step
 // fails (a store error), the worker logs the error and tries again after
-// Options.RetryBase. Start does nothing when the worker runs already; a
+// Options.RetryBase. With Options.Leader, the worker runs only while the
+// process leads: it stops its Step when the leadership is lost, and waits
+// for it again. Start does nothing when the worker runs already; a
 // stopped worker can be started again.
 func (m *Manager) Start() {
 	m.runMu.Lock()
@@ -221,9 +224,15 @@ func (m *Manager) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	m.cancel, m.done = cancel, done
+	l := m.opts.Leader
+	if l == nil {
+		l = leader.Always
+	}
 	go func() {
 		defer close(done)
-		m.run(ctx)
+		leader.Run(ctx, l, m.opts.RetryBase, func(err error) {
+			m.log.Error("lease worker: leadership", "error", err, "retry_in", m.opts.RetryBase)
+		}, m.run)
 	}()
 }
 

@@ -25,6 +25,12 @@
 //	-data PATH             bbolt file of the store (default keel.db); "memory" keeps
 //	                       the store in memory, gone when the process ends
 //	                       (write ./memory for a file of that name)
+//	-etcd ENDPOINTS        run on etcd instead of -data: comma-separated endpoints
+//	                       such as http://10.0.0.1:2379,http://10.0.0.2:2379.
+//	                       Several servers may share it; one at a time (elected
+//	                       through etcd) runs the background work, such as lease
+//	                       expiry, and another takes over when it stops, or 10s
+//	                       after it dies
 //	-root-token TOKEN      the root token; when absent, a random one ("kr." and 24
 //	                       base62 characters) is generated and printed to stderr once
 //	-seal-key-file PATH    encrypt every stored value with AES-256-GCM under the keys

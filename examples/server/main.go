@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
 )
 
 // The server's timeouts. ReadHeaderTimeout bounds how long a client may
@@ -73,6 +75,7 @@ type hooks struct {
 type options struct {
 	addr        string
 	data        string
+	etcd        string
 	rootToken   string
 	sealKeyFile string
 	configFile  string
@@ -91,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8200", "listen on `host:port`")
 	fs.StringVar(&o.data, "data", "keel.db", "bbolt file of the store, or \"memory\" for a store that ends with the process")
+	fs.StringVar(&o.etcd, "etcd", "", "run on etcd at these comma-separated `endpoints` instead of -data, with one server of the deployment running background work at a time")
 	fs.StringVar(&o.rootToken, "root-token", "", "the root `token`; when empty, a random one is generated and printed once")
 	fs.StringVar(&o.sealKeyFile, "seal-key-file", "", "encrypt stored values with the keys of this `file` (see sealstore.ParseKeys)")
 	fs.StringVar(&o.configFile, "config", "", "JSON `file` of policies and tokens")
@@ -102,6 +106,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
+		return o, usageError{err}
+	}
+	dataSet := false
+	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	if dataSet && o.etcd != "" {
+		err := errors.New("-data and -etcd exclude each other")
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
 		return o, usageError{err}
 	}
 	if fs.NArg() > 0 {
@@ -135,14 +147,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		return err
 	}
 
-	store, err := openStore(opts.data, opts.sealKeyFile)
+	var store storage.Store
+	var lead leader.Leader // nil: this server alone runs background work
+	where := opts.data
+	if opts.etcd != "" {
+		store, lead, err = openEtcd(ctx, opts.etcd, opts.sealKeyFile)
+		where = "etcd " + opts.etcd
+	} else {
+		store, err = openStore(opts.data, opts.sealKeyFile)
+	}
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
 
 	d := &deps{store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger}
-	d.leases = lease.New(store, &lease.Options{Clock: d.clock, Authorizer: authz, Logger: logger})
+	d.leases = lease.New(store, &lease.Options{Clock: d.clock, Authorizer: authz, Logger: logger, Leader: lead})
 	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
 	mux := http.NewServeMux()
 	if err := mount(mux, d); err != nil {
@@ -179,7 +199,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		// the only time anyone sees it.
 		fmt.Fprintf(stderr, "Root Token: %s\n", rootToken)
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "data", opts.data, "sealed", opts.sealKeyFile != "")
+	logger.Info("listening", "addr", ln.Addr().String(), "data", where, "sealed", opts.sealKeyFile != "")
 	if h.ready != nil {
 		h.ready(ln.Addr().String())
 	}

@@ -1,16 +1,37 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"strings"
 
+	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
+	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/sealstore"
 )
 
 // memoryData is the value of -data that selects a store in memory.
 const memoryData = "memory"
+
+// openEtcd opens the store the server runs on when -etcd is given: an
+// etcdstore on the comma-separated endpoints, wrapped as openStore wraps
+// its stores. It returns too the leader of the background work: etcd's
+// election, so that one server of the deployment runs it at a time. The
+// caller closes the store.
+func openEtcd(ctx context.Context, endpoints, sealKeyFile string) (storage.Store, leader.Leader, error) {
+	es, err := etcdstore.Open(ctx, strings.Split(endpoints, ","), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := seal(es, sealKeyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, es.Leader("lease", nil), nil
+}
 
 // openStore opens the store the server runs on: a bbolt file at data, or a
 // store in memory when data is "memory"; wrapped, when sealKeyFile is not
@@ -27,6 +48,12 @@ func openStore(data, sealKeyFile string) (storage.Store, error) {
 		}
 		inner = bs
 	}
+	return seal(inner, sealKeyFile)
+}
+
+// seal wraps inner in a sealstore with the keys of sealKeyFile, unless it
+// is empty; it closes inner when it fails.
+func seal(inner storage.Store, sealKeyFile string) (storage.Store, error) {
 	if sealKeyFile == "" {
 		return inner, nil
 	}

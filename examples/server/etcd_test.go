@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
+)
+
+// TestMain gives the tests one embedded etcd (see etcdtest).
+func TestMain(m *testing.M) { etcdtest.Main(m) }
+
+// revocations records which server revoked which lease.
+type revocations struct {
+	mu sync.Mutex
+	by map[string][]string // lease id -> servers
+	n  int
+}
+
+func (r *revocations) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// mountRevoker registers the mount "e2e/" with a revoker that records
+// revocations as name's, and keeps the server's lease manager in *m.
+func (r *revocations) mountRevoker(name string, m **lease.Manager) func(*http.ServeMux, *deps) {
+	return func(_ *http.ServeMux, d *deps) {
+		*m = d.leases
+		d.leases.Register("e2e/", lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.by[l.ID] = append(r.by[l.ID], name)
+			r.n++
+			return nil
+		}), nil)
+	}
+}
+
+// TestTwoServersOnEtcd: two servers on one etcd (-etcd) share their state:
+// a secret written through one is read through the other; leases expire
+// once, revoked by one server; when that server stops, the other revokes.
+func TestTwoServersOnEtcd(t *testing.T) {
+	endpoints := strings.Join(etcdtest.Endpoints(t), ",")
+	// The servers use the default prefix: this is the only test of the
+	// binary on its etcd.
+	r := &revocations{by: map[string][]string{}}
+	var ma, mb *lease.Manager
+	a := start(t, hooks{mount: r.mountRevoker("a", &ma)}, "-etcd", endpoints, "-root-token", "root-t")
+	b := start(t, hooks{mount: r.mountRevoker("b", &mb)}, "-etcd", endpoints, "-root-token", "root-t")
+
+	req, err := http.NewRequest(http.MethodPut, a.url+"/v1/secret/e2e", strings.NewReader(`{"password":"p"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Secrets-Token", "root-t")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT through a: %d", resp.StatusCode)
+	}
+	status, body := b.get("/v1/secret/e2e", "X-Secrets-Token", "root-t")
+	if status != http.StatusOK || !strings.Contains(string(body), `"password":"p"`) {
+		t.Fatalf("GET through b: %d %s", status, body)
+	}
+
+	issue := func(m *lease.Manager, n int) {
+		for i := range n {
+			if _, err := m.Issue(context.Background(), lease.IssueRequest{Path: fmt.Sprintf("e2e/p%d", i), TTL: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ma.Wake()
+		mb.Wake()
+	}
+	waitFor := func(n int) {
+		deadline := time.Now().Add(15 * time.Second)
+		for r.count() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d revocations, want %d", r.count(), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	issue(ma, 4)
+	waitFor(4)
+	r.mu.Lock()
+	var first string
+	for id, names := range r.by {
+		if len(names) != 1 || first != "" && names[0] != first {
+			t.Errorf("lease %s revoked by %q; all revocations: %v", id, names, r.by)
+		}
+		first = names[0]
+	}
+	r.by, r.n = map[string][]string{}, 0
+	r.mu.Unlock()
+
+	// The leader stops: the other server takes the lease expiry over.
+	leaderServer, other, otherM := a, "b", mb
+	if first == "b" {
+		leaderServer, other, otherM = b, "a", ma
+	}
+	if err := leaderServer.stop(); err != nil {
+		t.Fatalf("stop of the leading server: %v", err)
+	}
+	issue(otherM, 3)
+	waitFor(3)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, names := range r.by {
+		if len(names) != 1 || names[0] != other {
+			t.Errorf("after the leader stopped, lease %s revoked by %q, want once by %s", id, names, other)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+// Package etcdstore is a storage.Store over etcd (go.etcd.io/etcd/client/v3),
+// for deployments of several processes that share one state.
+//
+// # Basics
+//
+// Open connects to etcd endpoints and returns a Store that owns its client;
+// New wraps a client the caller keeps. Every key is stored under
+// Options.Prefix (DefaultPrefix, "keel/", by default), so that several
+// deployments share one etcd: give each its own prefix, and no prefix that
+// starts another (the store of "a" would see the keys of "a/").
+//
+// Transactions are optimistic. The first read of a transaction fixes an etcd
+// revision, and every later read asks for it, so that a View and the reads
+// of an Update see one snapshot. An Update buffers its writes (its own reads
+// and scans see them, merged in key order with what etcd holds) and records
+// what it read: each key with its modification revision (0 for a missing
+// key), and each range a Scan went through, up to the last key it visited or
+// to the end of the prefix. When the closure returns nil, one etcd Txn
+// compares every key read with its revision and every range with the
+// revision of the transaction (no key in it created or changed since), and
+// applies every write; the deletion of a key in a range is caught by the
+// comparison of that key, which the scan visited. When a comparison fails,
+// nothing is applied and the closure runs again on a newer revision, up to
+// Options.MaxRetries times. An Update that wrote nothing sends nothing.
+//
+// A Scan reads etcd in pages of 256 keys (one range request each, with
+// Limit), so a Scan stopped after 20 keys costs one round trip. A Get costs
+// one round trip; a commit one more.
+//
+// # Errors
+//
+// Errors are those of package storage. A write beyond Limits fails with
+// storage.ErrTxTooLarge, storage.ErrKeyTooLarge or storage.ErrValueTooLarge
+// (kind keel.KindTooLarge) in the closure, and so before anything is sent;
+// an Update that read more keys and ranges than MaxCompares and wrote fails
+// with storage.ErrTxTooLarge at commit, before sending. An Update whose
+// closure conflicted more than Options.MaxRetries times fails with
+// keel.ErrConflict. When etcd cannot be reached, operations fail with
+// keel.ErrUnavailable; the errors of the caller's ctx are returned as they
+// are.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use, and any number of Stores (in any
+// number of processes) may use one etcd and prefix: Updates are
+// serializable, because a commit applies only when nothing its closure read
+// has changed. Updates of one Store run concurrently until one conflicts;
+// then, while some conflict, they run one at a time in that Store, so that
+// they conflict only with other processes.
+//
+// # Caveats
+//
+// The closure of an Update may run more than once (see storage.Store), and
+// after a conflict runs again after a short random delay.
+//
+// etcd bounds a transaction: by default 128 operations and comparisons each,
+// and 1.5 MiB per request. DefaultLimits state that bound for writes; the
+// reads of an Update that writes are bounded too, by MaxCompares keys and
+// ranges read (a Scan counts one range and one per key it visited). Read
+// large ranges in a View, and write in Updates that read little.
+//
+// A View or Update that runs longer than etcd keeps old revisions (its
+// compaction) fails with an etcd "compacted" error; an Update then runs its
+// closure again.
+package etcdstore

@@ -1,0 +1,203 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel/leader"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage/etcdstore"
+	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
+)
+
+// poll calls cond until it is true, for at most limit.
+func poll(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLeaderTakesTurns: a second candidate waits while the first leads,
+// and leads as soon as the first releases.
+func TestLeaderTakesTurns(t *testing.T) {
+	t.Parallel()
+	key := "keel-leader/" + etcdtest.Prefix()
+	a := etcdstore.NewLeader(etcdtest.Client(t), key, &etcdstore.LeaderOptions{TTL: time.Second, ID: "a"})
+	b := etcdstore.NewLeader(etcdtest.Client(t), key, &etcdstore.LeaderOptions{TTL: time.Second, ID: "b"})
+	ctx := context.Background()
+	ta, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = b.Acquire(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire while another leads = %v, want the ctx's deadline", err)
+	}
+	// a keeps leading past its TTL: the term is renewed.
+	select {
+	case <-ta.Lost():
+		t.Fatal("a term was lost while its process lives")
+	case <-time.After(1500 * time.Millisecond):
+	}
+	got := make(chan leader.Term, 1)
+	go func() {
+		tb, err := b.Acquire(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- tb
+	}()
+	if err := ta.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tb := <-got:
+		if tb != nil {
+			tb.Release(ctx)
+		}
+	case <-time.After(900 * time.Millisecond):
+		t.Fatal("b did not lead within 900ms of a's Release (well under the 1s TTL)")
+	}
+	select {
+	case <-ta.Lost():
+	default:
+		t.Error("a released term is not lost")
+	}
+}
+
+// TestLeaderCrashHandsOver: when the leader's process dies (its client
+// closes without releasing), its term is lost at once for it, and another
+// leads after the session TTL.
+func TestLeaderCrashHandsOver(t *testing.T) {
+	t.Parallel()
+	key := "keel-leader/" + etcdtest.Prefix()
+	ca, err := etcdtest.NewClient(etcdtest.Endpoints(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := etcdstore.NewLeader(ca, key, &etcdstore.LeaderOptions{TTL: time.Second})
+	b := etcdstore.NewLeader(etcdtest.Client(t), key, &etcdstore.LeaderOptions{TTL: time.Second})
+	ctx := context.Background()
+	ta, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.Close() // the crash
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tb, err := b.Acquire(tctx)
+	if err != nil {
+		t.Fatalf("b did not take over: %v", err)
+	}
+	defer tb.Release(ctx)
+	t.Logf("b leads %v after a's crash", time.Since(start))
+	select {
+	case <-ta.Lost():
+	default:
+		t.Error("b leads while a's term is not lost")
+	}
+}
+
+// countingRevoker records which manager revoked which lease.
+type countingRevoker struct {
+	mu  sync.Mutex
+	by  map[string][]string // lease id -> names of the managers that revoked it
+	all int
+}
+
+func (r *countingRevoker) revoker(name string) lease.Revoker {
+	return lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.by[l.ID] = append(r.by[l.ID], name)
+		r.all++
+		return nil
+	})
+}
+
+func (r *countingRevoker) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.all
+}
+
+// TestLeaseManagersOneLeader: two lease managers, on two Stores (two
+// processes) of one etcd, each with a Leader of the same election: every
+// lease is revoked once, by the leader; stopping the leader's manager hands
+// expiry to the other.
+func TestLeaseManagersOneLeader(t *testing.T) {
+	t.Parallel()
+	prefix := etcdtest.Prefix()
+	r := &countingRevoker{by: map[string][]string{}}
+	managers := map[string]*lease.Manager{}
+	for _, name := range []string{"a", "b"} {
+		s := etcdstore.New(etcdtest.Client(t), &etcdstore.Options{Prefix: prefix})
+		m := lease.New(s, &lease.Options{Leader: s.Leader("lease", &etcdstore.LeaderOptions{TTL: time.Second, ID: name})})
+		if err := m.Register("m/", r.revoker(name), nil); err != nil {
+			t.Fatal(err)
+		}
+		m.Start()
+		t.Cleanup(m.Stop)
+		managers[name] = m
+	}
+	ctx := context.Background()
+	issue := func(n int) {
+		for i := range n {
+			if _, err := managers["a"].Issue(ctx, lease.IssueRequest{Path: fmt.Sprintf("m/p%d", i), TTL: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		managers["b"].Wake()
+	}
+	check := func(want int) {
+		t.Helper()
+		poll(t, 15*time.Second, fmt.Sprintf("%d revocations", want), func() bool { return r.count() >= want })
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for id, names := range r.by {
+			if len(names) != 1 {
+				t.Errorf("lease %s revoked by %q, want once", id, names)
+			}
+		}
+	}
+	issue(5)
+	check(5)
+	r.mu.Lock()
+	var first string
+	for _, names := range r.by {
+		if first == "" {
+			first = names[0]
+		}
+		if names[0] != first {
+			t.Errorf("leases revoked by both managers: %v", r.by)
+			break
+		}
+	}
+	r.by = map[string][]string{}
+	r.all = 0
+	r.mu.Unlock()
+
+	// The leader stops (Stop releases its term): the other takes over.
+	managers[first].Stop()
+	issue(3)
+	check(3)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, names := range r.by {
+		if names[0] == first {
+			t.Errorf("lease %s revoked by the stopped manager %s", id, first)
+		}
+	}
+}

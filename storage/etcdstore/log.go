@@ -1,0 +1,6 @@
+package etcdstore
+
+import "go.uber.org/zap"
+
+// nopLogger silences the etcd client, which logs through zap.
+func nopLogger() *zap.Logger { return zap.NewNop() }
