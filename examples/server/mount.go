@@ -49,6 +49,7 @@ func (d *deps) close() error {
 var adapters = []func(mux *http.ServeMux, d *deps) error{
 	mountHealth, // health.go: GET /v1/sys/health
 	mountVault,  // vault.go: kv mounts and leases, Vault dialect
+	mountTFE,    // tfe.go: projects and policies, HCP Terraform JSON:API dialect
 }
 
 // mount registers the routes of every adapter on mux.

@@ -1,0 +1,73 @@
+// Package tfe is a thin HTTP adapter that speaks HCP Terraform's JSON:API
+// dialect for keel's organization catalog (package project) and policies
+// (package policy), so that the official Go client github.com/hashicorp/go-tfe
+// works against a keel program.
+//
+// # Basics
+//
+// New builds a Handler over a *project.Catalog and a *policy.Service;
+// Register adds the routes to an http.ServeMux, all under /api/v2:
+//
+//	GET    /ping                                        204
+//	POST   /organizations                               create (201)
+//	GET    /organizations, /organizations/:org          list, read
+//	DELETE /organizations/:org                          204
+//	POST   /organizations/:org/projects                 create (201)
+//	GET    /organizations/:org/projects                 list: page[number], page[size], q,
+//	                                                    filter[names], filter[permissions][update],
+//	                                                    filter[permissions][create-workspace], sort
+//	GET, PATCH, DELETE /projects/:id                    show, update, delete (204)
+//	POST   /projects/:id/relationships/workspaces       move workspaces (204)
+//	POST   /organizations/:org/workspaces               create in relationships.project (201)
+//	GET    /organizations/:org/workspaces               filter[project][id] (default project)
+//	GET, PATCH, DELETE /organizations/:org/workspaces/:name, /workspaces/:id
+//	                                                    read, update (relationships.project only), delete
+//	POST   /organizations/:org/teams, GET /teams/:id    teams
+//	POST, GET /team-projects, DELETE /team-projects/:id team access to projects
+//	POST   /organizations/:org/policies                 create (200, as the specification says)
+//	GET    /organizations/:org/policies                 page[number], page[size], search[name], include
+//	GET, PATCH, DELETE /policies/:id                    show (include), update, delete (204)
+//	PUT    /policies/:id/upload                         raw body, at most 10 MiB; 204
+//	GET    /policies/:id/download                       application/octet-stream
+//
+// Documents are application/vnd.api+json. Brackets in query names may be
+// percent-encoded. Lists carry links (self, first, last as URLs; prev and
+// next as URLs or null) and meta.pagination (current-page, page-size,
+// prev-page, next-page, total-pages, total-count); the project list also
+// carries meta.status-counts (total, matching). Timestamps are UTC with
+// milliseconds and "Z".
+//
+// Response shapes follow the specification: a project's create response
+// has only permissions.can-update, and no workspace-count or team-count;
+// a policy's create and show responses have relationships.policy-sets,
+// update and list do not; links.download is absent from the create
+// response. include=policy_sets adds the sets as included resources.
+//
+// The caller must be in the request's context (keel.WithPrincipal) before
+// the handler runs: the adapter reads no token. In the example server a
+// middleware maps "Authorization: Bearer <token>" to a principal.
+//
+// # Errors
+//
+// Errors are JSON:API error documents {"errors":[{"status":"422","title":
+// ...,"detail":...,"source":{"pointer":"/data/attributes/name"}}]}, with
+// status as a string and one error per invalid field (a query parameter is
+// named by source.parameter). Kinds map to statuses in one table
+// (statusOf): invalid and already-exists 422 (HCP Terraform's "has already
+// been taken"), not found 404 (title "not found", no detail), forbidden
+// 403 (the detail of a refused move lists the workspace ids), conflict 409
+// (deleting a project that holds workspaces: HCP Terraform does not
+// document the status; 409 is keel's choice), too large 413. A malformed
+// body is 422 on /data.
+//
+// Not shown by the specification, done as HCP Terraform does: project,
+// organization, workspace and team creates answer 201; a policy upload
+// answers 204 with no body; the maximum page size is 100.
+//
+// # Caveats
+//
+// Only the attributes keel keeps are rendered; the other attributes of
+// go-tfe's structs read as zero values. Workspace updates only move the
+// workspace; workspace and organization lists are one page. Rate-limit
+// headers are not sent.
+package tfe

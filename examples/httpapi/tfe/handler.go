@@ -1,0 +1,76 @@
+package tfe
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Logger receives internal errors. Nil: discarded.
+	Logger *slog.Logger
+}
+
+// Handler serves the JSON:API routes. Create one with New.
+type Handler struct {
+	catalog  *project.Catalog
+	policies *policy.Service
+	logger   *slog.Logger
+}
+
+// New returns a Handler over a project catalog and a policy service.
+func New(catalog *project.Catalog, policies *policy.Service, opts *Options) *Handler {
+	h := &Handler{catalog: catalog, policies: policies, logger: nopLogger}
+	if opts != nil && opts.Logger != nil {
+		h.logger = opts.Logger
+	}
+	return h
+}
+
+// Register adds the routes to mux, all under /api/v2.
+func (h *Handler) Register(mux *http.ServeMux) {
+	const p = "/api/v2"
+	routes := map[string]http.HandlerFunc{
+		"GET " + p + "/ping": func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) },
+
+		"POST " + p + "/organizations":         h.createOrganization,
+		"GET " + p + "/organizations":          h.listOrganizations,
+		"GET " + p + "/organizations/{org}":    h.readOrganization,
+		"DELETE " + p + "/organizations/{org}": h.deleteOrganization,
+
+		"POST " + p + "/organizations/{org}/projects":           h.createProject,
+		"GET " + p + "/organizations/{org}/projects":            h.listProjects,
+		"GET " + p + "/projects/{id}":                           h.readProject,
+		"PATCH " + p + "/projects/{id}":                         h.updateProject,
+		"DELETE " + p + "/projects/{id}":                        h.deleteProject,
+		"POST " + p + "/projects/{id}/relationships/workspaces": h.moveWorkspaces,
+
+		"POST " + p + "/organizations/{org}/workspaces":          h.createWorkspace,
+		"GET " + p + "/organizations/{org}/workspaces":           h.listWorkspaces,
+		"GET " + p + "/organizations/{org}/workspaces/{name}":    h.readWorkspaceByName,
+		"PATCH " + p + "/organizations/{org}/workspaces/{name}":  h.updateWorkspaceByName,
+		"DELETE " + p + "/organizations/{org}/workspaces/{name}": h.deleteWorkspaceByName,
+		"GET " + p + "/workspaces/{id}":                          h.readWorkspace,
+		"PATCH " + p + "/workspaces/{id}":                        h.updateWorkspace,
+		"DELETE " + p + "/workspaces/{id}":                       h.deleteWorkspace,
+		"POST " + p + "/organizations/{org}/teams":               h.createTeam,
+		"GET " + p + "/teams/{id}":                               h.readTeam,
+		"POST " + p + "/team-projects":                           h.addTeamAccess,
+		"GET " + p + "/team-projects":                            h.listTeamAccess,
+		"DELETE " + p + "/team-projects/{id}":                    h.removeTeamAccess,
+
+		"POST " + p + "/organizations/{org}/policies": h.createPolicy,
+		"GET " + p + "/organizations/{org}/policies":  h.listPolicies,
+		"GET " + p + "/policies/{id}":                 h.readPolicy,
+		"PATCH " + p + "/policies/{id}":               h.updatePolicy,
+		"DELETE " + p + "/policies/{id}":              h.deletePolicy,
+		"PUT " + p + "/policies/{id}/upload":          h.uploadPolicy,
+		"GET " + p + "/policies/{id}/download":        h.downloadPolicy,
+	}
+	for pattern, fn := range routes {
+		mux.HandleFunc(pattern, fn)
+	}
+}

@@ -1,0 +1,249 @@
+package tfe_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
+)
+
+// decode reads a JSON response body into a generic document.
+func decode(t testing.TB, resp *http.Response) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	return doc
+}
+
+// firstError returns the first error object of an error document.
+func firstError(t testing.TB, doc map[string]any) map[string]any {
+	t.Helper()
+	errs, _ := doc["errors"].([]any)
+	if len(errs) == 0 {
+		t.Fatalf("no errors in %v", doc)
+	}
+	return errs[0].(map[string]any)
+}
+
+func TestPing(t *testing.T) {
+	s := newServer(t)
+	if resp := s.do(t, "GET", "/api/v2/ping", "", ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestErrorDocuments(t *testing.T) {
+	s := newServer(t)
+	const jsonapi = "application/vnd.api+json"
+	tests := []struct {
+		name    string
+		method  string
+		path    string
+		body    string
+		status  string
+		pointer string
+		n       int
+	}{
+		{"malformed body", "POST", "/api/v2/organizations/acme/projects", "{", "422", "/data", 1},
+		{"wrong type", "POST", "/api/v2/organizations/acme/projects", `{"data":{"type":"project","attributes":{"name":"abc"}}}`, "422", "/data/type", 1},
+		{"wrong attribute type", "POST", "/api/v2/organizations/acme/policies", `{"data":{"type":"policies","attributes":{"name":5,"enforce":[{"path":"x.policy"}]}}}`, "422", "/data/attributes/name", 1},
+		{"one error per field", "POST", "/api/v2/organizations/acme/projects", `{"data":{"type":"projects","attributes":{"name":"x","description":"` + strings.Repeat("d", 257) + `"}}}`, "422", "/data/attributes/name", 2},
+		{"two enforce elements", "POST", "/api/v2/organizations/acme/policies", `{"data":{"type":"policies","attributes":{"name":"p","enforce":[{"path":"p.policy"},{"path":"p.policy"}]}}}`, "422", "/data/attributes/enforce", 1},
+		{"unknown organization", "GET", "/api/v2/organizations/nope/policies", "", "404", "", 1},
+		{"unknown project", "GET", "/api/v2/projects/prj-nope", "", "404", "", 1},
+		{"bad sort", "GET", "/api/v2/organizations/acme/projects?sort=id", "", "422", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := s.do(t, tt.method, tt.path, jsonapi, tt.body)
+			if got := resp.Header.Get("Content-Type"); got != jsonapi {
+				t.Fatalf("content type %q", got)
+			}
+			doc := decode(t, resp)
+			e := firstError(t, doc)
+			if e["status"] != tt.status || strconvAtoi(tt.status) != resp.StatusCode {
+				t.Fatalf("status %v (%d), want %s", e["status"], resp.StatusCode, tt.status)
+			}
+			if n := len(doc["errors"].([]any)); n != tt.n {
+				t.Fatalf("%d errors, want %d: %v", n, tt.n, doc)
+			}
+			if tt.pointer != "" {
+				src, _ := e["source"].(map[string]any)
+				if src["pointer"] != tt.pointer {
+					t.Fatalf("source %v, want pointer %s", src, tt.pointer)
+				}
+			}
+			if tt.status == "404" && (e["title"] != "not found" || e["detail"] != nil) {
+				t.Fatalf("404 error %v", e)
+			}
+		})
+	}
+}
+
+func strconvAtoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestMoveWorkspacesHTTP(t *testing.T) {
+	s := newServer(t)
+	ctx := asRoot()
+	name := "target"
+	dst, err := s.catalog.Create(ctx, "acme", project.Input{Name: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := s.catalog.CreateWorkspace(ctx, "acme", "w1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(ids ...string) string {
+		var parts []string
+		for _, id := range ids {
+			parts = append(parts, `{"type":"workspaces","id":"`+id+`"}`)
+		}
+		return `{"data":[` + strings.Join(parts, ",") + `]}`
+	}
+	tests := []struct {
+		name   string
+		dest   string
+		body   string
+		status int
+		detail string
+	}{
+		{"unknown workspace refuses all", dst.ID, body(ws.ID, "ws-missing"), 403, "ws-missing"},
+		{"unknown destination", "prj-missing", body(ws.ID), 404, ""},
+		{"wrong type", dst.ID, `{"data":[{"type":"projects","id":"x"}]}`, 422, ""},
+		{"moves", dst.ID, body(ws.ID), 204, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := s.do(t, "POST", "/api/v2/projects/"+tt.dest+"/relationships/workspaces", "application/vnd.api+json", tt.body)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.detail != "" {
+				e := firstError(t, decode(t, resp))
+				if e["title"] != "forbidden" || !strings.Contains(e["detail"].(string), tt.detail) {
+					t.Fatalf("error %v", e)
+				}
+			}
+		})
+	}
+	p, _ := s.catalog.Get(ctx, dst.ID)
+	if p.WorkspaceCount != 1 {
+		t.Fatalf("workspace-count %d", p.WorkspaceCount)
+	}
+	// Deleting a project with workspaces: 409.
+	if resp := s.do(t, "DELETE", "/api/v2/projects/"+dst.ID, "", ""); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("delete non-empty: %d", resp.StatusCode)
+	}
+}
+
+func TestProjectListHTTP(t *testing.T) {
+	s := newServer(t)
+	for _, n := range []string{"bbb", "aaa", "ccc"} {
+		if resp := s.do(t, "POST", "/api/v2/organizations/acme/projects", "application/vnd.api+json",
+			`{"data":{"type":"projects","attributes":{"name":"`+n+`"}}}`); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create %s: %d", n, resp.StatusCode)
+		}
+	}
+	resp := s.do(t, "GET", "/api/v2/organizations/acme/projects?sort=-name&page%5Bsize%5D=2&filter%5Bpermissions%5D%5Bupdate%5D=true", "", "")
+	doc := decode(t, resp)
+	var names []string
+	for _, d := range doc["data"].([]any) {
+		names = append(names, d.(map[string]any)["attributes"].(map[string]any)["name"].(string))
+	}
+	if strings.Join(names, ",") != "Default Project,ccc" {
+		t.Fatalf("names %v", names)
+	}
+	meta := doc["meta"].(map[string]any)
+	counts := meta["status-counts"].(map[string]any)
+	pag := meta["pagination"].(map[string]any)
+	if counts["total"] != 4.0 || counts["matching"] != 4.0 || pag["total-pages"] != 2.0 || pag["next-page"] != 2.0 || pag["prev-page"] != nil {
+		t.Fatalf("meta %v", meta)
+	}
+	links := doc["links"].(map[string]any)
+	if links["prev"] != nil || !strings.Contains(links["next"].(string), "page%5Bnumber%5D=2") || !strings.HasPrefix(links["last"].(string), "http://") {
+		t.Fatalf("links %v", links)
+	}
+	attrs := doc["data"].([]any)[0].(map[string]any)["attributes"].(map[string]any)
+	if attrs["description"] != nil || attrs["workspace-count"] != 0.0 || attrs["permissions"].(map[string]any)["can-destroy"] != true {
+		t.Fatalf("attributes %v", attrs)
+	}
+}
+
+func TestPolicyShapesAndLimits(t *testing.T) {
+	s := newServer(t)
+	resp := s.do(t, "POST", "/api/v2/organizations/acme/policies", "application/vnd.api+json",
+		`{"data":{"type":"policies","attributes":{"name":"p1","enforce":[{"path":"p1.policy","mode":"advisory"}]}}}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	created := decode(t, resp)["data"].(map[string]any)
+	id := created["id"].(string)
+	links := created["links"].(map[string]any)
+	if _, ok := links["download"]; ok || links["upload"] != "/api/v2/policies/"+id+"/upload" {
+		t.Fatalf("create links %v", links)
+	}
+	if created["attributes"].(map[string]any)["updated-at"] != nil {
+		t.Fatal("updated-at set at creation")
+	}
+	if _, ok := created["relationships"].(map[string]any)["policy-sets"]; !ok {
+		t.Fatal("create response without policy-sets")
+	}
+
+	// 10 MiB + 1 byte: 413, nothing saved.
+	big := strings.Repeat("x", policy.MaxCodeSize+1)
+	if resp := s.do(t, "PUT", "/api/v2/policies/"+id+"/upload", "application/octet-stream", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("big upload: %d", resp.StatusCode)
+	}
+	if resp := s.do(t, "GET", "/api/v2/policies/"+id+"/download", "", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("download after refused upload: %d", resp.StatusCode)
+	}
+	if resp := s.do(t, "PUT", "/api/v2/policies/"+id+"/upload", "application/octet-stream", "code"); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("upload: %d", resp.StatusCode)
+	}
+	resp = s.do(t, "GET", "/api/v2/policies/"+id+"/download", "", "")
+	if b, _ := io.ReadAll(resp.Body); string(b) != "code" {
+		t.Fatalf("download %q", b)
+	}
+
+	// Update omits policy-sets; list includes sets on request.
+	resp = s.do(t, "PATCH", "/api/v2/policies/"+id, "application/vnd.api+json",
+		`{"data":{"type":"policies","attributes":{"name":"renamed","description":"d"}}}`)
+	updated := decode(t, resp)["data"].(map[string]any)
+	if _, ok := updated["relationships"].(map[string]any)["policy-sets"]; ok || updated["attributes"].(map[string]any)["name"] != "p1" {
+		t.Fatalf("update %v", updated)
+	}
+	if !strings.HasSuffix(updated["attributes"].(map[string]any)["updated-at"].(string), "Z") {
+		t.Fatalf("updated-at %v", updated["attributes"])
+	}
+	resp = s.do(t, "GET", "/api/v2/organizations/acme/policies?include=policy_sets&search%5Bname%5D=p", "", "")
+	doc := decode(t, resp)
+	if doc["meta"].(map[string]any)["pagination"].(map[string]any)["total-count"] != 1.0 {
+		t.Fatalf("meta %v", doc["meta"])
+	}
+	if inc, ok := doc["included"].([]any); !ok || len(inc) != 0 {
+		t.Fatalf("included %v", doc["included"])
+	}
+	set, err := s.policies.CreateSet(asRoot(), "acme", "base", []string{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = s.do(t, "GET", "/api/v2/policies/"+id+"?include=policy_sets", "", "")
+	doc = decode(t, resp)
+	inc, _ := doc["included"].([]any)
+	if len(inc) != 1 || inc[0].(map[string]any)["id"] != set.ID || doc["data"].(map[string]any)["attributes"].(map[string]any)["policy-set-count"] != 1.0 {
+		t.Fatalf("included %v", doc["included"])
+	}
+}

@@ -1,0 +1,170 @@
+package tfe
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/project"
+)
+
+func orgRel(org string) map[string]any {
+	return map[string]any{
+		"data":  ref{ID: org, Type: "organizations"},
+		"links": map[string]string{"related": "/api/v2/organizations/" + org},
+	}
+}
+
+// projectDoc renders a project. full adds workspace-count, team-count and
+// the permissions can-destroy and can-create-workspace, which the create
+// response omits.
+func projectDoc(p project.Project, full bool) map[string]any {
+	perms := map[string]bool{"can-update": p.Permissions.CanUpdate}
+	attrs := map[string]any{"name": p.Name, "description": p.Description, "permissions": perms}
+	if full {
+		perms["can-destroy"] = p.Permissions.CanDestroy
+		perms["can-create-workspace"] = p.Permissions.CanCreateWorkspace
+		attrs["workspace-count"] = p.WorkspaceCount
+		attrs["team-count"] = p.TeamCount
+	}
+	return map[string]any{
+		"id": p.ID, "type": "projects", "attributes": attrs,
+		"relationships": map[string]any{"organization": orgRel(p.Org)},
+		"links":         map[string]string{"self": "/api/v2/projects/" + p.ID},
+	}
+}
+
+func projectInput(res *reqResource) (project.Input, error) {
+	var v keel.Validation
+	in := project.Input{Name: res.attrString(&v, "name"), Description: res.attrString(&v, "description")}
+	return in, v.Err()
+}
+
+func (h *Handler) createProject(w http.ResponseWriter, r *http.Request) {
+	res, err := readDoc(w, r, "projects")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	in, err := projectInput(res)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	p, err := h.catalog.Create(r.Context(), r.PathValue("org"), in)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"data": projectDoc(p, false)})
+}
+
+func (h *Handler) updateProject(w http.ResponseWriter, r *http.Request) {
+	res, err := readDoc(w, r, "projects")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	in, err := projectInput(res)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	p, err := h.catalog.Update(r.Context(), r.PathValue("id"), in)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": projectDoc(p, true)})
+}
+
+func (h *Handler) readProject(w http.ResponseWriter, r *http.Request) {
+	p, err := h.catalog.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": projectDoc(p, true)})
+}
+
+func (h *Handler) deleteProject(w http.ResponseWriter, r *http.Request) {
+	if err := h.catalog.Delete(r.Context(), r.PathValue("id")); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// present reports whether a flag parameter was given and is not "false".
+func present(r *http.Request, name string) bool {
+	vals, ok := r.URL.Query()[name]
+	return ok && (len(vals) == 0 || vals[0] != "false")
+}
+
+func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
+	number, size, err := pageQuery(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	opts := project.ListOptions{
+		PageNumber: number, PageSize: size, Query: q.Get("q"), Sort: q.Get("sort"),
+		CanUpdate:          present(r, "filter[permissions][update]"),
+		CanCreateWorkspace: present(r, "filter[permissions][create-workspace]"),
+	}
+	if names := q.Get("filter[names]"); names != "" {
+		opts.Names = strings.Split(names, ",")
+	}
+	page, err := h.catalog.List(r.Context(), r.PathValue("org"), opts)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	data := make([]any, 0, len(page.Projects))
+	for _, p := range page.Projects {
+		data = append(data, projectDoc(p, true))
+	}
+	pg := page.Pagination
+	writeJSON(w, http.StatusOK, map[string]any{
+		"data":  data,
+		"links": pageLinks(r, pg.CurrentPage, pg.PageSize, pg.TotalPages, pg.PrevPage, pg.NextPage),
+		"meta": map[string]any{
+			"status-counts": map[string]int{"total": page.Total, "matching": page.Matching},
+			"pagination":    paginationMeta(pg.CurrentPage, pg.PageSize, pg.TotalPages, pg.TotalCount, pg.PrevPage, pg.NextPage),
+		},
+	})
+}
+
+func (h *Handler) moveWorkspaces(w http.ResponseWriter, r *http.Request) {
+	var doc struct {
+		Data []ref `json:"data"`
+	}
+	if err := decodeBody(w, r, &doc); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var v keel.Validation
+	ids := make([]string, 0, len(doc.Data))
+	for i, d := range doc.Data {
+		if d.Type != "workspaces" {
+			v.Add("data."+itoa(i)+".type", "must be workspaces")
+		}
+		ids = append(ids, d.ID)
+	}
+	if err := v.Err(); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := h.catalog.MoveWorkspaces(r.Context(), r.PathValue("id"), ids); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}

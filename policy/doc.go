@@ -1,0 +1,85 @@
+// Package policy keeps policy-as-code policies per organization, as HCP
+// Terraform's policies API does, with a minimal policy-set registry, over a
+// storage.Store.
+//
+// # Basics
+//
+// New returns a Service that keeps its keys under "policy/" of a store;
+// Options.Organizations (a *project.Catalog) tells which organizations
+// exist. A policy is created as an object, then its code is uploaded:
+//
+//	policies := policy.New(store, &policy.Options{Authorizer: authz, Clock: clock, Organizations: catalog})
+//	p, err := policies.Create(ctx, "acme", policy.CreateInput{Name: &name, Enforce: &enforce})
+//	err = policies.Upload(ctx, p.ID, code)           // at most 10 MiB
+//	code, err = policies.Download(ctx, p.ID)
+//	p, err = policies.Update(ctx, p.ID, policy.UpdateInput{Description: &d})
+//	page, err := policies.List(ctx, "acme", policy.ListOptions{Search: "net"})
+//
+// Rules, each refused with keel.KindInvalid on its wire field, all at once:
+//
+//   - name ("data.attributes.name"): required, letters, digits, "-" and
+//     "_"; unique in the organization ignoring case
+//     (keel.KindAlreadyExists); it cannot change (UpdateInput has none).
+//   - enforce ("data.attributes.enforce"): exactly one element; its mode
+//     ("data.attributes.enforce.0.mode") is hard-mandatory (the default),
+//     soft-mandatory or advisory; a path other than "<name>.policy" (the
+//     original name on update) is accepted and gets the mode
+//     hard-mandatory, as the specification says. Update replaces it whole.
+//   - the current API's kind ("sentinel", the default, or "opa"), query
+//     (required for opa, refused for sentinel) and enforcement-level
+//     (used when enforce is not sent; for opa: advisory or mandatory).
+//     One of enforce and enforcement-level is required on create.
+//   - policy sets ("data.relationships.policy-sets.data.<i>.id"): each
+//     must be a set of the organization.
+//
+// UpdatedAt is nil (null) right after creation and is set, in UTC to the
+// millisecond, by every upload and update. Download returns the last
+// upload; before the first, keel.KindNotFound. An upload of more than
+// MaxCodeSize (10 MiB, 10485760 bytes) is keel.KindTooLarge and saves
+// nothing.
+//
+// List returns the policies in name order (case folded), with page[number]
+// (from 1), page[size] (default 20; larger than 100 is cut to 100, as HCP
+// Terraform does) and search[name] (case-insensitive substring). A page past
+// the end is empty.
+//
+// Not shown by the specification, done as HCP Terraform does: an upload
+// succeeds with no body (the adapter answers 204); list pagination is the
+// usual meta.pagination (current-page, prev-page, next-page, total-pages,
+// total-count); updated-at also changes on update.
+//
+// # Errors
+//
+//   - keel.KindInvalid: a broken rule above (keel.FieldErrors).
+//   - keel.KindNotFound: an unknown organization or policy, code never
+//     uploaded, or a caller without the manage-policies right: existence
+//     never leaks, every endpoint answers 404.
+//   - keel.KindAlreadyExists: a taken name.
+//   - keel.KindTooLarge: code over 10 MiB.
+//   - the store's kinds; keel.KindInternal for a corrupt record.
+//
+// A write that fails leaves the store as it was.
+//
+// # Rights
+//
+// Every operation needs manage-policies on
+// "organizations/<org>/policies"; without it the organization, policy or
+// set is not found.
+//
+// # Concurrency
+//
+// A Service is safe for concurrent use. Every write is one transaction;
+// ids and times are chosen before it, so closures are safe to run again.
+//
+// # Caveats
+//
+// The policy count of each organization is kept: a list without
+// search[name] reads its page from the name index, skipping the keys before
+// it (keys only), so page 1 costs the same in any organization and a deep
+// page costs one key read per skipped policy. A list with search[name]
+// reads every key of the organization's name index (no record) to count
+// the matches; only the page's records are loaded. Deleting
+// an organization in package project leaves its policies behind. The policy
+// set registry is minimal: sets are created with members and read; they
+// are not versioned, attached to workspaces or deleted.
+package policy

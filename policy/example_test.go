@@ -1,0 +1,49 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+func Example() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	defer store.Close()
+
+	orgs := project.New(store, nil)
+	if _, err := orgs.CreateOrganization(ctx, "acme", ""); err != nil {
+		panic(err)
+	}
+	policies := policy.New(store, &policy.Options{Organizations: orgs})
+
+	name := "no-public-buckets"
+	p, err := policies.Create(ctx, "acme", policy.CreateInput{
+		Name:    &name,
+		Enforce: &[]policy.Enforce{{Path: "no-public-buckets.policy", Mode: policy.SoftMandatory}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.EnforcementLevel, p.UpdatedAt == nil)
+
+	// Code is uploaded in a second step.
+	if err := policies.Upload(ctx, p.ID, []byte("main = rule { true }")); err != nil {
+		panic(err)
+	}
+	code, _ := policies.Download(ctx, p.ID)
+	fmt.Println(string(code))
+
+	// An unknown organization is not found.
+	_, err = policies.List(ctx, "nope", policy.ListOptions{})
+	fmt.Println(errors.Is(err, keel.ErrNotFound))
+	// Output:
+	// soft-mandatory true
+	// main = rule { true }
+	// true
+}

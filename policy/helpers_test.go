@@ -1,0 +1,73 @@
+package policy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/project"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+// t0 is the start of every fake clock.
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// env is a Service under test with a project catalog holding "acme".
+type env struct {
+	s     *Service
+	mem   *memstore.Store
+	clock *keel.FakeClock
+}
+
+func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storage.Store) *env {
+	t.Helper()
+	mem := memstore.New(nil)
+	t.Cleanup(func() { mem.Close() })
+	var store storage.Store = mem
+	if wrap != nil {
+		store = wrap(mem)
+	}
+	clock := keel.NewFakeClock(t0)
+	cat := project.New(mem, &project.Options{Clock: clock})
+	if _, err := cat.CreateOrganization(context.Background(), "acme", ""); err != nil {
+		t.Fatal(err)
+	}
+	return &env{s: New(store, &Options{Authorizer: authz, Clock: clock, Organizations: cat}), mem: mem, clock: clock}
+}
+
+func root() context.Context {
+	return keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+}
+
+func as(id string, policies ...string) context.Context {
+	return keel.WithPrincipal(context.Background(), keel.Principal{ID: id, Policies: policies})
+}
+
+// mk creates a sentinel policy named name in acme, or fails t.
+func (e *env) mk(t testing.TB, name string) Policy {
+	t.Helper()
+	p, err := e.s.Create(root(), "acme", CreateInput{Name: &name, Enforce: &[]Enforce{{Path: name + ".policy"}}})
+	if err != nil {
+		t.Fatalf("create %q: %v", name, err)
+	}
+	return p
+}
+
+func dump(t testing.TB, s storage.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := s.View(context.Background(), func(_ context.Context, tx storage.Tx) error {
+		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
+			out[k] = string(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

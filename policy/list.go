@@ -1,0 +1,139 @@
+package policy
+
+import (
+	"context"
+	"strings"
+
+	"github.com/keelhq/keel/storage"
+)
+
+// ListOptions are the query parameters of a policy list.
+type ListOptions struct {
+	// PageNumber is page[number]; below 1 means the first page.
+	PageNumber int
+	// PageSize is page[size]; below 1 means DefaultPageSize, above
+	// MaxPageSize means MaxPageSize.
+	PageSize int
+	// Search is search[name]: a case-insensitive substring of the name.
+	Search string
+}
+
+// Pagination describes a page, as meta.pagination shows it.
+type Pagination struct {
+	CurrentPage int
+	PageSize    int
+	PrevPage    *int // nil on the first page
+	NextPage    *int // nil on the last page and past it
+	TotalPages  int
+	TotalCount  int
+}
+
+func newPagination(number, size, total int) Pagination {
+	p := Pagination{CurrentPage: number, PageSize: size, TotalCount: total}
+	p.TotalPages = max((total+size-1)/size, 1)
+	if number > 1 {
+		prev := min(number-1, p.TotalPages)
+		p.PrevPage = &prev
+	}
+	if number < p.TotalPages {
+		next := number + 1
+		p.NextPage = &next
+	}
+	return p
+}
+
+// Page is one page of policies, in name order.
+type Page struct {
+	Policies   []Policy
+	Pagination Pagination
+}
+
+// List returns a page of the policies of org, in name order (case
+// folded). A page past the end is empty.
+func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page, error) {
+	if err := s.allowed(ctx, org); err != nil {
+		return Page{}, err
+	}
+	if opts.PageNumber < 1 {
+		opts.PageNumber = 1
+	}
+	if opts.PageSize < 1 {
+		opts.PageSize = DefaultPageSize
+	}
+	opts.PageSize = min(opts.PageSize, MaxPageSize)
+	q := strings.ToLower(opts.Search)
+	start := (opts.PageNumber - 1) * opts.PageSize
+	var out Page
+	err := s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = Page{Policies: []Policy{}}
+		prefix := nameIx(org)
+		var keys []string
+		total := 0
+		if q == "" {
+			// Without search the count is kept: read the page only,
+			// skipping the keys before it.
+			var err error
+			if total, err = count(tx, org); err != nil {
+				return err
+			}
+			if start < total {
+				keys, err = window(tx, prefix, start, start+opts.PageSize)
+				if err != nil {
+					return err
+				}
+			}
+		} else {
+			// With search every index key is read (keys only) to count
+			// the matches; only the page's values and records are read.
+			err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
+				if !strings.Contains(k[len(prefix):], q) {
+					return nil
+				}
+				if total >= start && total < start+opts.PageSize {
+					keys = append(keys, k)
+				}
+				total++
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		out.Pagination = newPagination(opts.PageNumber, opts.PageSize, total)
+		for _, k := range keys {
+			id, err := tx.Get(k)
+			if err != nil {
+				return err
+			}
+			rec, err := getRecord(tx, string(id))
+			if err != nil {
+				return err
+			}
+			p, err := s.public(tx, rec)
+			if err != nil {
+				return err
+			}
+			out.Policies = append(out.Policies, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// window returns the keys at positions [lo, hi) under prefix, reading keys
+// only.
+func window(tx storage.Tx, prefix string, lo, hi int) ([]string, error) {
+	var keys []string
+	n := 0
+	err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
+		if n >= lo {
+			keys = append(keys, k)
+		}
+		n++
+		if n >= hi {
+			return storage.StopScan
+		}
+		return nil
+	})
+	return keys, err
+}

@@ -1,0 +1,264 @@
+package policy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// Enforcement levels (modes) of a policy.
+const (
+	HardMandatory = "hard-mandatory" // the default
+	SoftMandatory = "soft-mandatory"
+	Advisory      = "advisory"
+	Mandatory     = "mandatory" // the level of an OPA policy that must pass
+)
+
+// Kinds of policy.
+const (
+	Sentinel = "sentinel" // the default
+	OPA      = "opa"
+)
+
+// Limits.
+const (
+	MaxCodeSize     = 10 << 20 // bytes of uploaded code, at most (10 MiB)
+	DefaultPageSize = 20       // policies per page when page[size] is not given
+	MaxPageSize     = 100      // policies per page, at most
+)
+
+// Organizations tells whether an organization exists. *project.Catalog
+// implements it.
+type Organizations interface {
+	OrganizationExists(ctx context.Context, name string) (bool, error)
+}
+
+// Options configure a Service. The zero value (or nil) allows everything,
+// uses the system clock and accepts every organization.
+type Options struct {
+	// Authorizer decides the caller's rights. Nil allows everything.
+	Authorizer keel.Authorizer
+	// Clock gives updated-at. Nil: keel.SystemClock{}.
+	Clock keel.Clock
+	// Organizations checks that an organization exists. Nil: every
+	// organization exists.
+	Organizations Organizations
+}
+
+// Service keeps policies and policy sets in a storage.Store. It is safe for
+// concurrent use.
+type Service struct {
+	store storage.Store
+	authz keel.Authorizer
+	clock keel.Clock
+	orgs  Organizations
+}
+
+const keyPrefix = "policy/"
+
+// New returns a Service that keeps its keys under "policy/" of store.
+func New(store storage.Store, opts *Options) *Service {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	return &Service{store: storage.Sub(store, keyPrefix), authz: o.Authorizer, clock: keel.ClockOrSystem(o.Clock), orgs: o.Organizations}
+}
+
+// Enforce is the enforcement of a policy's one file.
+type Enforce struct {
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+}
+
+// Policy is a policy as read.
+type Policy struct {
+	ID   string
+	Org  string
+	Name string
+	// Description is nil until set.
+	Description *string
+	Kind        string
+	// Query is the OPA query; nil for Sentinel policies.
+	Query *string
+	// Enforce has exactly one element.
+	Enforce []Enforce
+	// EnforcementLevel is the level in force: the mode of Enforce[0].
+	EnforcementLevel string
+	// PolicySetIDs are the sets the policy is a member of, sorted.
+	PolicySetIDs []string
+	// UpdatedAt is nil until the first upload or update; UTC, to the
+	// millisecond.
+	UpdatedAt *time.Time
+}
+
+// record is a policy as stored; sets are edges.
+type record struct {
+	ID          string     `json:"id"`
+	Org         string     `json:"org"`
+	Name        string     `json:"name"`
+	Description *string    `json:"description,omitempty"`
+	Kind        string     `json:"kind"`
+	Query       *string    `json:"query,omitempty"`
+	Enforce     []Enforce  `json:"enforce"`
+	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
+}
+
+// Keys, relative to the "policy/" view:
+//
+//	pol/<id>               the record of a policy (JSON)
+//	code/<id>              the uploaded code
+//	ix/<org>/<folded name> the id of the policy of that name
+//	count/<org>            the number of policies of org (decimal)
+//	set/<id>               the record of a policy set (JSON)
+//	setpol/<set>/<policy>  empty: policy is a member of set
+//	polset/<policy>/<set>  empty: the same edge, seen from the policy
+func polKey(id string) string         { return "pol/" + id }
+func codeKey(id string) string        { return "code/" + id }
+func nameIx(org string) string        { return "ix/" + org + "/" }
+func countKey(org string) string      { return "count/" + org }
+func setKey(id string) string         { return "set/" + id }
+func setPolicies(set string) string   { return "setpol/" + set + "/" }
+func policySets(policy string) string { return "polset/" + policy + "/" }
+func resource(org string) string      { return "organizations/" + org + "/policies" }
+func fold(name string) string         { return strings.ToLower(name) }
+func validID(id string) bool          { return id != "" && !strings.Contains(id, "/") }
+func notFound(what string) error      { return fmt.Errorf("no %s: %w", what, keel.ErrNotFound) }
+func ms(t time.Time) time.Time        { return t.UTC().Truncate(time.Millisecond) }
+func isNotFound(err error) bool       { return errors.Is(err, storage.ErrNotFound) }
+func decode(raw []byte, v any) error  { return json.Unmarshal(raw, v) }
+func encode(v any) ([]byte, error)    { return json.Marshal(v) }
+func validName(name string) bool      { return name != "" && strings.IndexFunc(name, notWord) < 0 }
+func notWord(c rune) bool {
+	return !(c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9'))
+}
+
+const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+// newID returns prefix, "-" and 16 random letters and digits.
+func newID(prefix string) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return prefix + "-" + string(b)
+}
+
+// allowed checks that the organization exists and that the caller may
+// manage its policies; both failures are keel.KindNotFound.
+func (s *Service) allowed(ctx context.Context, org string) error {
+	if !validID(org) {
+		return notFound(fmt.Sprintf("organization %q", org))
+	}
+	if err := keel.Authorize(ctx, s.authz, keel.CapManagePolicies, resource(org)); err != nil {
+		if errors.Is(err, keel.ErrForbidden) {
+			return notFound(fmt.Sprintf("organization %q", org))
+		}
+		return err
+	}
+	if s.orgs == nil {
+		return nil
+	}
+	ok, err := s.orgs.OrganizationExists(ctx, org)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound(fmt.Sprintf("organization %q", org))
+	}
+	return nil
+}
+
+func getRecord(tx storage.Tx, id string) (*record, error) {
+	if !validID(id) {
+		return nil, notFound(fmt.Sprintf("policy %q", id))
+	}
+	raw, err := tx.Get(polKey(id))
+	if isNotFound(err) {
+		return nil, notFound(fmt.Sprintf("policy %q", id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec record
+	if err := decode(raw, &rec); err != nil || rec.ID != id {
+		return nil, fmt.Errorf("record of policy %q is corrupt (%v): %w", id, err, keel.ErrInternal)
+	}
+	return &rec, nil
+}
+
+func putRecord(tx storage.Tx, rec *record) error {
+	raw, err := encode(rec)
+	if err != nil {
+		return fmt.Errorf("encode policy %q: %v: %w", rec.ID, err, keel.ErrInternal)
+	}
+	return tx.Put(polKey(rec.ID), raw)
+}
+
+// visible returns the record of id, checking the caller's right on its
+// organization; a policy the caller may not manage is not found. The
+// organization check runs outside the transaction.
+func (s *Service) visible(ctx context.Context, tx storage.Tx, id string) (*record, error) {
+	rec, err := getRecord(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := keel.Authorize(ctx, s.authz, keel.CapManagePolicies, resource(rec.Org)); err != nil {
+		if errors.Is(err, keel.ErrForbidden) {
+			return nil, notFound(fmt.Sprintf("policy %q", id))
+		}
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (s *Service) public(tx storage.Tx, rec *record) (Policy, error) {
+	sets := []string{}
+	prefix := policySets(rec.ID)
+	err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
+		sets = append(sets, k[len(prefix):])
+		return nil
+	})
+	if err != nil {
+		return Policy{}, err
+	}
+	return Policy{
+		ID: rec.ID, Org: rec.Org, Name: rec.Name, Description: rec.Description,
+		Kind: rec.Kind, Query: rec.Query, Enforce: append([]Enforce(nil), rec.Enforce...),
+		EnforcementLevel: rec.Enforce[0].Mode, PolicySetIDs: sets, UpdatedAt: rec.UpdatedAt,
+	}, nil
+}
+
+// addCount adds delta to the policy count of org.
+func addCount(tx storage.Tx, org string, delta int) error {
+	n, err := count(tx, org)
+	if err != nil {
+		return err
+	}
+	return tx.Put(countKey(org), []byte(strconv.Itoa(n+delta)))
+}
+
+// count returns the number of policies of org.
+func count(tx storage.Tx, org string) (int, error) {
+	raw, err := tx.Get(countKey(org))
+	if isNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil {
+		return 0, fmt.Errorf("policy count of %q is corrupt (%v): %w", org, err, keel.ErrInternal)
+	}
+	return n, nil
+}

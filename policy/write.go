@@ -1,0 +1,281 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// CreateInput is the body of a create; a nil field was not sent.
+type CreateInput struct {
+	Name        *string
+	Description *string
+	// Kind is "sentinel" (the default) or "opa".
+	Kind *string
+	// Query is required for OPA policies and refused for Sentinel ones.
+	Query *string
+	// Enforce must have exactly one element when sent.
+	Enforce *[]Enforce
+	// EnforcementLevel is the current API's form of the mode; it is used
+	// when Enforce is not sent.
+	EnforcementLevel *string
+	// PolicySetIDs are sets of the organization the policy joins.
+	PolicySetIDs []string
+}
+
+// UpdateInput is the body of an update; a nil field was not sent. The name
+// cannot change: a name sent on update is ignored by the adapter.
+type UpdateInput struct {
+	Description      *string
+	Query            *string
+	Enforce          *[]Enforce
+	EnforcementLevel *string
+}
+
+// levels returns the enforcement levels of a kind.
+func levels(kind string) []string {
+	if kind == OPA {
+		return []string{Advisory, Mandatory}
+	}
+	return []string{HardMandatory, SoftMandatory, Advisory}
+}
+
+// resolveEnforce returns the enforcement of a policy named name from what
+// was sent, recording broken rules in v; nil when nothing was sent.
+func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, level *string) []Enforce {
+	valid := levels(kind)
+	if level != nil && !slices.Contains(valid, *level) {
+		v.Add("data.attributes.enforcement-level", "must be one of %v", valid)
+	}
+	switch {
+	case enforce != nil:
+		if len(*enforce) != 1 {
+			v.Add("data.attributes.enforce", "must have exactly one element")
+			return nil
+		}
+		e := (*enforce)[0]
+		if e.Mode == "" {
+			e.Mode = valid[0]
+		}
+		if !slices.Contains(valid, e.Mode) {
+			v.Add("data.attributes.enforce.0.mode", "must be one of %v", valid)
+		}
+		if e.Path != name+".policy" {
+			// The specification: a path that does not match the policy
+			// file name gets the hard-mandatory mode.
+			e.Mode = valid[0]
+		}
+		return []Enforce{e}
+	case level != nil:
+		return []Enforce{{Path: name + ".policy", Mode: *level}}
+	}
+	return nil
+}
+
+// Create creates a policy object (its code is uploaded afterwards). The
+// organization must exist and the caller must hold manage-policies on it;
+// otherwise keel.KindNotFound.
+func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Policy, error) {
+	if err := s.allowed(ctx, org); err != nil {
+		return Policy{}, err
+	}
+	var v keel.Validation
+	name := ""
+	if in.Name == nil {
+		v.Add("data.attributes.name", "is required")
+	} else if name = *in.Name; !validName(name) {
+		v.Add("data.attributes.name", "must be letters, numbers, - and _")
+	}
+	kind := Sentinel
+	if in.Kind != nil && *in.Kind != "" {
+		kind = *in.Kind
+	}
+	switch {
+	case kind != Sentinel && kind != OPA:
+		v.Add("data.attributes.kind", "must be sentinel or opa")
+	case kind == OPA && (in.Query == nil || *in.Query == ""):
+		v.Add("data.attributes.query", "is required for opa policies")
+	case kind == Sentinel && in.Query != nil:
+		v.Add("data.attributes.query", "is only valid for opa policies")
+	}
+	enforce := resolveEnforce(&v, name, kind, in.Enforce, in.EnforcementLevel)
+	if enforce == nil && in.Enforce == nil {
+		v.Add("data.attributes.enforce", "is required (or enforcement-level)")
+	}
+	if err := v.Err(); err != nil {
+		return Policy{}, err
+	}
+	rec := record{ID: newID("pol"), Org: org, Name: name, Description: in.Description, Kind: kind, Query: in.Query, Enforce: enforce}
+	var out Policy
+	err := s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		key := nameIx(org) + fold(name)
+		if _, err := tx.Get(key); err == nil {
+			return fmt.Errorf("policy name %q is taken in %q: %w", name, org, keel.ErrAlreadyExists)
+		} else if !isNotFound(err) {
+			return err
+		}
+		var v keel.Validation
+		for i, set := range in.PolicySetIDs {
+			ps, err := getSet(tx, set)
+			if errors.Is(err, keel.ErrNotFound) || (err == nil && ps.Org != org) {
+				v.Add(fmt.Sprintf("data.relationships.policy-sets.data.%d.id", i), "no policy set %q in %q", set, org)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := join(tx, set, rec.ID); err != nil {
+				return err
+			}
+		}
+		if err := v.Err(); err != nil {
+			return err
+		}
+		if err := tx.Put(key, []byte(rec.ID)); err != nil {
+			return err
+		}
+		if err := addCount(tx, org, 1); err != nil {
+			return err
+		}
+		if err := putRecord(tx, &rec); err != nil {
+			return err
+		}
+		var err error
+		out, err = s.public(tx, &rec)
+		return err
+	})
+	return out, err
+}
+
+// Get returns the policy id; one the caller may not manage is not found.
+func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
+	var out Policy
+	err := s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := s.visible(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out, err = s.public(tx, rec)
+		return err
+	})
+	return out, err
+}
+
+// Update changes the description, the query and the enforcement; Enforce
+// replaces the whole map, its path checked against the original name. It
+// sets UpdatedAt.
+func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy, error) {
+	now := ms(s.clock.Now())
+	var out Policy
+	err := s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := s.visible(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		var v keel.Validation
+		if in.Query != nil && rec.Kind != OPA {
+			v.Add("data.attributes.query", "is only valid for opa policies")
+		}
+		if in.Query != nil && rec.Kind == OPA && *in.Query == "" {
+			v.Add("data.attributes.query", "is required for opa policies")
+		}
+		enforce := resolveEnforce(&v, rec.Name, rec.Kind, in.Enforce, in.EnforcementLevel)
+		if err := v.Err(); err != nil {
+			return err
+		}
+		if enforce != nil {
+			rec.Enforce = enforce
+		}
+		if in.Description != nil {
+			rec.Description = in.Description
+		}
+		if in.Query != nil {
+			rec.Query = in.Query
+		}
+		rec.UpdatedAt = &now
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		out, err = s.public(tx, rec)
+		return err
+	})
+	return out, err
+}
+
+// Upload replaces the policy's code with code, at most MaxCodeSize bytes
+// (keel.KindTooLarge, nothing saved), and sets UpdatedAt.
+func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
+	if len(code) > MaxCodeSize {
+		return fmt.Errorf("policy code of %d bytes, at most %d: %w", len(code), MaxCodeSize, keel.ErrTooLarge)
+	}
+	now := ms(s.clock.Now())
+	return s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := s.visible(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		rec.UpdatedAt = &now
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		return tx.Put(codeKey(id), code)
+	})
+}
+
+// Download returns the code last uploaded; keel.KindNotFound before the
+// first upload.
+func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
+	var code []byte
+	err := s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if _, err := s.visible(ctx, tx, id); err != nil {
+			return err
+		}
+		var err error
+		code, err = tx.Get(codeKey(id))
+		if isNotFound(err) {
+			return notFound(fmt.Sprintf("code of policy %q (never uploaded)", id))
+		}
+		return err
+	})
+	return code, err
+}
+
+// Delete deletes a policy, its code and its set memberships.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	return s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := s.visible(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		var sets []string
+		err = tx.Scan(policySets(id), storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
+			sets = append(sets, k[len(policySets(id)):])
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, set := range sets {
+			if err := tx.Delete(policySets(id) + set); err != nil {
+				return err
+			}
+			if err := tx.Delete(setPolicies(set) + id); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(codeKey(id)); err != nil && !isNotFound(err) {
+			return err
+		}
+		if err := tx.Delete(nameIx(rec.Org) + fold(rec.Name)); err != nil {
+			return err
+		}
+		if err := addCount(tx, rec.Org, -1); err != nil {
+			return err
+		}
+		return tx.Delete(polKey(id))
+	})
+}

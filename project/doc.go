@@ -1,0 +1,122 @@
+// Package project keeps the organization catalog of HCP Terraform's API
+// over a storage.Store: organizations, each created with a "Default
+// Project"; the projects that group workspaces; workspaces; teams and their
+// access to projects.
+//
+// # Basics
+//
+// New returns a Catalog that keeps its keys under "project/" of a store.
+// Projects are created, updated, read, listed and deleted by id, and
+// workspaces moved between them:
+//
+//	cat := project.New(store, &project.Options{Authorizer: authz, Clock: clock})
+//	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test")
+//	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
+//	ws, err := cat.CreateWorkspace(ctx, "acme", "network", prj.ID)
+//	err = cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID})
+//	page, err := cat.List(ctx, "acme", project.ListOptions{Query: "net", Sort: "-name"})
+//
+// Ids are "prj-", "ws-" and "team-" followed by 16 random letters and
+// digits. Rules, each refused with keel.KindInvalid on its wire field:
+//
+//   - project name ("data.attributes.name"): 3 to 36 characters of
+//     letters, digits, spaces, "-" and "_", not starting or ending with a
+//     space; required on create. Unique in the organization ignoring case
+//     (keel.KindAlreadyExists), as HCP Terraform's "has already been
+//     taken".
+//   - description ("data.attributes.description"): at most 256
+//     characters; nil (null on the wire) until set. Update keeps the fields
+//     not sent.
+//   - organization, workspace and team names: letters, digits, "-" and
+//     "_" (workspaces at most 90), workspace and team names unique in their
+//     organization ignoring case.
+//
+// A Project carries WorkspaceCount, TeamCount (teams given access with
+// SetTeamAccess) and the caller's Permissions: CanUpdate (update on the
+// project), CanDestroy (force-delete), CanCreateWorkspace (create on its
+// workspaces).
+//
+// List takes page[number] (from 1), page[size] (default 20, at most 100:
+// larger sizes are cut to 100, as HCP Terraform does), q (case-insensitive
+// substring), filter[names] (case-insensitive exact names; wins over q),
+// the two permission filters and sort (name, -name; the default order is
+// name order, which is stable). It returns status-counts (total in the
+// organization, matching the filters) and the pagination; a page past the
+// end is empty, with prev-page pointing at the last page.
+//
+// Not shown by the specification, done as HCP Terraform does: deleting a
+// project that still holds workspaces is refused with keel.KindConflict
+// (the adapter answers 409; the HCP Terraform documentation does not name
+// a status, and 409 is the status of a request refused by the state of
+// the object); the default project of an organization cannot be deleted
+// (keel.KindConflict), as HCP Terraform refuses it; workspaces already in
+// the destination of a move stay where they are and count once.
+//
+// # Errors
+//
+// Every error wraps a keel kind (errors.Is, keel.KindOf):
+//
+//   - keel.KindInvalid: a broken rule above, with every problem of the
+//     request at once (keel.FieldErrors), or a bad sort.
+//   - keel.KindNotFound: an unknown organization, project, workspace or
+//     team, or one the caller may not read (existence does not leak).
+//   - keel.KindForbidden: a right missing on an object the caller may
+//     read; for MoveWorkspaces, the error lists the workspace ids that are
+//     unknown or may not be moved.
+//   - keel.KindAlreadyExists: a taken name.
+//   - keel.KindConflict: deleting a project that holds workspaces, or the
+//     default project.
+//   - the store's kinds, keel.KindInternal for a corrupt record.
+//
+// A write that fails leaves the store as it was.
+//
+// # Rights
+//
+// Each operation asks Options.Authorizer (nil: everything is allowed):
+//
+//	CreateOrganization  create            organizations
+//	Organization        read              organizations/<org>
+//	Organizations       list              organizations
+//	DeleteOrganization  delete            organizations/<org>
+//	Create              manage-projects   organizations/<org>/projects (and read on the organization)
+//	List                list              organizations/<org>/projects (and read on the organization)
+//	Get                 read              organizations/<org>/projects/<id>
+//	Update              update            organizations/<org>/projects/<id>
+//	Delete              force-delete      organizations/<org>/projects/<id>
+//	MoveWorkspaces      move-workspaces   the destination and every source project
+//	SetTeamAccess       manage-projects   organizations/<org>/projects/<id>
+//	CreateWorkspace     create            organizations/<org>/projects/<id>/workspaces
+//	Workspace           read              organizations/<org>/workspaces/<id>
+//	DeleteWorkspace     delete            organizations/<org>/workspaces/<id>
+//	CreateTeam          create            organizations/<org>/teams
+//
+// Operations on a project first need read on it: without it the project is
+// not found (404), as HCP Terraform answers; with read and without the
+// operation's right, keel.KindForbidden (403). A destination of a move
+// without move-workspaces is not found, as the specification says.
+//
+// # Concurrency
+//
+// A Catalog is safe for concurrent use; it keeps no state besides its
+// configuration. Every write is one transaction that reads what it decides
+// on through it, so counts never drift. Ids and times are chosen before the
+// transaction: closures are safe to run again (faultstore's Rerun).
+//
+// # Caveats
+//
+// Projects are listed from a name index (the folded name, then the id): a
+// page without filters reads the index keys up to the page and loads only
+// its own records, so its cost does not grow with the organization for
+// sort=name; a -name page, or a deep page, skips keys only up to its
+// position. With q or a permission filter every index key is read (no
+// record) and the permission filters ask the Authorizer once per match.
+// filter[names] reads one index key per name.
+//
+// DeleteOrganization deletes everything of the organization in one
+// transaction: a very large organization may exceed the store's
+// transaction limits (keel.KindTooLarge). Data other packages keep per
+// organization (policies) is theirs to delete.
+//
+// The Authorizer is called inside transactions, with the transaction's
+// ctx: it must not start a transaction of the same store.
+package project

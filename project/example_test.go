@@ -1,0 +1,54 @@
+package project_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/project"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+func Example() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	defer store.Close()
+
+	cat := project.New(store, nil) // no Authorizer: everything is allowed
+	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test")
+	if err != nil {
+		panic(err)
+	}
+	name := "Networking"
+	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
+	if err != nil {
+		panic(err)
+	}
+	ws, err := cat.CreateWorkspace(ctx, "acme", "vpc", prj.ID)
+	if err != nil {
+		panic(err)
+	}
+
+	// A project that holds workspaces cannot be deleted.
+	err = cat.Delete(ctx, prj.ID)
+	fmt.Println(errors.Is(err, keel.ErrConflict))
+
+	// Move the workspace to the default project; then it can.
+	if err := cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID}); err != nil {
+		panic(err)
+	}
+	page, err := cat.List(ctx, "acme", project.ListOptions{Sort: "-name"})
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range page.Projects {
+		fmt.Println(p.Name, p.WorkspaceCount)
+	}
+	fmt.Println(cat.Delete(ctx, prj.ID))
+	// Output:
+	// true
+	// Networking 0
+	// Default Project 1
+	// <nil>
+}

@@ -1,0 +1,98 @@
+package project
+
+import (
+	"errors"
+	"maps"
+	"testing"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/faultstore"
+)
+
+// TestFailedWritesLeaveStoreUnchanged makes the commit of each write fail
+// and checks that the store is as it was.
+func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
+	var fs *faultstore.Store
+	e := newEnv(t, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+	src, dst := e.mkProject(t, "source"), e.mkProject(t, "target")
+	w := e.mkWorkspace(t, "a", src.ID)
+	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("disk full")
+	tests := []struct {
+		name string
+		op   func() error
+	}{
+		{"create organization", func() error { _, err := e.c.CreateOrganization(root(), "beta", ""); return err }},
+		{"create project", func() error { _, err := e.c.Create(root(), "acme", Input{Name: ptr("new")}); return err }},
+		{"update project", func() error { _, err := e.c.Update(root(), src.ID, Input{Name: ptr("renamed")}); return err }},
+		{"delete project", func() error { return e.c.Delete(root(), dst.ID) }},
+		{"move workspaces", func() error { return e.c.MoveWorkspaces(root(), dst.ID, []string{w.ID}) }},
+		{"create workspace", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "b", ""); return err }},
+		{"delete workspace", func() error { return e.c.DeleteWorkspace(root(), w.ID) }},
+		{"set team access", func() error { _, err := e.c.SetTeamAccess(root(), src.ID, team.ID, "read"); return err }},
+		{"delete organization", func() error { return e.c.DeleteOrganization(root(), "acme") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := dump(t, e.mem)
+			fs.Fail(faultstore.OpCommit, "", 1, boom)
+			if err := tt.op(); !errors.Is(err, boom) {
+				t.Fatalf("err = %v, want %v", err, boom)
+			}
+			if !maps.Equal(before, dump(t, e.mem)) {
+				t.Fatal("the failed write changed the store")
+			}
+		})
+	}
+}
+
+// TestWritesAreRetrySafe runs every write twice under Rerun: the result
+// must be that of one run.
+func TestWritesAreRetrySafe(t *testing.T) {
+	var fs *faultstore.Store
+	e := newEnv(t, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+	fs.Rerun(true)
+	src, dst := e.mkProject(t, "source"), e.mkProject(t, "target")
+	w := e.mkWorkspace(t, "a", src.ID)
+	if err := e.c.MoveWorkspaces(root(), dst.ID, []string{w.ID}); err != nil {
+		t.Fatal(err)
+	}
+	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.SetTeamAccess(root(), dst.ID, team.ID, "read"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		id        string
+		workspace int
+		teams     int
+	}{
+		{"source", src.ID, 0, 0},
+		{"target", dst.ID, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := e.c.Get(root(), tt.id)
+			if err != nil || p.WorkspaceCount != tt.workspace || p.TeamCount != tt.teams {
+				t.Fatalf("project = %+v, %v", p, err)
+			}
+		})
+	}
+	page, err := e.c.List(root(), "acme", ListOptions{})
+	if err != nil || page.Total != 3 || len(page.Projects) != 3 {
+		t.Fatalf("list = %+v, %v", page, err)
+	}
+	if err := e.c.Delete(root(), src.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Get(root(), src.ID); !errors.Is(err, keel.ErrNotFound) {
+		t.Fatalf("deleted project: %v", err)
+	}
+}

@@ -1,0 +1,104 @@
+package project
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/keelhq/keel"
+)
+
+func TestMoveWorkspaces(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	src, dst := e.mkProject(t, "source"), e.mkProject(t, "target")
+	a, b := e.mkWorkspace(t, "a", src.ID), e.mkWorkspace(t, "b", src.ID)
+	if err := e.c.MoveWorkspaces(root(), dst.ID, []string{a.ID, b.ID, a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]int{src.ID: 0, dst.ID: 2} {
+		p, _ := e.c.Get(root(), id)
+		if p.WorkspaceCount != want {
+			t.Fatalf("%s workspace-count = %d, want %d", p.Name, p.WorkspaceCount, want)
+		}
+	}
+	ws, err := e.c.Workspaces(root(), dst.ID)
+	if err != nil || len(ws) != 2 || ws[0].ProjectID != dst.ID {
+		t.Fatalf("workspaces of target = %+v, %v", ws, err)
+	}
+	// Moving into the project they are in changes nothing.
+	if err := e.c.MoveWorkspaces(root(), dst.ID, []string{a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := e.c.Get(root(), dst.ID); p.WorkspaceCount != 2 {
+		t.Fatalf("count after no-op move = %d", p.WorkspaceCount)
+	}
+}
+
+func TestMoveWorkspacesRules(t *testing.T) {
+	authz := rules(t, map[string][]keel.Rule{
+		"mover": {
+			{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead}},
+			{Path: "organizations/acme/projects/+", Capabilities: []keel.Capability{keel.CapMoveWorkspaces}},
+		},
+		"locked": {{Path: "organizations/acme/projects/*", Capabilities: []keel.Capability{keel.CapDeny}}},
+	})
+	e := newEnv(t, authz, nil)
+	src, dst, locked := e.mkProject(t, "source"), e.mkProject(t, "target"), e.mkProject(t, "locked")
+	a := e.mkWorkspace(t, "a", src.ID)
+	l := e.mkWorkspace(t, "l", locked.ID)
+	if _, err := e.c.CreateOrganization(root(), "other", ""); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := e.c.CreateWorkspace(root(), "other", "f", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockedOut := rules(t, map[string][]keel.Rule{
+		"mover": {
+			{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead}},
+			{Path: "organizations/acme/projects/+", Capabilities: []keel.Capability{keel.CapMoveWorkspaces}},
+			{Path: "organizations/acme/projects/" + locked.ID, Capabilities: []keel.Capability{keel.CapDeny}},
+		},
+		"reader": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead}}},
+	})
+	e.c.authz = lockedOut
+	before := dump(t, e.mem)
+	tests := []struct {
+		name    string
+		policy  string
+		dest    string
+		ids     []string
+		wantErr error
+		wantIDs []string // listed in the error
+	}{
+		{"unknown destination", "mover", "prj-nope", []string{a.ID}, keel.ErrNotFound, nil},
+		{"destination without move right", "reader", dst.ID, []string{a.ID}, keel.ErrNotFound, nil},
+		{"destination not visible", "", dst.ID, []string{a.ID}, keel.ErrNotFound, nil},
+		{"unknown workspace", "mover", dst.ID, []string{a.ID, "ws-nope"}, keel.ErrForbidden, []string{"ws-nope"}},
+		{"source without move right", "mover", dst.ID, []string{a.ID, l.ID}, keel.ErrForbidden, []string{l.ID}},
+		{"workspace of another organization", "mover", dst.ID, []string{foreign.ID}, keel.ErrForbidden, []string{foreign.ID}},
+		{"several refused", "mover", dst.ID, []string{"ws-x", l.ID, a.ID}, keel.ErrForbidden, []string{"ws-x", l.ID}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := e.c.MoveWorkspaces(as("u", tt.policy), tt.dest, tt.ids)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			for _, id := range tt.wantIDs {
+				if !strings.Contains(err.Error(), id) {
+					t.Fatalf("error %q does not list %s", err, id)
+				}
+			}
+			if strings.Contains(err.Error(), a.ID) {
+				t.Fatalf("error %q lists the movable workspace", err)
+			}
+			if after := dump(t, e.mem); len(after) != len(before) {
+				t.Fatal("a refused move changed the store")
+			}
+		})
+	}
+	if err := e.c.MoveWorkspaces(as("u", "mover"), dst.ID, []string{a.ID}); err != nil {
+		t.Fatalf("allowed move: %v", err)
+	}
+}
