@@ -1,0 +1,55 @@
+package etcdstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage/etcdstore"
+	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
+)
+
+// The lease manager's batches fit etcd's limits: 300 leases fall due and
+// one Step revokes every one, a prefix revocation and a tidy of that many
+// succeed too.
+func TestLeaseManagerBatchesFitEtcd(t *testing.T) {
+	ctx := context.Background()
+	store := etcdstore.New(etcdtest.Client(t), &etcdstore.Options{Prefix: etcdtest.Prefix()})
+	clock := keel.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
+	m := lease.New(store, &lease.Options{Clock: clock})
+	revoked := 0
+	if err := m.Register("app/", lease.RevokerFunc(func(context.Context, lease.Lease) error { revoked++; return nil }), nil); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(n int, path string) {
+		for range n {
+			if _, err := m.Issue(ctx, lease.IssueRequest{Path: path, TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	issue(300, "app/creds/a")
+	clock.Advance(2 * time.Minute)
+	if _, err := m.Step(ctx, clock.Now()); err != nil {
+		t.Fatalf("Step over etcd: %v", err)
+	}
+	if revoked != 300 {
+		t.Fatalf("revoked %d leases, want 300", revoked)
+	}
+
+	issue(300, "app/creds/b")
+	if _, err := m.Tidy(ctx); err != nil {
+		t.Fatalf("Tidy over etcd: %v", err)
+	}
+	if err := m.RevokePrefix(ctx, "app/creds/b", true); err != nil {
+		t.Fatalf("RevokePrefix over etcd: %v", err)
+	}
+	if revoked != 600 {
+		t.Fatalf("revoked %d leases, want 600", revoked)
+	}
+	if ids, err := m.List(ctx, "app/creds/b/"); err != nil || len(ids) != 0 {
+		t.Fatalf("leases left: %d, %v", len(ids), err)
+	}
+}
