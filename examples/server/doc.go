@@ -38,6 +38,8 @@
 //	                       active, the others still accepted for reading (see
 //	                       sealstore.ParseKeys). Keys and key names stay in clear.
 //	-config FILE           JSON file of policies and tokens (below)
+//	-datacenter NAME       this cluster's datacenter, for cluster peering (default dc1)
+//	-advertise HOST:PORT   where peer clusters reach this server (default: -addr)
 //
 // The root token holds the built-in "root" policy, which grants everything.
 // A token given with -root-token is visible in the process list to other

@@ -79,6 +79,7 @@ type options struct {
 	rootToken   string
 	sealKeyFile string
 	configFile  string
+	cluster     cluster
 }
 
 // usageError is a command line the flag package refused; it has already
@@ -98,6 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.rootToken, "root-token", "", "the root `token`; when empty, a random one is generated and printed once")
 	fs.StringVar(&o.sealKeyFile, "seal-key-file", "", "encrypt stored values with the keys of this `file` (see sealstore.ParseKeys)")
 	fs.StringVar(&o.configFile, "config", "", "JSON `file` of policies and tokens")
+	fs.StringVar(&o.cluster.datacenter, "datacenter", "dc1", "the `name` of this cluster's datacenter, for cluster peering")
+	fs.StringVar(&o.cluster.advertise, "advertise", "", "the `host:port` peer clusters reach this server at; when empty, -addr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: server [flags]\n\nServes keel's HTTP adapters. Flags:\n\n")
 		fs.PrintDefaults()
@@ -161,7 +164,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
 
-	d := &deps{store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger}
+	d := &deps{store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger, cluster: opts.cluster}
+	if d.cluster.advertise == "" {
+		d.cluster.advertise = opts.addr
+	}
 	d.leases = lease.New(store, &lease.Options{Clock: d.clock, Authorizer: authz, Logger: logger, Leader: lead})
 	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
 	mux := http.NewServeMux()

@@ -18,6 +18,7 @@ type deps struct {
 	clock      keel.Clock      // keel.SystemClock{}; tests may use a keel.FakeClock
 	logger     *slog.Logger
 	leases     *lease.Manager // the one lease manager; engines register their mounts with it
+	cluster    cluster        // -datacenter and -advertise; see consul.go
 
 	closers []func() error // see onClose
 }
@@ -50,6 +51,7 @@ var adapters = []func(mux *http.ServeMux, d *deps) error{
 	mountHealth, // health.go: GET /v1/sys/health
 	mountVault,  // vault.go: kv mounts and leases, Vault dialect
 	mountTFE,    // tfe.go: projects and policies, HCP Terraform JSON:API dialect
+	mountConsul, // consul.go: cluster peering, Consul dialect
 }
 
 // mount registers the routes of every adapter on mux.

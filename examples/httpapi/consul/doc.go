@@ -1,0 +1,38 @@
+// Package consul serves keel's cluster peering (package peering) in
+// HashiCorp Consul's HTTP dialect, so that Consul's Go client
+// (github.com/hashicorp/consul/api) works against it, and carries the
+// peer-to-peer messages of peering over HTTP (HTTPTransport).
+//
+// # Basics
+//
+// Routes: POST /v1/peering/token, POST /v1/peering/establish (answers
+// {}), GET and DELETE /v1/peering/{name}, GET /v1/peerings, and the
+// peer-to-peer paths POST /v1/internal/peering/{exchange,heartbeat,
+// terminate}. Reads take ?index and ?wait (a Go duration, or seconds)
+// for blocking queries, ?partition, and accept ?consistent and ?stale
+// (every read is consistent). They answer X-Cluster-Index (never 0) and
+// X-Consul-Index with the same value, and, when the caller's rights left
+// peerings out of a list, X-Cluster-Results-Filtered-By-ACLs: true (and
+// X-Consul-Results-Filtered-By-ACLs, which Consul's client reads).
+//
+// The caller is the keel.Principal of the request's context: the server
+// maps the X-Cluster-Token header to it. The peer-to-peer paths need no
+// token: the peering secrets are their credentials.
+//
+// # Errors
+//
+// Errors answer a text body with the status of the one table in
+// respond.go: 400 for invalid requests, 403 "Permission denied", 404 for
+// a missing peering, 405 for another method, 409 for a peering being
+// deleted, 503 for an unreachable peer, 500 "internal error" otherwise.
+//
+// # Concurrency
+//
+// A Handler and an HTTPTransport are safe for concurrent use.
+//
+// # Caveats
+//
+// Patterns carry no method so that they win over a "/v1/" catch-all of
+// another adapter on the same mux, and answer 405 themselves. Delete
+// answers 200 with an empty body.
+package consul

@@ -1,0 +1,215 @@
+package consul
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/peering"
+)
+
+// Options are the optional settings of a Handler; nil means defaults.
+type Options struct {
+	// Logger receives errors the client does not see. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler serves a peering.Service in Consul's dialect. Create one with
+// New, then Register its routes. It is safe for concurrent use.
+type Handler struct {
+	svc *peering.Service
+	log *slog.Logger
+}
+
+// New returns the Handler of svc.
+func New(svc *peering.Service, opts *Options) *Handler {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Handler{svc: svc, log: o.Logger}
+}
+
+// The paths of the peer-to-peer messages of HTTPTransport.
+const (
+	pathExchange  = "/v1/internal/peering/exchange"
+	pathHeartbeat = "/v1/internal/peering/heartbeat"
+	pathTerminate = "/v1/internal/peering/terminate"
+)
+
+// Register adds the handler's routes to mux: /v1/peering/token,
+// /v1/peering/establish, /v1/peering/{name}, /v1/peerings and the
+// peer-to-peer paths under /v1/internal/peering/. Patterns carry no
+// method, so that other methods get 405 here and so that they are more
+// specific than a "/v1/" catch-all of another adapter.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.HandleFunc("/v1/peering/token", h.token)
+	mux.HandleFunc("/v1/peering/establish", h.establish)
+	mux.HandleFunc("/v1/peering/{name}", h.peering)
+	mux.HandleFunc("/v1/peerings", h.list)
+	mux.HandleFunc(pathExchange, h.exchange)
+	mux.HandleFunc(pathHeartbeat, h.heartbeat)
+	mux.HandleFunc(pathTerminate, h.terminate)
+}
+
+// tokenRequest is the body of POST /v1/peering/token.
+type tokenRequest struct {
+	PeerName                string
+	Partition               string
+	ServerExternalAddresses []string
+	Meta                    map[string]string
+}
+
+// establishRequest is the body of POST /v1/peering/establish.
+type establishRequest struct {
+	PeerName     string
+	Partition    string
+	PeeringToken string
+	Meta         map[string]string
+}
+
+func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, "POST")
+		return
+	}
+	var req tokenRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	tok, err := h.svc.GenerateToken(r.Context(), peering.TokenRequest{
+		PeerName: req.PeerName, Partition: partition(r, req.Partition),
+		ServerExternalAddresses: req.ServerExternalAddresses, Meta: req.Meta,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"PeeringToken": tok})
+}
+
+func (h *Handler) establish(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, "POST")
+		return
+	}
+	var req establishRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	err := h.svc.Establish(r.Context(), peering.EstablishRequest{
+		PeerName: req.PeerName, Partition: partition(r, req.Partition),
+		PeeringToken: req.PeeringToken, Meta: req.Meta,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, struct{}{})
+}
+
+func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	switch r.Method {
+	case http.MethodGet:
+		q, err := query(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		p, idx, err := h.svc.Read(r.Context(), name, q)
+		if keel.KindOf(err) == keel.KindNotFound {
+			setIndex(w, idx)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		setIndex(w, idx)
+		writeJSON(w, wirePeering(p))
+	case http.MethodDelete:
+		if p := r.URL.Query().Get("partition"); p != "" && p != peering.DefaultPartition {
+			writeError(w, keel.Invalid("partition", "partitions other than %q are not supported", peering.DefaultPartition))
+			return
+		}
+		if err := h.svc.Delete(r.Context(), name); err != nil {
+			writeError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	default:
+		methodNotAllowed(w, "GET, DELETE")
+	}
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		methodNotAllowed(w, "GET")
+		return
+	}
+	q, err := query(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	l, err := h.svc.List(r.Context(), q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	setIndex(w, l.Index)
+	if l.Filtered {
+		w.Header().Set("X-Cluster-Results-Filtered-By-ACLs", "true")
+		w.Header().Set("X-Consul-Results-Filtered-By-ACLs", "true")
+	}
+	out := make([]*Peering, len(l.Peerings))
+	for i, p := range l.Peerings {
+		out[i] = wirePeering(p)
+	}
+	writeJSON(w, out)
+}
+
+// partition returns the body's partition, or else the query's.
+func partition(r *http.Request, body string) string {
+	if body != "" {
+		return body
+	}
+	return r.URL.Query().Get("partition")
+}
+
+// query reads ?index, ?wait, ?partition; ?consistent and ?stale are
+// accepted and change nothing (every read is consistent).
+func query(r *http.Request) (*peering.QueryOptions, error) {
+	v := r.URL.Query()
+	q := &peering.QueryOptions{Partition: v.Get("partition")}
+	var errs keel.Validation
+	if s := v.Get("index"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			errs.Add("index", "invalid index %q", s)
+		}
+		q.MinIndex = n
+	}
+	if s := v.Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			n, nerr := strconv.ParseUint(s, 10, 32) // plain seconds
+			if nerr != nil {
+				errs.Add("wait", "invalid wait time %q", s)
+			}
+			d = time.Duration(n) * time.Second
+		}
+		if d < 0 {
+			errs.Add("wait", "invalid wait time %q", s)
+		}
+		q.WaitTime = d
+	}
+	return q, errs.Err()
+}

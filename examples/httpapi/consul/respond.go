@@ -1,0 +1,102 @@
+package consul
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/keelhq/keel"
+)
+
+// statusOf is the one table from error kinds to Consul's status codes.
+var statusOf = map[keel.Kind]int{
+	keel.KindNotFound:         http.StatusNotFound,
+	keel.KindAlreadyExists:    http.StatusBadRequest,
+	keel.KindInvalid:          http.StatusBadRequest,
+	keel.KindConflict:         http.StatusConflict,
+	keel.KindForbidden:        http.StatusForbidden,
+	keel.KindUnauthenticated:  http.StatusForbidden,
+	keel.KindTooLarge:         http.StatusRequestEntityTooLarge,
+	keel.KindUnavailable:      http.StatusServiceUnavailable,
+	keel.KindCanceled:         499, // the client went away; nobody reads it
+	keel.KindDeadlineExceeded: http.StatusGatewayTimeout,
+}
+
+// kindOf is the reverse of statusOf, for the HTTP transport.
+var kindOf = map[int]error{
+	http.StatusNotFound:              keel.ErrNotFound,
+	http.StatusBadRequest:            keel.ErrInvalid,
+	http.StatusConflict:              keel.ErrConflict,
+	http.StatusForbidden:             keel.ErrForbidden,
+	http.StatusRequestEntityTooLarge: keel.ErrTooLarge,
+	http.StatusServiceUnavailable:    keel.ErrUnavailable,
+	http.StatusGatewayTimeout:        keel.ErrDeadlineExceeded,
+}
+
+// writeJSON writes v with status 200.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers err as Consul does: the status from the kind and a
+// text body. Forbidden answers say "Permission denied" and no more.
+func writeError(w http.ResponseWriter, err error) {
+	kind := keel.KindOf(err)
+	status, ok := statusOf[kind]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	msg := err.Error()
+	switch {
+	case kind == keel.KindForbidden || kind == keel.KindUnauthenticated:
+		msg = "Permission denied"
+	case status == http.StatusInternalServerError:
+		msg = "internal error"
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	io.WriteString(w, msg)
+}
+
+// methodNotAllowed answers 405 naming the allowed methods.
+func methodNotAllowed(w http.ResponseWriter, allowed string) {
+	w.Header().Set("Allow", allowed)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusMethodNotAllowed)
+	io.WriteString(w, "method not allowed")
+}
+
+// setIndex sets the index headers of a read: X-Cluster-Index, and
+// X-Consul-Index with the leader headers that Consul's client reads.
+func setIndex(w http.ResponseWriter, idx uint64) {
+	v := strconv.FormatUint(max(idx, 1), 10)
+	h := w.Header()
+	h.Set("X-Cluster-Index", v)
+	h.Set("X-Consul-Index", v)
+	h.Set("X-Consul-KnownLeader", "true")
+	h.Set("X-Consul-LastContact", "0")
+}
+
+// maxBody is the largest request body read.
+const maxBody = 1 << 20
+
+// decodeBody reads a JSON object from r into v; an empty body leaves v
+// as it is.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.Body == nil {
+		return nil
+	}
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return nil
+	case errors.As(err, &tooBig):
+		return keel.ErrTooLarge
+	}
+	return keel.Invalid("", "request decode failed: %v", err)
+}

@@ -1,0 +1,131 @@
+package consul
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/peering"
+)
+
+// HTTPTransport is a peering.Transport over HTTP: it posts each message
+// as JSON to a peer server's /v1/internal/peering/ paths, which a Handler
+// serves. Addresses are tried in order until one answers. The zero value
+// uses http.DefaultClient and plain HTTP; it is safe for concurrent use.
+type HTTPTransport struct {
+	// Client sends the requests. Nil: http.DefaultClient.
+	Client *http.Client
+	// Scheme is "http" or "https". Empty: "http".
+	Scheme string
+}
+
+var _ peering.Transport = (*HTTPTransport)(nil)
+
+// Exchange implements peering.Transport.
+func (t *HTTPTransport) Exchange(ctx context.Context, addrs []string, req *peering.ExchangeRequest) (*peering.ExchangeResponse, error) {
+	var resp peering.ExchangeResponse
+	return &resp, t.post(ctx, addrs, pathExchange, req, &resp)
+}
+
+// Heartbeat implements peering.Transport.
+func (t *HTTPTransport) Heartbeat(ctx context.Context, addrs []string, req *peering.HeartbeatRequest) (*peering.HeartbeatResponse, error) {
+	var resp peering.HeartbeatResponse
+	return &resp, t.post(ctx, addrs, pathHeartbeat, req, &resp)
+}
+
+// Terminate implements peering.Transport.
+func (t *HTTPTransport) Terminate(ctx context.Context, addrs []string, req *peering.TerminateRequest) error {
+	return t.post(ctx, addrs, pathTerminate, req, nil)
+}
+
+func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, in, out any) error {
+	client, scheme := t.Client, t.Scheme
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if scheme == "" {
+		scheme = "http"
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("peering message: %v: %w", err, keel.ErrInternal)
+	}
+	last := fmt.Errorf("no peer server address: %w", keel.ErrUnavailable)
+	for _, addr := range addrs {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+"://"+addr+path, bytes.NewReader(body))
+		if err != nil {
+			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+			continue
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+			continue
+		}
+		msg, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		if err != nil {
+			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			kind, ok := kindOf[resp.StatusCode]
+			if !ok {
+				kind = keel.ErrUnavailable
+			}
+			if kind == keel.ErrInvalid {
+				return keel.Invalid("PeeringToken", "peer %s: %s", addr, msg)
+			}
+			return fmt.Errorf("peer %s: %s: %w", addr, msg, kind)
+		}
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(msg, out); err != nil {
+			return fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+		}
+		return nil
+	}
+	return last
+}
+
+func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
+	serveMessage(w, r, h.svc.HandleExchange)
+}
+
+func (h *Handler) heartbeat(w http.ResponseWriter, r *http.Request) {
+	serveMessage(w, r, h.svc.HandleHeartbeat)
+}
+
+func (h *Handler) terminate(w http.ResponseWriter, r *http.Request) {
+	serveMessage(w, r, func(ctx context.Context, req *peering.TerminateRequest) (struct{}, error) {
+		return struct{}{}, h.svc.HandleTerminate(ctx, req)
+	})
+}
+
+// serveMessage decodes a peer's message, calls fn and answers its result.
+func serveMessage[Req, Resp any](w http.ResponseWriter, r *http.Request, fn func(context.Context, *Req) (Resp, error)) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, "POST")
+		return
+	}
+	var req Req
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := fn(r.Context(), &req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, resp)
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/keelhq/keel/examples/httpapi/consul"
+	"github.com/keelhq/keel/peering"
+)
+
+// cluster is what names this server to peer clusters: the -datacenter and
+// -advertise flags.
+type cluster struct {
+	datacenter string // empty: "dc1"
+	advertise  string // host:port peers reach this server at; empty: -addr
+}
+
+// mountConsul serves cluster peering (package peering, keys under
+// "peering/") in Consul's dialect (token header X-Cluster-Token), with the
+// peer-to-peer messages over HTTP, and runs the peering worker
+// (heartbeats, failure detection, clean-up after delete) until the server
+// stops.
+func mountConsul(mux *http.ServeMux, d *deps) error {
+	var addrs []string
+	if d.cluster.advertise != "" {
+		addrs = []string{d.cluster.advertise}
+	}
+	svc := peering.New(d.store, &consul.HTTPTransport{}, &peering.Options{
+		Datacenter: d.cluster.datacenter, Addresses: addrs,
+		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
+	})
+	consul.New(svc, &consul.Options{Logger: d.logger}).Register(mux)
+	svc.Start()
+	d.onClose(func() error { svc.Stop(); return nil })
+	return nil
+}

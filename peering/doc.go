@@ -1,0 +1,83 @@
+// Package peering implements cluster peering between two keel clusters, as
+// HashiCorp Consul's cluster peering does: one cluster (the acceptor)
+// generates a peering token, the other (the dialer) establishes the
+// peering with it, and the two keep a stream of heartbeats that carries
+// the service names each exports to the other.
+//
+// # Basics
+//
+// A Service is one cluster's side: New takes the store (keys under
+// "peering/"), a Transport that reaches the peer's servers, and Options
+// that name the cluster (Datacenter, ServerName, Addresses).
+//
+//	tok, err := a.GenerateToken(ctx, peering.TokenRequest{PeerName: "cluster-b"})
+//	err = b.Establish(ctx, peering.EstablishRequest{PeerName: "cluster-a", PeeringToken: tok})
+//
+// The token is the standard base64 of a JSON object with Consul's field
+// names: ServerAddresses, ServerName, PeerID (the acceptor's peering id),
+// EstablishmentSecret (one use) and Remote (Partition, Datacenter).
+// Generating a token again for the same name keeps the peering id and
+// replaces the secret: only the newest token works, once.
+//
+// States: INITIAL from token generation until the dialer exchanges the
+// secret; ACTIVE on both sides once it did; FAILING when nothing came
+// from the peer for Options.HeartbeatTimeout (ACTIVE again at the next
+// heartbeat); TERMINATED after Delete on either side. Delete sets
+// DeletedAt; Step tells the peer (which becomes TERMINATED and keeps its
+// record until it is deleted there), drops the imported services, then
+// removes the peering.
+//
+// Read and List block when given QueryOptions.MinIndex: they return as
+// soon as the index of the result passes it, or after WaitTime
+// (DefaultWait, at most MaxWait). CreateIndex and ModifyIndex are the
+// store's change index at creation and at the last change; List's index
+// is the last change of any peering, removals included.
+//
+// The background work is Step(ctx, now), which returns when it is next
+// due; Start and Stop run it on the clock. InProcess is a Transport for
+// tests and examples; the Consul adapter (examples/httpapi/consul) has an
+// HTTP one.
+//
+// # Errors
+//
+// Errors carry keel kinds: keel.ErrInvalid with the fields of the wire
+// format (PeerName, Partition, PeeringToken, ServerExternalAddresses,
+// Meta) for rule violations, a used or replaced token, a token of this
+// cluster or a name already used by the other role; keel.ErrNotFound for
+// a missing peering (Delete of a missing peering succeeds, as in Consul);
+// keel.ErrConflict for a peering being deleted; keel.ErrUnavailable when
+// the peer cannot be reached; store errors as they come.
+//
+// # Rights
+//
+// GenerateToken, Establish, Delete and SetExportedServices need
+// peering:write, Read needs peering:read, on the resource
+// "peering/<name>". List returns the peerings the caller may read and
+// sets Filtered when it left some out. The Handle methods need no right:
+// the one-time secret, then the stream secret, is the credential.
+//
+// # Concurrency
+//
+// A Service is safe for concurrent use. Every change runs in one store
+// transaction; messages to the peer are sent outside transactions. Steps
+// run one at a time. Blocked reads are woken by the changes of this
+// Service: a change made by another process on a shared store is seen at
+// the end of the wait.
+//
+// # Caveats
+//
+// Choices where the specification is silent, following Consul: the
+// states PENDING and ESTABLISHING are both reported as INITIAL (acceptor)
+// or not at all (the dialer stores the peering only once established);
+// DELETING is reported as TERMINATED with DeletedAt. The heartbeat
+// interval is 15 s and the timeout 2 min, as Consul's stream. Only the
+// partition "default" is served. Meta is limited as Consul limits it (64
+// pairs, keys 128 bytes, values 512). Blocking waits get no random
+// jitter. The "stream" is the dialer's heartbeats answered by the
+// acceptor, so that exports of the acceptor reach the dialer at the next
+// heartbeat. If the dialer's store fails after the acceptor accepted the
+// secret, the acceptor's side goes FAILING: generate a new token. A
+// deleted peering whose peer cannot be told within HeartbeatTimeout is
+// removed anyway; its peer learns at its next heartbeat (a dialer) or
+// goes FAILING (an acceptor).
+package peering

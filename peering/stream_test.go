@@ -1,0 +1,205 @@
+package peering_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/peering"
+)
+
+func TestHeartbeatCarriesExportedServices(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.peer(t)
+	if err := w.a.svc.SetExportedServices(ctx, "b", []string{"web", "api", "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.b.svc.SetExportedServices(ctx, "a", []string{"db"}); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(time.Second)
+	w.step(t)
+	a, b := read(t, w.a, "b"), read(t, w.b, "a")
+	if !slices.Equal(a.StreamStatus.ExportedServices, []string{"api", "web"}) || !slices.Equal(b.StreamStatus.ImportedServices, []string{"api", "web"}) {
+		t.Errorf("a exports %v, b imports %v", a.StreamStatus.ExportedServices, b.StreamStatus.ImportedServices)
+	}
+	if !slices.Equal(a.StreamStatus.ImportedServices, []string{"db"}) {
+		t.Errorf("a imports %v", a.StreamStatus.ImportedServices)
+	}
+	now := w.clock.Now()
+	if !a.StreamStatus.LastHeartbeat.Equal(now) || !b.StreamStatus.LastSend.Equal(now) || !b.StreamStatus.LastReceive.Equal(now) {
+		t.Errorf("times a %+v b %+v", a.StreamStatus, b.StreamStatus)
+	}
+}
+
+func TestSetExportedServicesRules(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	wantKind(t, w.a.svc.SetExportedServices(ctx, "nobody", []string{"x"}), keel.KindNotFound)
+	w.peer(t)
+	wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{""}), keel.KindInvalid)
+	if err := w.a.svc.Delete(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{"x"}), keel.KindConflict)
+}
+
+func TestStepSchedulesNextHeartbeat(t *testing.T) {
+	w := newWorld(t)
+	w.peer(t)
+	next, err := w.b.svc.Step(context.Background(), w.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(peering.DefaultHeartbeatInterval); !next.Equal(want) {
+		t.Fatalf("next %v, want %v", next, want)
+	}
+}
+
+func TestFailingWhenHeartbeatsStop(t *testing.T) {
+	w := newWorld(t)
+	w.peer(t)
+	w.net.SetDown(w.a.addr, true)
+	for range 8 {
+		w.clock.Advance(peering.DefaultHeartbeatInterval)
+		w.step(t)
+	}
+	wantState(t, read(t, w.a, "b"), peering.StateFailing)
+	wantState(t, read(t, w.b, "a"), peering.StateFailing)
+	w.net.SetDown(w.a.addr, false)
+	w.clock.Advance(peering.DefaultHeartbeatInterval)
+	w.step(t)
+	wantState(t, read(t, w.a, "b"), peering.StateActive)
+	wantState(t, read(t, w.b, "a"), peering.StateActive)
+}
+
+func TestDeleteByAcceptor(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.peer(t)
+	w.b.svc.SetExportedServices(ctx, "a", []string{"db"})
+	w.step(t)
+	if err := w.a.svc.Delete(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	p := read(t, w.a, "b")
+	wantState(t, p, peering.StateTerminated)
+	if !p.DeletedAt.Equal(t0) {
+		t.Fatalf("DeletedAt %v", p.DeletedAt)
+	}
+	if _, err := w.a.svc.Step(ctx, w.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := w.a.svc.Read(ctx, "b", nil)
+	wantKind(t, err, keel.KindNotFound)
+	b := read(t, w.b, "a")
+	wantState(t, b, peering.StateTerminated)
+	if !b.DeletedAt.IsZero() || b.StreamStatus.ImportedServices != nil {
+		t.Fatalf("the other side %+v", b)
+	}
+	// The other side keeps its record until it is deleted there.
+	w.clock.Advance(time.Hour)
+	w.step(t)
+	read(t, w.b, "a")
+	if err := w.b.svc.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	w.step(t)
+	_, _, err = w.b.svc.Read(ctx, "a", nil)
+	wantKind(t, err, keel.KindNotFound)
+}
+
+func TestDeleteByDialer(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.peer(t)
+	if err := w.b.svc.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	w.step(t)
+	wantState(t, read(t, w.a, "b"), peering.StateTerminated)
+	_, _, err := w.b.svc.Read(ctx, "a", nil)
+	wantKind(t, err, keel.KindNotFound)
+}
+
+func TestDeleteWhilePeerUnreachable(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.peer(t)
+	w.net.SetDown(w.b.addr, true)
+	w.a.svc.Delete(ctx, "b")
+	next, err := w.a.svc.Step(ctx, w.clock.Now())
+	if err != nil || next.IsZero() {
+		t.Fatalf("Step: next %v, %v", next, err)
+	}
+	read(t, w.a, "b") // still there: telling the peer is retried
+	w.clock.Advance(peering.DefaultHeartbeatTimeout)
+	w.a.svc.Step(ctx, w.clock.Now())
+	_, _, err = w.a.svc.Read(ctx, "b", nil)
+	wantKind(t, err, keel.KindNotFound)
+	// b learns at its next heartbeat: a answers that the peering is gone.
+	w.net.SetDown(w.b.addr, false)
+	w.b.svc.Step(ctx, w.clock.Now())
+	wantState(t, read(t, w.b, "a"), peering.StateTerminated)
+}
+
+func TestDeleteMissingSucceeds(t *testing.T) {
+	w := newWorld(t)
+	if err := w.a.svc.Delete(context.Background(), "nobody"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeleteInitialPeering(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+	w.a.svc.Delete(ctx, "b")
+	_, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+	wantKind(t, err, keel.KindConflict)
+	err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})
+	wantKind(t, err, keel.KindInvalid)
+	w.step(t)
+	if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"}); err != nil {
+		t.Fatalf("after removal the name is free: %v", err)
+	}
+}
+
+func TestStreamSecretChecked(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.peer(t)
+	b := read(t, w.b, "a")
+	_, err := w.a.svc.HandleHeartbeat(ctx, &peering.HeartbeatRequest{PeerID: b.PeerID, StreamSecret: "forged"})
+	wantKind(t, err, keel.KindForbidden)
+	wantKind(t, w.a.svc.HandleTerminate(ctx, &peering.TerminateRequest{PeerID: b.PeerID, StreamSecret: "forged"}), keel.KindForbidden)
+	wantState(t, read(t, w.a, "b"), peering.StateActive)
+}
+
+func TestWorkerStartStop(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w.peer(t)
+	w.a.svc.SetExportedServices(ctx, "b", []string{"web"})
+	_, idx, _ := w.b.svc.Read(ctx, "a", nil)
+	w.b.svc.Start()
+	w.b.svc.Start() // idempotent
+	defer w.b.svc.Stop()
+	if err := w.clock.BlockUntil(ctx, 1); err != nil { // the worker waits
+		t.Fatal(err)
+	}
+	w.clock.Advance(peering.DefaultHeartbeatInterval)
+	p, _, err := w.b.svc.Read(ctx, "a", &peering.QueryOptions{MinIndex: idx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.StreamStatus.ImportedServices, []string{"web"}) {
+		t.Fatalf("imported %v", p.StreamStatus.ImportedServices)
+	}
+	w.b.svc.Stop()
+	w.b.svc.Stop()
+}
