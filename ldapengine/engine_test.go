@@ -1,0 +1,419 @@
+package ldapengine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/faultstore"
+)
+
+func TestConfigRules(t *testing.T) {
+	ctx := context.Background()
+	base := Config{BindDN: bindDN, BindPass: "pw"}
+	cases := map[string]struct {
+		flavor Flavor
+		edit   func(*Config)
+		field  string // "" means accepted
+	}{
+		"defaults accepted":                {FlavorOpenLDAP, func(*Config) {}, ""},
+		"binddn required":                  {FlavorLDAP, func(c *Config) { c.BindDN = "" }, "binddn"},
+		"length with password_policy":      {FlavorLDAP, func(c *Config) { c.Length = 20; c.PasswordPolicy = "p" }, "length"},
+		"bad schema":                       {FlavorLDAP, func(c *Config) { c.Schema = "novell" }, "schema"},
+		"bad url":                          {FlavorLDAP, func(c *Config) { c.URL = "http://x" }, "url"},
+		"url list":                         {FlavorLDAP, func(c *Config) { c.URL = "ldap://a:389, ldaps://b" }, ""},
+		"openldap refuses userdn":          {FlavorOpenLDAP, func(c *Config) { c.UserDN = "ou=users" }, "userdn"},
+		"openldap refuses userattr":        {FlavorOpenLDAP, func(c *Config) { c.UserAttr = "uid" }, "userattr"},
+		"openldap refuses upndomain":       {FlavorOpenLDAP, func(c *Config) { c.UPNDomain = "x.org" }, "upndomain"},
+		"openldap refuses connection time": {FlavorOpenLDAP, func(c *Config) { c.ConnectionTimeout = time.Second }, "connection_timeout"},
+		"ldap accepts search settings":     {FlavorLDAP, func(c *Config) { c.UserDN = "ou=users"; c.UPNDomain = "x.org" }, ""},
+		"tls min above max":                {FlavorLDAP, func(c *Config) { c.TLSMinVersion = "tls13"; c.TLSMaxVersion = "tls12" }, "tls_max_version"},
+		"bad tls version":                  {FlavorLDAP, func(c *Config) { c.TLSMinVersion = "ssl3" }, "tls_min_version"},
+		"certificate not PEM":              {FlavorLDAP, func(c *Config) { c.Certificate = "nope" }, "certificate"},
+		"negative request timeout":         {FlavorLDAP, func(c *Config) { c.RequestTimeout = -1 }, "request_timeout"},
+		"bindpass required on first write": {FlavorLDAP, func(c *Config) { c.BindPass = "" }, "bindpass"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := newEnv(t, tc.flavor, nil)
+			c := base
+			tc.edit(&c)
+			err := v.e.WriteConfig(ctx, c)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantKind(t, err, keel.KindInvalid)
+			if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != tc.field {
+				t.Fatalf("field errors %v, want %s", fe, tc.field)
+			}
+		})
+	}
+}
+
+func TestConfigDefaultsAndNoBindpass(t *testing.T) {
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		flavor   Flavor
+		schema   string
+		userattr string
+	}{
+		"ldap openldap schema": {FlavorLDAP, SchemaOpenLDAP, "cn"},
+		"ldap ad schema":       {FlavorLDAP, SchemaAD, "userPrincipalName"},
+		"ldap racf schema":     {FlavorLDAP, SchemaRACF, "racfid"},
+		"openldap":             {FlavorOpenLDAP, "", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := newEnv(t, tc.flavor, nil)
+			if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "pw", Schema: tc.schema}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := v.e.ReadConfig(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.BindPass != "" {
+				t.Fatal("bindpass read back")
+			}
+			if c.UserAttr != tc.userattr || c.URL != DefaultURL || c.RequestTimeout != 90*time.Second || c.Length != 64 || c.TLSMinVersion != "tls12" {
+				t.Fatalf("defaults %+v", c)
+			}
+			// A rewrite without bindpass keeps the stored one.
+			if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, Schema: tc.schema}); err != nil {
+				t.Fatal(err)
+			}
+			if err := v.e.DeleteConfig(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, err = v.e.ReadConfig(ctx)
+			wantKind(t, err, keel.KindNotFound)
+		})
+	}
+}
+
+func TestRotateRoot(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorOpenLDAP, nil)
+	v.configure(t)
+	if err := v.e.RotateRoot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := v.dir.Password(bindDN)
+	if pw == "bind-pw" || len(pw) != 64 {
+		t.Fatalf("directory password %q", pw)
+	}
+	c, _ := v.e.ReadConfig(ctx)
+	if c.BindPass != "" {
+		t.Fatal("new root password readable")
+	}
+	// The engine still works: it binds with the new password.
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRotateRootStoreFailurePutsOldBack(t *testing.T) {
+	ctx := context.Background()
+	var fs *faultstore.Store
+	v := newEnv(t, FlavorOpenLDAP, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+	v.configure(t)
+	fs.Fail(faultstore.OpPut, "ldapengine/mounts/ldap/config", 1, errors.New("injected"))
+	if err := v.e.RotateRoot(ctx); err == nil {
+		t.Fatal("rotation succeeded")
+	}
+	if pw, _ := v.dir.Password(bindDN); pw != "bind-pw" {
+		t.Fatalf("directory holds %q, want the old password back", pw)
+	}
+	if err := v.e.RotateRoot(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRotateRootCrashRecovered(t *testing.T) {
+	ctx := context.Background()
+	var fs *faultstore.Store
+	v := newEnv(t, FlavorOpenLDAP, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+	v.configure(t)
+	// The store and the way back both fail: the directory keeps the new
+	// password, the write-ahead record too.
+	fs.Fail(faultstore.OpPut, "ldapengine/mounts/ldap/config", 1, errors.New("injected"))
+	v.dir.FailSetPassword(bindDN, nil)
+	orig := v.e.dir
+	v.e.dir = &failSecond{Directory: orig}
+	if err := v.e.RotateRoot(ctx); err == nil {
+		t.Fatal("rotation succeeded")
+	}
+	v.e.dir = orig
+	pw, _ := v.dir.Password(bindDN)
+	if pw == "bind-pw" {
+		t.Fatal("directory unchanged")
+	}
+	if _, err := v.e.Step(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The stored password is now the directory's: a role can be made.
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failSecond fails every SetPassword after the first.
+type failSecond struct {
+	Directory
+	n int
+}
+
+func (f *failSecond) SetPassword(ctx context.Context, c Conn, dn, pw string) error {
+	f.n++
+	if f.n > 1 {
+		return keel.ErrUnavailable
+	}
+	return f.Directory.SetPassword(ctx, c, dn, pw)
+}
+
+func TestStaticRoleRules(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]struct {
+		flavor Flavor
+		req    StaticRoleRequest
+		kind   keel.Kind
+		field  string
+	}{
+		"username required":    {FlavorLDAP, StaticRoleRequest{DN: aliceDN, RotationPeriod: time.Hour}, keel.KindInvalid, "username"},
+		"period required":      {FlavorLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN}, keel.KindInvalid, "rotation_period"},
+		"period at least 5s":   {FlavorLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 4 * time.Second}, keel.KindInvalid, "rotation_period"},
+		"openldap dn required": {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindInvalid, "dn"},
+		"ldap dn optional":     {FlavorLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindNone, ""},
+		"ldap unknown user":    {FlavorLDAP, StaticRoleRequest{Username: "zed", RotationPeriod: time.Hour}, keel.KindNotFound, ""},
+		"period exactly 5s":    {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 5 * time.Second}, keel.KindNone, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := newEnv(t, tc.flavor, nil)
+			v.configure(t)
+			err := v.e.PutStaticRole(ctx, "r", tc.req)
+			wantKind(t, err, tc.kind)
+			if tc.field != "" {
+				if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != tc.field {
+					t.Fatalf("field errors %v, want %s", fe, tc.field)
+				}
+			}
+		})
+	}
+}
+
+func TestStaticRoleLifecycle(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorLDAP, nil)
+	v.configure(t)
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := v.e.StaticCred(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := v.dir.Password(aliceDN); pw != cred.Password || len(pw) != 64 {
+		t.Fatalf("created role: directory %q, cred %q", pw, cred.Password)
+	}
+	if cred.TTL != time.Hour || cred.RotationPeriod != time.Hour || !cred.LastRotation.Equal(t0) || cred.DN != aliceDN {
+		t.Fatalf("cred %+v", cred)
+	}
+	t.Run("one account per role", func(t *testing.T) {
+		err := v.e.PutStaticRole(ctx, "alice2", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour})
+		wantKind(t, err, keel.KindConflict)
+	})
+	t.Run("username immutable", func(t *testing.T) {
+		err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "bob"})
+		wantKind(t, err, keel.KindInvalid)
+	})
+	t.Run("dn immutable", func(t *testing.T) {
+		err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{DN: bobDN})
+		wantKind(t, err, keel.KindInvalid)
+	})
+	t.Run("rotate-role keeps last password in ldap", func(t *testing.T) {
+		if err := v.e.RotateRole(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		c2, _ := v.e.StaticCred(ctx, "alice")
+		if c2.LastPassword != cred.Password || c2.Password == cred.Password {
+			t.Fatalf("after rotate: %+v", c2)
+		}
+	})
+	t.Run("list and delete frees the account", func(t *testing.T) {
+		names, _ := v.e.ListStaticRoles(ctx)
+		if strings.Join(names, ",") != "alice" {
+			t.Fatalf("list %v", names)
+		}
+		if err := v.e.DeleteStaticRole(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := v.e.StaticRole(ctx, "alice")
+		wantKind(t, err, keel.KindNotFound)
+		if err := v.e.PutStaticRole(ctx, "alice2", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour, SkipImportRotation: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestOpenLDAPHasNoLastPassword(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorOpenLDAP, nil)
+	v.configure(t)
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	_ = v.e.RotateRole(ctx, "alice")
+	c, _ := v.e.StaticCred(ctx, "alice")
+	if c.LastPassword != "" {
+		t.Fatal("openldap returned last_password")
+	}
+}
+
+func TestSkipImportRotation(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorOpenLDAP, nil)
+	v.configure(t)
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Minute, SkipImportRotation: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := v.dir.Password(aliceDN); pw != "alice-pw" {
+		t.Fatal("password rotated despite skip_import_rotation")
+	}
+	next, err := v.e.Step(ctx, t0)
+	if err != nil || !next.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("step: next %v, err %v", next, err)
+	}
+}
+
+func TestRotationNeverLosesPassword(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]func(v *env, fs *faultstore.Store){
+		"directory down": func(v *env, _ *faultstore.Store) { v.dir.FailSetPassword(aliceDN, errors.New("down")) },
+		"store fails after the directory changed": func(v *env, fs *faultstore.Store) {
+			fs.Fail(faultstore.OpDelete, "ldapengine/mounts/ldap/wal/", 1, errors.New("injected"))
+		},
+	}
+	for name, fault := range cases {
+		t.Run(name, func(t *testing.T) {
+			var fs *faultstore.Store
+			v := newEnv(t, FlavorOpenLDAP, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+			fs.Rerun(true)
+			v.configure(t)
+			if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			v.clock.Advance(time.Hour)
+			fault(v, fs)
+			next, err := v.e.Step(ctx, v.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := v.clock.Now().Add(DefaultRetryInterval); !next.Equal(want) {
+				t.Fatalf("retry at %v, want %v", next, want)
+			}
+			v.dir.FailSetPassword(aliceDN, nil)
+			v.clock.Advance(DefaultRetryInterval)
+			if _, err := v.e.Step(ctx, v.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := v.e.StaticCred(ctx, "alice")
+			if pw, _ := v.dir.Password(aliceDN); pw != c.Password {
+				t.Fatalf("directory %q, stored %q", pw, c.Password)
+			}
+			if err := v.dir.Bind(ctx, Conn{}, aliceDN, c.Password); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestStepCostFollowsDueRoles(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorOpenLDAP, nil)
+	v.configure(t)
+	for i, dn := range []string{aliceDN, bobDN} {
+		p := time.Duration(i+1) * time.Minute
+		if err := v.e.PutStaticRole(ctx, []string{"alice", "bob"}[i], StaticRoleRequest{Username: "u", DN: dn, RotationPeriod: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := v.dir.Changes()
+	next, err := v.e.Step(ctx, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.dir.Changes() != before+1 || !next.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("changes %d, next %v", v.dir.Changes()-before, next)
+	}
+}
+
+func TestWorkerRotatesOnSchedule(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorOpenLDAP, nil)
+	v.configure(t)
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	before := v.dir.Changes()
+	v.e.Start()
+	v.e.Start()
+	if err := v.clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	v.clock.Advance(time.Minute)
+	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for v.dir.Changes() == before {
+		if deadline.Err() != nil {
+			t.Fatal("worker did not rotate")
+		}
+		time.Sleep(time.Millisecond) // bounded polling of the worker goroutine
+	}
+	v.e.Stop()
+	v.e.Stop()
+}
+
+func TestPasswordPolicyInConfig(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorOpenLDAP, nil)
+	if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", PasswordPolicy: "digits"}); err != nil {
+		t.Fatal("a missing policy must be accepted when saved:", err)
+	}
+	err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour})
+	wantKind(t, err, keel.KindNotFound)
+	if !strings.Contains(err.Error(), "digits") {
+		t.Fatalf("error does not name the policy: %v", err)
+	}
+	if err := v.pol.Put(ctx, "digits", "length = 8\nrule \"charset\" {\n charset = \"0123456789\"\n min-chars = 8\n}\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.RotateRole(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := v.e.StaticCred(ctx, "alice")
+	if len(c.Password) != 8 || strings.Trim(c.Password, "0123456789") != "" {
+		t.Fatalf("password %q not from the policy", c.Password)
+	}
+}
+
+func TestLengthInConfig(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorLDAP, nil)
+	if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", Length: 12}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := v.e.StaticCred(ctx, "alice")
+	if len(c.Password) != 12 || c.DN != aliceDN {
+		t.Fatalf("cred %+v", c)
+	}
+}

@@ -1,0 +1,219 @@
+package ldapengine
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/go-ldap/ldap/v3"
+	"github.com/keelhq/keel"
+)
+
+// The defaults of Conn's timeouts.
+const (
+	DefaultConnectionTimeout = 30 * time.Second
+	DefaultRequestTimeout    = 90 * time.Second
+)
+
+// LDAP is the Directory of real servers, reached with
+// github.com/go-ldap/ldap/v3. Its zero value is ready to use and safe for
+// concurrent use.
+type LDAP struct{}
+
+var _ Directory = LDAP{}
+
+// Bind implements Directory.
+func (LDAP) Bind(ctx context.Context, c Conn, dn, password string) error {
+	conn, err := dial(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return bindErr(dn, conn.Bind(dn, password))
+}
+
+// FindDN implements Directory.
+func (LDAP) FindDN(ctx context.Context, c Conn, base, attr, value string) (string, error) {
+	conn, err := open(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	req := ldap.NewSearchRequest(base, ldap.ScopeWholeSubtree, ldap.NeverDerefAliases, 2, 0, false,
+		fmt.Sprintf("(%s=%s)", ldap.EscapeFilter(attr), ldap.EscapeFilter(value)), []string{"dn"}, nil)
+	res, err := conn.Search(req)
+	if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
+		if ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject) {
+			return "", fmt.Errorf("ldap: search base %q: %w", base, keel.ErrNotFound)
+		}
+		return "", reqErr("search", err)
+	}
+	switch {
+	case res == nil || len(res.Entries) == 0:
+		return "", fmt.Errorf("ldap: no entry under %q with %s=%q: %w", base, attr, value, keel.ErrNotFound)
+	case len(res.Entries) > 1:
+		return "", fmt.Errorf("ldap: several entries under %q with %s=%q: %w", base, attr, value, keel.ErrConflict)
+	}
+	return res.Entries[0].DN, nil
+}
+
+// SetPassword implements Directory.
+func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) error {
+	conn, err := open(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	switch c.Schema {
+	case SchemaAD:
+		m := ldap.NewModifyRequest(dn, nil)
+		m.Replace("unicodePwd", []string{encodeUnicodePwd(password)})
+		err = conn.Modify(m)
+	case SchemaRACF:
+		m := ldap.NewModifyRequest(dn, nil)
+		m.Replace("racfPassword", []string{password})
+		err = conn.Modify(m)
+	default:
+		_, err = conn.PasswordModify(ldap.NewPasswordModifyRequest(dn, "", password))
+	}
+	if ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject) {
+		return fmt.Errorf("ldap: entry %q: %w", dn, keel.ErrNotFound)
+	}
+	if err != nil {
+		return reqErr("password change of "+dn, err)
+	}
+	return nil
+}
+
+// encodeUnicodePwd returns the quoted password in UTF-16LE, as Active
+// Directory's unicodePwd wants it.
+func encodeUnicodePwd(password string) string {
+	u := utf16.Encode([]rune(`"` + password + `"`))
+	b := make([]byte, 2*len(u))
+	for i, r := range u {
+		b[2*i], b[2*i+1] = byte(r), byte(r>>8)
+	}
+	return string(b)
+}
+
+// open dials and binds as the manager account of c.
+func open(ctx context.Context, c Conn) (*ldap.Conn, error) {
+	conn, err := dial(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	user := c.BindDN
+	if c.Schema == SchemaAD && c.UPNDomain != "" {
+		user = c.BindDN + "@" + c.UPNDomain
+	}
+	if err := bindErr(user, conn.Bind(user, c.BindPass)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func bindErr(dn string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case ldap.IsErrorWithCode(err, ldap.LDAPResultInvalidCredentials):
+		return fmt.Errorf("ldap: bind as %q refused: %w", dn, keel.ErrUnauthenticated)
+	}
+	return reqErr("bind as "+dn, err)
+}
+
+func reqErr(what string, err error) error {
+	return fmt.Errorf("ldap: %s: %v: %w", what, err, keel.ErrUnavailable)
+}
+
+// dial connects to the first server of c.URLs that answers.
+func dial(ctx context.Context, c Conn) (*ldap.Conn, error) {
+	tc, err := tlsConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	ct := c.ConnectionTimeout
+	if ct <= 0 {
+		ct = DefaultConnectionTimeout
+	}
+	rt := c.RequestTimeout
+	if rt <= 0 {
+		rt = DefaultRequestTimeout
+	}
+	urls := c.URLs
+	if len(urls) == 0 {
+		urls = []string{DefaultURL}
+	}
+	var errs []error
+	for _, u := range urls {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		u = strings.TrimSpace(u)
+		utc := tc.Clone()
+		if pu, err := url.Parse(u); err == nil && utc.ServerName == "" {
+			utc.ServerName = pu.Hostname()
+		}
+		d := &net.Dialer{Timeout: ct}
+		if dl, ok := ctx.Deadline(); ok {
+			d.Deadline = dl
+		}
+		conn, err := ldap.DialURL(u, ldap.DialWithDialer(d), ldap.DialWithTLSConfig(utc))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u, err))
+			continue
+		}
+		conn.SetTimeout(rt)
+		if c.StartTLS && strings.HasPrefix(strings.ToLower(u), "ldap://") {
+			if err := conn.StartTLS(utc); err != nil {
+				conn.Close()
+				errs = append(errs, fmt.Errorf("%s: starttls: %w", u, err))
+				continue
+			}
+		}
+		return conn, nil
+	}
+	return nil, fmt.Errorf("ldap: no server answers: %v: %w", errors.Join(errs...), keel.ErrUnavailable)
+}
+
+var tlsVersions = map[string]uint16{
+	"tls10": tls.VersionTLS10,
+	"tls11": tls.VersionTLS11,
+	"tls12": tls.VersionTLS12,
+	"tls13": tls.VersionTLS13,
+}
+
+// tlsConfig builds the TLS settings of c; its errors are of kind
+// keel.ErrInvalid.
+func tlsConfig(c Conn) (*tls.Config, error) {
+	tc := &tls.Config{InsecureSkipVerify: c.InsecureTLS} //nolint:gosec // a documented option
+	if c.TLSMinVersion != "" {
+		tc.MinVersion = tlsVersions[c.TLSMinVersion]
+	}
+	if c.TLSMaxVersion != "" {
+		tc.MaxVersion = tlsVersions[c.TLSMaxVersion]
+	}
+	if c.Certificate != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(c.Certificate)) {
+			return nil, keel.Invalid("certificate", "holds no PEM certificate")
+		}
+		tc.RootCAs = pool
+	}
+	if c.ClientTLSCert != "" || c.ClientTLSKey != "" {
+		cert, err := tls.X509KeyPair([]byte(c.ClientTLSCert), []byte(c.ClientTLSKey))
+		if err != nil {
+			return nil, keel.Invalid("client_tls_cert", "with client_tls_key is not a PEM key pair: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}

@@ -1,0 +1,63 @@
+package ldapengine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+const (
+	bindDN  = "cn=keel,dc=example,dc=org"
+	aliceDN = "uid=alice,ou=users,dc=example,dc=org"
+	bobDN   = "uid=bob,ou=users,dc=example,dc=org"
+)
+
+type env struct {
+	e     *Engine
+	dir   *FakeDirectory
+	clock *keel.FakeClock
+	store storage.Store
+	pol   *PasswordPolicies
+}
+
+// newEnv returns an engine of flavor on a fake directory holding the bind
+// account and alice and bob. wrap, when not nil, wraps the memory store.
+func newEnv(t testing.TB, flavor Flavor, wrap func(storage.Store) storage.Store) *env {
+	t.Helper()
+	var s storage.Store = memstore.New(nil)
+	if wrap != nil {
+		s = wrap(s)
+	}
+	dir := NewFakeDirectory()
+	dir.Add(bindDN, "bind-pw", "cn", "keel")
+	dir.Add(aliceDN, "alice-pw", "cn", "alice", "uid", "alice")
+	dir.Add(bobDN, "bob-pw", "cn", "bob", "uid", "bob")
+	clock := keel.NewFakeClock(t0)
+	pol := NewPasswordPolicies(s, nil)
+	e, err := New(s, flavor, "ldap", &Options{Directory: dir, Clock: clock, Policies: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	return &env{e: e, dir: dir, clock: clock, store: s, pol: pol}
+}
+
+func (v *env) configure(t testing.TB) {
+	t.Helper()
+	if err := v.e.WriteConfig(context.Background(), Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantKind(t testing.TB, err error, k keel.Kind) {
+	t.Helper()
+	if got := keel.KindOf(err); got != k {
+		t.Fatalf("error %v: kind %v, want %v", err, got, k)
+	}
+}

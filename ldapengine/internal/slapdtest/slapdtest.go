@@ -1,0 +1,247 @@
+// Package slapdtest starts a throwaway OpenLDAP slapd for tests: its own
+// temporary directory and cn=config, an mdb database for dc=example,dc=org
+// with an admin (the rootDN), a non-root bind account cn=keel that the ACLs
+// let write passwords, and users alice and bob, on a free port of
+// 127.0.0.1. It needs Debian's slapd (/usr/sbin/slapd); without it, Start
+// skips the test.
+package slapdtest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-ldap/ldap/v3"
+)
+
+// The directory tree of a Server.
+const (
+	Suffix   = "dc=example,dc=org"
+	AdminDN  = "cn=admin," + Suffix
+	AdminPW  = "admin-secret"
+	BindDN   = "cn=keel," + Suffix
+	BindPW   = "keel-bind-pw"
+	UsersDN  = "ou=users," + Suffix
+	AliceDN  = "uid=alice," + UsersDN
+	BobDN    = "uid=bob," + UsersDN
+	AlicePW  = "alice-secret"
+	BobPW    = "bob-secret"
+	slapdBin = "/usr/sbin/slapd"
+)
+
+// Server is a running slapd.
+type Server struct {
+	URL    string // ldap://127.0.0.1:PORT
+	Dir    string
+	cmd    *exec.Cmd
+	args   []string
+	tb     testing.TB
+	exited chan struct{}
+}
+
+// Start starts a slapd for tb, stopped in tb.Cleanup, or skips tb when
+// slapd is not installed.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	if _, err := os.Stat(slapdBin); err != nil {
+		tb.Skipf("slapd not installed (%s missing): apt-get install slapd ldap-utils to run this test", slapdBin)
+	}
+	dir, err := os.MkdirTemp("", "slapd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.MkdirAll(filepath.Join(dir, "slapd.d"), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	hash := func(pw string) string {
+		out, err := exec.Command("/usr/sbin/slappasswd", "-h", "{SSHA}", "-s", pw).Output()
+		if err != nil {
+			tb.Fatalf("slappasswd: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	adminHash := hash(AdminPW)
+	config := fmt.Sprintf(configLDIF, dir, adminHash, Suffix, AdminDN, BindDN)
+	data := fmt.Sprintf(dataLDIF, Suffix, AdminDN, adminHash, BindDN, hash(BindPW), UsersDN,
+		AliceDN, hash(AlicePW), BobDN, hash(BobPW))
+	for _, f := range []struct{ name, text string }{{"config.ldif", config}, {"data.ldif", data}} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"-n0", "-F", filepath.Join(dir, "slapd.d"), "-l", filepath.Join(dir, "config.ldif")},
+		{"-q", "-n1", "-F", filepath.Join(dir, "slapd.d"), "-l", filepath.Join(dir, "data.ldif")},
+	} {
+		if out, err := exec.Command("/usr/sbin/slapadd", args...).CombinedOutput(); err != nil {
+			tb.Fatalf("slapadd %v: %v\n%s", args, err, out)
+		}
+	}
+	s := &Server{Dir: dir, tb: tb}
+	port := freePort(tb)
+	s.URL = fmt.Sprintf("ldap://127.0.0.1:%d", port)
+	ldapi := "ldapi://" + strings.ReplaceAll(filepath.Join(dir, "ldapi"), "/", "%2F")
+	s.args = []string{"-d", "none", "-h", s.URL + "/ " + ldapi, "-F", filepath.Join(dir, "slapd.d")}
+	s.Restart()
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+func freePort(tb testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Restart starts slapd again after Stop (Start calls it the first time)
+// and waits until it answers on its private ldapi socket.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	if s.cmd != nil {
+		return
+	}
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "slapd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(slapdBin, s.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		s.tb.Fatal(err)
+	}
+	s.cmd = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	sock := filepath.Join(s.Dir, "ldapi")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		select {
+		case <-exited:
+			s.cmd = nil
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "slapd.log"))
+			s.tb.Fatalf("slapd exited during startup:\n%s", log)
+		default:
+		}
+		if c, err := ldap.DialURL("ldapi://" + strings.ReplaceAll(sock, "/", "%2F")); err == nil {
+			err = c.Bind(AdminDN, AdminPW)
+			c.Close()
+			if err == nil {
+				s.exited = exited
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			s.tb.Fatal("slapd did not answer within 15s")
+		}
+		time.Sleep(20 * time.Millisecond) // bounded readiness polling
+	}
+}
+
+// Stop stops slapd and waits for it to exit; it does nothing when slapd
+// does not run.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+const configLDIF = `dn: cn=config
+objectClass: olcGlobal
+cn: config
+olcPidFile: %[1]s/slapd.pid
+
+dn: cn=module{0},cn=config
+objectClass: olcModuleList
+cn: module{0}
+olcModulePath: /usr/lib/ldap
+olcModuleLoad: back_mdb
+
+dn: cn=schema,cn=config
+objectClass: olcSchemaConfig
+cn: schema
+
+include: file:///etc/ldap/schema/core.ldif
+include: file:///etc/ldap/schema/cosine.ldif
+include: file:///etc/ldap/schema/nis.ldif
+include: file:///etc/ldap/schema/inetorgperson.ldif
+
+dn: olcDatabase={-1}frontend,cn=config
+objectClass: olcDatabaseConfig
+objectClass: olcFrontendConfig
+olcDatabase: {-1}frontend
+olcPasswordHash: {SSHA}
+
+dn: olcDatabase={0}config,cn=config
+objectClass: olcDatabaseConfig
+olcDatabase: {0}config
+olcRootDN: cn=config
+olcRootPW: %[2]s
+
+dn: olcDatabase={1}mdb,cn=config
+objectClass: olcDatabaseConfig
+objectClass: olcMdbConfig
+olcDatabase: {1}mdb
+olcDbDirectory: %[1]s/data
+olcSuffix: %[3]s
+olcRootDN: %[4]s
+olcRootPW: %[2]s
+olcDbMaxSize: 67108864
+olcDbIndex: objectClass eq
+olcDbIndex: uid,cn eq
+olcAccess: {0}to attrs=userPassword by self write by dn.exact="%[4]s" write by dn.exact="%[5]s" write by anonymous auth by * none
+olcAccess: {1}to * by dn.exact="%[4]s" write by dn.exact="%[5]s" write by users read by * none
+`
+
+const dataLDIF = `dn: %[1]s
+objectClass: dcObject
+objectClass: organization
+dc: example
+o: Example Org
+
+dn: %[2]s
+objectClass: organizationalRole
+objectClass: simpleSecurityObject
+cn: admin
+userPassword: %[3]s
+
+dn: %[4]s
+objectClass: organizationalRole
+objectClass: simpleSecurityObject
+cn: keel
+userPassword: %[5]s
+
+dn: %[6]s
+objectClass: organizationalUnit
+ou: users
+
+dn: %[7]s
+objectClass: inetOrgPerson
+uid: alice
+cn: alice
+sn: Liddell
+userPassword: %[8]s
+
+dn: %[9]s
+objectClass: inetOrgPerson
+uid: bob
+cn: bob
+sn: Builder
+userPassword: %[10]s
+`

@@ -1,0 +1,528 @@
+package ldapengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// StaticRoleRequest creates or updates a static role
+// ({mount}/static-role/:name).
+type StaticRoleRequest struct {
+	// Username is the login name of the entry: required, and equal to
+	// the stored one on update (or empty there: kept).
+	Username string
+	// DN is the entry's distinguished name: required in openldap; in
+	// ldap optional (the entry is then searched under Config.UserDN by
+	// Config.UserAttr) and preferred to the search. It cannot change.
+	DN string
+	// RotationPeriod is at least MinRotationPeriod; required on create,
+	// kept when zero on update. See ParseDuration for the wire forms.
+	RotationPeriod time.Duration
+	// SkipImportRotation, on create, leaves the entry's password alone
+	// until the first period has passed.
+	SkipImportRotation bool
+}
+
+// StaticRole is a static role as read.
+type StaticRole struct {
+	Name           string
+	Username       string
+	DN             string // as given; in ldap possibly empty
+	RotationPeriod time.Duration
+	LastRotation   time.Time // zero before the first rotation
+	NextRotation   time.Time
+}
+
+// StaticCred is the current credential of a static role
+// ({mount}/static-cred/:name).
+type StaticCred struct {
+	DN             string // the entry whose password rotates
+	Username       string
+	Password       string // empty before the first rotation
+	LastPassword   string // the previous password; ldap only (empty in openldap)
+	LastRotation   time.Time
+	RotationPeriod time.Duration
+	TTL            time.Duration // until the next rotation, at least zero
+}
+
+type roleRecord struct {
+	Username     string        `json:"username"`
+	DN           string        `json:"dn,omitempty"`
+	EntryDN      string        `json:"entry_dn"`
+	Period       time.Duration `json:"period"`
+	Password     string        `json:"password,omitempty"`
+	LastPassword string        `json:"last_password,omitempty"`
+	LastRotation time.Time     `json:"last_rotation"`
+	NextRotation time.Time     `json:"next_rotation"`
+}
+
+// walRecord is written before a password changes in the directory.
+type walRecord struct {
+	DN       string    `json:"dn"`
+	Password string    `json:"password"`
+	Old      string    `json:"old,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+var roleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
+
+func checkRoleName(name string) error {
+	if !roleName.MatchString(name) {
+		return keel.Invalid("name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+func accountKey(dn string) string { return prefixAccount + strings.ToLower(dn) }
+
+// PutStaticRole creates or updates the static role name. It needs create
+// or update (decided in the transaction) on "MOUNT/static-role/NAME". The
+// engine must be configured (keel.ErrNotFound otherwise). An entry already
+// managed by another role is a keel.ErrConflict. On create, the password is
+// rotated at once unless SkipImportRotation; when that first rotation
+// fails, the role stays, its rotation is retried by the worker, and the
+// error is returned.
+func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleRequest) error {
+	var v keel.Validation
+	if err := checkRoleName(name); err != nil {
+		return err
+	}
+	if r.RotationPeriod != 0 && r.RotationPeriod < MinRotationPeriod {
+		v.Add("rotation_period", "must be at least %s", MinRotationPeriod)
+	}
+	if e.flavor == FlavorOpenLDAP && r.DN == "" {
+		v.Add("dn", "is required")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	created, err := e.putRole(ctx, name, r, &cfg)
+	if err != nil {
+		return err
+	}
+	e.Wake()
+	if created && !r.SkipImportRotation {
+		return e.rotate(ctx, name, e.clock.Now())
+	}
+	return nil
+}
+
+func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, cfg *Config) (bool, error) {
+	entryDN := r.DN
+	var created bool
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec roleRecord
+		found, err := getJSON(tx, prefixRole+name, &rec)
+		if err != nil {
+			return err
+		}
+		created = !found
+		c := keel.CapUpdate
+		if created {
+			c = keel.CapCreate
+		}
+		if err := keel.Authorize(ctx, e.auth, c, e.resource("static-role", name)); err != nil {
+			return err
+		}
+		if found {
+			var v keel.Validation
+			if r.Username != "" && r.Username != rec.Username {
+				v.Add("username", "cannot be changed after creation")
+			}
+			if r.DN != "" && !strings.EqualFold(r.DN, rec.DN) {
+				v.Add("dn", "cannot be changed after creation")
+			}
+			if err := v.Err(); err != nil {
+				return err
+			}
+			if r.RotationPeriod == 0 || r.RotationPeriod == rec.Period {
+				return nil
+			}
+			old := rec
+			rec.Period = r.RotationPeriod
+			if !rec.LastRotation.IsZero() {
+				rec.NextRotation = rec.LastRotation.Add(rec.Period)
+			}
+			return e.putRecord(tx, name, &old, &rec)
+		}
+		var v keel.Validation
+		if r.Username == "" {
+			v.Add("username", "is required")
+		}
+		if r.RotationPeriod == 0 {
+			v.Add("rotation_period", "is required")
+		}
+		if err := v.Err(); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil || !created {
+		return false, err
+	}
+	if entryDN == "" {
+		// ldap without dn: search under userdn by userattr, outside any
+		// transaction.
+		entryDN, err = e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, r.Username)
+		if err != nil {
+			return false, fmt.Errorf("static role %q: %w", name, err)
+		}
+	}
+	now := e.clock.Now().UTC()
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var existing roleRecord
+		found, err := getJSON(tx, prefixRole+name, &existing)
+		if err != nil {
+			return err
+		}
+		if found {
+			return fmt.Errorf("static role %q: created meanwhile: %w", name, keel.ErrConflict)
+		}
+		var owner string
+		if _, err := getJSON(tx, accountKey(entryDN), &owner); err != nil {
+			return err
+		}
+		if owner != "" {
+			return fmt.Errorf("static role %q: entry %q is already managed by static role %q: %w", name, entryDN, owner, keel.ErrConflict)
+		}
+		if err := putJSON(tx, accountKey(entryDN), name); err != nil {
+			return err
+		}
+		rec := roleRecord{Username: r.Username, DN: r.DN, EntryDN: entryDN, Period: r.RotationPeriod, NextRotation: now}
+		if r.SkipImportRotation {
+			rec.NextRotation = now.Add(r.RotationPeriod)
+		}
+		return e.putRecord(tx, name, nil, &rec)
+	})
+	return err == nil, err
+}
+
+// putRecord writes rec and moves its due entry from old's.
+func (e *Engine) putRecord(tx storage.Tx, name string, old, rec *roleRecord) error {
+	if old != nil {
+		if err := tx.Delete(dueKey(old.NextRotation, name)); err != nil {
+			return err
+		}
+	}
+	if err := putJSON(tx, prefixRole+name, rec); err != nil {
+		return err
+	}
+	return tx.Put(dueKey(rec.NextRotation, name), nil)
+}
+
+func (rec *roleRecord) view(name string) StaticRole {
+	return StaticRole{Name: name, Username: rec.Username, DN: rec.DN, RotationPeriod: rec.Period,
+		LastRotation: rec.LastRotation, NextRotation: rec.NextRotation}
+}
+
+func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, error) {
+	var rec roleRecord
+	var found bool
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		found, err = getJSON(tx, prefixRole+name, &rec)
+		return err
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("static role %q: %w", name, keel.ErrNotFound)
+	}
+	return rec, err
+}
+
+// StaticRole reads the static role name. It needs read on
+// "MOUNT/static-role/NAME".
+func (e *Engine) StaticRole(ctx context.Context, name string) (StaticRole, error) {
+	if err := checkRoleName(name); err != nil {
+		return StaticRole{}, err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("static-role", name)); err != nil {
+		return StaticRole{}, err
+	}
+	rec, err := e.loadRole(ctx, name)
+	if err != nil {
+		return StaticRole{}, err
+	}
+	return rec.view(name), nil
+}
+
+// ListStaticRoles returns the names of the static roles, sorted. It needs
+// list on "MOUNT/static-role/".
+func (e *Engine) ListStaticRoles(ctx context.Context) ([]string, error) {
+	if err := keel.Authorize(ctx, e.auth, keel.CapList, e.resource("static-role")+"/"); err != nil {
+		return nil, err
+	}
+	var names []string
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		names = names[:0]
+		return tx.Scan(prefixRole, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			names = append(names, strings.TrimPrefix(key, prefixRole))
+			return nil
+		})
+	})
+	return names, err
+}
+
+// DeleteStaticRole removes the static role name, frees its entry for
+// another role, and drops a pending rotation record (the entry keeps the
+// password it has). A missing role is not an error. It needs delete on
+// "MOUNT/static-role/NAME".
+func (e *Engine) DeleteStaticRole(ctx context.Context, name string) error {
+	if err := checkRoleName(name); err != nil {
+		return err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapDelete, e.resource("static-role", name)); err != nil {
+		return err
+	}
+	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec roleRecord
+		found, err := getJSON(tx, prefixRole+name, &rec)
+		if err != nil || !found {
+			return err
+		}
+		for _, k := range []string{prefixRole + name, dueKey(rec.NextRotation, name), accountKey(rec.EntryDN), prefixWAL + name} {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// StaticCred returns the current credential of the static role name. It
+// needs read on "MOUNT/static-cred/NAME".
+func (e *Engine) StaticCred(ctx context.Context, name string) (StaticCred, error) {
+	if err := checkRoleName(name); err != nil {
+		return StaticCred{}, err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("static-cred", name)); err != nil {
+		return StaticCred{}, err
+	}
+	rec, err := e.loadRole(ctx, name)
+	if err != nil {
+		return StaticCred{}, err
+	}
+	c := StaticCred{DN: rec.EntryDN, Username: rec.Username, Password: rec.Password,
+		LastRotation: rec.LastRotation, RotationPeriod: rec.Period,
+		TTL: max(0, rec.NextRotation.Sub(e.clock.Now())).Truncate(time.Second)}
+	if e.flavor == FlavorLDAP {
+		c.LastPassword = rec.LastPassword
+	}
+	return c, nil
+}
+
+// RotateRole rotates the password of the static role name now. It needs
+// update on "MOUNT/rotate-role/NAME". On failure the rotation is retried
+// by the worker after Options.RetryInterval.
+func (e *Engine) RotateRole(ctx context.Context, name string) error {
+	if err := checkRoleName(name); err != nil {
+		return err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("rotate-role", name)); err != nil {
+		return err
+	}
+	if _, err := e.loadRole(ctx, name); err != nil {
+		return err
+	}
+	return e.rotate(ctx, name, e.clock.Now())
+}
+
+// rotate changes the password of the role name at now: the new password
+// goes to a write-ahead record (and the role is rescheduled for a retry)
+// before the directory changes; the role takes it after. A pending record
+// is reused, so that a password the directory may already hold is never
+// lost.
+func (e *Engine) rotate(ctx context.Context, name string, now time.Time) error {
+	e.rotMu.Lock()
+	defer e.rotMu.Unlock()
+	now = now.UTC()
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("static role %q: %w", name, err)
+	}
+	candidate, err := e.generate(ctx, &cfg)
+	if err != nil {
+		return fmt.Errorf("static role %q: %w", name, err)
+	}
+	var wal walRecord
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec roleRecord
+		found, err := getJSON(tx, prefixRole+name, &rec)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("static role %q: %w", name, keel.ErrNotFound)
+		}
+		ok, err := getJSON(tx, prefixWAL+name, &wal)
+		if err != nil {
+			return err
+		}
+		if !ok || !strings.EqualFold(wal.DN, rec.EntryDN) {
+			wal = walRecord{DN: rec.EntryDN, Password: candidate, Old: rec.Password, At: now}
+			if err := putJSON(tx, prefixWAL+name, &wal); err != nil {
+				return err
+			}
+		}
+		old := rec
+		rec.NextRotation = now.Add(e.retry)
+		return e.putRecord(tx, name, &old, &rec)
+	})
+	if err != nil {
+		return fmt.Errorf("static role %q: write-ahead record: %w", name, err)
+	}
+	if err := e.dir.SetPassword(ctx, cfg.conn(), wal.DN, wal.Password); err != nil {
+		return fmt.Errorf("static role %q: retried in %s: %w", name, e.retry, err)
+	}
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec roleRecord
+		found, err := getJSON(tx, prefixRole+name, &rec)
+		if err != nil {
+			return err
+		}
+		var cur walRecord
+		ok, err := getJSON(tx, prefixWAL+name, &cur)
+		if err != nil {
+			return err
+		}
+		if !found || !ok || cur.Password != wal.Password {
+			return fmt.Errorf("static role %q: changed during rotation: %w", name, keel.ErrConflict)
+		}
+		old := rec
+		if rec.Password != wal.Password {
+			rec.LastPassword, rec.Password = rec.Password, wal.Password
+		}
+		rec.LastRotation = now
+		rec.NextRotation = now.Add(rec.Period)
+		if err := e.putRecord(tx, name, &old, &rec); err != nil {
+			return err
+		}
+		return tx.Delete(prefixWAL + name)
+	})
+	if err != nil {
+		return fmt.Errorf("static role %q: the directory holds the new password, storing it failed (retried in %s): %w", name, e.retry, err)
+	}
+	e.log.Info("static role rotated", "role", name)
+	return nil
+}
+
+// RotateRoot changes the bind account's password to a new generated one
+// that can never be read back. It needs update on "MOUNT/rotate-root". The
+// new password is stored in a write-ahead record before the directory
+// changes; when storing it in the configuration fails, the old password is
+// put back in the directory. A record left by a crash is settled by the
+// next RotateRoot or Step.
+func (e *Engine) RotateRoot(ctx context.Context) error {
+	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("rotate-root")); err != nil {
+		return err
+	}
+	if err := e.recoverRoot(ctx); err != nil {
+		return err
+	}
+	e.rotMu.Lock()
+	defer e.rotMu.Unlock()
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	pw, err := e.generate(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	wal := walRecord{DN: cfg.BindDN, Password: pw, Old: cfg.BindPass, At: e.clock.Now().UTC()}
+	if err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return putJSON(tx, keyRootWAL, &wal)
+	}); err != nil {
+		return fmt.Errorf("rotate-root: write-ahead record: %w", err)
+	}
+	if err := e.dir.SetPassword(ctx, cfg.conn(), cfg.BindDN, pw); err != nil {
+		return fmt.Errorf("rotate-root: %w", err)
+	}
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var cur Config
+		found, err := getJSON(tx, keyConfig, &cur)
+		if err != nil {
+			return err
+		}
+		if !found || cur.BindDN != cfg.BindDN || cur.BindPass != cfg.BindPass {
+			return fmt.Errorf("rotate-root: configuration changed meanwhile: %w", keel.ErrConflict)
+		}
+		cur.BindPass = pw
+		if err := putJSON(tx, keyConfig, &cur); err != nil {
+			return err
+		}
+		return tx.Delete(keyRootWAL)
+	})
+	if err == nil {
+		e.log.Info("root password rotated")
+		return nil
+	}
+	// Put the old password back, bound with the new one.
+	back := cfg
+	back.BindPass = pw
+	if rerr := e.dir.SetPassword(ctx, back.conn(), cfg.BindDN, cfg.BindPass); rerr != nil {
+		e.log.Error("rotate-root: putting the old password back failed; the write-ahead record keeps the new one", "error", rerr)
+		return fmt.Errorf("rotate-root: storing the new password: %w (the old one could not be put back: %v)", err, rerr)
+	}
+	_ = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(keyRootWAL) })
+	return fmt.Errorf("rotate-root: storing the new password failed, the old one is back: %w", err)
+}
+
+// recoverRoot settles a root write-ahead record: the password the bind
+// account accepts is kept.
+func (e *Engine) recoverRoot(ctx context.Context) error {
+	var wal walRecord
+	var cfg Config
+	var found, hasCfg bool
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		if found, err = getJSON(tx, keyRootWAL, &wal); err != nil || !found {
+			return err
+		}
+		hasCfg, err = getJSON(tx, keyConfig, &cfg)
+		return err
+	})
+	if err != nil || !found {
+		return err
+	}
+	drop := func(pw string) error {
+		return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var cur Config
+			ok, err := getJSON(tx, keyConfig, &cur)
+			if err != nil {
+				return err
+			}
+			if ok && pw != "" && cur.BindDN == wal.DN && cur.BindPass == wal.Old {
+				cur.BindPass = pw
+				if err := putJSON(tx, keyConfig, &cur); err != nil {
+					return err
+				}
+			}
+			return tx.Delete(keyRootWAL)
+		})
+	}
+	if !hasCfg || cfg.BindDN != wal.DN {
+		return drop("")
+	}
+	err = e.dir.Bind(ctx, cfg.conn(), cfg.bindUser(), wal.Password)
+	if err == nil {
+		return drop(wal.Password)
+	}
+	if !errors.Is(err, keel.ErrUnauthenticated) {
+		return fmt.Errorf("rotate-root: settling an earlier rotation: %w", err)
+	}
+	if err := e.dir.Bind(ctx, cfg.conn(), cfg.bindUser(), cfg.BindPass); err != nil {
+		return fmt.Errorf("rotate-root: settling an earlier rotation: neither password binds: %w", err)
+	}
+	return drop("")
+}

@@ -1,0 +1,154 @@
+package ldapengine
+
+import (
+	"context"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/leader"
+	"github.com/keelhq/keel/storage"
+)
+
+// stepBatch is how many due roles Step reads per transaction.
+const stepBatch = 256
+
+// Step does what is due at now: it settles a pending root rotation record,
+// then rotates every static role whose rotation is due at or before now, in
+// order of due time, reading the store's due index only up to the first
+// role due after now (the cost follows the due roles, not all roles). A
+// rotation that fails is logged and rescheduled after
+// Options.RetryInterval. Step returns when the next rotation is due, or the
+// zero time when there is no role; it returns an error only for ctx or the
+// store. Steps run one at a time.
+func (e *Engine) Step(ctx context.Context, now time.Time) (time.Time, error) {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	if err := e.recoverRoot(ctx); err != nil {
+		e.log.Error("root rotation record not settled", "error", err)
+	}
+	seen := map[string]bool{}
+	failed := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return time.Time{}, err
+		}
+		var due []string
+		var next time.Time
+		err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			due, next = due[:0], time.Time{}
+			return tx.Scan(prefixDue, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+				at, name, ok := parseDueKey(key)
+				if !ok || seen[name] {
+					return nil
+				}
+				if at.After(now) {
+					next = at
+					return storage.StopScan
+				}
+				due = append(due, name)
+				if len(due) == stepBatch {
+					return storage.StopScan
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return time.Time{}, err
+		}
+		if len(due) == 0 {
+			if retry := now.Add(e.retry); failed && (next.IsZero() || retry.Before(next)) {
+				next = retry
+			}
+			return next, nil
+		}
+		for _, name := range due {
+			seen[name] = true
+			if err := e.rotate(ctx, name, now); err != nil {
+				if ctx.Err() != nil {
+					return time.Time{}, ctx.Err()
+				}
+				failed = true
+				e.log.Error("static role rotation failed", "role", name, "error", err)
+			}
+		}
+	}
+}
+
+// Start starts the worker: a goroutine that calls Step with the clock's
+// time and sleeps on a timer of the clock until the next rotation is due,
+// or until Wake. A failed Step is tried again after Options.RetryInterval.
+// With Options.Leader the worker runs only while the process leads. Start
+// does nothing when the worker runs already; a stopped worker can be
+// started again.
+func (e *Engine) Start() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if e.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.cancel, e.done = cancel, done
+	go func() {
+		defer close(done)
+		leader.Run(ctx, e.leader, e.retry, func(err error) {
+			e.log.Error("ldapengine worker: leadership", "error", err)
+		}, e.run)
+	}()
+}
+
+// Stop cancels the worker's running Step and waits for it to end. It does
+// nothing when the worker does not run.
+func (e *Engine) Stop() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	<-e.done
+	e.cancel, e.done = nil, nil
+}
+
+func (e *Engine) run(ctx context.Context) {
+	var timer keel.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		next, err := e.Step(ctx, e.clock.Now())
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			e.log.Error("ldapengine worker: step failed", "error", err)
+			next = e.clock.Now().Add(e.retry)
+		}
+		var fire <-chan time.Time
+		if !next.IsZero() {
+			d := next.Sub(e.clock.Now())
+			if d <= 0 {
+				continue
+			}
+			if timer == nil {
+				timer = e.clock.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			if !e.clock.Now().Before(next) {
+				continue
+			}
+			fire = timer.C()
+		} else if timer != nil {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		case <-fire:
+		}
+	}
+}
