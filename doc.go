@@ -10,25 +10,29 @@
 //
 // # Packages
 //
-//	keel                    error kinds, Principal and Authorizer, Clock
-//	storage                 the Store and Tx contract, prefix views (Sub)
-//	storage/memstore        ordered in-memory store with snapshot reads
-//	storage/boltstore       one bbolt file, fsync on commit, grouped commits
-//	storage/sealstore       AES-256-GCM sealing of values at rest, key rotation
-//	storage/etcdstore       a store on etcd, for several processes
-//	storage/faultstore      makes chosen operations fail, for tests
-//	storage/storagetest     the conformance suite every store passes
-//	leader                  leadership of background work (one process, or etcd)
-//	project                 organizations, projects, workspaces, teams
-//	policy                  policy-as-code policies per organization
-//	kv                      the key-value secrets engine, version 1
-//	lease                   the lease manager and its expiry worker
-//	identity                identity groups, their members and parents
-//	examples/httpapi/vault  the Vault-dialect HTTP adapter
-//	examples/httpapi/tfe    the JSON:API (HCP Terraform) HTTP adapter
-//	examples/server         an HTTP server over a bbolt file
+//	keel                      error kinds, Principal and Authorizer, Clock
+//	storage                   the Store and Tx contract, prefix views (Sub)
+//	storage/memstore          ordered in-memory store with snapshot reads
+//	storage/boltstore         one bbolt file, fsync on commit, grouped commits
+//	storage/sealstore         AES-256-GCM sealing of values at rest, key rotation
+//	storage/etcdstore         a store on etcd, for several processes
+//	storage/faultstore        makes chosen operations fail, for tests
+//	storage/storagetest       the conformance suite every store passes
+//	leader                    leadership of background work (one process, or etcd)
+//	project                   organizations, projects, workspaces, teams
+//	policy                    policy-as-code policies per organization
+//	peering                   cluster peering between keel clusters
+//	ldapengine                the ldap and openldap directory engines (part 1)
+//	kv                        the key-value secrets engine, version 1
+//	lease                     the lease manager and its expiry worker
+//	identity                  identity groups, their members and parents
+//	examples/httpapi/vault    the Vault-dialect HTTP adapter
+//	examples/httpapi/tfe      the JSON:API (HCP Terraform) HTTP adapter
+//	examples/httpapi/consul   the Consul-dialect HTTP adapter (peering)
+//	examples/server           an HTTP server over a bbolt file
 //
-// The service packages still to come (peering, ldapengine) build on these.
+// Still to come: dynamic roles and library sets of the directory engines,
+// and their HTTP routes.
 //
 // # Quickstart
 //
