@@ -53,7 +53,12 @@
 // GenerateToken, Establish, Delete and SetExportedServices need
 // peering:write, Read needs peering:read, on the resource
 // "peering/<name>". List returns the peerings the caller may read and
-// sets Filtered when it left some out. The Handle methods need no right:
+// sets Filtered when it left some out. SetExportedServicesEntry (Consul's
+// config entry of kind "exported-services", name "default") needs
+// peering:write on every peering whose exports it changes, and
+// ExportedServicesEntry needs peering:read on every peering the entry
+// names: Consul asks for mesh or operator rights there, which keel does
+// not have, and the entry is the exports of those peerings. The Handle methods need no right:
 // the one-time secret, then the stream secret, is the credential.
 //
 // # Concurrency
@@ -79,5 +84,8 @@
 // secret, the acceptor's side goes FAILING: generate a new token. A
 // deleted peering whose peer cannot be told within HeartbeatTimeout is
 // removed anyway; its peer learns at its next heartbeat (a dialer) or
-// goes FAILING (an acceptor).
+// goes FAILING (an acceptor). The exported-services entry applies to the
+// peerings that exist when it is set, and to a peering created later
+// under a name it lists; consumers are peer names only (no partitions or
+// sameness groups).
 package peering

@@ -91,6 +91,9 @@ func (s *Service) GenerateToken(ctx context.Context, req TokenRequest) (string, 
 		switch {
 		case errors.Is(err, keel.ErrNotFound):
 			r = &record{ID: uuid.NewString(), Name: req.PeerName, Role: roleAcceptor, State: StateInitial}
+			if r.Exported, err = exportsFor(tx, r.Name); err != nil {
+				return false, err
+			}
 		case err != nil:
 			return false, err
 		case r.Role != roleAcceptor:
@@ -206,6 +209,9 @@ func (s *Service) Establish(ctx context.Context, req EstablishRequest) error {
 		}
 		if err != nil || r.ID != id {
 			r = &record{ID: id, Name: req.PeerName, Role: roleDialer}
+			if r.Exported, err = exportsFor(tx, r.Name); err != nil {
+				return false, err
+			}
 		}
 		var v keel.Validation
 		r.State = StateActive

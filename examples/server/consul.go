@@ -18,7 +18,8 @@ type cluster struct {
 // "peering/") in Consul's dialect (token header X-Cluster-Token), with the
 // peer-to-peer messages over HTTP, and runs the peering worker
 // (heartbeats, failure detection, clean-up after delete) until the server
-// stops.
+// stops; with -etcd, on one server of the deployment at a time (the
+// election "peering").
 func mountConsul(mux *http.ServeMux, d *deps) error {
 	var addrs []string
 	if d.cluster.advertise != "" {
@@ -27,6 +28,7 @@ func mountConsul(mux *http.ServeMux, d *deps) error {
 	svc := peering.New(d.store, &consul.HTTPTransport{}, &peering.Options{
 		Datacenter: d.cluster.datacenter, Addresses: addrs,
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
+		Leader: d.leader("peering"), HeartbeatInterval: d.peeringHeartbeat,
 	})
 	consul.New(svc, &consul.Options{Logger: d.logger}).Register(mux)
 	svc.Start()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,10 @@ func waitPeering(t *testing.T, c *api.Client, name string, ok func(*api.Peering)
 
 func TestTwoServersPeer(t *testing.T) {
 	addrA, addrB := freeAddr(t), freeAddr(t)
-	a := start(t, hooks{}, "-data", "memory", "-root-token", "root-a", "-addr", addrA, "-datacenter", "dc-a")
-	b := start(t, hooks{}, "-data", "memory", "-root-token", "root-b", "-addr", addrB, "-datacenter", "dc-b", "-advertise", addrB)
+	// Short heartbeats, so that A's exports reach B (the dialer) fast.
+	h := hooks{peeringHeartbeat: 100 * time.Millisecond}
+	a := start(t, h, "-data", "memory", "-root-token", "root-a", "-addr", addrA, "-datacenter", "dc-a")
+	b := start(t, h, "-data", "memory", "-root-token", "root-b", "-addr", addrB, "-datacenter", "dc-b", "-advertise", addrB)
 	ca, cb := consulClient(t, a, "root-a"), consulClient(t, b, "root-b")
 	ctx := context.Background()
 
@@ -71,6 +74,33 @@ func TestTwoServersPeer(t *testing.T) {
 	pb := waitPeering(t, cb, "cluster-a", active)
 	if pa.Remote.Datacenter != "dc-b" || pb.Remote.Datacenter != "dc-a" || !strings.Contains(strings.Join(pb.PeerServerAddresses, ","), addrA) {
 		t.Fatalf("peerings %+v %+v", pa, pb)
+	}
+
+	// Services A exports to B, set as Consul's exported-services config
+	// entry, show on B as imported.
+	ok, _, err := ca.ConfigEntries().Set(&api.ExportedServicesConfigEntry{
+		Name:     "default",
+		Services: []api.ExportedService{{Name: "web", Consumers: []api.ServiceConsumer{{Peer: "cluster-b"}}}},
+	}, nil)
+	if err != nil || !ok {
+		t.Fatalf("ConfigEntries().Set: %v %v", ok, err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		p, _, err := cb.Peerings().Read(ctx, "cluster-a", nil)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if p != nil && slices.Equal(p.StreamStatus.ImportedServices, []string{"web"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B never imported A's exports: %+v", p)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if e, _, err := ca.ConfigEntries().Get(api.ExportedServices, "default", nil); err != nil || len(e.(*api.ExportedServicesConfigEntry).Services) != 1 {
+		t.Fatalf("ConfigEntries().Get: %+v %v", e, err)
 	}
 
 	// A blocking read on B returns when A's deletion reaches B, long

@@ -103,7 +103,12 @@
 // from the first start; more with POST /v1/sys/mounts/:path) and the lease
 // endpoints under /v1/sys/leases/. One lease manager (package lease) serves
 // every engine; its worker runs while the server does, and revokes at start
-// what expired while the server was down.
+// what expired while the server was down. The Consul-style adapter
+// (package examples/httpapi/consul) serves cluster peering under
+// /v1/peering/ and /v1/peerings, and the exported services of peers as
+// Consul's "exported-services" config entry (PUT /v1/config). With -etcd,
+// each background worker (lease expiry, peering heartbeats) has its own
+// election, so that one server of the deployment runs it.
 //
 // # Adding an adapter
 //

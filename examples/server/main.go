@@ -69,6 +69,9 @@ type hooks struct {
 	// shutdown is called when the server has begun to shut down: it
 	// accepts no more connections, but requests in flight go on.
 	shutdown func()
+	// peeringHeartbeat, when not zero, replaces the heartbeat interval of
+	// cluster peering (15 s), so that end-to-end tests see exports fast.
+	peeringHeartbeat time.Duration
 }
 
 // options are the command-line flags.
@@ -151,10 +154,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	}
 
 	var store storage.Store
-	var lead leader.Leader // nil: this server alone runs background work
+	var leaders func(name string) leader.Leader // nil: this server alone runs background work
 	where := opts.data
 	if opts.etcd != "" {
-		store, lead, err = openEtcd(ctx, opts.etcd, opts.sealKeyFile)
+		store, leaders, err = openEtcd(ctx, opts.etcd, opts.sealKeyFile)
 		where = "etcd " + opts.etcd
 	} else {
 		store, err = openStore(opts.data, opts.sealKeyFile)
@@ -164,11 +167,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
 
-	d := &deps{store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger, cluster: opts.cluster}
+	d := &deps{
+		store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger, cluster: opts.cluster,
+		leaders: leaders, peeringHeartbeat: h.peeringHeartbeat,
+	}
 	if d.cluster.advertise == "" {
 		d.cluster.advertise = opts.addr
 	}
-	d.leases = lease.New(store, &lease.Options{Clock: d.clock, Authorizer: authz, Logger: logger, Leader: lead})
+	d.leases = lease.New(store, &lease.Options{Clock: d.clock, Authorizer: authz, Logger: logger, Leader: d.leader("lease")})
 	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
 	mux := http.NewServeMux()
 	if err := mount(mux, d); err != nil {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
@@ -20,7 +22,25 @@ type deps struct {
 	leases     *lease.Manager // the one lease manager; engines register their mounts with it
 	cluster    cluster        // -datacenter and -advertise; see consul.go
 
+	// leaders gives the leader of the background worker name ("lease",
+	// "peering"): an election of its own per name, so that with -etcd
+	// one server of the deployment runs each worker. Nil when this server
+	// alone runs background work; see leader.
+	leaders func(name string) leader.Leader
+	// peeringHeartbeat is the heartbeat interval of cluster peering; zero
+	// is peering's default. Tests shorten it (hooks.peeringHeartbeat).
+	peeringHeartbeat time.Duration
+
 	closers []func() error // see onClose
+}
+
+// leader returns the leader of the background worker name, or nil (run
+// always) when the server runs alone.
+func (d *deps) leader(name string) leader.Leader {
+	if d.leaders == nil {
+		return nil
+	}
+	return d.leaders(name)
 }
 
 // onClose registers f to run when the server stops: after the last request

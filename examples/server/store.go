@@ -18,10 +18,11 @@ const memoryData = "memory"
 
 // openEtcd opens the store the server runs on when -etcd is given: an
 // etcdstore on the comma-separated endpoints, wrapped as openStore wraps
-// its stores. It returns too the leader of the background work: etcd's
-// election, so that one server of the deployment runs it at a time. The
-// caller closes the store.
-func openEtcd(ctx context.Context, endpoints, sealKeyFile string) (storage.Store, leader.Leader, error) {
+// its stores. It returns too the leaders of the background work: for each
+// worker name ("lease", "peering"), an etcd election of its own, so that
+// one server of the deployment runs each worker at a time. The caller
+// closes the store.
+func openEtcd(ctx context.Context, endpoints, sealKeyFile string) (storage.Store, func(name string) leader.Leader, error) {
 	es, err := etcdstore.Open(ctx, strings.Split(endpoints, ","), nil)
 	if err != nil {
 		return nil, nil, err
@@ -30,7 +31,7 @@ func openEtcd(ctx context.Context, endpoints, sealKeyFile string) (storage.Store
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, es.Leader("lease", nil), nil
+	return s, func(name string) leader.Leader { return es.Leader(name, nil) }, nil
 }
 
 // openStore opens the store the server runs on: a bbolt file at data, or a

@@ -6,7 +6,11 @@
 // # Basics
 //
 // Routes: POST /v1/peering/token, POST /v1/peering/establish (answers
-// {}), GET and DELETE /v1/peering/{name}, GET /v1/peerings, and the
+// {}), GET and DELETE /v1/peering/{name}, GET /v1/peerings, PUT
+// /v1/config with a config entry of kind "exported-services" (answers
+// true; each peer named among the consumers exports those services, a
+// peer no longer named exports none) and GET
+// /v1/config/exported-services/default, and the
 // peer-to-peer paths POST /v1/internal/peering/{exchange,heartbeat,
 // terminate}. Reads take ?index and ?wait (a Go duration, or seconds)
 // for blocking queries, ?partition, and accept ?consistent and ?stale
@@ -17,7 +21,10 @@
 //
 // The caller is the keel.Principal of the request's context: the server
 // maps the X-Cluster-Token header to it. The peer-to-peer paths need no
-// token: the peering secrets are their credentials.
+// token: the peering secrets are their credentials. The config entry
+// needs peering:write (PUT) and peering:read (GET) on the peerings it
+// names, where Consul asks for mesh/operator rights, which keel does not
+// have.
 //
 // # Errors
 //
@@ -34,5 +41,7 @@
 //
 // Patterns carry no method so that they win over a "/v1/" catch-all of
 // another adapter on the same mux, and answer 405 themselves. Delete
-// answers 200 with an empty body.
+// answers 200 with an empty body. Config entries of other kinds, ?cas,
+// namespaces and partitions other than "default", and consumers that
+// name a partition or sameness group answer 400.
 package consul

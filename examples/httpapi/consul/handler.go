@@ -43,8 +43,10 @@ const (
 )
 
 // Register adds the handler's routes to mux: /v1/peering/token,
-// /v1/peering/establish, /v1/peering/{name}, /v1/peerings and the
-// peer-to-peer paths under /v1/internal/peering/. Patterns carry no
+// /v1/peering/establish, /v1/peering/{name}, /v1/peerings, the config
+// entry of kind "exported-services" (PUT /v1/config, GET
+// /v1/config/exported-services/default) and the peer-to-peer paths under
+// /v1/internal/peering/. Patterns carry no
 // method, so that other methods get 405 here and so that they are more
 // specific than a "/v1/" catch-all of another adapter.
 func (h *Handler) Register(mux *http.ServeMux) {
@@ -52,6 +54,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/peering/establish", h.establish)
 	mux.HandleFunc("/v1/peering/{name}", h.peering)
 	mux.HandleFunc("/v1/peerings", h.list)
+	mux.HandleFunc("/v1/config", h.configSet)
+	mux.HandleFunc("/v1/config/{kind}/{name}", h.configGet)
 	mux.HandleFunc(pathExchange, h.exchange)
 	mux.HandleFunc(pathHeartbeat, h.heartbeat)
 	mux.HandleFunc(pathTerminate, h.terminate)

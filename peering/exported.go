@@ -1,0 +1,228 @@
+package peering
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// ExportedServicesName is the only name of the exported-services entry, as
+// in Consul without partitions.
+const ExportedServicesName = "default"
+
+// exportedKey is the key of the exported-services entry.
+const exportedKey = "exported-services/" + ExportedServicesName
+
+// ExportedServicesEntry is Consul's config entry of kind
+// "exported-services": which services this cluster exports to which
+// peers. Values returned are copies owned by the caller.
+type ExportedServicesEntry struct {
+	// Name is ExportedServicesName; empty means it.
+	Name string
+	// Services lists each exported service with the peers that consume
+	// it.
+	Services []ExportedService
+	// Meta is the caller's metadata, limited as a peering's.
+	Meta map[string]string
+	// CreateIndex and ModifyIndex are the change indexes of the creation
+	// and of the last change; set by the Service.
+	CreateIndex, ModifyIndex uint64
+}
+
+// ExportedService is one service of an ExportedServicesEntry.
+type ExportedService struct {
+	// Name is the service name; not empty.
+	Name string
+	// Consumers are the local names of the peerings the service is
+	// exported to; not empty.
+	Consumers []string
+}
+
+// SetExportedServicesEntry stores entry and sets the services exported to
+// each peering it names, as SetExportedServices does: a peering gets the
+// names of the services listing it among their consumers, and a peering
+// named by the previous entry but not by this one gets none. Peerings
+// that do not exist yet, or are being deleted, are skipped; a peering
+// created later (token or establish) starts with the services the stored
+// entry exports to its name. It needs peering:write on every peering
+// whose exports change (named by the previous or the new entry). All of
+// it is one transaction.
+func (s *Service) SetExportedServicesEntry(ctx context.Context, entry *ExportedServicesEntry) error {
+	e, err := normEntry(entry)
+	if err != nil {
+		return err
+	}
+	want := e.exports()
+	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
+		old, err := getEntry(tx)
+		if err != nil {
+			return false, err
+		}
+		peers := map[string][]string{}
+		for name := range old.exports() {
+			peers[name] = []string{}
+		}
+		for name, svcs := range want {
+			peers[name] = svcs
+		}
+		for _, name := range slices.Sorted(maps.Keys(peers)) {
+			if err := keel.Authorize(ctx, s.authz, keel.CapPeeringWrite, resource(name)); err != nil {
+				return false, err
+			}
+		}
+		for name, svcs := range peers {
+			r, err := getByName(tx, name)
+			if errors.Is(err, keel.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return false, err
+			}
+			if !r.DeletedAt.IsZero() || slices.Equal(r.Exported, svcs) {
+				continue
+			}
+			r.Exported = svcs
+			r.NextHeartbeat = time.Time{} // tell the peer at once
+			if err := put(tx, r, idx); err != nil {
+				return false, err
+			}
+		}
+		e.CreateIndex = old.CreateIndex
+		if e.CreateIndex == 0 {
+			e.CreateIndex = idx
+		}
+		e.ModifyIndex = idx
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return false, fmt.Errorf("exported services: encoding: %v: %w", err, keel.ErrInternal)
+		}
+		return true, tx.Put(exportedKey, raw)
+	})
+	if err != nil {
+		return fmt.Errorf("set exported services: %w", err)
+	}
+	s.Wake()
+	return nil
+}
+
+// ExportedServicesEntry returns the exported-services entry named name
+// (ExportedServicesName) and the change index of the read. It needs
+// peering:read on every peering the entry names. A name other than
+// ExportedServicesName, or an entry never set, gives keel.ErrNotFound.
+func (s *Service) ExportedServicesEntry(ctx context.Context, name string) (*ExportedServicesEntry, uint64, error) {
+	var e *ExportedServicesEntry
+	var idx uint64
+	err := s.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
+		var err error
+		if idx, err = currentIndex(tx); err != nil {
+			return err
+		}
+		if name != ExportedServicesName {
+			return fmt.Errorf("exported-services entry %q: %w", name, keel.ErrNotFound)
+		}
+		if e, err = getEntry(tx); err != nil {
+			return err
+		}
+		if e.ModifyIndex == 0 {
+			return fmt.Errorf("exported-services entry %q: %w", name, keel.ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, idx, err
+	}
+	for _, peer := range slices.Sorted(maps.Keys(e.exports())) {
+		if err := keel.Authorize(ctx, s.authz, keel.CapPeeringRead, resource(peer)); err != nil {
+			return nil, idx, err
+		}
+	}
+	return e, idx, nil
+}
+
+// exportsFor returns the services the stored entry exports to the
+// peering name, for a peering being created.
+func exportsFor(tx storage.Tx, name string) ([]string, error) {
+	e, err := getEntry(tx)
+	if err != nil {
+		return nil, err
+	}
+	return e.exports()[name], nil
+}
+
+// exports returns, for each peering named, the sorted names of the
+// services exported to it.
+func (e *ExportedServicesEntry) exports() map[string][]string {
+	out := map[string][]string{}
+	for _, svc := range e.Services {
+		for _, peer := range svc.Consumers {
+			out[peer] = append(out[peer], svc.Name)
+		}
+	}
+	for peer, svcs := range out {
+		slices.Sort(svcs)
+		out[peer] = slices.Compact(svcs)
+	}
+	return out
+}
+
+// getEntry returns the stored entry; an empty one when none is stored.
+func getEntry(tx storage.Tx) (*ExportedServicesEntry, error) {
+	e := &ExportedServicesEntry{Name: ExportedServicesName}
+	raw, err := tx.Get(exportedKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		return e, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, e); err != nil {
+		return nil, fmt.Errorf("exported services: decoding: %v: %w", err, keel.ErrInternal)
+	}
+	return e, nil
+}
+
+// normEntry validates entry and returns a copy without duplicate
+// consumers.
+func normEntry(entry *ExportedServicesEntry) (*ExportedServicesEntry, error) {
+	var v keel.Validation
+	if entry == nil {
+		entry = &ExportedServicesEntry{}
+	}
+	e := &ExportedServicesEntry{Name: entry.Name}
+	if e.Name == "" {
+		e.Name = ExportedServicesName
+	}
+	if e.Name != ExportedServicesName {
+		v.Add("Name", "the exported-services entry must be named %q", ExportedServicesName)
+	}
+	checkMeta(&v, entry.Meta)
+	if len(entry.Meta) > 0 {
+		e.Meta = maps.Clone(entry.Meta)
+	}
+	for i, svc := range entry.Services {
+		field := fmt.Sprintf("Services[%d]", i)
+		if svc.Name == "" {
+			v.Add(field+".Name", "the service name is empty")
+		}
+		if len(svc.Consumers) == 0 {
+			v.Add(field+".Consumers", "at least one consumer is required")
+		}
+		var consumers []string
+		for j, peer := range svc.Consumers {
+			if !validName(peer) {
+				v.Add(fmt.Sprintf("%s.Consumers[%d].Peer", field, j), "%q is not a valid peer name", peer)
+			}
+			consumers = append(consumers, peer)
+		}
+		slices.Sort(consumers)
+		e.Services = append(e.Services, ExportedService{Name: svc.Name, Consumers: slices.Compact(consumers)})
+	}
+	return e, v.Err()
+}

@@ -1,0 +1,108 @@
+package peering_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+func entry(svcs ...peering.ExportedService) *peering.ExportedServicesEntry {
+	return &peering.ExportedServicesEntry{Name: "default", Services: svcs}
+}
+
+func TestExportedServicesEntry(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	_, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+	wantKind(t, err, keel.KindNotFound)
+	w.peer(t)
+
+	// "later" has no peering yet: skipped now, applied when it is created.
+	e := entry(
+		peering.ExportedService{Name: "web", Consumers: []string{"b", "later"}},
+		peering.ExportedService{Name: "api", Consumers: []string{"b", "b"}},
+	)
+	if err := w.a.svc.SetExportedServicesEntry(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, w.a, "b").StreamStatus.ExportedServices; !slices.Equal(got, []string{"api", "web"}) {
+		t.Fatalf("a exports %v", got)
+	}
+	// The acceptor's exports reach the dialer at its next heartbeat.
+	w.clock.Advance(peering.DefaultHeartbeatInterval)
+	w.step(t)
+	if got := read(t, w.b, "a").StreamStatus.ImportedServices; !slices.Equal(got, []string{"api", "web"}) {
+		t.Fatalf("b imports %v", got)
+	}
+	got, idx, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "default" || len(got.Services) != 2 || !slices.Equal(got.Services[1].Consumers, []string{"b"}) ||
+		got.CreateIndex == 0 || got.ModifyIndex != got.CreateIndex || idx < got.ModifyIndex {
+		t.Fatalf("entry %+v index %d", got, idx)
+	}
+	if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, w.a, "later").StreamStatus.ExportedServices; !slices.Equal(got, []string{"web"}) {
+		t.Fatalf("later exports %v", got)
+	}
+
+	// A peering no longer named exports nothing.
+	if err := w.a.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"later"}})); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, w.a, "b").StreamStatus.ExportedServices; len(got) != 0 {
+		t.Fatalf("a still exports %v", got)
+	}
+	again, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.CreateIndex != got.CreateIndex || again.ModifyIndex <= got.ModifyIndex {
+		t.Fatalf("indexes %d/%d after %d/%d", again.CreateIndex, again.ModifyIndex, got.CreateIndex, got.ModifyIndex)
+	}
+	_, _, err = w.a.svc.ExportedServicesEntry(ctx, "other")
+	wantKind(t, err, keel.KindNotFound)
+}
+
+func TestExportedServicesEntryRules(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	for _, e := range []*peering.ExportedServicesEntry{
+		{Name: "other"},
+		entry(peering.ExportedService{Name: "", Consumers: []string{"b"}}),
+		entry(peering.ExportedService{Name: "web"}),
+		entry(peering.ExportedService{Name: "web", Consumers: []string{"Not_A_Label"}}),
+	} {
+		wantKind(t, w.a.svc.SetExportedServicesEntry(ctx, e), keel.KindInvalid)
+	}
+}
+
+func TestExportedServicesEntryRights(t *testing.T) {
+	w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
+	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"b-only": {{Path: "peering/b", Capabilities: []keel.Capability{keel.CapPeeringRead, keel.CapPeeringWrite}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.add(t, "dc1", "10.0.0.1:8300", memstore.New(nil), authz)
+	ctx := keel.WithPrincipal(context.Background(), keel.Principal{Policies: []string{"b-only"}})
+	if err := c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"b"}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.svc.ExportedServicesEntry(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"c"}})), keel.KindForbidden)
+	// Dropping b needs no more than write on b.
+	if err := c.svc.SetExportedServicesEntry(ctx, entry()); err != nil {
+		t.Fatal(err)
+	}
+}
