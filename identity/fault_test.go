@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 var errInjected = errors.New("injected fault")
@@ -64,13 +65,13 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 				g.a, g.b = e.create(t, "a"), e.create(t, "b")
 				g.p = e.create(t, "p", g.a)
 				g.top = e.create(t, "top", g.p)
-				before := dump(t, e.mem)
+				before := storagetest.Dump(t, e.mem)
 				fs.Fail(f.op, f.prefix, 0, errInjected)
 				err := op.run(context.Background(), e, g)
 				if !errors.Is(err, errInjected) {
 					t.Fatalf("error %v, want the injected fault", err)
 				}
-				if after := dump(t, e.mem); !maps.Equal(before, after) {
+				if after := storagetest.Dump(t, e.mem); !maps.Equal(before, after) {
 					t.Fatalf("store changed by a failed operation:\nbefore %q\nafter  %q", before, after)
 				}
 			})

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // FuzzInput: validation of names and metadata never panics; a refused
@@ -27,7 +28,7 @@ func FuzzInput(f *testing.F) {
 			utf8.RuneCountInString(key) <= MaxMetadataKeyLen && utf8.RuneCountInString(value) <= MaxMetadataValueLen
 		if !valid {
 			wantKind(t, err, keel.KindInvalid)
-			if len(dump(t, e.mem)) != 0 {
+			if len(storagetest.Dump(t, e.mem)) != 0 {
 				t.Fatal("a refused write stored something")
 			}
 			return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestCreateReadDefaults(t *testing.T) {
@@ -233,7 +234,7 @@ func TestRules(t *testing.T) {
 				id = tc.setup(e)
 			}
 			in := tc.in(e, id)
-			before := dump(t, e.mem)
+			before := storagetest.Dump(t, e.mem)
 			var err error
 			if id == "" {
 				_, err = e.g.Upsert(ctx, "", in)
@@ -241,7 +242,7 @@ func TestRules(t *testing.T) {
 				_, err = e.g.UpdateByID(ctx, id, in)
 			}
 			wantInvalid(t, err, tc.field, tc.rule)
-			if after := dump(t, e.mem); !maps.Equal(before, after) {
+			if after := storagetest.Dump(t, e.mem); !maps.Equal(before, after) {
 				t.Fatalf("a refused write changed the store")
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // t0 is the start of every fake clock.
@@ -74,22 +75,6 @@ func (e *env) read(t testing.TB, id string) Group {
 	return g
 }
 
-// dump returns every key and value of s.
-func dump(t testing.TB, s storage.Store) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
-			out[k] = string(v)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // wantKind fails t unless err has kind k.
 func wantKind(t testing.TB, err error, k keel.Kind) {
 	t.Helper()
@@ -118,7 +103,7 @@ func checkGraph(t testing.TB, s storage.Store) {
 	members := map[string][]string{}
 	parents := map[string]map[string]bool{}
 	groups := map[string]bool{}
-	for k := range dump(t, s) {
+	for k := range storagetest.Dump(t, s) {
 		rest, ok := strings.CutPrefix(k, keyPrefix)
 		if !ok {
 			continue

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestRights(t *testing.T) {
@@ -67,7 +68,7 @@ func TestReadRightsCannotChangeMembership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := dump(t, e.mem)
+	before := storagetest.Dump(t, e.mem)
 	add := Input{MemberGroupIDs: &[]string{mine.ID}, MemberEntityIDs: &[]string{"my-entity"}}
 	for name, op := range map[string]func() error{
 		"upsert by id":   func() error { _, err := e.g.Upsert(reader, admins.ID, add); return err },
@@ -78,7 +79,7 @@ func TestReadRightsCannotChangeMembership(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) { wantKind(t, op(), keel.KindForbidden) })
 	}
-	if after := dump(t, e.mem); !maps.Equal(before, after) {
+	if after := storagetest.Dump(t, e.mem); !maps.Equal(before, after) {
 		t.Fatal("a reader changed the store")
 	}
 	if g, err := e.g.ReadByName(reader, "admins"); err != nil || len(g.MemberGroupIDs) != 0 {

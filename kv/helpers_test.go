@@ -17,6 +17,7 @@ import (
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
 	"github.com/keelhq/keel/storage/memstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // newMem returns an empty memstore closed at the end of the test.
@@ -55,22 +56,6 @@ func newEngine(t testing.TB, store storage.Store, opts *kv.Options) *kv.Engine {
 	return e
 }
 
-// dump returns every key and value of store.
-func dump(t testing.TB, store storage.Store) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
-			out[k] = string(v)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // put stores value at key of store, bypassing the engine.
 func put(t testing.TB, store storage.Store, key, value string) {
 	t.Helper()
@@ -101,7 +86,7 @@ func wantKind(t testing.TB, err error, want keel.Kind) {
 // wantUnchanged fails t unless store holds exactly before.
 func wantUnchanged(t testing.TB, store storage.Store, before map[string]string) {
 	t.Helper()
-	if after := dump(t, store); !maps.Equal(before, after) {
+	if after := storagetest.Dump(t, store); !maps.Equal(before, after) {
 		t.Fatalf("store changed:\nbefore %q\nafter  %q", before, after)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/keelhq/keel/kv"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestNew(t *testing.T) {
@@ -134,7 +135,7 @@ func TestStoredAtPath(t *testing.T) {
 	e := newEngine(t, store, nil)
 	mustWrite(t, context.Background(), e, "a/b", map[string]any{"k": "v", "n": 1})
 	want := map[string]string{"a/b": `{"k":"v","n":1}`}
-	if got := dump(t, store); !reflect.DeepEqual(got, want) {
+	if got := storagetest.Dump(t, store); !reflect.DeepEqual(got, want) {
 		t.Fatalf("store holds %q, want %q", got, want)
 	}
 }
@@ -260,7 +261,7 @@ func TestBadTTL(t *testing.T) {
 			store := newMem(t, storage.Limits{})
 			e := newEngine(t, store, nil)
 			mustWrite(t, context.Background(), e, "existing", map[string]any{"k": "v"})
-			before := dump(t, store)
+			before := storagetest.Dump(t, store)
 			for _, path := range []string{"new", "existing"} {
 				err := e.Write(context.Background(), path, map[string]any{"k": "v2", "ttl": ttl})
 				wantKind(t, err, keel.KindInvalid)
@@ -311,7 +312,7 @@ func TestBadInput(t *testing.T) {
 			store := newMem(t, storage.Limits{MaxKeySize: 64, MaxValueSize: 128})
 			e := newEngine(t, store, nil)
 			mustWrite(t, context.Background(), e, "other", map[string]any{"k": "v"})
-			before := dump(t, store)
+			before := storagetest.Dump(t, store)
 			data := tc.data
 			if data == nil && tc.wantRule == "" {
 				data = map[string]any{"k": "v"}
@@ -379,7 +380,7 @@ func TestDelete(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := slices.Sorted(maps.Keys(dump(t, store)))
+			got := slices.Sorted(maps.Keys(storagetest.Dump(t, store)))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("keys left %q, want %q", got, tc.want)
 			}
@@ -527,7 +528,7 @@ func TestRights(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			for _, who := range []string{"reader", "lister", "deleter", "writer"} {
-				before := dump(t, store)
+				before := storagetest.Dump(t, store)
 				err := tc.op(as(who))
 				q := authz.questions()
 				if want := []string{who + " " + tc.asked}; !slices.Equal(q, want) {
@@ -588,7 +589,7 @@ func TestCreateVersusUpdate(t *testing.T) {
 			if tc.existing {
 				put(t, store, "p", `{"old":"value"}`)
 			}
-			before := dump(t, store)
+			before := storagetest.Dump(t, store)
 			data := tc.data
 			if data == nil {
 				data = map[string]any{"new": "value"}
@@ -605,7 +606,7 @@ func TestCreateVersusUpdate(t *testing.T) {
 				wantUnchanged(t, store, before)
 				return
 			}
-			if got := dump(t, store)["p"]; got != `{"new":"value"}` {
+			if got := storagetest.Dump(t, store)["p"]; got != `{"new":"value"}` {
 				t.Fatalf("stored %s", got)
 			}
 		})
@@ -631,7 +632,7 @@ func TestCreateDecidedInTransaction(t *testing.T) {
 			e := newEngine(t, store, &kv.Options{Authorizer: authz})
 			err := e.Write(as("creator"), "p", map[string]any{"mine": "1"})
 			wantKind(t, err, keel.KindForbidden)
-			if got := dump(t, mem)["p"]; got != `{"rival":"1"}` {
+			if got := storagetest.Dump(t, mem)["p"]; got != `{"rival":"1"}` {
 				t.Fatalf("stored %s, want the rival's value", got)
 			}
 		})
@@ -661,7 +662,7 @@ func TestFaultsLeaveStoreUnchanged(t *testing.T) {
 			fs := faultstore.New(mem)
 			e := newEngine(t, fs, nil)
 			mustWrite(t, context.Background(), e, "old", map[string]any{"k": "old"})
-			before := dump(t, mem)
+			before := storagetest.Dump(t, mem)
 			fs.Fail(tc.op, "", 1, boom)
 			var err error
 			if tc.del {
@@ -726,7 +727,7 @@ func TestRerun(t *testing.T) {
 				fs.Rerun(rerun)
 				r, err := run(ctx, e)
 				r.kind = keel.KindOf(err)
-				r.store = dump(t, mem)
+				r.store = storagetest.Dump(t, mem)
 				results[i] = r
 			}
 			if !reflect.DeepEqual(results[0], results[1]) {
@@ -819,7 +820,7 @@ func TestCanceled(t *testing.T) {
 	store := newMem(t, storage.Limits{})
 	e := newEngine(t, store, nil)
 	mustWrite(t, context.Background(), e, "p", map[string]any{"k": "v"})
-	before := dump(t, store)
+	before := storagetest.Dump(t, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ops := map[string]func() error{

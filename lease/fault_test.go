@@ -9,6 +9,7 @@ import (
 
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 var errInjected = errors.New("injected fault")
@@ -72,13 +73,13 @@ func TestFailedOperationsLeaveStoreUnchanged(t *testing.T) {
 			t.Run(opName+"/"+faultName, func(t *testing.T) {
 				e, fs := faultEnv(t)
 				l := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
-				before := dump(t, e.mem)
+				before := storagetest.Dump(t, e.mem)
 				fs.Fail(f.op, f.prefix, 0, errInjected)
 				err := op.run(context.Background(), e, l)
 				if !errors.Is(err, errInjected) {
 					t.Fatalf("error %v, want the injected fault", err)
 				}
-				if after := dump(t, e.mem); !mapsEqual(before, after) {
+				if after := storagetest.Dump(t, e.mem); !mapsEqual(before, after) {
 					t.Fatalf("store changed by a failed operation:\nbefore %q\nafter  %q", before, after)
 				}
 			})

@@ -13,6 +13,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // t0 is the start of every fake clock.
@@ -148,27 +149,11 @@ func (e *env) get(t testing.TB, id string) (entry, bool) {
 	return out, found
 }
 
-// dump returns every key and value of the memory store.
-func dump(t testing.TB, s storage.Store) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
-			out[k] = string(v)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// keysUnder returns the keys of dump(s) that start with prefix, sorted.
+// keysUnder returns the keys of storagetest.Dump(s) that start with prefix, sorted.
 func keysUnder(t testing.TB, s storage.Store, prefix string) []string {
 	t.Helper()
 	var out []string
-	for k := range dump(t, s) {
+	for k := range storagetest.Dump(t, s) {
 		if strings.HasPrefix(k, prefix) {
 			out = append(out, k)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestNewDefaults(t *testing.T) {
@@ -275,12 +276,12 @@ func TestIssueTx(t *testing.T) {
 	if _, ok := e.get(t, l.ID); !ok {
 		t.Fatal("lease of IssueTx not stored")
 	}
-	if _, ok := dump(t, e.mem)["ldap/accounts/app"]; !ok {
+	if _, ok := storagetest.Dump(t, e.mem)["ldap/accounts/app"]; !ok {
 		t.Fatal("engine's own write lost")
 	}
 
 	t.Run("rolled back with the caller", func(t *testing.T) {
-		before := dump(t, e.mem)
+		before := storagetest.Dump(t, e.mem)
 		boom := errors.New("engine failed")
 		err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			if _, err := e.m.IssueTx(ctx, tx, IssueRequest{Path: "ldap/creds/app"}); err != nil {
@@ -291,7 +292,7 @@ func TestIssueTx(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatal(err)
 		}
-		if after := dump(t, e.mem); !mapsEqual(before, after) {
+		if after := storagetest.Dump(t, e.mem); !mapsEqual(before, after) {
 			t.Fatal("a rolled-back IssueTx left keys behind")
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestRenewRefused(t *testing.T) {
@@ -80,13 +81,13 @@ func TestRenewRefused(t *testing.T) {
 				tc.prepare(t, e, l)
 			}
 			e.clock.Set(t0.Add(tc.at))
-			before := dump(t, e.mem)
+			before := storagetest.Dump(t, e.mem)
 			_, err := e.m.Renew(context.Background(), l.ID, tc.increment)
 			wantKind(t, err, tc.kind)
 			if !strings.Contains(err.Error(), tc.message) {
 				t.Fatalf("error %q does not say %q", err, tc.message)
 			}
-			if !mapsEqual(before, dump(t, e.mem)) {
+			if !mapsEqual(before, storagetest.Dump(t, e.mem)) {
 				t.Fatal("a refused renewal changed the store")
 			}
 		})
@@ -195,13 +196,13 @@ func TestRenewCallsRenewer(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				rr.renewErr = tc.err
 				defer func() { rr.renewErr = nil }()
-				before := dump(t, e.mem)
+				before := storagetest.Dump(t, e.mem)
 				_, err := e.m.Renew(context.Background(), l.ID, time.Hour)
 				wantKind(t, err, tc.kind)
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("%v does not wrap the renewer's error", err)
 				}
-				if !mapsEqual(before, dump(t, e.mem)) {
+				if !mapsEqual(before, storagetest.Dump(t, e.mem)) {
 					t.Fatal("refused renewal changed the store")
 				}
 			})

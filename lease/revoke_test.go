@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestRevokeQueued(t *testing.T) {
@@ -54,11 +55,11 @@ func TestRevokeQueuedKeepsEarlierTimes(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	l := e.issue(t, IssueRequest{TTL: time.Minute})
 	e.clock.Set(t0.Add(time.Hour))
-	before := dump(t, e.mem)
+	before := storagetest.Dump(t, e.mem)
 	if err := e.m.Revoke(context.Background(), l.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if !mapsEqual(before, dump(t, e.mem)) {
+	if !mapsEqual(before, storagetest.Dump(t, e.mem)) {
 		t.Fatal("queuing a lease already due changed it")
 	}
 }

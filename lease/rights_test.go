@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestRights(t *testing.T) {
@@ -67,10 +68,10 @@ func TestRights(t *testing.T) {
 
 			auth.deny = true
 			l = e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
-			before, calls := dump(t, e.mem), len(e.rev.ids())
+			before, calls := storagetest.Dump(t, e.mem), len(e.rev.ids())
 			err := tc.op(ctx, e.m, l.ID)
 			wantKind(t, err, keel.KindForbidden)
-			if !mapsEqual(before, dump(t, e.mem)) || len(e.rev.ids()) != calls {
+			if !mapsEqual(before, storagetest.Dump(t, e.mem)) || len(e.rev.ids()) != calls {
 				t.Fatal("a forbidden operation had an effect")
 			}
 		})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestTidy(t *testing.T) {
@@ -82,7 +84,7 @@ func TestTidy(t *testing.T) {
 			},
 			want: TidyResult{Corrupt: 1},
 			check: func(t *testing.T, e *env, _, _ Lease) {
-				if _, ok := dump(t, e.mem)[keyPrefix+idKey("ldap/creds/app/junk")]; !ok {
+				if _, ok := storagetest.Dump(t, e.mem)[keyPrefix+idKey("ldap/creds/app/junk")]; !ok {
 					t.Fatal("Tidy removed an undecodable record")
 				}
 			},
@@ -101,7 +103,7 @@ func TestTidy(t *testing.T) {
 			},
 			want: TidyResult{Orphaned: 1},
 			check: func(t *testing.T, e *env, _, _ Lease) {
-				id := dump(t, e.mem)["test/orphan"]
+				id := storagetest.Dump(t, e.mem)["test/orphan"]
 				got, _ := e.get(t, id)
 				if !got.NextAttempt.Equal(t0) || !got.ExpireTime.Equal(t0) {
 					t.Fatalf("orphan not queued for revocation: %+v", got)

@@ -55,19 +55,4 @@ func (e *env) mk(t testing.TB, name string) Policy {
 	return p
 }
 
-func dump(t testing.TB, s storage.Store) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := s.View(context.Background(), func(_ context.Context, tx storage.Tx) error {
-		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
-			out[k] = string(v)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func ptr[T any](v T) *T { return &v }

@@ -12,6 +12,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestCreateRules(t *testing.T) {
@@ -272,12 +273,12 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := dump(t, e.mem)
+			before := storagetest.Dump(t, e.mem)
 			fs.Fail(faultstore.OpCommit, "", 1, boom)
 			if err := tt.op(); !errors.Is(err, boom) {
 				t.Fatalf("err = %v", err)
 			}
-			if !maps.Equal(before, dump(t, e.mem)) {
+			if !maps.Equal(before, storagetest.Dump(t, e.mem)) {
 				t.Fatal("the failed write changed the store")
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // TestFailedWritesLeaveStoreUnchanged makes the commit of each write fail
@@ -38,12 +39,12 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := dump(t, e.mem)
+			before := storagetest.Dump(t, e.mem)
 			fs.Fail(faultstore.OpCommit, "", 1, boom)
 			if err := tt.op(); !errors.Is(err, boom) {
 				t.Fatalf("err = %v, want %v", err, boom)
 			}
-			if !maps.Equal(before, dump(t, e.mem)) {
+			if !maps.Equal(before, storagetest.Dump(t, e.mem)) {
 				t.Fatal("the failed write changed the store")
 			}
 		})

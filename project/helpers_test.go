@@ -82,20 +82,4 @@ func (e *env) mkWorkspace(t testing.TB, name, projectID string) Workspace {
 	return w
 }
 
-// dump returns every key and value of the memory store.
-func dump(t testing.TB, s storage.Store) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := s.View(context.Background(), func(_ context.Context, tx storage.Tx) error {
-		return tx.Scan("", storage.ScanOptions{}, func(k string, v []byte) error {
-			out[k] = string(v)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func ptr[T any](v T) *T { return &v }

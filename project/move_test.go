@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestMoveWorkspaces(t *testing.T) {
@@ -62,7 +63,7 @@ func TestMoveWorkspacesRules(t *testing.T) {
 		"reader": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead}}},
 	})
 	e.c.authz = lockedOut
-	before := dump(t, e.mem)
+	before := storagetest.Dump(t, e.mem)
 	tests := []struct {
 		name    string
 		policy  string
@@ -93,7 +94,7 @@ func TestMoveWorkspacesRules(t *testing.T) {
 			if strings.Contains(err.Error(), a.ID) {
 				t.Fatalf("error %q lists the movable workspace", err)
 			}
-			if after := dump(t, e.mem); len(after) != len(before) {
+			if after := storagetest.Dump(t, e.mem); len(after) != len(before) {
 				t.Fatal("a refused move changed the store")
 			}
 		})

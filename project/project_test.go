@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestOrganizationHasDefaultProject(t *testing.T) {
@@ -64,7 +65,7 @@ func TestDeleteOrganizationRemovesEverything(t *testing.T) {
 	if err := e.c.DeleteOrganization(root(), "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if left := dump(t, e.mem); len(left) != 0 {
+	if left := storagetest.Dump(t, e.mem); len(left) != 0 {
 		t.Fatalf("keys left: %v", left)
 	}
 	if _, err := e.c.Organization(root(), "acme"); !errors.Is(err, keel.ErrNotFound) {

@@ -26,6 +26,10 @@
 // Closed, ConcurrentWriters, RetrySafe), so one failing case is rerun with
 // go test -run 'TestConformance/Isolation'.
 //
+// Dump is for the tests of services: it returns every key and value of a
+// store, so that a test can show that a failed operation left the store as
+// it was.
+//
 // # Harness
 //
 // The harness is called once per case, from that case's subtest, and must
