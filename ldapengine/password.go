@@ -74,7 +74,7 @@ type PasswordPolicy struct {
 // other rule type or attribute is refused. Errors are of kind
 // keel.ErrInvalid with the field "policy".
 func ParsePasswordPolicy(text string) (*PasswordPolicy, error) {
-	file, err := hcl.ParseString(text)
+	file, err := parseHCL(text)
 	if err != nil {
 		return nil, keel.Invalid("policy", "is not valid HCL: %v", err)
 	}
@@ -158,6 +158,18 @@ func ParsePasswordPolicy(text string) (*PasswordPolicy, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// parseHCL is hcl.ParseString made safe: the HCL library panics on some
+// malformed input (its JSON scanner, for a text that starts with "{", found
+// by FuzzParsePasswordPolicy); such a panic is a parse error.
+func parseHCL(text string) (file *ast.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			file, err = nil, fmt.Errorf("malformed input (parser panic: %v)", r)
+		}
+	}()
+	return hcl.ParseString(text)
 }
 
 // Generate returns a password of p.Length characters that meets every

@@ -3,11 +3,19 @@
 // with an admin (the rootDN), a non-root bind account cn=keel that the ACLs
 // let write passwords, and users alice and bob, on a free port of
 // 127.0.0.1. It needs Debian's slapd (/usr/sbin/slapd); without it, Start
-// skips the test.
+// skips the test. With the option WithTLS, slapd also offers StartTLS with
+// a certificate of a throwaway CA.
 package slapdtest
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -38,16 +46,35 @@ const (
 type Server struct {
 	URL    string // ldap://127.0.0.1:PORT
 	Dir    string
+	CAPEM  string // with WithTLS: the PEM certificate of the CA that signed slapd's
 	cmd    *exec.Cmd
 	args   []string
 	tb     testing.TB
 	exited chan struct{}
 }
 
+// An Option changes the slapd that Start starts.
+type Option func(*options)
+
+type options struct {
+	tls bool
+}
+
+// WithTLS makes a throwaway CA (EC P-256) and a server certificate it signs
+// for IP:127.0.0.1 and DNS:localhost, and configures slapd with them
+// (olcTLSCACertificateFile, olcTLSCertificateFile,
+// olcTLSCertificateKeyFile), so that it offers StartTLS. Server.CAPEM holds
+// the CA's certificate.
+func WithTLS() Option { return func(o *options) { o.tls = true } }
+
 // Start starts a slapd for tb, stopped in tb.Cleanup, or skips tb when
 // slapd is not installed.
-func Start(tb testing.TB) *Server {
+func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if _, err := os.Stat(slapdBin); err != nil {
 		tb.Skipf("slapd not installed (%s missing): apt-get install slapd ldap-utils to run this test", slapdBin)
 	}
@@ -70,7 +97,11 @@ func Start(tb testing.TB) *Server {
 		return strings.TrimSpace(string(out))
 	}
 	adminHash := hash(AdminPW)
-	config := fmt.Sprintf(configLDIF, dir, adminHash, Suffix, AdminDN, BindDN)
+	tlsConfig, caPEM := "", ""
+	if o.tls {
+		tlsConfig, caPEM = makeCerts(tb, dir)
+	}
+	config := fmt.Sprintf(configLDIF, dir, adminHash, Suffix, AdminDN, BindDN, tlsConfig)
 	data := fmt.Sprintf(dataLDIF, Suffix, AdminDN, adminHash, BindDN, hash(BindPW), UsersDN,
 		AliceDN, hash(AlicePW), BobDN, hash(BobPW))
 	for _, f := range []struct{ name, text string }{{"config.ldif", config}, {"data.ldif", data}} {
@@ -86,7 +117,7 @@ func Start(tb testing.TB) *Server {
 			tb.Fatalf("slapadd %v: %v\n%s", args, err, out)
 		}
 	}
-	s := &Server{Dir: dir, tb: tb}
+	s := &Server{Dir: dir, CAPEM: caPEM, tb: tb}
 	port := freePort(tb)
 	s.URL = fmt.Sprintf("ldap://127.0.0.1:%d", port)
 	ldapi := "ldapi://" + strings.ReplaceAll(filepath.Join(dir, "ldapi"), "/", "%2F")
@@ -94,6 +125,69 @@ func Start(tb testing.TB) *Server {
 	s.Restart()
 	tb.Cleanup(s.Stop)
 	return s
+}
+
+// makeCerts writes ca.pem, server.pem and server.key to dir and returns the
+// TLS attributes of cn=config that name them, and the CA's PEM.
+func makeCerts(tb testing.TB, dir string) (config, caPEM string) {
+	tb.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return k
+	}
+	caKey, srvKey := newKey(), newKey()
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "slapdtest CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(srvKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
+	files := []struct{ name, text string }{
+		{"ca.pem", caPEM},
+		{"server.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}))},
+		{"server.key", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	config = fmt.Sprintf("olcTLSCACertificateFile: %[1]s/ca.pem\nolcTLSCertificateFile: %[1]s/server.pem\nolcTLSCertificateKeyFile: %[1]s/server.key\n", dir)
+	return config, caPEM
 }
 
 func freePort(tb testing.TB) int {
@@ -166,7 +260,7 @@ const configLDIF = `dn: cn=config
 objectClass: olcGlobal
 cn: config
 olcPidFile: %[1]s/slapd.pid
-
+%[6]s
 dn: cn=module{0},cn=config
 objectClass: olcModuleList
 cn: module{0}
