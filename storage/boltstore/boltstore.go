@@ -130,20 +130,10 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-func (s *Store) begin(ctx context.Context) error {
-	if err := txbase.Begin(ctx, s); err != nil {
-		return err
-	}
-	if !s.gate.Enter() {
-		return storage.ErrClosed
-	}
-	return nil
-}
-
 // View runs fn in a bbolt read transaction. Views run alongside each other
 // and alongside a commit.
 func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
+	if err := s.gate.Begin(ctx, s); err != nil {
 		return err
 	}
 	defer s.gate.Leave()
@@ -168,7 +158,7 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) e
 // writing, the group is rolled back and committed again without it, and fn
 // is run again alone: fn may run more than once.
 func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
+	if err := s.gate.Begin(ctx, s); err != nil {
 		return err
 	}
 	defer s.gate.Leave()

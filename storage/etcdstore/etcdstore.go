@@ -176,20 +176,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) begin(ctx context.Context) error {
-	if err := txbase.Begin(ctx, s); err != nil {
-		return err
-	}
-	if !s.gate.Enter() {
-		return storage.ErrClosed
-	}
-	return nil
-}
-
 // View runs fn over one revision of etcd: the first read fixes the
 // revision, and every later read asks for it.
 func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
+	if err := s.gate.Begin(ctx, s); err != nil {
 		return err
 	}
 	defer s.gate.Leave()
@@ -208,7 +198,7 @@ var errConflict = errors.New("etcdstore: conflict")
 // read has changed since. When a comparison fails, fn runs again, up to
 // Options.MaxRetries times, then Update fails with keel.ErrConflict.
 func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
+	if err := s.gate.Begin(ctx, s); err != nil {
 		return err
 	}
 	defer s.gate.Leave()

@@ -49,20 +49,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) begin(ctx context.Context) error {
-	if err := txbase.Begin(ctx, s); err != nil {
-		return err
-	}
-	if !s.gate.Enter() {
-		return storage.ErrClosed
-	}
-	return nil
-}
-
 // View runs fn over a snapshot of the committed state. Views never wait for
 // writers, nor writers for Views.
 func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
+	if err := s.gate.Begin(ctx, s); err != nil {
 		return err
 	}
 	defer s.gate.Leave()
@@ -76,7 +66,7 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) e
 // new tree when fn returns nil. Updates run one at a time, and fn is called
 // exactly once.
 func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
+	if err := s.gate.Begin(ctx, s); err != nil {
 		return err
 	}
 	defer s.gate.Leave()

@@ -1,8 +1,11 @@
 package txbase
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/keelhq/keel/storage"
 )
 
 // Gate admits transactions until it is closed, and lets Close wait for the
@@ -57,4 +60,17 @@ func (g *Gate) drainedChan() chan struct{} {
 
 func (g *Gate) signal() {
 	g.once.Do(func() { close(g.drainedChan()) })
+}
+
+// Begin admits a transaction of owner started with ctx, or returns what
+// keeps it out: ctx's error, storage.ErrNestedTx, or storage.ErrClosed. A
+// nil Begin must be followed by one Leave.
+func (g *Gate) Begin(ctx context.Context, owner any) error {
+	if err := Begin(ctx, owner); err != nil {
+		return err
+	}
+	if !g.Enter() {
+		return storage.ErrClosed
+	}
+	return nil
 }
