@@ -2,6 +2,7 @@ package ldapengine
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"testing"
@@ -415,5 +416,56 @@ func TestLengthInConfig(t *testing.T) {
 	c, _ := v.e.StaticCred(ctx, "alice")
 	if len(c.Password) != 12 || c.DN != aliceDN {
 		t.Fatalf("cred %+v", c)
+	}
+}
+
+// A role that the worker listed as due but that another caller rotated
+// before the worker got to it keeps the password the caller rotated to.
+func TestWorkerSkipsRoleRotatedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorLDAP, nil)
+	v.configure(t)
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Minute, SkipImportRotation: true}); err != nil {
+		t.Fatal(err)
+	}
+	v.clock.Advance(time.Minute) // due now
+	if err := v.e.RotateRole(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	cred, _ := v.e.StaticCred(ctx, "alice")
+	changes := v.dir.Changes()
+	// What the worker does with a role it listed before RotateRole.
+	if err := v.e.rotate(ctx, "alice", v.clock.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if v.dir.Changes() != changes {
+		t.Fatal("the worker rotated a role that was no longer due")
+	}
+	if pw, _ := v.dir.Password(aliceDN); pw != cred.Password {
+		t.Fatalf("directory %q, static-cred %q", pw, cred.Password)
+	}
+}
+
+// Creating roles while the worker runs: static-cred, read right after the
+// create returns, always holds the directory's password.
+func TestCreateWithWorkerRunning(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorLDAP, nil)
+	v.configure(t)
+	v.e.Start()
+	for i := range 30 {
+		name := fmt.Sprintf("user%d", i)
+		dn := "uid=" + name + ",ou=users,dc=example,dc=org"
+		v.dir.Add(dn, "initial", "uid", name)
+		if err := v.e.PutStaticRole(ctx, name, StaticRoleRequest{Username: name, DN: dn, RotationPeriod: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		cred, err := v.e.StaticCred(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pw, _ := v.dir.Password(dn); pw != cred.Password {
+			t.Fatalf("%s: directory %q, static-cred %q", name, pw, cred.Password)
+		}
 	}
 }

@@ -71,6 +71,9 @@ type walRecord struct {
 	At       time.Time `json:"at"`
 }
 
+// errNotDue stops a worker's rotation of a role that is no longer due.
+var errNotDue = errors.New("ldapengine: not due")
+
 var roleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
 
 func checkRoleName(name string) error {
@@ -111,11 +114,11 @@ func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleReq
 	if err != nil {
 		return err
 	}
-	e.Wake()
 	if created && !r.SkipImportRotation {
-		return e.rotate(ctx, name, e.clock.Now())
+		err = e.rotate(ctx, name, e.clock.Now(), false)
 	}
-	return nil
+	e.Wake()
+	return err
 }
 
 func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, cfg *Config) (bool, error) {
@@ -334,15 +337,18 @@ func (e *Engine) RotateRole(ctx context.Context, name string) error {
 	if _, err := e.loadRole(ctx, name); err != nil {
 		return err
 	}
-	return e.rotate(ctx, name, e.clock.Now())
+	return e.rotate(ctx, name, e.clock.Now(), false)
 }
 
 // rotate changes the password of the role name at now: the new password
 // goes to a write-ahead record (and the role is rescheduled for a retry)
 // before the directory changes; the role takes it after. A pending record
 // is reused, so that a password the directory may already hold is never
-// lost.
-func (e *Engine) rotate(ctx context.Context, name string, now time.Time) error {
+// lost. With onlyDue (the worker's rotations), a role whose next rotation
+// is after now is left alone: another caller rotated it after the worker
+// listed it as due, and rotating it again would change the password a
+// caller has just read.
+func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue bool) error {
 	e.rotMu.Lock()
 	defer e.rotMu.Unlock()
 	now = now.UTC()
@@ -364,6 +370,9 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time) error {
 		if !found {
 			return fmt.Errorf("static role %q: %w", name, keel.ErrNotFound)
 		}
+		if onlyDue && rec.NextRotation.After(now) {
+			return errNotDue
+		}
 		ok, err := getJSON(tx, prefixWAL+name, &wal)
 		if err != nil {
 			return err
@@ -378,6 +387,9 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time) error {
 		rec.NextRotation = now.Add(e.retry)
 		return e.putRecord(tx, name, &old, &rec)
 	})
+	if errors.Is(err, errNotDue) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("static role %q: write-ahead record: %w", name, err)
 	}

@@ -63,7 +63,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time) (time.Time, error) {
 		}
 		for _, name := range due {
 			seen[name] = true
-			if err := e.rotate(ctx, name, now); err != nil {
+			if err := e.rotate(ctx, name, now, true); err != nil {
 				if ctx.Err() != nil {
 					return time.Time{}, ctx.Err()
 				}
