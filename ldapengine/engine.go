@@ -14,6 +14,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/leader"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -58,6 +59,11 @@ type Options struct {
 	// Leader makes the worker of Start run only while the process leads.
 	// Nil: leader.Always.
 	Leader leader.Leader
+	// Leases issues the leases of dynamic credentials and library
+	// check-outs. It must keep its leases in the store given to New, and
+	// the Engine must be registered with it as the Revoker of its mount
+	// (MOUNT + "/"). Nil: those operations fail with keel.ErrUnavailable.
+	Leases *lease.Manager
 }
 
 // Engine is the ldap or openldap secrets engine of one mount. Create one
@@ -65,7 +71,8 @@ type Options struct {
 type Engine struct {
 	flavor Flavor
 	mount  string
-	store  storage.Store
+	root   storage.Store // the store given to New
+	store  storage.Store // root's view under the engine's prefix
 	dir    Directory
 	pol    *PasswordPolicies
 	clock  keel.Clock
@@ -73,6 +80,7 @@ type Engine struct {
 	log    *slog.Logger
 	retry  time.Duration
 	leader leader.Leader
+	leases *lease.Manager
 
 	rotMu  sync.Mutex    // one rotation (root or role) at a time
 	stepMu sync.Mutex    // one Step at a time
@@ -113,7 +121,8 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 	return &Engine{
 		flavor: flavor,
 		mount:  mount,
-		store:  storage.Sub(store, "ldapengine/mounts/"+url.PathEscape(mount)+"/"),
+		root:   store,
+		store:  storage.Sub(store, StorePrefix(mount)),
 		dir:    o.Directory,
 		pol:    o.Policies,
 		clock:  keel.ClockOrSystem(o.Clock),
@@ -121,8 +130,16 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 		log:    o.Logger.With("mount", mount),
 		retry:  o.RetryInterval,
 		leader: o.Leader,
+		leases: o.Leases,
 		wake:   make(chan struct{}, 1),
 	}, nil
+}
+
+// StorePrefix is the key prefix under which the engine of mount keeps its
+// state in the store given to New: "ldapengine/mounts/" + the escaped
+// mount + "/". Unmounting deletes it.
+func StorePrefix(mount string) string {
+	return "ldapengine/mounts/" + url.PathEscape(strings.Trim(mount, "/")) + "/"
 }
 
 // Flavor returns the engine's flavor.
@@ -160,6 +177,17 @@ func parseDueKey(key string) (time.Time, string, bool) {
 		return time.Time{}, "", false
 	}
 	return time.Unix(0, n).UTC(), name, true
+}
+
+// updateRoot runs fn in one transaction of the whole store: tx is the
+// engine's view of it, root the transaction of the store given to New (for
+// lease.Manager.IssueTx), so that the engine's records and a lease commit
+// together.
+func (e *Engine) updateRoot(ctx context.Context, fn func(ctx context.Context, tx, root storage.Tx) error) error {
+	prefix := StorePrefix(e.mount)
+	return e.root.Update(ctx, func(ctx context.Context, root storage.Tx) error {
+		return fn(ctx, storage.SubTx(root, prefix), root)
+	})
 }
 
 func getJSON(tx storage.Tx, key string, v any) (bool, error) {

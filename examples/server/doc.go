@@ -100,8 +100,9 @@
 //
 // GET /v1/sys/health answers without a token. The Vault-style adapter
 // (package examples/httpapi/vault) serves kv version 1 mounts ("secret/"
-// from the first start; more with POST /v1/sys/mounts/:path) and the lease
-// endpoints under /v1/sys/leases/. One lease manager (package lease) serves
+// from the first start; more with POST /v1/sys/mounts/:path), the ldap and
+// openldap directory engines ("ldap/" and "openldap/"), identity groups,
+// password policies, and the lease endpoints under /v1/sys/leases/. One lease manager (package lease) serves
 // every engine; its worker runs while the server does, and revokes at start
 // what expired while the server was down. The Consul-style adapter
 // (package examples/httpapi/consul) serves cluster peering under

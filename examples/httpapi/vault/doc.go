@@ -23,8 +23,21 @@
 //	any            /v1/:mount/:path                 kv read (GET), list (LIST or GET list=true),
 //	                                                write (POST, PUT), delete (DELETE)
 //
-// The first start creates the mount "secret/" (kv version 1), as Vault's
-// development server does; the table is kept in the store at "sys/mounts",
+// and for the directory engines (package ldapengine), at ldap/ and
+// openldap/ and any mount of type ldap or openldap:
+//
+//	POST, GET, DELETE  /v1/:mount/config
+//	POST               /v1/:mount/rotate-root
+//	LIST               /v1/:mount/static-role           (or GET with list=true)
+//	GET, POST, DELETE  /v1/:mount/static-role/:name
+//	GET                /v1/:mount/static-cred/:name
+//	POST               /v1/:mount/rotate-role/:name
+//	PUT, GET, DELETE   /v1/sys/policies/password/:name  (LIST sys/policies/password)
+//	GET                /v1/sys/policies/password/:name/generate
+//
+// The first start creates the mounts "secret/" (kv version 1), "ldap/"
+// and "openldap/", as a Vault development server with those engines
+// enabled would; the table is kept in the store at "sys/mounts",
 // and each engine's data under "kv/<mount uuid>/", so mounts and data
 // survive restarts. Mount options are "version" (only "1") and
 // "leased_passthrough" ("true": every read issues a renewable lease of the
@@ -46,7 +59,8 @@
 //
 // # Caveats
 //
-// Only kv version 1 engines can be mounted; tuning endpoints, namespaces,
+// Only kv version 1 and the ldap and openldap engines can be mounted; the
+// engines' rotation workers run until Close; tuning endpoints, namespaces,
 // response wrapping and the legacy sys/renew and sys/revoke paths are not
 // served. Unmounting deletes the data of the engine after it has left the
 // table: a crash in between leaves keys under "kv/<uuid>/" that nothing

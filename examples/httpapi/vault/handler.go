@@ -9,6 +9,8 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/identity"
+	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
@@ -19,6 +21,15 @@ type Options struct {
 	Clock      keel.Clock       // nil: the system clock
 	Logger     *slog.Logger     // nil: discard
 	Groups     *identity.Groups // nil: no identity group endpoints
+
+	// Directory reaches the LDAP servers of the ldap and openldap
+	// mounts. Nil: ldapengine.LDAP{}, the real one; tests pass an
+	// ldapengine.FakeDirectory.
+	Directory ldapengine.Directory
+	// Leaders gives the leader of the rotation worker of each ldap or
+	// openldap mount, by a name made of the mount path. Nil: every worker
+	// runs always.
+	Leaders func(name string) leader.Leader
 }
 
 // Handler serves the Vault-style API of keel's kv engines and lease manager
@@ -31,16 +42,22 @@ type Handler struct {
 	clock      keel.Clock
 	logger     *slog.Logger
 	groups     *identity.Groups
+	directory  ldapengine.Directory
+	leaders    func(name string) leader.Leader
+	policies   *ldapengine.PasswordPolicies
 
 	mu     sync.RWMutex
 	mounts map[string]*mounted // by path, with a trailing "/"
+	closed bool                // by Close: no more rotation workers start
 }
 
-// New loads the mount table from store (creating the default "secret/" kv
-// mount on the first start), builds an engine per mount, and registers each
-// mount with leases. store is the server's whole store: the adapter keeps
-// its mount table at "sys/mounts" and each kv mount's data under
-// "kv/<mount uuid>/".
+// New loads the mount table from store (creating the default "secret/" kv,
+// "ldap/" and "openldap/" mounts on the first start), builds an engine per
+// mount, starts the rotation workers of the ldap and openldap engines (see
+// Close), and registers each mount with leases. store is the server's whole
+// store: the adapter keeps its mount table at "sys/mounts", each kv mount's
+// data under "kv/<mount uuid>/", and the ldap engines' data and password
+// policies where package ldapengine keeps them ("ldapengine/").
 func New(ctx context.Context, store storage.Store, leases *lease.Manager, opts *Options) (*Handler, error) {
 	var o Options
 	if opts != nil {
@@ -55,18 +72,20 @@ func New(ctx context.Context, store storage.Store, leases *lease.Manager, opts *
 	h := &Handler{
 		store: store, leases: leases,
 		authorizer: o.Authorizer, clock: keel.ClockOrSystem(o.Clock), logger: o.Logger,
-		groups: o.Groups,
-		mounts: make(map[string]*mounted),
+		groups: o.Groups, directory: o.Directory, leaders: o.Leaders,
+		policies: ldapengine.NewPasswordPolicies(store, o.Authorizer),
+		mounts:   make(map[string]*mounted),
 	}
 	if err := h.loadMounts(ctx); err != nil {
+		h.Close()
 		return nil, err
 	}
 	return h, nil
 }
 
 // Register adds the handler's routes to mux: /v1/sys/mounts,
-// /v1/sys/leases/…, and every other /v1/ path, which it routes to the
-// mounted engines.
+// /v1/sys/leases/…, /v1/sys/policies/password/…, and every other /v1/
+// path, which it routes to the mounted engines.
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sys/mounts", h.listMounts)
 	mux.HandleFunc("POST /v1/sys/mounts/{path...}", h.mount)
@@ -74,5 +93,6 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/sys/mounts/{path...}", h.unmount)
 	h.registerLeases(mux)
 	h.registerIdentity(mux)
+	h.registerPasswordPolicies(mux)
 	mux.HandleFunc("/v1/", h.serveMount)
 }

@@ -30,6 +30,10 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{Errors: []string{"no handler for route \"" + p + "\". route entry not found."}})
 		return
 	}
+	if m.ldap != nil {
+		h.serveLDAP(w, r, m.ldap, rest)
+		return
+	}
 	ctx := r.Context()
 	switch {
 	case isList(r):

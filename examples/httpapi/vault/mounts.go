@@ -17,6 +17,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/kv"
+	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
@@ -46,14 +47,17 @@ func (m *mountEntry) leased() bool {
 	return b
 }
 
-// mounted is a mount with its engine.
+// mounted is a mount with its engine: engine for a kv mount, ldap for an
+// ldap or openldap one.
 type mounted struct {
 	entry  mountEntry
 	engine *kv.Engine
+	ldap   *ldapengine.Engine
 }
 
-// loadMounts reads the mount table, creating the default "secret/" kv
-// mount on the first start, and builds the engines.
+// loadMounts reads the mount table, creating the default "secret/" kv,
+// "ldap/" and "openldap/" mounts on the first start, and builds the
+// engines.
 func (h *Handler) loadMounts(ctx context.Context) error {
 	var table []mountEntry
 	err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -61,7 +65,11 @@ func (h *Handler) loadMounts(ctx context.Context) error {
 		v, err := tx.Get(mountTableKey)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
-			table = []mountEntry{newMountEntry("secret/", "kv", "key/value secret storage", map[string]string{"version": "1"})}
+			table = []mountEntry{
+				newMountEntry("secret/", "kv", "key/value secret storage", map[string]string{"version": "1"}),
+				newMountEntry("ldap/", "ldap", "ldap secrets engine", nil),
+				newMountEntry("openldap/", "openldap", "openldap secrets engine", nil),
+			}
 			b, err := json.Marshal(table)
 			if err != nil {
 				return err
@@ -98,9 +106,13 @@ func newMountEntry(path, typ, description string, options map[string]string) mou
 	}
 }
 
-// startMountLocked builds the engine of e and registers it with the lease
-// manager; h.mu is held.
+// startMountLocked builds the engine of e (starting the rotation worker of
+// an ldap or openldap engine) and registers it with the lease manager;
+// h.mu is held.
 func (h *Handler) startMountLocked(e mountEntry) error {
+	if isLDAPType(e.Type) {
+		return h.startLDAPMountLocked(e)
+	}
 	opts := &kv.Options{Authorizer: h.authorizer}
 	if e.DefaultTTL > 0 {
 		opts.DefaultTTL = e.DefaultTTL
@@ -202,7 +214,8 @@ type mountInput struct {
 	} `json:"config"`
 }
 
-// mount answers POST sys/mounts/:path: enable a kv version 1 engine.
+// mount answers POST sys/mounts/:path: enable a kv version 1, ldap or
+// openldap engine.
 func (h *Handler) mount(w http.ResponseWriter, r *http.Request) {
 	path := strings.Trim(r.PathValue("path"), "/") + "/"
 	if err := keel.Authorize(r.Context(), h.authorizer, keel.CapCreate, "sys/mounts/"+path); err != nil {
@@ -243,17 +256,23 @@ func checkMountInput(path string, in *mountInput) (mountEntry, error) {
 	if path == "/" || strings.Contains(path, "//") || strings.HasPrefix(path, "sys/") {
 		v.Add("path", "cannot mount at %q", path)
 	}
-	if in.Type != "kv" {
-		v.Add("type", "only kv engines can be mounted here, not %q", in.Type)
+	typ := in.Type
+	if typ != "kv" && !isLDAPType(typ) {
+		v.Add("type", "only kv, ldap and openldap engines can be mounted here, not %q", in.Type)
 	}
 	opts := map[string]string{"version": "1"}
+	if isLDAPType(typ) {
+		opts = map[string]string{}
+	}
 	for k, val := range in.Options {
-		switch k {
-		case "version":
+		switch {
+		case isLDAPType(typ):
+			v.Add("options."+k, "unknown option")
+		case k == "version":
 			if val != "1" && val != "" {
 				v.Add("options.version", "only kv version 1 is available")
 			}
-		case "leased_passthrough":
+		case k == "leased_passthrough":
 			if _, err := strconv.ParseBool(val); err != nil {
 				v.Add("options.leased_passthrough", "must be a boolean")
 			}
@@ -262,7 +281,7 @@ func checkMountInput(path string, in *mountInput) (mountEntry, error) {
 			v.Add("options."+k, "unknown option")
 		}
 	}
-	e := newMountEntry(path, "kv", in.Description, opts)
+	e := newMountEntry(path, typ, in.Description, opts)
 	var err error
 	if e.DefaultTTL, err = parseTTL(in.Config.DefaultLeaseTTL); err != nil {
 		v.Add("config.default_lease_ttl", "%v", err)
@@ -325,7 +344,12 @@ func (h *Handler) unmount(w http.ResponseWriter, r *http.Request) {
 		h.logger.Warn("unmount: revoking leases", "mount", path, "err", err)
 	}
 	h.leases.Unregister(path)
-	if err := deletePrefix(ctx, h.store, kvDataPrefix+m.entry.UUID+"/"); err != nil {
+	prefix := kvDataPrefix + m.entry.UUID + "/"
+	if m.ldap != nil {
+		m.ldap.Stop()
+		prefix = ldapengine.StorePrefix(m.ldap.Mount())
+	}
+	if err := deletePrefix(ctx, h.store, prefix); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/vault"
 	"github.com/keelhq/keel/identity"
+	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
@@ -36,6 +37,7 @@ type env struct {
 	clock  *keel.FakeClock
 	leases *lease.Manager
 	authz  keel.Authorizer
+	dir    *ldapengine.FakeDirectory // the directory of the ldap mounts
 	srv    *httptest.Server
 }
 
@@ -57,13 +59,15 @@ func newEnv(t *testing.T, store storage.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{store: store, clock: keel.NewFakeClock(t0), authz: authz}
+	e := &env{store: store, clock: keel.NewFakeClock(t0), authz: authz, dir: ldapengine.NewFakeDirectory()}
 	e.leases = lease.New(store, &lease.Options{Clock: e.clock, Authorizer: authz})
 	h, err := vault.New(context.Background(), store, e.leases, &vault.Options{Authorizer: authz, Clock: e.clock,
-		Groups: identity.New(store, &identity.Options{Authorizer: authz, Clock: e.clock})})
+		Groups:    identity.New(store, &identity.Options{Authorizer: authz, Clock: e.clock}),
+		Directory: e.dir})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
 	mux := http.NewServeMux()
 	h.Register(mux)
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
