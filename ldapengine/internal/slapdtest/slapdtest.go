@@ -213,6 +213,7 @@ func (s *Server) Restart() {
 	defer logf.Close()
 	cmd := exec.Command(slapdBin, s.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		s.tb.Fatal(err)
 	}
