@@ -77,7 +77,10 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 				return err
 			}
 			if start < total {
-				keys, err = window(tx, prefix, start, start+opts.PageSize)
+				err = storage.Window(tx, prefix, start, opts.PageSize, func(k string, _ []byte) error {
+					keys = append(keys, k)
+					return nil
+				})
 				if err != nil {
 					return err
 				}
@@ -118,22 +121,4 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 		return nil
 	})
 	return out, err
-}
-
-// window returns the keys at positions [lo, hi) under prefix, reading keys
-// only.
-func window(tx storage.Tx, prefix string, lo, hi int) ([]string, error) {
-	var keys []string
-	n := 0
-	err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
-		if n >= lo {
-			keys = append(keys, k)
-		}
-		n++
-		if n >= hi {
-			return storage.StopScan
-		}
-		return nil
-	})
-	return keys, err
 }

@@ -133,7 +133,10 @@ func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page,
 			if opts.Sort == "-name" {
 				lo, hi = o.ProjectCount-hi, o.ProjectCount-lo
 			}
-			ids, err = window(tx, prjNames(org), max(lo, 0), hi)
+			err = storage.Window(tx, prjNames(org), lo, hi-max(lo, 0), func(_ string, id []byte) error {
+				ids = append(ids, string(id))
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -157,39 +160,6 @@ func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page,
 		return nil
 	})
 	return out, err
-}
-
-// window returns the values of the index entries at positions [lo, hi)
-// under prefix. It reads keys only before lo, and stops at hi.
-func window(tx storage.Tx, prefix string, lo, hi int) ([]string, error) {
-	if hi <= lo {
-		return nil, nil
-	}
-	var ids []string
-	n := 0
-	after := ""
-	// Skip lo entries reading keys only.
-	if lo > 0 {
-		err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-			n++
-			if n == lo {
-				after = key
-				return storage.StopScan
-			}
-			return nil
-		})
-		if err != nil || n < lo {
-			return nil, err
-		}
-	}
-	err := tx.Scan(prefix, storage.ScanOptions{After: after}, func(_ string, v []byte) error {
-		ids = append(ids, string(v))
-		if len(ids) == hi-lo {
-			return storage.StopScan
-		}
-		return nil
-	})
-	return ids, err
 }
 
 // matching returns the ids of the projects that match opts' filters, in
