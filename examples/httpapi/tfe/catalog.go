@@ -35,11 +35,7 @@ func (h *Handler) createOrganization(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o, err := h.catalog.CreateOrganization(r.Context(), *name, deref(email))
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"data": orgDoc(o)})
+	h.writeData(w, r, http.StatusCreated, err, func() any { return orgDoc(o) })
 }
 
 func deref(s *string) string {
@@ -51,11 +47,7 @@ func deref(s *string) string {
 
 func (h *Handler) readOrganization(w http.ResponseWriter, r *http.Request) {
 	o, err := h.catalog.Organization(r.Context(), r.PathValue("org"))
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": orgDoc(o)})
+	h.writeData(w, r, http.StatusOK, err, func() any { return orgDoc(o) })
 }
 
 func (h *Handler) listOrganizations(w http.ResponseWriter, r *http.Request) {
@@ -115,11 +107,7 @@ func (h *Handler) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		prjID = prj[0]
 	}
 	ws, err := h.catalog.CreateWorkspace(r.Context(), r.PathValue("org"), *name, prjID)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"data": workspaceDoc(ws)})
+	h.writeData(w, r, http.StatusCreated, err, func() any { return workspaceDoc(ws) })
 }
 
 func (h *Handler) readWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -133,11 +121,7 @@ func (h *Handler) readWorkspaceByName(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) writeWorkspace(w http.ResponseWriter, r *http.Request, ws project.Workspace, err error) {
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": workspaceDoc(ws)})
+	h.writeData(w, r, http.StatusOK, err, func() any { return workspaceDoc(ws) })
 }
 
 // updateWorkspace serves the one update this adapter knows: moving the
@@ -256,20 +240,12 @@ func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := h.catalog.CreateTeam(r.Context(), r.PathValue("org"), *name)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"data": teamDoc(t)})
+	h.writeData(w, r, http.StatusCreated, err, func() any { return teamDoc(t) })
 }
 
 func (h *Handler) readTeam(w http.ResponseWriter, r *http.Request) {
 	t, err := h.catalog.Team(r.Context(), r.PathValue("id"))
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": teamDoc(t)})
+	h.writeData(w, r, http.StatusOK, err, func() any { return teamDoc(t) })
 }
 
 // accessID names a team's access to a project: "tprj_<team>_<project>"
@@ -306,11 +282,7 @@ func (h *Handler) addTeamAccess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := h.catalog.SetTeamAccess(r.Context(), prj[0], team[0], deref(access))
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"data": accessDoc(a)})
+	h.writeData(w, r, http.StatusCreated, err, func() any { return accessDoc(a) })
 }
 
 func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {

@@ -172,11 +172,7 @@ func (h *Handler) updatePolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.policies.Update(r.Context(), r.PathValue("id"), in)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": policyDoc(p, shapeUpdate)})
+	h.writeData(w, r, http.StatusOK, err, func() any { return policyDoc(p, shapeUpdate) })
 }
 
 func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {

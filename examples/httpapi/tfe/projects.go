@@ -53,11 +53,7 @@ func (h *Handler) createProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.catalog.Create(r.Context(), r.PathValue("org"), in)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"data": projectDoc(p, false)})
+	h.writeData(w, r, http.StatusCreated, err, func() any { return projectDoc(p, false) })
 }
 
 func (h *Handler) updateProject(w http.ResponseWriter, r *http.Request) {
@@ -72,20 +68,12 @@ func (h *Handler) updateProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.catalog.Update(r.Context(), r.PathValue("id"), in)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": projectDoc(p, true)})
+	h.writeData(w, r, http.StatusOK, err, func() any { return projectDoc(p, true) })
 }
 
 func (h *Handler) readProject(w http.ResponseWriter, r *http.Request) {
 	p, err := h.catalog.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": projectDoc(p, true)})
+	h.writeData(w, r, http.StatusOK, err, func() any { return projectDoc(p, true) })
 }
 
 func (h *Handler) deleteProject(w http.ResponseWriter, r *http.Request) {

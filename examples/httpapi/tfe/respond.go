@@ -52,6 +52,16 @@ func writeJSON(w http.ResponseWriter, status int, doc any) {
 }
 
 // writeError writes the error document of err: one error per field problem,
+// writeData answers with err when it is not nil, else with status and the
+// document {"data": data()}.
+func (h *Handler) writeData(w http.ResponseWriter, r *http.Request, status int, err error, data func() any) {
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, status, map[string]any{"data": data()})
+}
+
 // else one error whose title is the kind's name.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	kind := keel.KindOf(err)
