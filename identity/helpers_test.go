@@ -2,14 +2,13 @@ package identity
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
@@ -176,32 +175,8 @@ func checkGraph(t testing.TB, s storage.Store) {
 	}
 }
 
-// recordingAuthorizer records every request and refuses all when deny.
-type recordingAuthorizer struct {
-	mu   sync.Mutex
-	asks []ask
-	deny bool
-}
-
-type ask struct {
-	cap      keel.Capability
-	resource string
-}
-
-func (a *recordingAuthorizer) Authorize(_ context.Context, _ keel.Principal, c keel.Capability, resource string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.asks = append(a.asks, ask{c, resource})
-	if a.deny {
-		return errors.Join(errors.New("denied by test"), keel.ErrForbidden)
-	}
-	return nil
-}
-
-func (a *recordingAuthorizer) take() []ask {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := a.asks
-	a.asks = nil
-	return out
-}
+// The rights tests record what is asked with keeltest.Recorder.
+type (
+	recordingAuthorizer = keeltest.Recorder
+	ask                 = keeltest.Ask
+)

@@ -15,35 +15,33 @@ func TestRights(t *testing.T) {
 	e := newEnv(t, &Options{Authorizer: a}, nil)
 	ctx := context.Background()
 	id := e.create(t, "g")
-	a.take()
+	a.Take()
 	for name, tc := range map[string]struct {
 		op   func() error
 		want ask
 	}{
-		"upsert creates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("new")}); return err }, ask{keel.CapCreate, "identity/group"}},
-		"upsert updates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("G")}); return err }, ask{keel.CapUpdate, "identity/group"}},
-		"upsert by id":    {func() error { _, err := e.g.Upsert(ctx, id, Input{}); return err }, ask{keel.CapUpdate, "identity/group"}},
-		"update by id":    {func() error { _, err := e.g.UpdateByID(ctx, id, Input{}); return err }, ask{keel.CapUpdate, "identity/group/id/" + id}},
-		"by name creates": {func() error { _, err := e.g.UpsertByName(ctx, "fresh", Input{}); return err }, ask{keel.CapCreate, "identity/group/name/fresh"}},
-		"by name updates": {func() error { _, err := e.g.UpsertByName(ctx, "g", Input{}); return err }, ask{keel.CapUpdate, "identity/group/name/g"}},
-		"read by id":      {func() error { _, err := e.g.ReadByID(ctx, id); return err }, ask{keel.CapRead, "identity/group/id/" + id}},
-		"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{keel.CapRead, "identity/group/name/G"}},
-		"list ids":        {func() error { _, err := e.g.ListIDs(ctx); return err }, ask{keel.CapList, "identity/group/id/"}},
-		"list names":      {func() error { _, err := e.g.ListNames(ctx); return err }, ask{keel.CapList, "identity/group/name/"}},
-		"delete by name":  {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{keel.CapDelete, "identity/group/name/nobody"}},
-		"delete by id":    {func() error { return e.g.DeleteByID(ctx, "nobody") }, ask{keel.CapDelete, "identity/group/id/nobody"}},
+		"upsert creates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("new")}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group"}},
+		"upsert updates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("G")}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
+		"upsert by id":    {func() error { _, err := e.g.Upsert(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
+		"update by id":    {func() error { _, err := e.g.UpdateByID(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/id/" + id}},
+		"by name creates": {func() error { _, err := e.g.UpsertByName(ctx, "fresh", Input{}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group/name/fresh"}},
+		"by name updates": {func() error { _, err := e.g.UpsertByName(ctx, "g", Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/name/g"}},
+		"read by id":      {func() error { _, err := e.g.ReadByID(ctx, id); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/id/" + id}},
+		"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/name/G"}},
+		"list ids":        {func() error { _, err := e.g.ListIDs(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/id/"}},
+		"list names":      {func() error { _, err := e.g.ListNames(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/name/"}},
+		"delete by name":  {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/name/nobody"}},
+		"delete by id":    {func() error { return e.g.DeleteByID(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/id/nobody"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.op()
-			if got := a.take(); !slices.Equal(got, []ask{tc.want}) {
+			if got := a.Take(); !slices.Equal(got, []ask{tc.want}) {
 				t.Fatalf("asked %v, want %v", got, tc.want)
 			}
-			a.mu.Lock()
-			a.deny = true
-			a.mu.Unlock()
-			defer func() { a.mu.Lock(); a.deny = false; a.mu.Unlock() }()
+			a.SetDeny(true)
+			defer a.SetDeny(false)
 			wantKind(t, tc.op(), keel.KindForbidden)
-			a.take()
+			a.Take()
 		})
 	}
 }

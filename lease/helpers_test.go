@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
@@ -202,33 +203,8 @@ func wantKind(t testing.TB, err error, k keel.Kind) {
 	}
 }
 
-// recordingAuthorizer records every request, and refuses those for which
-// deny returns true.
-type recordingAuthorizer struct {
-	mu   sync.Mutex
-	asks []ask
-	deny bool
-}
-
-type ask struct {
-	cap      keel.Capability
-	resource string
-}
-
-func (a *recordingAuthorizer) Authorize(_ context.Context, p keel.Principal, c keel.Capability, resource string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.asks = append(a.asks, ask{c, resource})
-	if a.deny {
-		return errors.Join(errors.New("denied by test"), keel.ErrForbidden)
-	}
-	return nil
-}
-
-func (a *recordingAuthorizer) take() []ask {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := a.asks
-	a.asks = nil
-	return out
-}
+// The rights tests record what is asked with keeltest.Recorder.
+type (
+	recordingAuthorizer = keeltest.Recorder
+	ask                 = keeltest.Ask
+)

@@ -17,56 +17,56 @@ func TestRights(t *testing.T) {
 		"lookup": {func(ctx context.Context, m *Manager, id string) error {
 			_, err := m.Lookup(ctx, id)
 			return err
-		}, ask{keel.CapUpdate, "sys/leases/lookup"}},
+		}, ask{Cap: keel.CapUpdate, Resource: "sys/leases/lookup"}},
 		"list": {func(ctx context.Context, m *Manager, _ string) error {
 			_, err := m.List(ctx, "ldap/creds")
 			return err
-		}, ask{keel.CapSudo, "sys/leases/lookup/ldap/creds"}},
+		}, ask{Cap: keel.CapSudo, Resource: "sys/leases/lookup/ldap/creds"}},
 		"renew": {func(ctx context.Context, m *Manager, id string) error {
 			_, err := m.Renew(ctx, id, 0)
 			return err
-		}, ask{keel.CapUpdate, "sys/leases/renew"}},
+		}, ask{Cap: keel.CapUpdate, Resource: "sys/leases/renew"}},
 		"revoke": {func(ctx context.Context, m *Manager, id string) error {
 			return m.Revoke(ctx, id, false)
-		}, ask{keel.CapUpdate, "sys/leases/revoke"}},
+		}, ask{Cap: keel.CapUpdate, Resource: "sys/leases/revoke"}},
 		"revoke sync": {func(ctx context.Context, m *Manager, id string) error {
 			return m.Revoke(ctx, id, true)
-		}, ask{keel.CapUpdate, "sys/leases/revoke"}},
+		}, ask{Cap: keel.CapUpdate, Resource: "sys/leases/revoke"}},
 		"revoke-prefix": {func(ctx context.Context, m *Manager, _ string) error {
 			return m.RevokePrefix(ctx, "ldap/creds", false)
-		}, ask{keel.CapSudo, "sys/leases/revoke-prefix/ldap/creds"}},
+		}, ask{Cap: keel.CapSudo, Resource: "sys/leases/revoke-prefix/ldap/creds"}},
 		"revoke-force": {func(ctx context.Context, m *Manager, _ string) error {
 			return m.RevokeForce(ctx, "ldap/")
-		}, ask{keel.CapSudo, "sys/leases/revoke-force/ldap/"}},
+		}, ask{Cap: keel.CapSudo, Resource: "sys/leases/revoke-force/ldap/"}},
 		"tidy": {func(ctx context.Context, m *Manager, _ string) error {
 			_, err := m.Tidy(ctx)
 			return err
-		}, ask{keel.CapUpdate, "sys/leases/tidy"}},
+		}, ask{Cap: keel.CapUpdate, Resource: "sys/leases/tidy"}},
 		"count": {func(ctx context.Context, m *Manager, _ string) error {
 			_, err := m.CountIrrevocable(ctx, false)
 			return err
-		}, ask{keel.CapRead, "sys/leases/count"}},
+		}, ask{Cap: keel.CapRead, Resource: "sys/leases/count"}},
 		"list irrevocable": {func(ctx context.Context, m *Manager, _ string) error {
 			_, err := m.ListIrrevocable(ctx, false, 0)
 			return err
-		}, ask{keel.CapSudo, "sys/leases"}},
+		}, ask{Cap: keel.CapSudo, Resource: "sys/leases"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			auth := &recordingAuthorizer{}
 			e := newEnv(t, &Options{Authorizer: auth}, nil)
 			l := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
-			if asks := auth.take(); len(asks) != 0 {
+			if asks := auth.Take(); len(asks) != 0 {
 				t.Fatalf("Issue asked for %v", asks)
 			}
 			ctx := keel.WithPrincipal(context.Background(), keel.Principal{ID: "alice"})
 			if err := tc.op(ctx, e.m, l.ID); err != nil {
 				t.Fatal(err)
 			}
-			if asks := auth.take(); len(asks) != 1 || asks[0] != tc.want {
+			if asks := auth.Take(); len(asks) != 1 || asks[0] != tc.want {
 				t.Fatalf("asked for %v, want [%v]", asks, tc.want)
 			}
 
-			auth.deny = true
+			auth.SetDeny(true)
 			l = e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
 			before, calls := storagetest.Dump(t, e.mem), len(e.rev.ids())
 			err := tc.op(ctx, e.m, l.ID)
@@ -79,11 +79,12 @@ func TestRights(t *testing.T) {
 }
 
 func TestStepAndIssueNeedNoRight(t *testing.T) {
-	auth := &recordingAuthorizer{deny: true}
+	auth := &recordingAuthorizer{}
+	auth.SetDeny(true)
 	e := newEnv(t, &Options{Authorizer: auth}, nil)
 	l := e.issue(t, IssueRequest{TTL: time.Minute})
 	e.step(t, l.ExpireTime)
-	if len(e.rev.ids()) != 1 || len(auth.take()) != 0 {
+	if len(e.rev.ids()) != 1 || len(auth.Take()) != 0 {
 		t.Fatal("Issue or Step asked for a right")
 	}
 }
