@@ -1,13 +1,867 @@
 package ldapengine
 
+// Choices (where spec 3 says "not shown" or leaves a gap; facts from
+// HashiCorp Vault's ldap engine, library sets / service account check-out):
+//
+//   - Check-out picks the first available account in the order of
+//     service_account_names, as Vault does. A check-out ttl of zero (or
+//     none) means the set's ttl; a ttl above the set's is lowered to it;
+//     when the set's ttl is zero (unlimited) the requested ttl is used. A
+//     zero ttl or max_ttl gives a lease of the lease manager's default or
+//     max TTL of the mount: keel has no lease without an end.
+//   - The check-out lease is renewable, its max TTL is the set's max_ttl,
+//     its path is "MOUNT/library/SET/check-out" (Vault's lease ids read
+//     "ldap/library/SET/check-out/…"), and its Data names the set and the
+//     account.
+//   - The password handed out at check-out is the one stored at the last
+//     rotation; passwords change when an account joins a set, at check-in
+//     and at the end of a lease (Vault rotates on check-in, not on
+//     check-out).
+//   - Check-in enforcement (Vault's rule): the caller may check an account
+//     in when its entity id, or else its client token id, equals the
+//     borrower's (both non-empty). An account borrowed by a caller with
+//     neither can only be checked in through the manage path, with
+//     enforcement disabled, or by the end of its lease.
+//   - Check-in without names takes the accounts of the set that are
+//     checked out and that the caller may check in; more than one is an
+//     error (keel.ErrInvalid on service_account_names), none gives an empty
+//     check_ins. A named account that is checked out by someone else is
+//     keel.ErrForbidden, and nothing is checked in; a name that is not in
+//     the set is keel.ErrInvalid. Names are checked in one at a time: when
+//     one fails, those before it stay checked in (they are returned with
+//     the error).
+//   - Create needs service_account_names (at least one). An update changes
+//     only the fields given (pointer fields; nil ServiceAccountNames keeps
+//     the list). max_ttl, when not zero, may not be below ttl (Vault's
+//     rule). Removing an account that is checked out is refused
+//     (keel.ErrConflict), as is deleting a set while any of its accounts
+//     is checked out; deleting a missing set succeeds.
+//   - Set names follow the static role names' rule (no "/"; Vault allows
+//     "/" in set names); they are case-sensitive.
+//   - An account may belong to one set or one static role of the engine:
+//     the owner record "account/<lower-cased DN>" holds "library:SET" for
+//     a set (the role name for a static role); the check happens in the
+//     transaction that adds the account.
+//   - Password changes never lose a password: the new password is written
+//     to the account's record (write-ahead) before the directory changes,
+//     and a retry reuses it. When the directory change (or storing its
+//     success) fails, the account stays out of circulation: a check-in
+//     fails and the account stays checked out to its borrower, who keeps
+//     the old password, and its lease stays, so that the lease's end, or
+//     another check-in, tries again; an account that joined a set stays
+//     unavailable until PutLibrarySet or a check-in naming it is called
+//     again. The alternative, making it available with the old password,
+//     could hand out a password the directory no longer accepts when the
+//     failed change did reach the server.
+//   - Password changes of an engine run one at a time (with the static
+//     roles'), so that a slow retry cannot overwrite a later password;
+//     engines of several processes sharing a store do not share that lock.
+//   - An account whose lease has expired stays checked out until the lease
+//     manager has revoked the lease (rotated the password): handing it out
+//     earlier would share the password with its previous borrower.
+//   - Check-in removes the account's lease with lease.Manager.Revoke (sync)
+//     using the caller's context; the Engine's Revoke then finds the
+//     account no longer held under that lease and does nothing. When that
+//     removal fails (the caller may lack update on "sys/leases/revoke"),
+//     the check-in still succeeds, the failure is logged, and the lease
+//     ends harmlessly later.
+//   - No account available is ErrNoAccountAvailable, of kind
+//     keel.ErrUnavailable; the HTTP adapter renders it as 400, as Vault
+//     does.
+//   - Library sets exist only in the ldap flavor: in openldap every
+//     library operation fails with keel.ErrInvalid naming the flavor.
+
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
 )
 
+// The defaults and limits of library sets.
+const (
+	// DefaultLibraryTTL is the default ttl and max_ttl of a library set.
+	DefaultLibraryTTL = 24 * time.Hour
+	// MaxServiceAccountNameLen is the longest service account name, in
+	// bytes.
+	MaxServiceAccountNameLen = 256
+)
+
+// ErrNoAccountAvailable is the error of a check-out when every account of
+// the set is checked out (or waits for a password change). It is of kind
+// keel.ErrUnavailable; the HTTP adapter answers 400, as Vault does.
+var ErrNoAccountAvailable = fmt.Errorf("no service accounts available for check-out: %w", keel.ErrUnavailable)
+
+// Store keys of library sets, relative to the engine's view.
+const (
+	prefixLibSet  = "library/set/"
+	prefixLibAcct = "library/acct/"
+	libOwnerTag   = "library:"
+)
+
+// LibrarySetRequest creates or updates a library set ({mount}/library/:name).
+// A nil field keeps the stored value on update and takes the default on
+// create.
+type LibrarySetRequest struct {
+	// ServiceAccountNames are the accounts of the set: required (at
+	// least one) on create; on update, when not nil, the new list. Each
+	// is searched under Config.UserDN by Config.UserAttr when it joins
+	// the set, must exist there, and must not belong to another set or
+	// to a static role. An account that joins the set gets a new
+	// password at once.
+	ServiceAccountNames []string
+	// TTL is how long a check-out lasts before its automatic check-in;
+	// zero means unlimited (the lease manager's limit). Default 24h.
+	TTL *time.Duration
+	// MaxTTL is how long a check-out lasts with renewals; zero means
+	// unlimited. When not zero it must not be below TTL. Default 24h.
+	MaxTTL *time.Duration
+	// DisableCheckInEnforcement lets any caller with the right check
+	// accounts in, not only their borrower. Default false.
+	DisableCheckInEnforcement *bool
+}
+
+// LibrarySet is a library set as read.
+type LibrarySet struct {
+	Name                      string
+	ServiceAccountNames       []string // in check-out order
+	TTL                       time.Duration
+	MaxTTL                    time.Duration
+	DisableCheckInEnforcement bool
+}
+
+// AccountStatus is the check-out state of one account of a library set
+// ({mount}/library/:name/status). The borrower fields are empty when the
+// account is available.
+type AccountStatus struct {
+	// Available reports whether a check-out may take the account now: it
+	// is not checked out and no password change of it is pending.
+	Available bool
+	// BorrowerClientToken is the client token id of the caller that
+	// checked the account out.
+	BorrowerClientToken string
+	// BorrowerEntityID is the entity id of that caller.
+	BorrowerEntityID string
+}
+
+// CheckOut is the outcome of a check-out: an account, its password, and
+// the lease whose end checks it in.
+type CheckOut struct {
+	ServiceAccountName string
+	Password           string
+	Lease              lease.Lease
+}
+
+// setRecord is a stored library set.
+type setRecord struct {
+	Accounts           []string      `json:"accounts"`
+	TTL                time.Duration `json:"ttl"`
+	MaxTTL             time.Duration `json:"max_ttl"`
+	DisableEnforcement bool          `json:"disable_check_in_enforcement,omitempty"`
+}
+
+// libAccount is the stored state of one account of a set.
+type libAccount struct {
+	DN string `json:"dn"`
+	// Password is the password the directory holds, as far as the engine
+	// knows; empty before the first change.
+	Password string `json:"password,omitempty"`
+	// New is the write-ahead record of a password change: the password
+	// being set in the directory; empty when none is pending.
+	New string `json:"new,omitempty"`
+	// Ready is false until the first password change after the account
+	// joined the set has completed.
+	Ready        bool      `json:"ready,omitempty"`
+	CheckedOut   bool      `json:"checked_out,omitempty"`
+	ClientToken  string    `json:"borrower_client_token,omitempty"`
+	EntityID     string    `json:"borrower_entity_id,omitempty"`
+	LeaseID      string    `json:"lease_id,omitempty"`
+	CheckedOutAt time.Time `json:"checked_out_at,omitzero"`
+}
+
+func (a *libAccount) available() bool { return a.Ready && !a.CheckedOut && a.New == "" }
+
+// checkOutData is the Data of a check-out lease.
+type checkOutData struct {
+	Set     string `json:"set"`
+	Account string `json:"account"`
+}
+
+func setKey(set string) string        { return prefixLibSet + set }
+func acctKey(set, name string) string { return prefixLibAcct + set + "/" + name }
+func libOwner(set string) string      { return libOwnerTag + set }
+
+// libraryOnly refuses library operations in the openldap flavor.
+func (e *Engine) libraryOnly() error {
+	if e.flavor != FlavorLDAP {
+		return fmt.Errorf("%s: library sets are not supported by the %q flavor (only by %q): %w", e.mount, e.flavor, FlavorLDAP, keel.ErrInvalid)
+	}
+	return nil
+}
+
+func checkSetName(name string) error {
+	if !roleName.MatchString(name) {
+		return keel.Invalid("name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// checkAccountNames checks names given as service_account_names.
+func checkAccountNames(v *keel.Validation, names []string) {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		switch {
+		case n == "":
+			v.Add("service_account_names", "must not contain an empty name")
+		case len(n) > MaxServiceAccountNameLen:
+			v.Add("service_account_names", "%.40q…: names are at most %d bytes", n, MaxServiceAccountNameLen)
+		case !utf8.ValidString(n) || strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			v.Add("service_account_names", "%q: names must be UTF-8 without control characters", n)
+		case seen[n]:
+			v.Add("service_account_names", "%q is given twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+func loadSet(tx storage.Tx, set string) (setRecord, error) {
+	var rec setRecord
+	found, err := getJSON(tx, setKey(set), &rec)
+	if err == nil && !found {
+		err = fmt.Errorf("library set %q: %w", set, keel.ErrNotFound)
+	}
+	return rec, err
+}
+
+func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
+	var a libAccount
+	found, err := getJSON(tx, acctKey(set, name), &a)
+	return a, found, err
+}
+
+// PutLibrarySet creates or updates the library set name. It needs create
+// or update (decided in the transaction) on "MOUNT/library/NAME". The
+// engine must be configured (keel.ErrNotFound otherwise). An account that
+// does not exist in the directory is a keel.ErrInvalid on
+// service_account_names; one that belongs to another set or to a static
+// role is a keel.ErrConflict, as is removing a checked-out account; in
+// these cases nothing changes. Accounts that join the set get a new
+// password before PutLibrarySet returns; when that fails, the set is
+// stored, the account stays unavailable, and the error is returned:
+// calling PutLibrarySet again retries. PutLibrarySet is safe for
+// concurrent use.
+func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetRequest) error {
+	if err := e.libraryOnly(); err != nil {
+		return err
+	}
+	if err := checkSetName(name); err != nil {
+		return err
+	}
+	var v keel.Validation
+	checkAccountNames(&v, r.ServiceAccountNames)
+	if r.TTL != nil && *r.TTL < 0 {
+		v.Add("ttl", "must not be negative")
+	}
+	if r.MaxTTL != nil && *r.MaxTTL < 0 {
+		v.Add("max_ttl", "must not be negative")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("library set %q: %w", name, err)
+	}
+
+	// Decide create or update, check the rights and the merged set.
+	var prev, next setRecord
+	var found bool
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		prev = setRecord{}
+		found, err = getJSON(tx, setKey(name), &prev)
+		if err != nil {
+			return err
+		}
+		c := keel.CapUpdate
+		if !found {
+			c = keel.CapCreate
+		}
+		return keel.Authorize(ctx, e.auth, c, e.resource("library", name))
+	})
+	if err != nil {
+		return err
+	}
+	next = prev
+	if !found {
+		next = setRecord{TTL: DefaultLibraryTTL, MaxTTL: DefaultLibraryTTL}
+		if r.ServiceAccountNames == nil {
+			v.Add("service_account_names", "is required")
+		}
+	}
+	if r.ServiceAccountNames != nil {
+		if len(r.ServiceAccountNames) == 0 {
+			v.Add("service_account_names", "must name at least one account")
+		}
+		next.Accounts = slices.Clone(r.ServiceAccountNames)
+	}
+	if r.TTL != nil {
+		next.TTL = *r.TTL
+	}
+	if r.MaxTTL != nil {
+		next.MaxTTL = *r.MaxTTL
+	}
+	if r.DisableCheckInEnforcement != nil {
+		next.DisableEnforcement = *r.DisableCheckInEnforcement
+	}
+	if next.MaxTTL > 0 && next.TTL > next.MaxTTL {
+		v.Add("max_ttl", "(%s) must not be below ttl (%s)", next.MaxTTL, next.TTL)
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	var added, removed []string
+	for _, n := range next.Accounts {
+		if !slices.Contains(prev.Accounts, n) {
+			added = append(added, n)
+		}
+	}
+	for _, n := range prev.Accounts {
+		if !slices.Contains(next.Accounts, n) {
+			removed = append(removed, n)
+		}
+	}
+
+	// Find the new accounts in the directory, outside any transaction.
+	dns := make(map[string]string, len(added))
+	for _, n := range added {
+		dn, err := e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, n)
+		if errors.Is(err, keel.ErrNotFound) {
+			return fmt.Errorf("library set %q: %w", name, keel.Invalid("service_account_names",
+				"%q does not exist in the directory (%s=%s under %q)", n, cfg.UserAttr, n, cfg.UserDN))
+		}
+		if err != nil {
+			return fmt.Errorf("library set %q: account %q: %w", name, n, err)
+		}
+		dns[n] = dn
+	}
+
+	var settle []string
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		settle = settle[:0]
+		var cur setRecord
+		ok, err := getJSON(tx, setKey(name), &cur)
+		if err != nil {
+			return err
+		}
+		if ok != found || !sameSet(&cur, &prev) {
+			return fmt.Errorf("library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
+		}
+		for _, n := range removed {
+			a, ok, err := loadAccount(tx, name, n)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if a.CheckedOut {
+				return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
+			}
+			if err := e.dropAccount(tx, name, n, &a); err != nil {
+				return err
+			}
+		}
+		for _, n := range added {
+			dn := dns[n]
+			var owner string
+			if _, err := getJSON(tx, accountKey(dn), &owner); err != nil {
+				return err
+			}
+			switch {
+			case owner == libOwner(name):
+				return fmt.Errorf("library set %q: %q and another name of the set are the same entry %q: %w", name, n, dn, keel.ErrConflict)
+			case strings.HasPrefix(owner, libOwnerTag):
+				return fmt.Errorf("library set %q: %q (entry %q) is already in library set %q: %w", name, n, dn, strings.TrimPrefix(owner, libOwnerTag), keel.ErrConflict)
+			case owner != "":
+				return fmt.Errorf("library set %q: %q (entry %q) is already managed by static role %q: %w", name, n, dn, owner, keel.ErrConflict)
+			}
+			if err := putJSON(tx, accountKey(dn), libOwner(name)); err != nil {
+				return err
+			}
+			if err := putJSON(tx, acctKey(name, n), &libAccount{DN: dn}); err != nil {
+				return err
+			}
+		}
+		for _, n := range next.Accounts {
+			a, _, err := loadAccount(tx, name, n)
+			if err != nil {
+				return err
+			}
+			if pending, _ := settleOnly(&a); pending {
+				settle = append(settle, n)
+			}
+		}
+		return putJSON(tx, setKey(name), &next)
+	})
+	if err != nil {
+		return err
+	}
+	// Give a password to the accounts that have none yet (the new ones,
+	// and any whose earlier change failed).
+	var errs []error
+	for _, n := range settle {
+		if _, _, err := e.changePassword(ctx, name, n, settleOnly); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("library set %q: stored, but accounts stay unavailable until a retry: %w", name, err)
+	}
+	return nil
+}
+
+func sameSet(a, b *setRecord) bool {
+	return slices.Equal(a.Accounts, b.Accounts) && a.TTL == b.TTL && a.MaxTTL == b.MaxTTL && a.DisableEnforcement == b.DisableEnforcement
+}
+
+// dropAccount removes the record of account n of set and frees its entry.
+func (e *Engine) dropAccount(tx storage.Tx, set, n string, a *libAccount) error {
+	var owner string
+	if _, err := getJSON(tx, accountKey(a.DN), &owner); err != nil {
+		return err
+	}
+	if owner == libOwner(set) {
+		if err := tx.Delete(accountKey(a.DN)); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(acctKey(set, n))
+}
+
+// LibrarySet reads the library set name. It needs read on
+// "MOUNT/library/NAME"; a missing set is keel.ErrNotFound.
+func (e *Engine) LibrarySet(ctx context.Context, name string) (LibrarySet, error) {
+	if err := e.libraryOnly(); err != nil {
+		return LibrarySet{}, err
+	}
+	if err := checkSetName(name); err != nil {
+		return LibrarySet{}, err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("library", name)); err != nil {
+		return LibrarySet{}, err
+	}
+	var rec setRecord
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		rec, err = loadSet(tx, name)
+		return err
+	})
+	if err != nil {
+		return LibrarySet{}, err
+	}
+	return LibrarySet{Name: name, ServiceAccountNames: rec.Accounts, TTL: rec.TTL, MaxTTL: rec.MaxTTL,
+		DisableCheckInEnforcement: rec.DisableEnforcement}, nil
+}
+
+// ListLibrarySets returns the names of the library sets, sorted; none
+// gives an empty slice. It needs list on "MOUNT/library/".
+func (e *Engine) ListLibrarySets(ctx context.Context) ([]string, error) {
+	if err := e.libraryOnly(); err != nil {
+		return nil, err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapList, e.resource("library")+"/"); err != nil {
+		return nil, err
+	}
+	names := []string{}
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		names = names[:0]
+		return tx.Scan(prefixLibSet, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			names = append(names, strings.TrimPrefix(key, prefixLibSet))
+			return nil
+		})
+	})
+	return names, err
+}
+
+// DeleteLibrarySet removes the library set name and frees its accounts
+// (they keep the password they have). It needs delete on
+// "MOUNT/library/NAME". While an account of the set is checked out it
+// fails with keel.ErrConflict and changes nothing. A missing set is not an
+// error.
+func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
+	if err := e.libraryOnly(); err != nil {
+		return err
+	}
+	if err := checkSetName(name); err != nil {
+		return err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapDelete, e.resource("library", name)); err != nil {
+		return err
+	}
+	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec setRecord
+		found, err := getJSON(tx, setKey(name), &rec)
+		if err != nil || !found {
+			return err
+		}
+		for _, n := range rec.Accounts {
+			a, ok, err := loadAccount(tx, name, n)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if a.CheckedOut {
+				return fmt.Errorf("library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
+			}
+			if err := e.dropAccount(tx, name, n, &a); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(setKey(name))
+	})
+}
+
+// LibraryStatus returns the check-out state of every account of the set,
+// by account name. It needs read on "MOUNT/library/SET/status".
+func (e *Engine) LibraryStatus(ctx context.Context, set string) (map[string]AccountStatus, error) {
+	if err := e.libraryOnly(); err != nil {
+		return nil, err
+	}
+	if err := checkSetName(set); err != nil {
+		return nil, err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("library", set, "status")); err != nil {
+		return nil, err
+	}
+	var out map[string]AccountStatus
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := loadSet(tx, set)
+		if err != nil {
+			return err
+		}
+		out = make(map[string]AccountStatus, len(rec.Accounts))
+		for _, n := range rec.Accounts {
+			a, _, err := loadAccount(tx, set, n)
+			if err != nil {
+				return err
+			}
+			st := AccountStatus{Available: a.available()}
+			if a.CheckedOut {
+				st.BorrowerClientToken, st.BorrowerEntityID = a.ClientToken, a.EntityID
+			}
+			out[n] = st
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CheckOut checks out the first available account of the set for the
+// caller (keel.PrincipalFrom: its ClientTokenID and EntityID are recorded
+// as the borrower) and issues a renewable lease for it, in one
+// transaction. The lease's TTL is ttl capped at the set's ttl (zero: the
+// set's ttl), its max TTL the set's max_ttl. It needs update on
+// "MOUNT/library/SET/check-out". No available account is
+// ErrNoAccountAvailable (keel.ErrUnavailable); a nil Options.Leases is
+// keel.ErrUnavailable too. CheckOut is safe for concurrent use: concurrent
+// check-outs never get the same account.
+func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (CheckOut, error) {
+	if err := e.libraryOnly(); err != nil {
+		return CheckOut{}, err
+	}
+	if err := checkSetName(set); err != nil {
+		return CheckOut{}, err
+	}
+	if ttl < 0 {
+		return CheckOut{}, keel.Invalid("ttl", "must not be negative")
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("library", set, "check-out")); err != nil {
+		return CheckOut{}, err
+	}
+	if e.leases == nil {
+		return CheckOut{}, errNoLeases
+	}
+	p, _ := keel.PrincipalFrom(ctx)
+	now := e.clock.Now().UTC()
+	var out CheckOut
+	err := e.updateRoot(ctx, func(ctx context.Context, tx, root storage.Tx) error {
+		out = CheckOut{}
+		rec, err := loadSet(tx, set)
+		if err != nil {
+			return err
+		}
+		eff := rec.TTL
+		if ttl > 0 && (eff == 0 || ttl < eff) {
+			eff = ttl
+		}
+		for _, n := range rec.Accounts {
+			a, ok, err := loadAccount(tx, set, n)
+			if err != nil {
+				return err
+			}
+			if !ok || !a.available() {
+				continue
+			}
+			data, err := json.Marshal(checkOutData{Set: set, Account: n})
+			if err != nil {
+				return fmt.Errorf("ldapengine: encode check-out data: %v: %w", err, keel.ErrInternal)
+			}
+			l, err := e.leases.IssueTx(ctx, root, lease.IssueRequest{
+				Path: e.resource("library", set, "check-out"), TTL: eff, MaxTTL: rec.MaxTTL, Renewable: true, Data: data,
+			})
+			if err != nil {
+				return err
+			}
+			a.CheckedOut, a.ClientToken, a.EntityID, a.LeaseID, a.CheckedOutAt = true, p.ClientTokenID, p.EntityID, l.ID, now
+			if err := putJSON(tx, acctKey(set, n), &a); err != nil {
+				return err
+			}
+			out = CheckOut{ServiceAccountName: n, Password: a.Password, Lease: l}
+			return nil
+		}
+		return fmt.Errorf("library set %q: %w", set, ErrNoAccountAvailable)
+	})
+	if err != nil {
+		return CheckOut{}, err
+	}
+	e.leases.Wake()
+	return out, nil
+}
+
+// CheckIn checks accounts of the set back in, gives each a new password
+// (the one the borrower had stops working), removes its lease, and returns
+// the names it checked in. With names empty it checks in the one account
+// of the set that the caller may check in; several are keel.ErrInvalid.
+// An account already checked in is not an error and is not returned.
+//
+// Without manage, it needs update on "MOUNT/library/SET/check-in", and,
+// unless the set disables check-in enforcement, only the borrower (same
+// EntityID or ClientTokenID of keel.PrincipalFrom) may check an account
+// in: another caller's account is keel.ErrForbidden. With manage (the
+// path "library/manage/SET/check-in") it needs update on
+// "MOUNT/library/manage/SET/check-in" and checks in any account.
+//
+// Each account is checked in on its own; when the password change of one
+// fails, it stays checked out (its lease end tries again), the error is
+// returned with the names checked in before it.
+func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage bool) ([]string, error) {
+	if err := e.libraryOnly(); err != nil {
+		return nil, err
+	}
+	if err := checkSetName(set); err != nil {
+		return nil, err
+	}
+	var v keel.Validation
+	checkAccountNames(&v, names)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	res := e.resource("library", set, "check-in")
+	if manage {
+		res = e.resource("library", "manage", set, "check-in")
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, res); err != nil {
+		return nil, err
+	}
+	p, _ := keel.PrincipalFrom(ctx)
+	var enforce bool
+	var todo []string
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := loadSet(tx, set)
+		if err != nil {
+			return err
+		}
+		enforce = !manage && !rec.DisableEnforcement
+		todo = todo[:0]
+		if len(names) == 0 {
+			for _, n := range rec.Accounts {
+				a, _, err := loadAccount(tx, set, n)
+				if err != nil {
+					return err
+				}
+				if a.CheckedOut && (!enforce || isBorrower(p, &a)) {
+					todo = append(todo, n)
+				}
+			}
+			if len(todo) > 1 {
+				return keel.Invalid("service_account_names", "must be given when several accounts are checked out (%s)", strings.Join(todo, ", "))
+			}
+			return nil
+		}
+		for _, n := range names {
+			if !slices.Contains(rec.Accounts, n) {
+				return keel.Invalid("service_account_names", "%q is not an account of library set %q", n, set)
+			}
+			a, _, err := loadAccount(tx, set, n)
+			if err != nil {
+				return err
+			}
+			if a.CheckedOut && enforce && !isBorrower(p, &a) {
+				return fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+			}
+			if a.CheckedOut || !a.Ready || a.New != "" {
+				todo = append(todo, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check-in: %w", err)
+	}
+	checkIns := []string{}
+	var leaseIDs []string
+	var failure error
+	for _, n := range todo {
+		in, leaseID, err := e.changePassword(ctx, set, n, func(a *libAccount) (bool, error) {
+			if a.CheckedOut && enforce && !isBorrower(p, a) {
+				return false, fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+			}
+			return a.CheckedOut || !a.Ready || a.New != "", nil
+		})
+		if err != nil {
+			failure = err
+			break
+		}
+		if in {
+			checkIns = append(checkIns, n)
+			if leaseID != "" {
+				leaseIDs = append(leaseIDs, leaseID)
+			}
+		}
+	}
+	// The leases of the accounts checked in: the Engine's Revoke finds them
+	// no longer current and does nothing.
+	if e.leases != nil {
+		for _, id := range leaseIDs {
+			if err := e.leases.Revoke(ctx, id, true); err != nil {
+				e.log.Warn("library check-in: removing the lease failed; it ends harmlessly later", "set", set, "lease_id", id, "error", err)
+			}
+		}
+	}
+	if failure != nil {
+		return checkIns, fmt.Errorf("library set %q: check-in: %w", set, failure)
+	}
+	return checkIns, nil
+}
+
+// isBorrower reports whether p borrowed the account a: same entity id, or
+// else same client token id, both not empty (Vault's rule).
+func isBorrower(p keel.Principal, a *libAccount) bool {
+	return (a.EntityID != "" && p.EntityID == a.EntityID) ||
+		(a.ClientToken != "" && p.ClientTokenID == a.ClientToken)
+}
+
+// settleOnly selects an account that is not checked out and lacks a
+// completed password change.
+func settleOnly(a *libAccount) (bool, error) {
+	return !a.CheckedOut && (!a.Ready || a.New != ""), nil
+}
+
+// changePassword gives the account name of set a new password and makes
+// it available, when match, called in the first transaction with the
+// account's record, says so. The new password is written to the record
+// (or a pending one reused) before the directory changes; the record
+// takes it, and the account is checked in, in a second transaction. It
+// returns whether the account was checked out, and the id of the lease it
+// was checked out under. A missing set or account is not an error (false).
+func (e *Engine) changePassword(ctx context.Context, set, name string, match func(*libAccount) (bool, error)) (bool, string, error) {
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: %w", name, err)
+	}
+	candidate, err := e.generate(ctx, &cfg)
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: %w", name, err)
+	}
+	e.rotMu.Lock()
+	defer e.rotMu.Unlock()
+	var before libAccount
+	var skip bool
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var ok bool
+		var err error
+		if before, ok, err = loadAccount(tx, set, name); err != nil {
+			return err
+		}
+		if !ok {
+			skip = true
+			return nil
+		}
+		if skip, err = match(&before); err != nil {
+			return err
+		}
+		if skip = !skip; skip {
+			return nil
+		}
+		if before.New == "" {
+			before.New = candidate
+			return putJSON(tx, acctKey(set, name), &before)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: write-ahead record: %w", name, err)
+	}
+	if skip {
+		return false, "", nil
+	}
+	if err := e.dir.SetPassword(ctx, cfg.conn(), before.DN, before.New); err != nil {
+		return false, "", fmt.Errorf("account %q: password change failed, the account stays out of circulation: %w", name, err)
+	}
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		a, ok, err := loadAccount(tx, set, name)
+		if err != nil {
+			return err
+		}
+		if !ok || a.New != before.New || a.LeaseID != before.LeaseID {
+			return fmt.Errorf("changed during the password change: %w", keel.ErrConflict)
+		}
+		a = libAccount{DN: a.DN, Password: a.New, Ready: true}
+		return putJSON(tx, acctKey(set, name), &a)
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: the directory holds the new password, storing it failed (the write-ahead record keeps it): %w", name, err)
+	}
+	e.log.Info("library account password changed", "set", set, "account", name, "checked_in", before.CheckedOut)
+	return before.CheckedOut, before.LeaseID, nil
+}
+
+// revokeCheckOut ends the check-out of lease l: when the account is still
+// checked out under l, it gets a new password and becomes available;
+// otherwise (checked in already, set or account gone) nothing happens.
 func (e *Engine) revokeCheckOut(ctx context.Context, l lease.Lease) error {
-	return fmt.Errorf("ldapengine: library sets: %w", keel.ErrUnavailable)
+	var d checkOutData
+	if err := json.Unmarshal(l.Data, &d); err != nil || d.Set == "" || d.Account == "" {
+		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: no check-out data: %w", l.ID, keel.ErrInvalid))
+	}
+	current := func(a *libAccount) (bool, error) { return a.CheckedOut && a.LeaseID == l.ID, nil }
+	// Fast path without the rotation lock: most revocations after a
+	// check-in find nothing to do.
+	var held bool
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		a, ok, err := loadAccount(tx, d.Set, d.Account)
+		held = ok && a.CheckedOut && a.LeaseID == l.ID
+		return err
+	})
+	if err != nil || !held {
+		return err
+	}
+	if _, _, err := e.changePassword(ctx, d.Set, d.Account, current); err != nil {
+		return fmt.Errorf("library set %q: automatic check-in: %w", d.Set, err)
+	}
+	return nil
 }

@@ -197,7 +197,7 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 			return err
 		}
 		if owner != "" {
-			return fmt.Errorf("static role %q: entry %q is already managed by static role %q: %w", name, entryDN, owner, keel.ErrConflict)
+			return fmt.Errorf("static role %q: entry %q is already managed by this engine (owner %q): %w", name, entryDN, owner, keel.ErrConflict)
 		}
 		if err := putJSON(tx, accountKey(entryDN), name); err != nil {
 			return err

@@ -1,0 +1,209 @@
+package ldapengine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/boltstore"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+const libUsersDN = "ou=users,dc=example,dc=org"
+
+// libEnv is an ldap engine on a fake directory with a lease manager that
+// has the engine registered as the Revoker of "ldap/".
+type libEnv struct {
+	*env
+	leases *lease.Manager
+}
+
+type libOptions struct {
+	store    storage.Store             // nil: a new memstore
+	flavor   Flavor                    // "": FlavorLDAP
+	dir      func(Directory) Directory // wraps the fake directory
+	auth     keel.Authorizer
+	noLeases bool
+}
+
+// newLibEnv returns a configured engine (userdn ou=users, userattr uid) on
+// a fake directory holding the bind account, alice, bob and svc0…svc{n-1}.
+func newLibEnv(t testing.TB, n int, o libOptions) *libEnv {
+	t.Helper()
+	s := o.store
+	if s == nil {
+		s = memstore.New(nil)
+	}
+	if o.flavor == "" {
+		o.flavor = FlavorLDAP
+	}
+	dir := NewFakeDirectory()
+	dir.Add(bindDN, "bind-pw", "cn", "keel")
+	dir.Add(aliceDN, "alice-pw", "cn", "alice", "uid", "alice")
+	dir.Add(bobDN, "bob-pw", "cn", "bob", "uid", "bob")
+	for i := range n {
+		dir.Add(libSvcDN(i), libSvcPW(i), "cn", libSvcName(i), "uid", libSvcName(i))
+	}
+	var d Directory = dir
+	if o.dir != nil {
+		d = o.dir(dir)
+	}
+	clock := keel.NewFakeClock(t0)
+	pol := NewPasswordPolicies(s, nil)
+	var m *lease.Manager
+	if !o.noLeases {
+		m = lease.New(s, &lease.Options{Clock: clock})
+	}
+	e, err := New(s, o.flavor, "ldap", &Options{Directory: d, Clock: clock, Policies: pol, Leases: m, Authorizer: o.auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m != nil {
+		if err := m.Register("ldap/", e, nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Stop)
+	}
+	t.Cleanup(e.Stop)
+	v := &libEnv{env: &env{e: e, dir: dir, clock: clock, store: s, pol: pol}, leases: m}
+	cfg := Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}
+	if o.flavor == FlavorLDAP {
+		cfg.UserDN, cfg.UserAttr = libUsersDN, "uid"
+	}
+	if err := e.WriteConfig(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func libBoltStore(t testing.TB) storage.Store {
+	t.Helper()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "keel.db"), &boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func libSvcName(i int) string { return fmt.Sprintf("svc%d", i) }
+func libSvcDN(i int) string   { return fmt.Sprintf("uid=svc%d,%s", i, libUsersDN) }
+func libSvcPW(i int) string   { return fmt.Sprintf("svc%d-initial-pw", i) }
+
+func libSvcNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = libSvcName(i)
+	}
+	return out
+}
+
+// libCaller returns a context of a caller with client token token and entity
+// entity.
+func libCaller(token, entity string) context.Context {
+	return keel.WithPrincipal(context.Background(), keel.Principal{ID: token, ClientTokenID: token, EntityID: entity})
+}
+
+func libPtr[T any](v T) *T { return &v }
+
+// putSet creates the set name with accounts and fails the test on error.
+func (v *libEnv) putSet(t testing.TB, name string, accounts ...string) {
+	t.Helper()
+	if err := v.e.PutLibrarySet(context.Background(), name, LibrarySetRequest{ServiceAccountNames: accounts}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// account returns the stored record of account n of set.
+func (v *libEnv) account(t testing.TB, set, n string) libAccount {
+	t.Helper()
+	var a libAccount
+	err := v.e.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		var ok bool
+		var err error
+		a, ok, err = loadAccount(tx, set, n)
+		if err == nil && !ok {
+			err = fmt.Errorf("account %q of %q missing", n, set)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// binds reports whether dn binds with pw on the fake directory.
+func (v *libEnv) binds(dn, pw string) bool {
+	return v.dir.Bind(context.Background(), Conn{}, dn, pw) == nil
+}
+
+// libFlakyDir wraps a Directory: after is called after each successful
+// SetPassword and may turn it into a failure (as a change that reached the
+// server but whose answer was lost).
+type libFlakyDir struct {
+	Directory
+	mu    sync.Mutex
+	after func(dn string) error
+}
+
+func (f *libFlakyDir) SetPassword(ctx context.Context, c Conn, dn, pw string) error {
+	if err := f.Directory.SetPassword(ctx, c, dn, pw); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	after := f.after
+	f.mu.Unlock()
+	if after != nil {
+		return after(dn)
+	}
+	return nil
+}
+
+func (f *libFlakyDir) setAfter(fn func(dn string) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.after = fn
+}
+
+// libDenyAuth refuses every capability on the resources of deny and records
+// what was asked.
+type libDenyAuth struct {
+	mu    sync.Mutex
+	deny  map[string]bool
+	asked []string
+}
+
+func (a *libDenyAuth) Authorize(_ context.Context, _ keel.Principal, c keel.Capability, resource string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = append(a.asked, string(c)+" "+resource)
+	if a.deny[resource] {
+		return fmt.Errorf("%s on %s: %w", c, resource, keel.ErrForbidden)
+	}
+	return nil
+}
+
+func (a *libDenyAuth) reset(deny ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = nil
+	a.deny = map[string]bool{}
+	for _, d := range deny {
+		a.deny[d] = true
+	}
+}
+
+func (a *libDenyAuth) last() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.asked) == 0 {
+		return ""
+	}
+	return a.asked[len(a.asked)-1]
+}
