@@ -397,6 +397,44 @@ func (f *fields) str(k string) string {
 	}
 }
 
+// has reports whether the body holds the field k (for partial updates).
+func (f *fields) has(k string) bool {
+	_, ok := f.m[k]
+	return ok
+}
+
+// strList reads a list of strings sent as a JSON array or as one
+// comma-separated string, as Vault's comma-string-slice fields are; nil
+// when the field is absent.
+func (f *fields) strList(k string) []string {
+	switch x := f.m[k].(type) {
+	case nil:
+		return nil
+	case string:
+		out := []string{}
+		for p := range strings.SplitSeq(x, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				f.v.Add(k, "must be a string or a list of strings")
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	default:
+		f.v.Add(k, "must be a string or a list of strings")
+		return nil
+	}
+}
+
 func (f *fields) boolean(k string) bool {
 	switch x := f.m[k].(type) {
 	case nil:

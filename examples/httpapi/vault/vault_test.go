@@ -24,6 +24,7 @@ import (
 
 const (
 	rootToken   = "root-token"
+	root2Token  = "second-root-token" // another caller with every right
 	readerToken = "reader-token"
 	createToken = "create-only-token"
 	updateToken = "update-only-token"
@@ -42,10 +43,11 @@ type env struct {
 }
 
 var principals = map[string]keel.Principal{
-	rootToken:   {ID: "root", DisplayName: "root", Policies: []string{keel.RootPolicy}},
-	readerToken: {ID: "reader", DisplayName: "reader", Policies: []string{"reader"}},
-	createToken: {ID: "creator", DisplayName: "creator", Policies: []string{"creator"}},
-	updateToken: {ID: "updater", DisplayName: "updater", Policies: []string{"updater"}},
+	rootToken:   {ID: "root", DisplayName: "root", ClientTokenID: "ct-root", Policies: []string{keel.RootPolicy}},
+	root2Token:  {ID: "root2", DisplayName: "root2", ClientTokenID: "ct-root2", EntityID: "entity-root2", Policies: []string{keel.RootPolicy}},
+	readerToken: {ID: "reader", DisplayName: "reader", ClientTokenID: "ct-reader", Policies: []string{"reader"}},
+	createToken: {ID: "creator", DisplayName: "creator", ClientTokenID: "ct-creator", Policies: []string{"creator"}},
+	updateToken: {ID: "updater", DisplayName: "updater", ClientTokenID: "ct-updater", Policies: []string{"updater"}},
 }
 
 func newEnv(t *testing.T, store storage.Store) *env {
