@@ -39,7 +39,11 @@
 // Each operation asks the Authorizer of Options for the capability on
 // "MOUNT/config", "MOUNT/rotate-root", "MOUNT/static-role/NAME" (create or
 // update, decided inside the transaction), "MOUNT/static-cred/NAME",
-// "MOUNT/rotate-role/NAME", and "sys/policies/password/NAME".
+// "MOUNT/rotate-role/NAME", "sys/policies/password/NAME", and for library
+// sets "MOUNT/library/SET" (create or update, read, delete), list on
+// "MOUNT/library/", read on "MOUNT/library/SET/status", update on
+// "MOUNT/library/SET/check-out", "MOUNT/library/SET/check-in" and
+// "MOUNT/library/manage/SET/check-in".
 //
 // # Concurrency
 //
@@ -59,5 +63,83 @@
 // tls_min_version and tls_max_version default to tls12; a password
 // policy's length is 4 to 100. Between a directory change and the commit
 // that follows, static-cred still returns the previous password.
-// Dynamic roles and library sets are not implemented yet.
+// Dynamic roles are not implemented yet.
+//
+// # Library sets
+//
+// A library set (ldap flavor) lends directory service accounts: PutLibrarySet
+// names them (each must exist in the directory, and belong to one set or
+// static role only), CheckOut lends the first free one with its password
+// and a renewable lease from Options.Leases, CheckIn (or the end of the
+// lease, through Revoke) gives it back and changes its password.
+// Check-out, check-in and expiry each run in one transaction. Choices where
+// the spec says "not shown", following Vault's engine:
+//
+//   - Check-out picks the first available account in the order of
+//     service_account_names, as Vault does. A check-out ttl of zero (or
+//     none) means the set's ttl; a ttl above the set's is lowered to it;
+//     when the set's ttl is zero (unlimited) the requested ttl is used. A
+//     zero ttl or max_ttl gives a lease of the lease manager's default or
+//     max TTL of the mount: keel has no lease without an end.
+//   - The check-out lease is renewable, its max TTL is the set's max_ttl,
+//     its path is "MOUNT/library/SET/check-out" (Vault's lease ids read
+//     "ldap/library/SET/check-out/…"), and its Data names the set and the
+//     account.
+//   - The password handed out at check-out is the one stored at the last
+//     rotation; passwords change when an account joins a set, at check-in
+//     and at the end of a lease (Vault rotates on check-in, not on
+//     check-out).
+//   - Check-in enforcement (Vault's rule): the caller may check an account
+//     in when its entity id, or else its client token id, equals the
+//     borrower's (both non-empty). An account borrowed by a caller with
+//     neither can only be checked in through the manage path, with
+//     enforcement disabled, or by the end of its lease.
+//   - Check-in without names takes the accounts of the set that are
+//     checked out and that the caller may check in; more than one is an
+//     error (keel.ErrInvalid on service_account_names), none gives an empty
+//     check_ins. A named account that is checked out by someone else is
+//     keel.ErrForbidden, and nothing is checked in; a name that is not in
+//     the set is keel.ErrInvalid. Names are checked in one at a time: when
+//     one fails, those before it stay checked in (they are returned with
+//     the error).
+//   - Create needs service_account_names (at least one). An update changes
+//     only the fields given (pointer fields; nil ServiceAccountNames keeps
+//     the list). max_ttl, when not zero, may not be below ttl (Vault's
+//     rule). Removing an account that is checked out is refused
+//     (keel.ErrConflict), as is deleting a set while any of its accounts
+//     is checked out; deleting a missing set succeeds.
+//   - Set names follow the static role names' rule (no "/"; Vault allows
+//     "/" in set names); they are case-sensitive.
+//   - An account may belong to one set or one static role of the engine:
+//     the owner record "account/<lower-cased DN>" holds "library:SET" for
+//     a set (the role name for a static role); the check happens in the
+//     transaction that adds the account.
+//   - Password changes never lose a password: the new password is written
+//     to the account's record (write-ahead) before the directory changes,
+//     and a retry reuses it. When the directory change (or storing its
+//     success) fails, the account stays out of circulation: a check-in
+//     fails and the account stays checked out to its borrower, who keeps
+//     the old password, and its lease stays, so that the lease's end, or
+//     another check-in, tries again; an account that joined a set stays
+//     unavailable until PutLibrarySet or a check-in naming it is called
+//     again. The alternative, making it available with the old password,
+//     could hand out a password the directory no longer accepts when the
+//     failed change did reach the server.
+//   - Password changes of an engine run one at a time (with the static
+//     roles'), so that a slow retry cannot overwrite a later password;
+//     engines of several processes sharing a store do not share that lock.
+//   - An account whose lease has expired stays checked out until the lease
+//     manager has revoked the lease (rotated the password): handing it out
+//     earlier would share the password with its previous borrower.
+//   - Check-in removes the account's lease with lease.Manager.Revoke (sync)
+//     using the caller's context; the Engine's Revoke then finds the
+//     account no longer held under that lease and does nothing. When that
+//     removal fails (the caller may lack update on "sys/leases/revoke"),
+//     the check-in still succeeds, the failure is logged, and the lease
+//     ends harmlessly later.
+//   - No account available is ErrNoAccountAvailable, of kind
+//     keel.ErrUnavailable; the HTTP adapter renders it as 400, as Vault
+//     does.
+//   - Library sets exist only in the ldap flavor: in openldap every
+//     library operation fails with keel.ErrInvalid naming the flavor.
 package ldapengine
