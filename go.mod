@@ -4,6 +4,7 @@ go 1.26.7
 
 require (
 	github.com/go-ldap/ldap/v3 v3.4.15
+	github.com/go-ldap/ldif v0.0.0-20250910174327-aa3bc3095c92
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/hashicorp/go-immutable-radix/v2 v2.1.0

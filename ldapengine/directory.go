@@ -2,6 +2,7 @@ package ldapengine
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -50,4 +51,69 @@ type Directory interface {
 	// stores a hash), a replace of unicodePwd for SchemaAD and of
 	// racfPassword for SchemaRACF.
 	SetPassword(ctx context.Context, c Conn, dn, password string) error
+	// Apply runs changes in order over one connection, bound as
+	// c.BindDN. With keepGoing false it stops at the first change that
+	// fails; with keepGoing true it runs every change. It returns nil
+	// when every change it ran succeeded, an error of the connection or
+	// bind when it could run none, and otherwise one *ChangeError per
+	// failed change, joined with errors.Join, in order. A missing entry
+	// (or, in a modify, a missing attribute value to delete) is of kind
+	// keel.ErrNotFound, an entry or value that exists already of kind
+	// keel.ErrAlreadyExists.
+	Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool) error
 }
+
+// The types of Change, those of LDIF change records (RFC 2849).
+const (
+	ChangeAdd    = "add"
+	ChangeModify = "modify"
+	ChangeDelete = "delete"
+)
+
+// The operations of a Modification.
+const (
+	ModAdd     = "add"
+	ModDelete  = "delete"
+	ModReplace = "replace"
+)
+
+// Change is one LDIF change record: add an entry with Attributes, apply
+// Modifications to an entry, or delete an entry.
+type Change struct {
+	Type          string         // ChangeAdd, ChangeModify or ChangeDelete
+	DN            string         // the entry
+	Attributes    []Attribute    // ChangeAdd: the attributes of the new entry
+	Modifications []Modification // ChangeModify: applied in order
+}
+
+// Attribute is an attribute type and its values.
+type Attribute struct {
+	Name   string
+	Values []string
+}
+
+// Modification is one part of a modify change: Op is ModAdd (add the
+// values), ModDelete (delete the values, or the whole attribute when
+// there are none) or ModReplace (replace every value; none removes the
+// attribute).
+type Modification struct {
+	Op string
+	Attribute
+}
+
+// ChangeError is the failure of one change of Apply. Err carries the kind
+// (keel.ErrNotFound, keel.ErrAlreadyExists, keel.ErrUnavailable, …).
+type ChangeError struct {
+	Index int    // the change's position in the list given to Apply, from 0
+	Type  string // the change's Type
+	DN    string // the change's DN
+	Err   error
+}
+
+// Error names the change and its DN.
+func (e *ChangeError) Error() string {
+	return fmt.Sprintf("entry %d (%s %q): %v", e.Index+1, e.Type, e.DN, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *ChangeError) Unwrap() error { return e.Err }

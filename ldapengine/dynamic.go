@@ -1,13 +1,508 @@
 package ldapengine
 
+// Choices
+//
+// Where the spec says "not shown" about dynamic roles and credentials,
+// this package does what Vault's ldap secrets engine does, or says why not:
+//
+//   - Dynamic roles exist in both flavors; Creds (creds/:name) is refused by
+//     the openldap flavor with an error of kind keel.ErrInvalid (field
+//     "path"), as the spec lists the endpoint for ldap only.
+//   - A role is created when missing and updated otherwise (Vault's
+//     existence check); only the fields sent change, and an empty string
+//     clears one. The merged role must still have creation_ldif and
+//     deletion_ldif.
+//   - LDIF fields are decoded when they are standard base64 of UTF-8 text
+//     (as Vault) and stored decoded, so a read returns them decoded.
+//   - Each LDIF field is checked at write by rendering it with sample data
+//     (as Vault) and parsing the result; it must hold at least one entry
+//     (as Vault). The username template is checked the same way, and its
+//     sample username must pass the rule on field values (below).
+//   - default_ttl may not exceed max_ttl when max_ttl is set (Vault does
+//     not check; the lease would be capped anyway), and neither may exceed
+//     the mount maximum (Options.MaxTTL, zero: 768h).
+//   - A record without changetype (a content record) is run as an add, as
+//     ldapadd does. Values read from URLs (attr:< file://...) and controls
+//     are refused in LDIF.
+//   - distinguished_names lists the DN of every creation_ldif entry, in
+//     order, without removing duplicates (as Vault).
+//   - The lease is issued after the directory entries are created (as
+//     Vault); when issuing fails, the deletion LDIF is run and the error
+//     returned. Leases are renewable, up to the role's max_ttl (as Vault);
+//     the role is not read again on renewal.
+//   - .ExpirationTime is the issue time plus the role's default_ttl, or,
+//     when it is unset, the least of max_ttl, the mount maximum and 768h
+//     (Vault uses the role's default_ttl only, which gives the issue time
+//     when it is unset). The lease manager may still cap the lease lower.
+//   - The deletion LDIF is rendered when the credential is created and kept
+//     in the lease's data (Vault keeps the template and its data and
+//     renders at revocation): revocation then works after the role is
+//     deleted or changed, random, uuid and time functions give the values
+//     the creation saw, and the password is not kept.
+//   - Deletion and rollback LDIF run every entry; an entry or attribute
+//     value that is already missing counts as done, so that revocation is
+//     idempotent and a rollback after an early failure reports only real
+//     errors. Any other failed entry fails the revocation, which the lease
+//     manager retries until the lease is irrevocable.
+//   - The caller's display name (keel.Principal.DisplayName) and the
+//     generated username are refused (keel.ErrInvalid, fields
+//     "display_name" and "username_template") when they hold control
+//     characters (line breaks among them), a DN special (, = + < > # ; "
+//     \), a leading or trailing space or a leading ':': such a value could
+//     otherwise add LDIF lines or move an entry to another DN. Vault does
+//     not check.
+//   - Templates may not use range, define, block or template, and every
+//     value and output is capped in size, so that rendering always ends
+//     quickly. truncate and truncate_sha256 count characters (runes), not
+//     bytes; timestamp formats the time in UTC; random N takes 1 to 1024.
+
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
+	"github.com/hashicorp/go-multierror"
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
 )
 
+// prefixDynRole is the store prefix of dynamic roles.
+const prefixDynRole = "dynrole/"
+
+// DynamicRoleRequest creates or partially updates a dynamic role
+// ({mount}/role/:name). A nil field is left as it is (on create: empty or
+// zero); a non-nil field is set, and an empty string or zero clears it.
+// LDIF fields may be base64 encoded. The zero DynamicRoleRequest changes
+// nothing on update, and fails on create (creation_ldif and deletion_ldif
+// are required).
+type DynamicRoleRequest struct {
+	CreationLDIF     *string        // creation_ldif; required after the merge
+	DeletionLDIF     *string        // deletion_ldif; required after the merge
+	RollbackLDIF     *string        // rollback_ldif; optional
+	UsernameTemplate *string        // username_template; empty: DefaultUsernameTemplate
+	DefaultTTL       *time.Duration // default_ttl; zero: the lease manager's default
+	MaxTTL           *time.Duration // max_ttl; zero: the mount maximum
+}
+
+// DynamicRole is a dynamic role as read. LDIF fields are decoded text.
+type DynamicRole struct {
+	Name             string
+	CreationLDIF     string
+	DeletionLDIF     string
+	RollbackLDIF     string
+	UsernameTemplate string // as set; empty means DefaultUsernameTemplate
+	DefaultTTL       time.Duration
+	MaxTTL           time.Duration
+}
+
+// DynamicCred is a dynamic credential ({mount}/creds/:name): a directory
+// account created for the caller, and the lease whose end deletes it.
+type DynamicCred struct {
+	Username           string
+	Password           string
+	DistinguishedNames []string // the DN of every creation_ldif entry, in order
+	Lease              lease.Lease
+}
+
+type dynRoleRecord struct {
+	CreationLDIF     string        `json:"creation_ldif"`
+	DeletionLDIF     string        `json:"deletion_ldif"`
+	RollbackLDIF     string        `json:"rollback_ldif,omitempty"`
+	UsernameTemplate string        `json:"username_template,omitempty"`
+	DefaultTTL       time.Duration `json:"default_ttl"`
+	MaxTTL           time.Duration `json:"max_ttl"`
+}
+
+// credsLease is the data of the lease of a dynamic credential.
+type credsLease struct {
+	Role         string   `json:"role"`
+	Username     string   `json:"username"`
+	DNs          []string `json:"dns"`
+	DeletionLDIF string   `json:"deletion_ldif"` // rendered
+	Data         ldifData `json:"data"`          // without the password
+}
+
+// mountMaxTTL is the mount's maximum TTL of dynamic credentials.
+func (e *Engine) mountMaxTTL() time.Duration {
+	if e.maxTTL > 0 {
+		return e.maxTTL
+	}
+	return lease.DefaultTTL
+}
+
+// sampleData returns the sample fields used to check templates at write.
+func sampleData(name string, now time.Time) (usernameData, ldifData) {
+	exp := now.Add(time.Hour)
+	return usernameData{DisplayName: "sample-display-name", RoleName: name},
+		ldifData{Username: "v_sample-display-name_" + name + "_AbCdEfGhIj_1700000000", Password: "Sample-Password-0123456789",
+			DisplayName: "sample-display-name", RoleName: name,
+			IssueTime: now.Format(time.RFC3339), IssueTimeSeconds: now.Unix(),
+			ExpirationTime: exp.Format(time.RFC3339), ExpirationTimeSeconds: exp.Unix()}
+}
+
+// validateDynRole checks every rule of r, the role name, adding each
+// problem to v.
+func (e *Engine) validateDynRole(v *keel.Validation, name string, r *dynRoleRecord) {
+	addAll := func(err error) {
+		for _, fe := range keel.FieldErrors(err) {
+			v.Add(fe.Field, "%s", fe.Rule)
+		}
+	}
+	now := e.clock.Now().UTC()
+	ud, ld := sampleData(name, now)
+	if r.UsernameTemplate != "" {
+		u, err := renderTemplate("username_template", r.UsernameTemplate, usernameKind, ud, now)
+		if err != nil {
+			addAll(err)
+		} else if why := checkUsername(u); why != "" {
+			v.Add("username_template", "gives the username %q for sample data, which %s", u, why)
+		}
+	}
+	for _, f := range []struct {
+		field, text string
+		required    bool
+	}{{"creation_ldif", r.CreationLDIF, true}, {"deletion_ldif", r.DeletionLDIF, true}, {"rollback_ldif", r.RollbackLDIF, false}} {
+		if f.text == "" {
+			if f.required {
+				v.Add(f.field, "is required")
+			}
+			continue
+		}
+		if _, _, err := renderLDIF(f.field, f.text, ld, now); err != nil {
+			addAll(err)
+		}
+	}
+	limit := e.mountMaxTTL()
+	if r.DefaultTTL < 0 {
+		v.Add("default_ttl", "must not be negative")
+	} else if r.DefaultTTL > limit {
+		v.Add("default_ttl", "must not exceed the mount maximum of %s", limit)
+	}
+	if r.MaxTTL < 0 {
+		v.Add("max_ttl", "must not be negative")
+	} else if r.MaxTTL > limit {
+		v.Add("max_ttl", "must not exceed the mount maximum of %s", limit)
+	}
+	if r.MaxTTL > 0 && r.DefaultTTL > r.MaxTTL {
+		v.Add("default_ttl", "must not exceed max_ttl")
+	}
+}
+
+// checkUsername returns why a generated username cannot be used, or "".
+func checkUsername(u string) string {
+	if u == "" {
+		return "is empty"
+	}
+	if len(u) > maxUsernameLen {
+		return fmt.Sprintf("is longer than %d bytes", maxUsernameLen)
+	}
+	return checkFieldValue(u)
+}
+
+// renderLDIF renders the LDIF template text of field with d and parses
+// the result.
+func renderLDIF(field, text string, d ldifData, now time.Time) (string, []Change, error) {
+	out, err := renderTemplate(field, text, ldifKind, d, now)
+	if err != nil {
+		return "", nil, err
+	}
+	changes, err := parseLDIF(field, out)
+	if err != nil {
+		return "", nil, err
+	}
+	return out, changes, nil
+}
+
+// PutDynamicRole creates the dynamic role name, or updates the fields of
+// r that are not nil. It needs create or update (decided in the
+// transaction) on "MOUNT/role/NAME". The merged role is checked as a
+// whole: creation_ldif and deletion_ldif are required; each LDIF field
+// and the username template must render with sample data, and the LDIF
+// must parse (errors name the entry and line); default_ttl and max_ttl
+// must not be negative nor exceed the mount maximum, and default_ttl not
+// max_ttl. Every broken rule is reported at once (keel.ErrInvalid), and
+// then nothing is stored.
+func (e *Engine) PutDynamicRole(ctx context.Context, name string, r DynamicRoleRequest) error {
+	if err := checkRoleName(name); err != nil {
+		return err
+	}
+	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec dynRoleRecord
+		found, err := getJSON(tx, prefixDynRole+name, &rec)
+		if err != nil {
+			return err
+		}
+		c := keel.CapUpdate
+		if !found {
+			c = keel.CapCreate
+		}
+		if err := keel.Authorize(ctx, e.auth, c, e.resource("role", name)); err != nil {
+			return err
+		}
+		set := func(dst *string, src *string, decode bool) {
+			if src != nil {
+				*dst = *src
+				if decode {
+					*dst = decodeLDIFField(*src)
+				}
+			}
+		}
+		set(&rec.CreationLDIF, r.CreationLDIF, true)
+		set(&rec.DeletionLDIF, r.DeletionLDIF, true)
+		set(&rec.RollbackLDIF, r.RollbackLDIF, true)
+		set(&rec.UsernameTemplate, r.UsernameTemplate, false)
+		if r.DefaultTTL != nil {
+			rec.DefaultTTL = *r.DefaultTTL
+		}
+		if r.MaxTTL != nil {
+			rec.MaxTTL = *r.MaxTTL
+		}
+		var v keel.Validation
+		e.validateDynRole(&v, name, &rec)
+		if err := v.Err(); err != nil {
+			return err
+		}
+		return putJSON(tx, prefixDynRole+name, &rec)
+	})
+}
+
+func (e *Engine) loadDynRole(ctx context.Context, name string) (dynRoleRecord, error) {
+	var rec dynRoleRecord
+	var found bool
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		found, err = getJSON(tx, prefixDynRole+name, &rec)
+		return err
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("dynamic role %q: %w", name, keel.ErrNotFound)
+	}
+	return rec, err
+}
+
+// DynamicRole reads the dynamic role name; a missing role is an error of
+// kind keel.ErrNotFound. It needs read on "MOUNT/role/NAME".
+func (e *Engine) DynamicRole(ctx context.Context, name string) (DynamicRole, error) {
+	if err := checkRoleName(name); err != nil {
+		return DynamicRole{}, err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("role", name)); err != nil {
+		return DynamicRole{}, err
+	}
+	rec, err := e.loadDynRole(ctx, name)
+	if err != nil {
+		return DynamicRole{}, err
+	}
+	return DynamicRole{Name: name, CreationLDIF: rec.CreationLDIF, DeletionLDIF: rec.DeletionLDIF,
+		RollbackLDIF: rec.RollbackLDIF, UsernameTemplate: rec.UsernameTemplate,
+		DefaultTTL: rec.DefaultTTL, MaxTTL: rec.MaxTTL}, nil
+}
+
+// ListDynamicRoles returns the names of the dynamic roles, sorted. It
+// needs list on "MOUNT/role/".
+func (e *Engine) ListDynamicRoles(ctx context.Context) ([]string, error) {
+	if err := keel.Authorize(ctx, e.auth, keel.CapList, e.resource("role")+"/"); err != nil {
+		return nil, err
+	}
+	var names []string
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		names = names[:0]
+		return tx.Scan(prefixDynRole, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			names = append(names, strings.TrimPrefix(key, prefixDynRole))
+			return nil
+		})
+	})
+	return names, err
+}
+
+// DeleteDynamicRole removes the dynamic role name; a missing role is not
+// an error. The leases of its credentials stay, and their revocation still
+// deletes the accounts. It needs delete on "MOUNT/role/NAME".
+func (e *Engine) DeleteDynamicRole(ctx context.Context, name string) error {
+	if err := checkRoleName(name); err != nil {
+		return err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapDelete, e.resource("role", name)); err != nil {
+		return err
+	}
+	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return tx.Delete(prefixDynRole + name)
+	})
+}
+
+// Creds creates a directory account from the dynamic role name and returns
+// its credential with a lease of path "MOUNT/creds/NAME" (TTL the role's
+// default_ttl, capped at its max_ttl and the mount maximum; renewable).
+// It needs read on "MOUNT/creds/NAME", and the ldap flavor (openldap:
+// keel.ErrInvalid). Without Options.Leases it fails with
+// keel.ErrUnavailable; a missing role or configuration is
+// keel.ErrNotFound.
+//
+// The username comes from the role's username template (.DisplayName is
+// the caller's keel.Principal.DisplayName), the password from the
+// configuration's password policy or length. The creation LDIF entries run
+// in order; at the first failure the rest are skipped, the rollback LDIF
+// (when set) runs all its entries, and every error is returned together
+// (github.com/hashicorp/go-multierror); no lease is issued. Revoking or
+// expiring the lease runs the deletion LDIF rendered now.
+func (e *Engine) Creds(ctx context.Context, name string) (DynamicCred, error) {
+	if e.flavor != FlavorLDAP {
+		return DynamicCred{}, keel.Invalid("path", "dynamic credentials (creds) are offered by the ldap engine only, not by %s", e.flavor)
+	}
+	if err := checkRoleName(name); err != nil {
+		return DynamicCred{}, err
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("creds", name)); err != nil {
+		return DynamicCred{}, err
+	}
+	if e.leases == nil {
+		return DynamicCred{}, errNoLeases
+	}
+	rec, err := e.loadDynRole(ctx, name)
+	if err != nil {
+		return DynamicCred{}, err
+	}
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return DynamicCred{}, err
+	}
+	p, _ := keel.PrincipalFrom(ctx)
+	if why := checkFieldValue(p.DisplayName); why != "" {
+		return DynamicCred{}, keel.Invalid("display_name", "the caller's display name %s", why)
+	}
+	now := e.clock.Now().UTC()
+	ut := rec.UsernameTemplate
+	if ut == "" {
+		ut = DefaultUsernameTemplate
+	}
+	username, err := renderTemplate("username_template", ut, usernameKind, usernameData{DisplayName: p.DisplayName, RoleName: name}, now)
+	if err != nil {
+		return DynamicCred{}, fmt.Errorf("dynamic role %q: %w", name, err)
+	}
+	if why := checkUsername(username); why != "" {
+		return DynamicCred{}, keel.Invalid("username_template", "gives the username %q, which %s", username, why)
+	}
+	password, err := e.generate(ctx, &cfg)
+	if err != nil {
+		return DynamicCred{}, fmt.Errorf("dynamic role %q: %w", name, err)
+	}
+	if why := checkPassword(password); why != "" {
+		return DynamicCred{}, keel.Invalid("password_policy", "the generated password %s", why)
+	}
+	ttl, maxTTL := e.credsTTL(&rec)
+	exp := now.Add(ttl)
+	data := ldifData{Username: username, Password: password, DisplayName: p.DisplayName, RoleName: name,
+		IssueTime: now.Format(time.RFC3339), IssueTimeSeconds: now.Unix(),
+		ExpirationTime: exp.Format(time.RFC3339), ExpirationTimeSeconds: exp.Unix()}
+	_, creation, err := renderLDIF("creation_ldif", rec.CreationLDIF, data, now)
+	if err != nil {
+		return DynamicCred{}, fmt.Errorf("dynamic role %q: %w", name, err)
+	}
+	deletionText, deletion, err := renderLDIF("deletion_ldif", rec.DeletionLDIF, data, now)
+	if err != nil {
+		return DynamicCred{}, fmt.Errorf("dynamic role %q: %w", name, err)
+	}
+	var rollback []Change
+	if rec.RollbackLDIF != "" {
+		if _, rollback, err = renderLDIF("rollback_ldif", rec.RollbackLDIF, data, now); err != nil {
+			return DynamicCred{}, fmt.Errorf("dynamic role %q: %w", name, err)
+		}
+	}
+	conn := cfg.conn()
+	if err := e.dir.Apply(ctx, conn, creation, false); err != nil {
+		merr := multierror.Append(nil, fmt.Errorf("dynamic role %q: creating the account: %w", name, err))
+		if rollback != nil {
+			if rerr := e.applyAll(ctx, conn, rollback); rerr != nil {
+				merr = multierror.Append(merr, fmt.Errorf("dynamic role %q: rolling back: %w", name, rerr))
+			}
+		}
+		e.log.Warn("dynamic credential creation failed", "role", name, "error", merr)
+		return DynamicCred{}, merr
+	}
+	dns := make([]string, len(creation))
+	for i, c := range creation {
+		dns[i] = c.DN
+	}
+	ld := data
+	ld.Password = ""
+	raw, err := json.Marshal(credsLease{Role: name, Username: username, DNs: dns, DeletionLDIF: deletionText, Data: ld})
+	if err == nil {
+		var l lease.Lease
+		l, err = e.leases.Issue(ctx, lease.IssueRequest{Path: e.resource("creds", name), TTL: rec.DefaultTTL, MaxTTL: maxTTL, Renewable: true, Data: raw})
+		if err == nil {
+			return DynamicCred{Username: username, Password: password, DistinguishedNames: dns, Lease: l}, nil
+		}
+	}
+	merr := multierror.Append(nil, fmt.Errorf("dynamic role %q: issuing the lease: %w", name, err))
+	if derr := e.applyAll(context.WithoutCancel(ctx), conn, deletion); derr != nil {
+		merr = multierror.Append(merr, fmt.Errorf("dynamic role %q: deleting the account again: %w", name, derr))
+	}
+	return DynamicCred{}, merr
+}
+
+// credsTTL returns the TTL that .ExpirationTime assumes and the max TTL
+// asked of the lease manager (zero: the manager's mount maximum).
+func (e *Engine) credsTTL(rec *dynRoleRecord) (ttl, maxTTL time.Duration) {
+	maxTTL = rec.MaxTTL
+	if e.maxTTL > 0 && (maxTTL == 0 || maxTTL > e.maxTTL) {
+		maxTTL = e.maxTTL
+	}
+	ttl = rec.DefaultTTL
+	if ttl == 0 {
+		ttl = lease.DefaultTTL
+	}
+	if maxTTL > 0 {
+		ttl = min(ttl, maxTTL)
+	}
+	return min(ttl, e.mountMaxTTL()), maxTTL
+}
+
+// applyAll runs every change, and returns the errors of those that failed
+// for another reason than a missing entry or attribute value (already
+// done).
+func (e *Engine) applyAll(ctx context.Context, c Conn, changes []Change) error {
+	err := e.dir.Apply(ctx, c, changes, true)
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var keep []error
+	for _, x := range j.Unwrap() {
+		var ce *ChangeError
+		if errors.As(x, &ce) && errors.Is(ce.Err, keel.ErrNotFound) {
+			continue
+		}
+		keep = append(keep, x)
+	}
+	return errors.Join(keep...)
+}
+
+// revokeCreds runs the deletion LDIF kept in the lease of a dynamic
+// credential. Entries already gone count as deleted, so it is idempotent;
+// any other failure is returned for the lease manager to retry.
 func (e *Engine) revokeCreds(ctx context.Context, l lease.Lease) error {
-	return fmt.Errorf("ldapengine: dynamic credentials: %w", keel.ErrUnavailable)
+	var d credsLease
+	if err := json.Unmarshal(l.Data, &d); err != nil || d.DeletionLDIF == "" {
+		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: no deletion LDIF in its data: %w", l.ID, keel.ErrInternal))
+	}
+	changes, err := parseLDIF("deletion_ldif", d.DeletionLDIF)
+	if err != nil {
+		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: %w", l.ID, err))
+	}
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("ldapengine: lease %q: %w", l.ID, err)
+	}
+	if err := e.applyAll(ctx, cfg.conn(), changes); err != nil {
+		return fmt.Errorf("ldapengine: lease %q: deleting the account of dynamic role %q: %w", l.ID, d.Role, err)
+	}
+	e.log.Info("dynamic credential revoked", "role", d.Role, "username", d.Username)
+	return nil
 }

@@ -64,6 +64,12 @@ type Options struct {
 	// the Engine must be registered with it as the Revoker of its mount
 	// (MOUNT + "/"). Nil: those operations fail with keel.ErrUnavailable.
 	Leases *lease.Manager
+	// MaxTTL is the mount's maximum TTL of the leases of dynamic
+	// credentials: the default_ttl and max_ttl of a dynamic role may not
+	// exceed it, and every lease is capped at it. Zero: lease.DefaultTTL
+	// (768h, the lease manager's default system maximum; the manager's own
+	// maximum still applies).
+	MaxTTL time.Duration
 }
 
 // Engine is the ldap or openldap secrets engine of one mount. Create one
@@ -81,6 +87,7 @@ type Engine struct {
 	retry  time.Duration
 	leader leader.Leader
 	leases *lease.Manager
+	maxTTL time.Duration // Options.MaxTTL; zero: unset
 
 	rotMu  sync.Mutex    // one rotation (root or role) at a time
 	stepMu sync.Mutex    // one Step at a time
@@ -131,6 +138,7 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 		retry:  o.RetryInterval,
 		leader: o.Leader,
 		leases: o.Leases,
+		maxTTL: max(o.MaxTTL, 0),
 		wake:   make(chan struct{}, 1),
 	}, nil
 }

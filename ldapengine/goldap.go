@@ -217,3 +217,66 @@ func tlsConfig(c Conn) (*tls.Config, error) {
 	}
 	return tc, nil
 }
+
+// Apply implements Directory.
+func (LDAP) Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool) error {
+	conn, err := open(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var errs []error
+	for i, ch := range changes {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, &ChangeError{Index: i, Type: ch.Type, DN: ch.DN, Err: err})
+			break
+		}
+		if err := applyOne(conn, ch); err != nil {
+			errs = append(errs, &ChangeError{Index: i, Type: ch.Type, DN: ch.DN, Err: err})
+			if !keepGoing {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func applyOne(conn *ldap.Conn, ch Change) error {
+	var err error
+	switch ch.Type {
+	case ChangeAdd:
+		req := ldap.NewAddRequest(ch.DN, nil)
+		for _, a := range ch.Attributes {
+			req.Attribute(a.Name, a.Values)
+		}
+		err = conn.Add(req)
+	case ChangeModify:
+		req := ldap.NewModifyRequest(ch.DN, nil)
+		for _, m := range ch.Modifications {
+			switch m.Op {
+			case ModAdd:
+				req.Add(m.Name, m.Values)
+			case ModDelete:
+				req.Delete(m.Name, m.Values)
+			case ModReplace:
+				req.Replace(m.Name, m.Values)
+			default:
+				return fmt.Errorf("ldap: modify operation %q: %w", m.Op, keel.ErrInvalid)
+			}
+		}
+		err = conn.Modify(req)
+	case ChangeDelete:
+		err = conn.Del(ldap.NewDelRequest(ch.DN, nil))
+	default:
+		return fmt.Errorf("ldap: change type %q: %w", ch.Type, keel.ErrInvalid)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject), ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchAttribute):
+		return fmt.Errorf("ldap: %v: %w", err, keel.ErrNotFound)
+	case ldap.IsErrorWithCode(err, ldap.LDAPResultEntryAlreadyExists), ldap.IsErrorWithCode(err, ldap.LDAPResultAttributeOrValueExists):
+		return fmt.Errorf("ldap: %v: %w", err, keel.ErrAlreadyExists)
+	}
+	return reqErr(ch.Type, err)
+}
