@@ -24,7 +24,8 @@
 //	                                                write (POST, PUT), delete (DELETE)
 //
 // and for the directory engines (package ldapengine), at ldap/ and
-// openldap/ and any mount of type ldap or openldap:
+// openldap/ and any mount of type ldap or openldap (creds and library only
+// on mounts of type ldap, written ldap-mount):
 //
 //	POST, GET, DELETE  /v1/:mount/config
 //	POST               /v1/:mount/rotate-root
@@ -32,6 +33,15 @@
 //	GET, POST, DELETE  /v1/:mount/static-role/:name
 //	GET                /v1/:mount/static-cred/:name
 //	POST               /v1/:mount/rotate-role/:name
+//	LIST               /v1/:mount/role                  dynamic roles (or GET with list=true)
+//	GET, POST, DELETE  /v1/:mount/role/:name            POST updates only the keys sent
+//	GET                /v1/ldap-mount/creds/:name       dynamic credentials with a lease
+//	LIST               /v1/ldap-mount/library           library sets
+//	GET, POST, DELETE  /v1/ldap-mount/library/:set
+//	GET                /v1/ldap-mount/library/:set/status
+//	POST               /v1/ldap-mount/library/:set/check-out   400 when no account is free
+//	POST               /v1/ldap-mount/library/:set/check-in
+//	POST               /v1/ldap-mount/library/manage/:set/check-in
 //	PUT, GET, DELETE   /v1/sys/policies/password/:name  (LIST sys/policies/password)
 //	GET                /v1/sys/policies/password/:name/generate
 //

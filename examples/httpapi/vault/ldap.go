@@ -52,7 +52,7 @@ func (h *Handler) startLDAPMountLocked(e mountEntry) error {
 	opts := &ldapengine.Options{
 		Directory: h.directory, Policies: h.policies,
 		Clock: h.clock, Authorizer: h.authorizer, Logger: h.logger,
-		Leases: h.leases,
+		Leases: h.leases, MaxTTL: e.MaxTTL,
 	}
 	if h.leaders != nil {
 		opts.Leader = h.leaders("ldapengine/" + mount)
