@@ -39,7 +39,9 @@
 // Each operation asks the Authorizer of Options for the capability on
 // "MOUNT/config", "MOUNT/rotate-root", "MOUNT/static-role/NAME" (create or
 // update, decided inside the transaction), "MOUNT/static-cred/NAME",
-// "MOUNT/rotate-role/NAME", "sys/policies/password/NAME", and for library
+// "MOUNT/rotate-role/NAME", "sys/policies/password/NAME"; for
+// dynamic roles "MOUNT/role/NAME" (create or update, read, delete), list on
+// "MOUNT/role/", read on "MOUNT/creds/NAME"; for library
 // sets "MOUNT/library/SET" (create or update, read, delete), list on
 // "MOUNT/library/", read on "MOUNT/library/SET/status", update on
 // "MOUNT/library/SET/check-out", "MOUNT/library/SET/check-in" and
@@ -63,7 +65,71 @@
 // tls_min_version and tls_max_version default to tls12; a password
 // policy's length is 4 to 100. Between a directory change and the commit
 // that follows, static-cred still returns the previous password.
-// Dynamic roles are not implemented yet.
+//
+// # Dynamic roles
+//
+// A dynamic role (PutDynamicRole) holds templated LDIF: Creds renders the
+// creation LDIF with a generated username and password and runs its
+// entries in order (add, modify, delete); at the first error it runs the
+// rollback LDIF, continuing past errors, and returns every error. On
+// success it issues a lease from Options.Leases whose revocation (Revoke)
+// runs the deletion LDIF kept with the lease. Templates are Go's
+// text/template with the functions of Vault's engine (random, truncate,
+// truncate_sha256, uppercase, lowercase, replace, sha256, base64,
+// unix_time, unix_time_millis, timestamp, uuid, and utf16le in LDIF);
+// LDIF is parsed with github.com/go-ldap/ldif, one record at a time.
+// Choices where the spec says "not shown", following Vault's engine:
+//
+//   - Dynamic roles exist in both flavors; Creds (creds/:name) is refused by
+//     the openldap flavor with an error of kind keel.ErrInvalid (field
+//     "path"), as the spec lists the endpoint for ldap only.
+//   - A role is created when missing and updated otherwise (Vault's
+//     existence check); only the fields sent change, and an empty string
+//     clears one. The merged role must still have creation_ldif and
+//     deletion_ldif.
+//   - LDIF fields are decoded when they are standard base64 of UTF-8 text
+//     (as Vault) and stored decoded, so a read returns them decoded.
+//   - Each LDIF field is checked at write by rendering it with sample data
+//     (as Vault) and parsing the result; it must hold at least one entry
+//     (as Vault). The username template is checked the same way, and its
+//     sample username must pass the rule on field values (below).
+//   - default_ttl may not exceed max_ttl when max_ttl is set (Vault does
+//     not check; the lease would be capped anyway), and neither may exceed
+//     the mount maximum (Options.MaxTTL, zero: 768h).
+//   - A record without changetype (a content record) is run as an add, as
+//     ldapadd does. Values read from URLs (attr:< file://...) and controls
+//     are refused in LDIF.
+//   - distinguished_names lists the DN of every creation_ldif entry, in
+//     order, without removing duplicates (as Vault).
+//   - The lease is issued after the directory entries are created (as
+//     Vault); when issuing fails, the deletion LDIF is run and the error
+//     returned. Leases are renewable, up to the role's max_ttl (as Vault);
+//     the role is not read again on renewal.
+//   - .ExpirationTime is the issue time plus the role's default_ttl, or,
+//     when it is unset, the least of max_ttl, the mount maximum and 768h
+//     (Vault uses the role's default_ttl only, which gives the issue time
+//     when it is unset). The lease manager may still cap the lease lower.
+//   - The deletion LDIF is rendered when the credential is created and kept
+//     in the lease's data (Vault keeps the template and its data and
+//     renders at revocation): revocation then works after the role is
+//     deleted or changed, random, uuid and time functions give the values
+//     the creation saw, and the password is not kept.
+//   - Deletion and rollback LDIF run every entry; an entry or attribute
+//     value that is already missing counts as done, so that revocation is
+//     idempotent and a rollback after an early failure reports only real
+//     errors. Any other failed entry fails the revocation, which the lease
+//     manager retries until the lease is irrevocable.
+//   - The caller's display name (keel.Principal.DisplayName) and the
+//     generated username are refused (keel.ErrInvalid, fields
+//     "display_name" and "username_template") when they hold control
+//     characters (line breaks among them), a DN special (, = + < > # ; "
+//     \), a leading or trailing space or a leading ':': such a value could
+//     otherwise add LDIF lines or move an entry to another DN. Vault does
+//     not check.
+//   - Templates may not use range, define, block or template, and every
+//     value and output is capped in size, so that rendering always ends
+//     quickly. truncate and truncate_sha256 count characters (runes), not
+//     bytes; timestamp formats the time in UTC; random N takes 1 to 1024.
 //
 // # Library sets
 //
