@@ -1,7 +1,9 @@
 // Package ldapengine implements the ldap and openldap secrets engines of
 // Vault: a bind configuration per mount, root password rotation, static
-// roles whose directory password rotates on a schedule, and password
-// policies (Vault's sys/policies/password).
+// roles whose directory password rotates on a schedule, dynamic roles that
+// create directory accounts from templated LDIF for the life of a lease,
+// library sets that lend service accounts, and password policies (Vault's
+// sys/policies/password).
 //
 // # Basics
 //
