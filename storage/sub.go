@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"strings"
 )
 
 // Sub returns a view of s confined to the keys that start with prefix: keys
@@ -81,10 +80,12 @@ func (t *subTx) Scan(prefix string, opts ScanOptions, fn func(string, []byte) er
 		opts.From = t.prefix + opts.From
 	}
 	return t.tx.Scan(t.prefix+prefix, opts, func(key string, value []byte) error {
-		if key == t.prefix {
+		// The inner Scan gives only keys that start with the prefix: cut
+		// it off without comparing it again.
+		if len(key) <= len(t.prefix) {
 			return nil // the prefix itself would be the empty key of the view
 		}
-		return fn(strings.TrimPrefix(key, t.prefix), value)
+		return fn(key[len(t.prefix):], value)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -392,6 +393,7 @@ func (t *tx) scanView(p, seek, after []byte, keysOnly bool, fn func(string, []by
 	if after != nil && bytes.Equal(k, after) {
 		k, v = c.Next()
 	}
+	var keys keyArena
 	for n := 1; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
 		if n++; n%txbase.ScanCheckEvery == 0 {
 			if err := t.CheckRead(); err != nil {
@@ -405,7 +407,7 @@ func (t *tx) scanView(p, seek, after []byte, keysOnly bool, fn func(string, []by
 				value = []byte{}
 			}
 		}
-		if err := fn(string(k), value); err != nil {
+		if err := fn(keys.string(k), value); err != nil {
 			if err == storage.StopScan {
 				return nil
 			}
@@ -413,4 +415,39 @@ func (t *tx) scanView(p, seek, after []byte, keysOnly bool, fn func(string, []by
 		}
 	}
 	return nil
+}
+
+// keyArena copies the keys of a Scan out of bbolt's memory into chunks of
+// its own, and returns strings that share the chunks' bytes: one
+// allocation per chunk instead of one per key, which is most of the cost
+// of listing a large folder. A chunk's bytes are never written again
+// once a string refers to them, so the strings are as immutable as any.
+// Chunks start small and double up to keyChunkMax, so that a Scan that
+// stops after a key or two (storage.Children seeking past a folder) keeps
+// little memory alive.
+type keyArena struct {
+	chunk []byte
+	next  int // the size of the next chunk
+}
+
+const (
+	keyChunkMin = 256
+	keyChunkMax = 32 << 10
+)
+
+// string returns a copy of k as a string.
+func (a *keyArena) string(k []byte) string {
+	if len(k) == 0 {
+		return ""
+	}
+	if len(k) > cap(a.chunk)-len(a.chunk) {
+		if len(k) > keyChunkMax/4 {
+			return string(k) // a large key gets an allocation of its own
+		}
+		a.next = min(max(a.next*2, keyChunkMin), keyChunkMax)
+		a.chunk = make([]byte, 0, a.next)
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, k...)
+	return unsafe.String(&a.chunk[start], len(k))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	iradix "github.com/hashicorp/go-immutable-radix/v2"
 
@@ -147,6 +148,9 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		root = t.txn.Clone().Root()
 	}
 	start := max(prefix, opts.From, opts.After)
+	if start == prefix {
+		return t.walk(root, prefix, opts, fn)
+	}
 	it := root.Iterator()
 	it.SeekLowerBound([]byte(start))
 	for n := 1; ; n++ {
@@ -154,7 +158,7 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		if !ok || !bytes.HasPrefix(k, []byte(prefix)) {
 			return nil
 		}
-		key := string(k)
+		key := keyString(k)
 		if key == opts.After {
 			continue
 		}
@@ -182,4 +186,49 @@ func clone(b []byte) []byte {
 		return []byte{}
 	}
 	return append(make([]byte, 0, len(b)), b...)
+}
+
+// walk is Scan of every key under prefix: a recursive walk of the subtree
+// of prefix, which neither compares each key with the prefix nor keeps an
+// iterator's stack, as a seek to a later start has to.
+func (t *tx) walk(root *iradix.Node[[]byte], prefix string, opts storage.ScanOptions, fn func(string, []byte) error) error {
+	var err error
+	n := 0
+	root.WalkPrefix([]byte(prefix), func(k, v []byte) bool {
+		key := keyString(k)
+		if key == opts.After {
+			return false
+		}
+		if n++; n%txbase.ScanCheckEvery == 0 {
+			if err = t.CheckRead(); err != nil {
+				return true
+			}
+		}
+		if !opts.KeysOnly {
+			v = clone(v)
+		} else {
+			v = nil
+		}
+		if ferr := fn(key, v); ferr != nil {
+			if ferr != storage.StopScan {
+				err = ferr
+			}
+			return true
+		}
+		return false
+	})
+	return err
+}
+
+// keyString returns the key k of a leaf of the tree as a string that
+// shares its bytes, without a copy. This is safe because no byte of a key
+// in the tree is ever written: Put inserts a fresh copy of its key, the
+// tree is immutable (a change makes new nodes and leaves, and never
+// touches the bytes of a key), and nothing else holds the slice. A Scan of
+// a large folder so allocates nothing per key.
+func keyString(k []byte) string {
+	if len(k) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(k), len(k))
 }
