@@ -72,6 +72,12 @@ type Secret struct {
 	LeaseID string
 	// Renewable is true only for the read of a leased mount.
 	Renewable bool
+	// JSON is Data as stored: one JSON object, the encoding of Data
+	// (for data written through Write, json.Marshal(Data) gives the same
+	// bytes, but for the order of the members of objects that came from
+	// Go structs). An adapter that answers in JSON may copy it out
+	// instead of encoding Data again. It belongs to the caller.
+	JSON []byte
 }
 
 // Engine is a key-value secrets engine, version 1, mounted at one path.
@@ -159,7 +165,7 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	if err != nil {
 		return Secret{}, fmt.Errorf("kv: secret at %q is not a JSON object (%v): %w", path, err, keel.ErrInternal)
 	}
-	s := Secret{Data: data, LeaseDuration: e.leaseDuration(data)}
+	s := Secret{Data: data, LeaseDuration: e.leaseDuration(data), JSON: raw}
 	if e.leaser == nil {
 		return s, nil
 	}
@@ -206,21 +212,56 @@ func (e *Engine) List(ctx context.Context, path string) ([]string, error) {
 	if err := e.authorize(ctx, keel.CapList, e.resource(folder)); err != nil {
 		return nil, fmt.Errorf("kv: list %q: %w", folder, err)
 	}
-	var names []string
+	var c collector
 	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		names = names[:0]
-		return storage.Children(tx, folder, "", func(name string) error {
-			names = append(names, name)
-			return nil
-		})
+		c.reset()
+		return storage.Children(tx, folder, "", c.add)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kv: list %q: %w", folder, err)
 	}
-	if len(names) == 0 {
+	if c.n == 0 {
 		return nil, fmt.Errorf("kv: nothing to list at %q: %w", folder, keel.ErrNotFound)
 	}
-	return names, nil
+	return c.all(), nil
+}
+
+// collector gathers names in chunks of fixed size, then copies them once
+// into a slice of the exact length: a folder of thousands of names costs
+// about half the copying and allocation of appending to one slice, which
+// doubles as it grows.
+type collector struct {
+	full [][]string // chunks of collectChunk names
+	last []string
+	n    int
+}
+
+const collectChunk = 512
+
+func (c *collector) reset() { *c = collector{} }
+
+func (c *collector) add(name string) error {
+	if len(c.last) == collectChunk {
+		c.full = append(c.full, c.last)
+		c.last = nil
+	}
+	if c.last == nil && len(c.full) > 0 {
+		c.last = make([]string, 0, collectChunk)
+	}
+	c.last = append(c.last, name)
+	c.n++
+	return nil
+}
+
+func (c *collector) all() []string {
+	if len(c.full) == 0 {
+		return c.last
+	}
+	out := make([]string, 0, c.n)
+	for _, ch := range c.full {
+		out = append(out, ch...)
+	}
+	return append(out, c.last...)
 }
 
 // Write stores data at path, replacing every pair stored there before:

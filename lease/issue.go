@@ -40,7 +40,8 @@ const idRandLen = 24
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // Issue stores a new lease for req in a transaction of its own and wakes
-// the worker. The lease id is req.Path + "/" + 24 random base62 characters
+// the worker, unless the worker already sleeps until a time no later than
+// the lease's expiry. The lease id is req.Path + "/" + 24 random base62 characters
 // (crypto/rand); IssueTime is now, ExpireTime now + the effective TTL.
 //
 // The effective TTL is req.TTL, or else the mount's default TTL, or else
@@ -62,7 +63,7 @@ func (m *Manager) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
 	}
-	m.Wake()
+	m.wakeFor(e.NextAttempt)
 	return e.Lease, nil
 }
 

@@ -123,7 +123,7 @@ func (m *Manager) Renew(ctx context.Context, id string, increment time.Duration)
 	if err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
-	m.Wake()
+	m.wakeFor(ne.NextAttempt)
 	return Renewal{Lease: ne.Lease, TTL: ttl, Warnings: warnings}, nil
 }
 

@@ -255,11 +255,13 @@ func (m *Manager) Stop() {
 func (m *Manager) run(ctx context.Context) {
 	var timer keel.Timer
 	defer func() {
+		m.planned.Store(0)
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
 	for {
+		m.planned.Store(0) // see wakeFor
 		next, err := m.Step(ctx, m.clock.Now())
 		if ctx.Err() != nil {
 			return
@@ -278,6 +280,7 @@ func (m *Manager) run(ctx context.Context) {
 			if d <= 0 {
 				continue
 			}
+			m.planned.Store(next.UnixNano())
 			if timer == nil {
 				timer = m.clock.NewTimer(d)
 			} else {
