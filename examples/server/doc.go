@@ -40,6 +40,9 @@
 //	-config FILE           JSON file of policies and tokens (below)
 //	-datacenter NAME       this cluster's datacenter, for cluster peering (default dc1)
 //	-advertise HOST:PORT   where peer clusters reach this server (default: -addr)
+//	-pprof HOST:PORT       serve net/http/pprof's /debug/pprof/ on this address, on
+//	                       a listener of its own and without a token: use a loopback
+//	                       address (off by default; bench/http.sh's profiles use it)
 //
 // The root token holds the built-in "root" policy, which grants everything.
 // A token given with -root-token is visible in the process list to other
@@ -48,7 +51,11 @@
 //
 // Logs go to stderr, in slog's text format: one line per request with its
 // method, path, status, size, duration and principal ID. Tokens and query
-// strings are never logged.
+// strings are never logged. Request lines are written in batches of 32 KiB,
+// or 100 ms after the first line of a batch, so that under load a request
+// does not pay a write of its own: a server killed with SIGKILL may lose
+// the request lines of its last 100 ms (never data: a write is
+// acknowledged once committed).
 //
 // # Config file
 //

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -58,3 +60,79 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// lineBuffer collects the request log's lines and writes them to w in
+// batches: when it holds flushSize bytes, or delay after the first line of
+// a batch, whichever comes first. Under load a request so shares one
+// write(2) with a few hundred others instead of paying its own; when
+// requests are few, a line is written at most delay after it was logged.
+// Lines still buffered when the process is killed are lost; Close writes
+// them out.
+//
+// It is safe for concurrent use; slog handlers write each record with one
+// Write, so lines are never split.
+type lineBuffer struct {
+	mu     sync.Mutex
+	w      io.Writer
+	delay  time.Duration
+	buf    []byte
+	timer  *time.Timer // writes the batch out; nil until the first line
+	closed bool        // by Close: lines go straight to w
+}
+
+// flushSize is the size of the batches a lineBuffer writes.
+const flushSize = 32 << 10
+
+func newLineBuffer(w io.Writer, delay time.Duration) *lineBuffer {
+	return &lineBuffer{w: w, delay: delay, buf: make([]byte, 0, flushSize+1024)}
+}
+
+// Write buffers p, and reports the error of a write of the batch to w, if
+// it made one.
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return b.w.Write(p)
+	}
+	b.buf = append(b.buf, p...)
+	if len(b.buf) >= flushSize {
+		return len(p), b.flushLocked()
+	}
+	if len(b.buf) == len(p) { // the first line of a batch
+		if b.timer == nil {
+			b.timer = time.AfterFunc(b.delay, func() { b.Flush() })
+		} else {
+			b.timer.Reset(b.delay)
+		}
+	}
+	return len(p), nil
+}
+
+// Flush writes out what is buffered.
+func (b *lineBuffer) Flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.flushLocked()
+}
+
+// Close writes out what is buffered and stops the timer; later lines are
+// written as they come.
+func (b *lineBuffer) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	return b.flushLocked()
+}
+
+func (b *lineBuffer) flushLocked() error {
+	if len(b.buf) == 0 {
+		return nil
+	}
+	_, err := b.w.Write(b.buf)
+	b.buf = b.buf[:0]
+	return err
+}

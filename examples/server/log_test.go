@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/keelhq/keel"
 )
@@ -65,5 +67,59 @@ func TestLogRequestsDefaultStatus(t *testing.T) {
 	}
 	if line["status"] != float64(200) || line["principal"] != "" {
 		t.Errorf("status %v, principal %q; want 200 and anonymous", line["status"], line["principal"])
+	}
+}
+
+func TestLineBufferWritesLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out syncBuffer
+		lb := newLineBuffer(&out, 100*time.Millisecond)
+		io.WriteString(lb, "one\n")
+		time.Sleep(50 * time.Millisecond)
+		io.WriteString(lb, "two\n")
+		synctest.Wait()
+		if got := out.String(); got != "" {
+			t.Fatalf("written before the delay: %q", got)
+		}
+		time.Sleep(50 * time.Millisecond) // 100 ms after the first line
+		synctest.Wait()
+		if got := out.String(); got != "one\ntwo\n" {
+			t.Fatalf("after the delay: %q", got)
+		}
+		io.WriteString(lb, "three\n")
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if got := out.String(); got != "one\ntwo\nthree\n" {
+			t.Fatalf("a second batch: %q", got)
+		}
+		io.WriteString(lb, "four\n")
+		if err := lb.Close(); err != nil || out.String() != "one\ntwo\nthree\nfour\n" {
+			t.Fatalf("Close: %v, %q", err, out.String())
+		}
+		io.WriteString(lb, "five\n")
+		if !strings.HasSuffix(out.String(), "four\nfive\n") {
+			t.Fatalf("after Close: %q", out.String())
+		}
+	})
+}
+
+func TestLineBufferFlushesWhenFull(t *testing.T) {
+	var out bytes.Buffer
+	lb := newLineBuffer(&out, time.Hour)
+	line := strings.Repeat("x", 99) + "\n"
+	n := 0
+	for out.Len() == 0 {
+		io.WriteString(lb, line)
+		n++
+		if n > flushSize {
+			t.Fatal("never flushed")
+		}
+	}
+	if out.Len() < flushSize || out.Len()%len(line) != 0 {
+		t.Errorf("flushed %d bytes, want at least %d in whole lines", out.Len(), flushSize)
+	}
+	io.WriteString(lb, "last\n")
+	if err := lb.Close(); err != nil || !strings.HasSuffix(out.String(), "last\n") {
+		t.Errorf("Close: %v; the last line missing", err)
 	}
 }

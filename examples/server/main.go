@@ -31,6 +31,8 @@ const (
 	writeTimeout      = 60 * time.Second
 	idleTimeout       = 2 * time.Minute
 	shutdownTimeout   = 30 * time.Second
+	// requestLogDelay is how late a request's log line may be written.
+	requestLogDelay = 100 * time.Millisecond
 )
 
 func main() {
@@ -82,6 +84,7 @@ type options struct {
 	rootToken   string
 	sealKeyFile string
 	configFile  string
+	pprofAddr   string
 	cluster     cluster
 }
 
@@ -104,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.configFile, "config", "", "JSON `file` of policies and tokens")
 	fs.StringVar(&o.cluster.datacenter, "datacenter", "dc1", "the `name` of this cluster's datacenter, for cluster peering")
 	fs.StringVar(&o.cluster.advertise, "advertise", "", "the `host:port` peer clusters reach this server at; when empty, -addr")
+	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this `host:port` (a listener of its own, no token); empty: none")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: server [flags]\n\nServes keel's HTTP adapters. Flags:\n\n")
 		fs.PrintDefaults()
@@ -188,12 +192,24 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	d.leases.Start()
 	d.onClose(func() error { d.leases.Stop(); return nil })
 
+	if opts.pprofAddr != "" {
+		_, stopPprof, err := startPprof(ctx, opts.pprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stopPprof()) }()
+	}
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", opts.addr)
 	if err != nil {
 		return err
 	}
+	// Request lines go through a buffer written out in batches, at most
+	// requestLogDelay late (log.go); the other lines as they come.
+	requestLog := newLineBuffer(stderr, requestLogDelay)
+	defer requestLog.Close() // after the shutdown, which waits for requests
+	requestLogger := slog.New(slog.NewTextHandler(requestLog, nil))
 	srv := &http.Server{
-		Handler:           authenticate(tokens, logRequests(logger, mux)),
+		Handler:           authenticate(tokens, logRequests(requestLogger, mux)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

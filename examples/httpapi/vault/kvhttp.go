@@ -15,8 +15,8 @@ func isList(r *http.Request) bool {
 	if r.Method == "LIST" {
 		return true
 	}
-	if r.Method != http.MethodGet {
-		return false
+	if r.Method != http.MethodGet || r.URL.RawQuery == "" {
+		return false // no query to parse (and allocate) on every read
 	}
 	b, _ := strconv.ParseBool(r.URL.Query().Get("list"))
 	return b
@@ -46,7 +46,7 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, newResponse(map[string]any{"keys": keys}))
+		writeJSON(w, http.StatusOK, newResponse(keysData(keys)))
 	case r.Method == http.MethodGet:
 		sec, err := m.engine.Read(ctx, rest)
 		if keel.KindOf(err) == keel.KindNotFound {
@@ -57,7 +57,9 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		resp := newResponse(sec.Data)
+		// The secret as stored is the JSON encoding of sec.Data: it is
+		// written as it is instead of encoding sec.Data again.
+		resp := newResponse(rawData(sec.JSON))
 		resp.LeaseID, resp.Renewable = sec.LeaseID, sec.Renewable
 		resp.LeaseDuration = int64(sec.LeaseDuration / time.Second)
 		resp.MountType = "kv"

@@ -1,17 +1,22 @@
 package vault
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
-
-	"github.com/google/uuid"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/keelhq/keel"
 )
 
-// response is Vault's envelope of secrets endpoints.
+// response is Vault's envelope of secrets endpoints. writeJSON encodes it
+// by hand (appendResponse); the tags say what encoding/json would write,
+// and a test checks that both agree.
 type response struct {
 	RequestID     string   `json:"request_id"`
 	LeaseID       string   `json:"lease_id"`
@@ -25,15 +30,221 @@ type response struct {
 }
 
 func newResponse(data any) *response {
-	return &response{RequestID: uuid.NewString(), Data: data}
+	return &response{RequestID: newRequestID(), Data: data}
 }
 
-// writeJSON writes v with status.
+// newRequestID returns a random version 4 UUID. A request id only has to
+// be unique, not secret: it comes from math/rand/v2's per-thread generator
+// (randomly seeded ChaCha8), which needs no system call and no lock, unlike
+// uuid.NewString's crypto/rand.
+func newRequestID() string {
+	var u [16]byte
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // variant 10
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
+}
+
+// keysData is the data of a listing: {"keys": [...]}. Encoding it by hand
+// costs a fraction of what encoding/json pays for a map holding a slice,
+// which matters for folders of thousands of keys.
+type keysData []string
+
+// rawData is data already encoded as a JSON object (a kv secret as
+// stored), written as it is.
+type rawData []byte
+
+// writeJSON writes v with status, as encoding/json's Encoder would (HTML
+// characters escaped, a final newline), with a Content-Length. A *response
+// is encoded by appendResponse, in one buffer sized for it; anything else
+// by encoding/json.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	var buf []byte
+	var err error
+	if r, ok := v.(*response); ok {
+		buf, err = appendResponse(make([]byte, 0, sizeHint(r)), r)
+	} else {
+		buf, err = json.Marshal(v)
+	}
+	if err != nil {
+		buf = []byte(`{"errors":["internal error"]}`)
+		status = http.StatusInternalServerError
+	}
+	buf = append(buf, '\n')
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Length"] = []string{strconv.Itoa(len(buf))}
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(buf)
+}
+
+// sizeHint is about the size of r encoded: the envelope, and the data
+// when its size is known without encoding it.
+func sizeHint(r *response) int {
+	n := 256
+	switch d := r.Data.(type) {
+	case rawData:
+		n += len(d)
+	case keysData:
+		for _, k := range d {
+			n += len(k) + 3
+		}
+	default:
+		n += 256
+	}
+	return n
+}
+
+// appendMarshal appends the encoding/json encoding of v, without a
+// newline.
+func appendMarshal(buf []byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	return append(buf, b...), err
+}
+
+// appendResponse appends r encoded as encoding/json encodes the response
+// struct, without a newline.
+func appendResponse(buf []byte, r *response) ([]byte, error) {
+	buf = append(buf, `{"request_id":`...)
+	buf = appendString(buf, r.RequestID)
+	buf = append(buf, `,"lease_id":`...)
+	buf = appendString(buf, r.LeaseID)
+	buf = append(buf, `,"renewable":`...)
+	buf = strconv.AppendBool(buf, r.Renewable)
+	buf = append(buf, `,"lease_duration":`...)
+	buf = strconv.AppendInt(buf, r.LeaseDuration, 10)
+	buf = append(buf, `,"data":`...)
+	var err error
+	switch d := r.Data.(type) {
+	case nil:
+		buf = append(buf, "null"...)
+	case rawData:
+		buf = append(buf, d...)
+	case keysData:
+		buf = appendKeys(buf, d)
+	case map[string]any:
+		if keys, ok := d["keys"].([]string); ok && len(d) == 1 {
+			buf = appendKeys(buf, keys)
+			break
+		}
+		if buf, err = appendMarshal(buf, d); err != nil {
+			return buf, err
+		}
+	default:
+		if buf, err = appendMarshal(buf, d); err != nil {
+			return buf, err
+		}
+	}
+	buf = append(buf, `,"wrap_info":`...)
+	if buf, err = appendMarshal(buf, r.WrapInfo); err != nil {
+		return buf, err
+	}
+	buf = append(buf, `,"warnings":`...)
+	buf = appendStrings(buf, r.Warnings)
+	buf = append(buf, `,"auth":`...)
+	if buf, err = appendMarshal(buf, r.Auth); err != nil {
+		return buf, err
+	}
+	if r.MountType != "" {
+		buf = append(buf, `,"mount_type":`...)
+		buf = appendString(buf, r.MountType)
+	}
+	return append(buf, '}'), nil
+}
+
+// appendKeys appends the data of a listing: {"keys":[...]}.
+func appendKeys(buf []byte, keys []string) []byte {
+	buf = append(buf, `{"keys":`...)
+	buf = appendStrings(buf, keys)
+	return append(buf, '}')
+}
+
+// appendStrings appends ss as a JSON array, or null when it is nil.
+func appendStrings(buf []byte, ss []string) []byte {
+	if ss == nil {
+		return append(buf, "null"...)
+	}
+	buf = append(buf, '[')
+	for i, s := range ss {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendString(buf, s)
+	}
+	return append(buf, ']')
+}
+
+// appendString appends s as a JSON string exactly as encoding/json writes
+// it: '<', '>' and '&' escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029
+// escaped.
+func appendString(buf []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	// The ASCII bytes to escape, as bits of two words: the control
+	// characters, '"', '&', '<', '>' (below 64) and '\\' (92).
+	const (
+		escapeLow  = 1<<0x20 - 1 | 1<<'"' | 1<<'&' | 1<<'<' | 1<<'>'
+		escapeHigh = 1 << ('\\' - 64)
+	)
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if (b < 64 && escapeLow>>b&1 == 0) || (b >= 64 && escapeHigh>>(b-64)&1 == 0) {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				buf = append(buf, '\\', b)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
 }
 
 // errorBody is Vault's error document.

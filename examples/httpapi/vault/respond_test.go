@@ -1,0 +1,99 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestWriteJSONMatchesEncodingJSON checks that the hand-written encoder of
+// the envelope writes what encoding/json's Encoder writes for it.
+func TestWriteJSONMatchesEncodingJSON(t *testing.T) {
+	odd := "a\"b\\c\n\r\t\b\f\x01<>&\u2028\u2029é\xff日本"
+	secret := map[string]any{"password": odd, "n": json.Number("12.50"), "list": []any{"x", true, nil}}
+	stored, err := json.Marshal(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		resp *response
+		want *response // what encoding/json is given; nil: resp
+	}{
+		{name: "nil data", resp: &response{RequestID: "r-1"}},
+		{name: "keys", resp: &response{RequestID: "r", Data: keysData{"a", "b/", odd, ""}},
+			want: &response{RequestID: "r", Data: map[string]any{"keys": []string{"a", "b/", odd, ""}}}},
+		{name: "keys map", resp: &response{Data: map[string]any{"keys": []string{"x", odd}}}},
+		{name: "empty keys", resp: &response{Data: keysData{}}, want: &response{Data: map[string]any{"keys": []string{}}}},
+		{name: "raw", resp: &response{RequestID: "r", LeaseID: "secret/x/" + odd, Renewable: true, LeaseDuration: 2764800, Data: rawData(stored), MountType: "kv"},
+			want: &response{RequestID: "r", LeaseID: "secret/x/" + odd, Renewable: true, LeaseDuration: 2764800, Data: secret, MountType: "kv"}},
+		{name: "map", resp: &response{Data: map[string]any{"id": "x", "ttl": int64(-3)}, Warnings: []string{odd}}},
+		{name: "lookup", resp: &response{Data: &leaseLookupData{ID: "i", IssueTime: "t", ExpireTime: nil, TTL: 5}},
+			want: &response{Data: map[string]any{"id": "i", "issue_time": "t", "expire_time": nil, "last_renewal_time": nil, "renewable": false, "ttl": 5}}},
+		{name: "empty warnings", resp: &response{Warnings: []string{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			writeJSON(rec, 200, tc.resp)
+			want := tc.want
+			if want == nil {
+				want = tc.resp
+			}
+			var buf bytes.Buffer
+			if err := json.NewEncoder(&buf).Encode(want); err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.Body.String(); got != buf.String() {
+				t.Errorf("got  %s\nwant %s", got, buf.String())
+			}
+			if rec.Header().Get("Content-Length") != strings.TrimSpace(itoa(buf.Len())) {
+				t.Errorf("Content-Length %q, want %d", rec.Header().Get("Content-Length"), buf.Len())
+			}
+		})
+	}
+}
+
+// discardWriter is an http.ResponseWriter that drops what it is given.
+type discardWriter struct{ h http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.h }
+func (d discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardWriter) WriteHeader(int)             {}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestNewRequestID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newRequestID()
+		if len(id) != 36 || id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) || strings.Count(id, "-") != 4 {
+			t.Fatalf("%q is not a version 4 UUID", id)
+		}
+		if seen[id] {
+			t.Fatalf("%q twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+func BenchmarkWriteJSONList(b *testing.B) {
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = "key-" + itoa(100000+i)
+	}
+	for _, impl := range []string{"keel", "encoding-json"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			w := discardWriter{http.Header{}}
+			for b.Loop() {
+				if impl == "keel" {
+					writeJSON(w, 200, newResponse(keysData(keys)))
+				} else {
+					json.NewEncoder(w).Encode(newResponse(map[string]any{"keys": keys}))
+				}
+			}
+		})
+	}
+}
