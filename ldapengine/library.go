@@ -294,20 +294,11 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 		if ok != found || !sameSet(&cur, &prev) {
 			return fmt.Errorf("library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
 		}
-		for _, n := range removed {
-			a, ok, err := loadAccount(tx, name, n)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if a.CheckedOut {
-				return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
-			}
-			if err := e.dropAccount(tx, name, n, &a); err != nil {
-				return err
-			}
+		err = e.dropAccounts(tx, name, removed, func(n string) error {
+			return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
+		})
+		if err != nil {
+			return err
 		}
 		for _, n := range added {
 			dn := dns[n]
@@ -360,6 +351,28 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 
 func sameSet(a, b *setRecord) bool {
 	return slices.Equal(a.Accounts, b.Accounts) && a.TTL == b.TTL && a.MaxTTL == b.MaxTTL && a.DisableEnforcement == b.DisableEnforcement
+}
+
+// dropAccounts frees the accounts names of set (see dropAccount), in the
+// caller's transaction; an account that is checked out stops it with the
+// error of busy. Missing accounts are passed over.
+func (e *Engine) dropAccounts(tx storage.Tx, set string, names []string, busy func(name string) error) error {
+	for _, n := range names {
+		a, ok, err := loadAccount(tx, set, n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if a.CheckedOut {
+			return busy(n)
+		}
+		if err := e.dropAccount(tx, set, n, &a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropAccount removes the record of account n of set and frees its entry.
@@ -442,20 +455,11 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 		if err != nil || !found {
 			return err
 		}
-		for _, n := range rec.Accounts {
-			a, ok, err := loadAccount(tx, name, n)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if a.CheckedOut {
-				return fmt.Errorf("library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
-			}
-			if err := e.dropAccount(tx, name, n, &a); err != nil {
-				return err
-			}
+		err = e.dropAccounts(tx, name, rec.Accounts, func(n string) error {
+			return fmt.Errorf("library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
+		})
+		if err != nil {
+			return err
 		}
 		return tx.Delete(setKey(name))
 	})
