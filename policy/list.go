@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -18,34 +19,10 @@ type ListOptions struct {
 	Search string
 }
 
-// Pagination describes a page, as meta.pagination shows it.
-type Pagination struct {
-	CurrentPage int
-	PageSize    int
-	PrevPage    *int // nil on the first page
-	NextPage    *int // nil on the last page and past it
-	TotalPages  int
-	TotalCount  int
-}
-
-func newPagination(number, size, total int) Pagination {
-	p := Pagination{CurrentPage: number, PageSize: size, TotalCount: total}
-	p.TotalPages = max((total+size-1)/size, 1)
-	if number > 1 {
-		prev := min(number-1, p.TotalPages)
-		p.PrevPage = &prev
-	}
-	if number < p.TotalPages {
-		next := number + 1
-		p.NextPage = &next
-	}
-	return p
-}
-
 // Page is one page of policies, in name order.
 type Page struct {
 	Policies   []Policy
-	Pagination Pagination
+	Pagination keel.Pagination
 }
 
 // List returns a page of the policies of org, in name order (case
@@ -102,7 +79,7 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 				return err
 			}
 		}
-		out.Pagination = newPagination(opts.PageNumber, opts.PageSize, total)
+		out.Pagination = keel.NewPagination(opts.PageNumber, opts.PageSize, total)
 		for _, k := range keys {
 			id, err := tx.Get(k)
 			if err != nil {

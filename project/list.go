@@ -32,35 +32,6 @@ type ListOptions struct {
 	Sort string
 }
 
-// Pagination describes a page of a list, as meta.pagination shows it.
-type Pagination struct {
-	CurrentPage int
-	PageSize    int
-	PrevPage    *int // nil on the first page
-	NextPage    *int // nil on the last page and past it
-	TotalPages  int
-	TotalCount  int
-}
-
-// NewPagination returns the pagination of page number of size, out of
-// total items.
-func NewPagination(number, size, total int) Pagination {
-	p := Pagination{CurrentPage: number, PageSize: size, TotalCount: total}
-	p.TotalPages = (total + size - 1) / size
-	if p.TotalPages == 0 {
-		p.TotalPages = 1
-	}
-	if number > 1 {
-		prev := min(number-1, p.TotalPages)
-		p.PrevPage = &prev
-	}
-	if number < p.TotalPages {
-		next := number + 1
-		p.NextPage = &next
-	}
-	return p
-}
-
 // Page is one page of projects.
 type Page struct {
 	Projects []Project
@@ -68,7 +39,7 @@ type Page struct {
 	Total int
 	// Matching is status-counts.matching: those that match the filters.
 	Matching   int
-	Pagination Pagination
+	Pagination keel.Pagination
 }
 
 // normalize applies the defaults and bounds of page numbers and sizes.
@@ -144,7 +115,7 @@ func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page,
 				slices.Reverse(ids)
 			}
 		}
-		out.Pagination = NewPagination(opts.PageNumber, opts.PageSize, out.Matching)
+		out.Pagination = keel.NewPagination(opts.PageNumber, opts.PageSize, out.Matching)
 		out.Projects = make([]Project, 0, len(ids))
 		for _, id := range ids {
 			rec, err := getProject(tx, id)

@@ -46,24 +46,24 @@ func TestListOptions(t *testing.T) {
 		opts     ListOptions
 		want     []string
 		matching int
-		pag      Pagination
+		pag      keel.Pagination
 	}{
-		{"default order is by name", ListOptions{}, all, 6, NewPagination(1, 20, 6)},
-		{"sort name", ListOptions{Sort: "name"}, all, 6, NewPagination(1, 20, 6)},
-		{"sort -name", ListOptions{Sort: "-name"}, reversed(all), 6, NewPagination(1, 20, 6)},
-		{"page 2 of size 4", ListOptions{PageNumber: 2, PageSize: 4}, all[4:], 6, NewPagination(2, 4, 6)},
-		{"page 2 of size 4 reversed", ListOptions{PageNumber: 2, PageSize: 4, Sort: "-name"}, reversed(all)[4:], 6, NewPagination(2, 4, 6)},
-		{"page past the end", ListOptions{PageNumber: 9, PageSize: 4}, nil, 6, NewPagination(9, 4, 6)},
-		{"page past the end reversed", ListOptions{PageNumber: 9, PageSize: 4, Sort: "-name"}, nil, 6, NewPagination(9, 4, 6)},
-		{"size above 100 is 100", ListOptions{PageSize: 1000}, all, 6, NewPagination(1, 100, 6)},
-		{"q ignores case", ListOptions{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, NewPagination(1, 20, 2)},
-		{"q reversed", ListOptions{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, NewPagination(1, 20, 2)},
-		{"filter names exact any case", ListOptions{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, NewPagination(1, 20, 2)},
-		{"filter names wins over q", ListOptions{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, NewPagination(1, 20, 1)},
-		{"filter update", ListOptions{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, NewPagination(1, 20, 2)},
-		{"filter create-workspace", ListOptions{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, NewPagination(1, 20, 1)},
-		{"filter update and q", ListOptions{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, NewPagination(1, 20, 1)},
-		{"no match", ListOptions{Query: "zzz"}, nil, 0, NewPagination(1, 20, 0)},
+		{"default order is by name", ListOptions{}, all, 6, keel.NewPagination(1, 20, 6)},
+		{"sort name", ListOptions{Sort: "name"}, all, 6, keel.NewPagination(1, 20, 6)},
+		{"sort -name", ListOptions{Sort: "-name"}, reversed(all), 6, keel.NewPagination(1, 20, 6)},
+		{"page 2 of size 4", ListOptions{PageNumber: 2, PageSize: 4}, all[4:], 6, keel.NewPagination(2, 4, 6)},
+		{"page 2 of size 4 reversed", ListOptions{PageNumber: 2, PageSize: 4, Sort: "-name"}, reversed(all)[4:], 6, keel.NewPagination(2, 4, 6)},
+		{"page past the end", ListOptions{PageNumber: 9, PageSize: 4}, nil, 6, keel.NewPagination(9, 4, 6)},
+		{"page past the end reversed", ListOptions{PageNumber: 9, PageSize: 4, Sort: "-name"}, nil, 6, keel.NewPagination(9, 4, 6)},
+		{"size above 100 is 100", ListOptions{PageSize: 1000}, all, 6, keel.NewPagination(1, 100, 6)},
+		{"q ignores case", ListOptions{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
+		{"q reversed", ListOptions{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, keel.NewPagination(1, 20, 2)},
+		{"filter names exact any case", ListOptions{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, keel.NewPagination(1, 20, 2)},
+		{"filter names wins over q", ListOptions{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, keel.NewPagination(1, 20, 1)},
+		{"filter update", ListOptions{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
+		{"filter create-workspace", ListOptions{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, keel.NewPagination(1, 20, 1)},
+		{"filter update and q", ListOptions{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, keel.NewPagination(1, 20, 1)},
+		{"no match", ListOptions{Query: "zzz"}, nil, 0, keel.NewPagination(1, 20, 0)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,14 +106,14 @@ func TestPagination(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := fmt.Sprint(deref(NewPagination(tt.number, tt.size, tt.total))...); got != tt.want {
+			if got := fmt.Sprint(deref(keel.NewPagination(tt.number, tt.size, tt.total))...); got != tt.want {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
 }
 
-func deref(p Pagination) []any {
+func deref(p keel.Pagination) []any {
 	show := func(v *int) any {
 		if v == nil {
 			return "<nil>"

@@ -62,7 +62,7 @@ func (h *Handler) listOrganizations(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(1, max(len(orgs), 1), 1, len(orgs), nil, nil)},
+		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(orgs), 1), len(orgs)))},
 	})
 }
 
@@ -212,7 +212,7 @@ func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(1, max(len(data), 1), 1, len(data), nil, nil)},
+		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(data), 1), len(data)))},
 	})
 }
 
@@ -297,7 +297,7 @@ func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(1, max(len(data), 1), 1, len(data), nil, nil)},
+		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(data), 1), len(data)))},
 	})
 }
 

@@ -195,8 +195,8 @@ func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
 	pg := page.Pagination
 	doc := map[string]any{
 		"data":  data,
-		"links": pageLinks(r, pg.CurrentPage, pg.PageSize, pg.TotalPages, pg.PrevPage, pg.NextPage),
-		"meta":  map[string]any{"pagination": paginationMeta(pg.CurrentPage, pg.PageSize, pg.TotalPages, pg.TotalCount, pg.PrevPage, pg.NextPage)},
+		"links": pageLinks(r, pg),
+		"meta":  map[string]any{"pagination": paginationMeta(pg)},
 	}
 	if inc, err := h.included(r, page.Policies); err != nil {
 		h.writeError(w, r, err)

@@ -35,19 +35,20 @@ func projectDoc(p project.Project, full bool) map[string]any {
 	}
 }
 
-func projectInput(res *reqResource) (project.Input, error) {
+// readProjectInput reads the projects document of r's body (w caps its
+// size, see readDoc) and its attributes.
+func readProjectInput(w http.ResponseWriter, r *http.Request) (project.Input, error) {
+	res, err := readDoc(w, r, "projects")
+	if err != nil {
+		return project.Input{}, err
+	}
 	var v keel.Validation
 	in := project.Input{Name: res.attrString(&v, "name"), Description: res.attrString(&v, "description")}
 	return in, v.Err()
 }
 
 func (h *Handler) createProject(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "projects")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	in, err := projectInput(res)
+	in, err := readProjectInput(w, r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -57,12 +58,7 @@ func (h *Handler) createProject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) updateProject(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "projects")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	in, err := projectInput(res)
+	in, err := readProjectInput(w, r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -117,10 +113,10 @@ func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
 	pg := page.Pagination
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data":  data,
-		"links": pageLinks(r, pg.CurrentPage, pg.PageSize, pg.TotalPages, pg.PrevPage, pg.NextPage),
+		"links": pageLinks(r, pg),
 		"meta": map[string]any{
 			"status-counts": map[string]int{"total": page.Total, "matching": page.Matching},
-			"pagination":    paginationMeta(pg.CurrentPage, pg.PageSize, pg.TotalPages, pg.TotalCount, pg.PrevPage, pg.NextPage),
+			"pagination":    paginationMeta(pg),
 		},
 	})
 }

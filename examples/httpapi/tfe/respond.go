@@ -218,9 +218,9 @@ func pageQuery(r *http.Request) (number, size int, err error) {
 	return number, size, v.Err()
 }
 
-// pageLinks returns the JSON:API pagination links of a list whose current
-// page, size and total pages are given, built on the request's URL.
-func pageLinks(r *http.Request, current, size, totalPages int, prev, next *int) map[string]any {
+// pageLinks returns the JSON:API pagination links of the page pg of a
+// list, built on the request's URL.
+func pageLinks(r *http.Request, pg keel.Pagination) map[string]any {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -229,24 +229,25 @@ func pageLinks(r *http.Request, current, size, totalPages int, prev, next *int) 
 		u := *r.URL
 		q := u.Query()
 		q.Set("page[number]", strconv.Itoa(n))
-		q.Set("page[size]", strconv.Itoa(size))
+		q.Set("page[size]", strconv.Itoa(pg.PageSize))
 		u.RawQuery = q.Encode()
 		return scheme + "://" + r.Host + u.RequestURI()
 	}
-	links := map[string]any{"self": at(current), "first": at(1), "last": at(totalPages), "prev": nil, "next": nil}
-	if prev != nil {
-		links["prev"] = at(*prev)
+	links := map[string]any{"self": at(pg.CurrentPage), "first": at(1), "last": at(pg.TotalPages), "prev": nil, "next": nil}
+	if pg.PrevPage != nil {
+		links["prev"] = at(*pg.PrevPage)
 	}
-	if next != nil {
-		links["next"] = at(*next)
+	if pg.NextPage != nil {
+		links["next"] = at(*pg.NextPage)
 	}
 	return links
 }
 
-func paginationMeta(current, size, totalPages, totalCount int, prev, next *int) map[string]any {
+// paginationMeta is meta.pagination of the page pg.
+func paginationMeta(pg keel.Pagination) map[string]any {
 	return map[string]any{
-		"current-page": current, "page-size": size, "prev-page": prev, "next-page": next,
-		"total-pages": totalPages, "total-count": totalCount,
+		"current-page": pg.CurrentPage, "page-size": pg.PageSize, "prev-page": pg.PrevPage, "next-page": pg.NextPage,
+		"total-pages": pg.TotalPages, "total-count": pg.TotalCount,
 	}
 }
 
