@@ -95,6 +95,11 @@ type Limits struct {
 	MaxValueSize int // bytes in a value
 	MaxTxOps     int // Puts and Deletes in one transaction
 	MaxTxBytes   int // key and value bytes written in one transaction
+	// MaxTxReads bounds what an Update may read and still commit: each
+	// key returned by Get, each key a Scan visits, and each Scan itself
+	// count one. A commit beyond it fails with ErrTxTooLarge. Views are
+	// not bounded.
+	MaxTxReads int
 }
 
 // DefaultLimits are the limits of the memory and bbolt stores: keys up to

@@ -7,11 +7,14 @@ import (
 // Sub returns a view of s confined to the keys that start with prefix: keys
 // given to the view are stored as prefix+key, and scans never see keys
 // outside the prefix. Domains use it to keep out of each other's keys
-// ("kv/secret/", "lease/"). prefix must not be empty; by convention it ends
-// with "/".
+// ("kv/secret/", "lease/"). By convention prefix ends with "/"; an empty
+// prefix returns s itself.
 //
 // Closing the view does nothing; close s itself.
 func Sub(s Store, prefix string) Store {
+	if prefix == "" {
+		return s
+	}
 	if inner, ok := s.(*subStore); ok {
 		return &subStore{inner: inner.inner, prefix: inner.prefix + prefix}
 	}
@@ -92,7 +95,11 @@ func (t *subTx) Scan(prefix string, opts ScanOptions, fn func(string, []byte) er
 // SubTx returns a view of tx confined to the keys that start with prefix,
 // as Sub does for a store. A package that keeps its keys under a prefix of
 // a store uses it to join a transaction its caller started on that store.
+// An empty prefix returns tx itself.
 func SubTx(tx Tx, prefix string) Tx {
+	if prefix == "" {
+		return tx
+	}
 	if inner, ok := tx.(*subTx); ok {
 		return &subTx{tx: inner.tx, prefix: inner.prefix + prefix}
 	}
