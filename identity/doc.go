@@ -4,8 +4,9 @@
 //
 // # Basics
 //
-// New returns Groups that keep their keys under "identity/" of a store
-// (typically a program's whole store). Writes take an Input whose nil
+// New returns Groups that keep their keys in the store it is given, scoped
+// by the caller (the example server gives it storage.Sub(root,
+// "identity/")). Writes take an Input whose nil
 // fields were not sent and keep the stored values, and return the group's
 // id and name:
 //

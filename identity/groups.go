@@ -20,10 +20,6 @@ const (
 	External = "external"
 )
 
-// keyPrefix is the prefix, in the store given to New, of every key of the
-// package.
-const keyPrefix = "identity/"
-
 // EntityDirectory tells whether identity entities exist. A program that
 // keeps entities provides one in Options.Entities so that member_entity_ids
 // are checked; without it any id is accepted.
@@ -119,22 +115,22 @@ type Result struct {
 // Groups is not usable. Groups is safe for concurrent use: it keeps no state
 // besides its configuration.
 type Groups struct {
-	store    storage.Store // the view "identity/" of the store given to New
+	store    storage.Store // the store given to New
 	authz    keel.Authorizer
 	clock    keel.Clock
 	entities EntityDirectory
 }
 
-// New returns Groups that keep their keys under the prefix "identity/" of
-// store (through storage.Sub), so that store may be a program's whole
-// store. It reads nothing from the store.
+// New returns Groups that keep their keys in store, which its caller has
+// scoped to them (the example server gives it the view "identity/" of its
+// store). It reads nothing from the store.
 func New(store storage.Store, opts *Options) *Groups {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	return &Groups{
-		store:    storage.Sub(store, keyPrefix),
+		store:    store,
 		authz:    o.Authorizer,
 		clock:    keel.ClockOrSystem(o.Clock),
 		entities: o.Entities,

@@ -43,7 +43,7 @@ func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store)
 	if o.Clock == nil {
 		o.Clock = clock
 	}
-	return &env{g: New(store, &o), store: store, mem: mem, clock: clock}
+	return &env{g: New(storage.Sub(store, keyPrefix), &o), store: store, mem: mem, clock: clock}
 }
 
 // create creates a group named name with the given member groups, or
@@ -180,3 +180,6 @@ type (
 	recordingAuthorizer = keeltest.Recorder
 	ask                 = keeltest.Ask
 )
+
+// keyPrefix is where the tests put the Groups' view of their stores.
+const keyPrefix = "identity/"

@@ -62,16 +62,13 @@ func newDynEnv(t testing.TB, flavor Flavor, edit func(*Options)) *dynEnv {
 	dir.Add(bindDN, "bind-pw", "cn", "keel")
 	dir.Add(groupDN, "", "cn", "devs", "member", "cn=admin,dc=example,dc=org")
 	clock := keel.NewFakeClock(t0)
-	lm := lease.New(s, &lease.Options{Clock: clock, MaxAttempts: 2})
+	lm := newLeases(t, s, &lease.Options{Clock: clock, MaxAttempts: 2})
 	opts := &Options{Directory: dir, Clock: clock, Leases: lm}
 	if edit != nil {
 		edit(opts)
 	}
-	e, err := New(s, flavor, "ldap", opts)
+	e, err := New(storage.Sub(s, storePrefix("ldap")), flavor, "ldap", opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lm.Register("ldap/", e, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)

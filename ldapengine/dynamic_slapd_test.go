@@ -11,6 +11,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine/internal/slapdtest"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -81,12 +82,9 @@ func startDynSlapd(tb testing.TB) *slapdDyn {
 		}
 	}
 	s := memstore.New(nil)
-	lm := lease.New(s, &lease.Options{MaxAttempts: 2})
-	e, err := New(s, FlavorLDAP, "ldap", &Options{Leases: lm})
+	lm := newLeases(tb, s, &lease.Options{MaxAttempts: 2})
+	e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Leases: lm})
 	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := lm.Register("ldap/", e, nil); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(lm.Stop)

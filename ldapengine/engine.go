@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,10 +59,14 @@ type Options struct {
 	// Nil: leader.Always.
 	Leader leader.Leader
 	// Leases issues the leases of dynamic credentials and library
-	// check-outs. It must keep its leases in the store given to New, and
-	// the Engine must be registered with it as the Revoker of its mount
-	// (MOUNT + "/"). Nil: those operations fail with keel.ErrUnavailable.
+	// check-outs. New registers the Engine with it as the Revoker of its
+	// mount (MOUNT + "/"), with the engine's store, which must then be a
+	// view of the same store as the Manager's (see lease.Mount.Store).
+	// Nil: those operations fail with keel.ErrUnavailable.
 	Leases *lease.Manager
+	// DefaultTTL is the mount's default lease TTL, registered with
+	// Leases. Zero: the manager's system default.
+	DefaultTTL time.Duration
 	// MaxTTL is the mount's maximum TTL of the leases of dynamic
 	// credentials: the default_ttl and max_ttl of a dynamic role may not
 	// exceed it, and every lease is capped at it. Zero: lease.DefaultTTL
@@ -77,8 +80,7 @@ type Options struct {
 type Engine struct {
 	flavor Flavor
 	mount  string
-	root   storage.Store // the store given to New
-	store  storage.Store // root's view under the engine's prefix
+	store  storage.Store // the store given to New
 	dir    Directory
 	pol    *PasswordPolicies
 	clock  keel.Clock
@@ -86,7 +88,7 @@ type Engine struct {
 	log    *slog.Logger
 	retry  time.Duration
 	leader leader.Leader
-	leases *lease.Manager
+	leases *lease.Issuer // nil without Options.Leases
 	maxTTL time.Duration // Options.MaxTTL; zero: unset
 
 	rotMu  sync.Mutex    // one rotation (root or role) at a time
@@ -98,16 +100,29 @@ type Engine struct {
 }
 
 // New returns the engine of flavor for mount (such as "ldap" or
-// "team/openldap"), keeping its state under the key prefix
-// "ldapengine/mounts/ESCAPED-MOUNT/" of store. It reads nothing from the
-// store.
+// "team/openldap"), keeping its state in store, which its caller has scoped
+// to the engine (package mount gives each engine a view of its own). It
+// reads nothing from the store. With opts.Leases, New registers the engine
+// as the Revoker of the mount's leases.
+//
+// New fails with an error of kind keel.KindInvalid when store is nil, the
+// flavor is unknown, mount is empty, or the lease manager refuses the
+// registration (see lease.Manager.Register: a store that is not a view of
+// the manager's, TTLs beyond the manager's, an overlapping mount).
 func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engine, error) {
+	var v keel.Validation
+	if store == nil {
+		v.Add("store", "is required")
+	}
 	if flavor != FlavorLDAP && flavor != FlavorOpenLDAP {
-		return nil, keel.Invalid("type", "must be %q or %q", FlavorLDAP, FlavorOpenLDAP)
+		v.Add("type", "must be %q or %q", FlavorLDAP, FlavorOpenLDAP)
 	}
 	mount = strings.Trim(mount, "/")
 	if mount == "" {
-		return nil, keel.Invalid("path", "mount path must not be empty")
+		v.Add("path", "mount path must not be empty")
+	}
+	if err := v.Err(); err != nil {
+		return nil, fmt.Errorf("ldapengine: %w", err)
 	}
 	var o Options
 	if opts != nil {
@@ -125,11 +140,10 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 	if o.Leader == nil {
 		o.Leader = leader.Always
 	}
-	return &Engine{
+	e := &Engine{
 		flavor: flavor,
 		mount:  mount,
-		root:   store,
-		store:  storage.Sub(store, StorePrefix(mount)),
+		store:  store,
 		dir:    o.Directory,
 		pol:    o.Policies,
 		clock:  keel.ClockOrSystem(o.Clock),
@@ -137,17 +151,17 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 		log:    o.Logger.With("mount", mount),
 		retry:  o.RetryInterval,
 		leader: o.Leader,
-		leases: o.Leases,
 		maxTTL: max(o.MaxTTL, 0),
 		wake:   make(chan struct{}, 1),
-	}, nil
-}
-
-// StorePrefix is the key prefix under which the engine of mount keeps its
-// state in the store given to New: "ldapengine/mounts/" + the escaped
-// mount + "/". Unmounting deletes it.
-func StorePrefix(mount string) string {
-	return "ldapengine/mounts/" + url.PathEscape(strings.Trim(mount, "/")) + "/"
+	}
+	if o.Leases != nil {
+		iss, err := o.Leases.Register(lease.Mount{Path: mount + "/", Revoker: e, Store: store, DefaultTTL: o.DefaultTTL, MaxTTL: o.MaxTTL})
+		if err != nil {
+			return nil, fmt.Errorf("ldapengine: %w", err)
+		}
+		e.leases = iss
+	}
+	return e, nil
 }
 
 // Flavor returns the engine's flavor.
@@ -185,17 +199,6 @@ func parseDueKey(key string) (time.Time, string, bool) {
 		return time.Time{}, "", false
 	}
 	return time.Unix(0, n).UTC(), name, true
-}
-
-// updateRoot runs fn in one transaction of the whole store: tx is the
-// engine's view of it, root the transaction of the store given to New (for
-// lease.Manager.IssueTx), so that the engine's records and a lease commit
-// together.
-func (e *Engine) updateRoot(ctx context.Context, fn func(ctx context.Context, tx, root storage.Tx) error) error {
-	prefix := StorePrefix(e.mount)
-	return e.root.Update(ctx, func(ctx context.Context, root storage.Tx) error {
-		return fn(ctx, storage.SubTx(root, prefix), root)
-	})
 }
 
 func getJSON(tx storage.Tx, key string, v any) (bool, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
+	"github.com/keelhq/keel/storage/memstore"
 )
 
 func TestConfigRules(t *testing.T) {
@@ -467,5 +468,36 @@ func TestCreateWithWorkerRunning(t *testing.T) {
 		if pw, _ := v.dir.Password(dn); pw != cred.Password {
 			t.Fatalf("%s: directory %q, static-cred %q", name, pw, cred.Password)
 		}
+	}
+}
+
+// TestNewRefusesLeasesOnAnotherStore: an engine whose store is not a view
+// of the lease manager's store is refused at New, so that no check-out can
+// return a lease the manager cannot find.
+func TestNewRefusesLeasesOnAnotherStore(t *testing.T) {
+	root, other := memstore.New(nil), memstore.New(nil)
+	t.Cleanup(func() { root.Close(); other.Close() })
+	m := newLeases(t, root, nil)
+	for name, s := range map[string]storage.Store{
+		"another store":         storage.Sub(other, storePrefix("ldap")),
+		"the whole store":       root,
+		"inside the lease view": storage.Sub(root, leasePrefix+"x/"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(s, FlavorLDAP, "ldap", &Options{Leases: m})
+			if keel.KindOf(err) != keel.KindInvalid {
+				t.Fatalf("New = %v, want an error of kind Invalid", err)
+			}
+		})
+	}
+	if _, err := New(nil, FlavorLDAP, "ldap", nil); keel.KindOf(err) != keel.KindInvalid {
+		t.Fatalf("New(nil store) = %v, want an error of kind Invalid", err)
+	}
+	e, err := New(storage.Sub(root, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Leases: m})
+	if err != nil {
+		t.Fatalf("a view beside the manager's: %v", err)
+	}
+	if e.leases.Mount() != "ldap/" {
+		t.Fatalf("registered mount %q, want ldap/", e.leases.Mount())
 	}
 }

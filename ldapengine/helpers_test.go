@@ -2,10 +2,12 @@ package ldapengine
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -39,8 +41,8 @@ func newEnv(t testing.TB, flavor Flavor, wrap func(storage.Store) storage.Store)
 	dir.Add(aliceDN, "alice-pw", "cn", "alice", "uid", "alice")
 	dir.Add(bobDN, "bob-pw", "cn", "bob", "uid", "bob")
 	clock := keel.NewFakeClock(t0)
-	pol := NewPasswordPolicies(s, nil)
-	e, err := New(s, flavor, "ldap", &Options{Directory: dir, Clock: clock, Policies: pol})
+	pol := NewPasswordPolicies(storage.Sub(s, policiesPrefix), nil)
+	e, err := New(storage.Sub(s, storePrefix("ldap")), flavor, "ldap", &Options{Directory: dir, Clock: clock, Policies: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,4 +62,26 @@ func wantKind(t testing.TB, err error, k keel.Kind) {
 	if got := keel.KindOf(err); got != k {
 		t.Fatalf("error %v: kind %v, want %v", err, got, k)
 	}
+}
+
+// The key prefixes the tests give the engine, the password policies and
+// the lease manager in their stores: those of the example server.
+const (
+	policiesPrefix = "ldapengine/password-policies/"
+	leasePrefix    = "lease/"
+)
+
+// storePrefix is the prefix of the engine of mount in the tests' stores.
+func storePrefix(mount string) string {
+	return "ldapengine/mounts/" + url.PathEscape(mount) + "/"
+}
+
+// newLeases returns a lease manager over the view leasePrefix of s.
+func newLeases(t testing.TB, s storage.Store, opts *lease.Options) *lease.Manager {
+	t.Helper()
+	m, err := lease.New(storage.Sub(s, leasePrefix), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

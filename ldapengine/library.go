@@ -531,7 +531,7 @@ func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (C
 	p, _ := keel.PrincipalFrom(ctx)
 	now := e.clock.Now().UTC()
 	var out CheckOut
-	err := e.updateRoot(ctx, func(ctx context.Context, tx, root storage.Tx) error {
+	err := e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, issue lease.IssueFunc) error {
 		out = CheckOut{}
 		rec, err := loadSet(tx, set)
 		if err != nil {
@@ -553,7 +553,7 @@ func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (C
 			if err != nil {
 				return fmt.Errorf("ldapengine: encode check-out data: %v: %w", err, keel.ErrInternal)
 			}
-			l, err := e.leases.IssueTx(ctx, root, lease.IssueRequest{
+			l, err := issue(lease.IssueRequest{
 				Path: e.resource("library", set, "check-out"), TTL: eff, MaxTTL: rec.MaxTTL, Renewable: true, Data: data,
 			})
 			if err != nil {
@@ -571,7 +571,6 @@ func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (C
 	if err != nil {
 		return CheckOut{}, err
 	}
-	e.leases.Wake()
 	return out, nil
 }
 
@@ -680,7 +679,7 @@ func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage
 	// no longer current and does nothing.
 	if e.leases != nil {
 		for _, id := range leaseIDs {
-			if err := e.leases.Revoke(ctx, id, true); err != nil {
+			if err := e.leases.Manager().Revoke(ctx, id, true); err != nil {
 				e.log.Warn("library check-in: removing the lease failed; it ends harmlessly later", "set", set, "lease_id", id, "error", err)
 			}
 		}

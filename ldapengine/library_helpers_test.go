@@ -54,20 +54,15 @@ func newLibEnv(t testing.TB, n int, o libOptions) *libEnv {
 		d = o.dir(dir)
 	}
 	clock := keel.NewFakeClock(t0)
-	pol := NewPasswordPolicies(s, nil)
+	pol := NewPasswordPolicies(storage.Sub(s, policiesPrefix), nil)
 	var m *lease.Manager
 	if !o.noLeases {
-		m = lease.New(s, &lease.Options{Clock: clock})
+		m = newLeases(t, s, &lease.Options{Clock: clock})
+		t.Cleanup(m.Stop)
 	}
-	e, err := New(s, o.flavor, "ldap", &Options{Directory: d, Clock: clock, Policies: pol, Leases: m, Authorizer: o.auth})
+	e, err := New(storage.Sub(s, storePrefix("ldap")), o.flavor, "ldap", &Options{Directory: d, Clock: clock, Policies: pol, Leases: m, Authorizer: o.auth})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if m != nil {
-		if err := m.Register("ldap/", e, nil); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(m.Stop)
 	}
 	t.Cleanup(e.Stop)
 	v := &libEnv{env: &env{e: e, dir: dir, clock: clock, store: s, pol: pol}, leases: m}

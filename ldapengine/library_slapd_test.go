@@ -9,6 +9,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine/internal/slapdtest"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -21,12 +22,9 @@ func TestSlapdLibrary(t *testing.T) {
 	ctx := context.Background()
 	clock := keel.NewFakeClock(t0)
 	s := memstore.New(nil)
-	m := lease.New(s, &lease.Options{Clock: clock})
-	e, err := New(s, FlavorLDAP, "ldap", &Options{Clock: clock, Leases: m})
+	m := newLeases(t, s, &lease.Options{Clock: clock})
+	e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Clock: clock, Leases: m})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Register("ldap/", e, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL,

@@ -567,7 +567,7 @@ func TestCheckInStoreFailureAfterDirectoryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	flaky.setAfter(func(string) error {
-		fs.Fail(faultstore.OpPut, StorePrefix("ldap")+prefixLibAcct, 1, errors.New("injected"))
+		fs.Fail(faultstore.OpPut, storePrefix("ldap")+prefixLibAcct, 1, errors.New("injected"))
 		return nil
 	})
 	if _, err := v.e.CheckIn(alice, "s", nil, false); err == nil {

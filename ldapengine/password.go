@@ -237,11 +237,12 @@ type PasswordPolicies struct {
 	auth  keel.Authorizer
 }
 
-// NewPasswordPolicies returns the policies kept under the key prefix
-// "ldapengine/password-policies/" of store. auth decides the rights
+// NewPasswordPolicies returns the policies kept in store, which its caller
+// has scoped to them (the example server gives it the view
+// "ldapengine/password-policies/" of its store). auth decides the rights
 // (resource "sys/policies/password/NAME"); nil allows everything.
 func NewPasswordPolicies(store storage.Store, auth keel.Authorizer) *PasswordPolicies {
-	return &PasswordPolicies{store: storage.Sub(store, "ldapengine/password-policies/"), auth: auth}
+	return &PasswordPolicies{store: store, auth: auth}
 }
 
 type storedPolicy struct {

@@ -84,15 +84,15 @@ func BenchmarkIssue(b *testing.B) {
 	ctx := context.Background()
 	for _, engine := range []string{"memstore", "boltstore"} {
 		b.Run("engine="+engine, func(b *testing.B) {
-			m := New(openBenchStore(b, engine, b.TempDir()), nil)
-			if err := m.Register("ldap/", RevokerFunc(func(context.Context, Lease) error { return nil }), nil); err != nil {
+			m := mustNew(b, openBenchStore(b, engine, b.TempDir()), nil)
+			if err := m.register("ldap/", RevokerFunc(func(context.Context, Lease) error { return nil }), nil); err != nil {
 				b.Fatal(err)
 			}
 			req := IssueRequest{Path: "ldap/creds/app", TTL: time.Hour, Renewable: true, Data: benchData}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := m.Issue(ctx, req); err != nil {
+				if _, err := m.issue(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -123,20 +123,21 @@ func BenchmarkIssue(b *testing.B) {
 	}
 }
 
-// preload issues n leases of TTL ttl at clock's time through IssueTx, in
-// transactions of batch leases.
+// preload issues n leases of TTL ttl at clock's time in Issuer.Update transactions of
+// batch leases.
 func preload(tb testing.TB, s storage.Store, clock keel.Clock, n, batch int, ttl time.Duration) {
 	tb.Helper()
-	m := New(s, &Options{Clock: clock})
-	if err := m.Register("ldap/", RevokerFunc(func(context.Context, Lease) error { return nil }), nil); err != nil {
+	m := mustNew(tb, s, &Options{Clock: clock})
+	iss, err := m.Register(Mount{Path: "ldap/", Store: storage.Sub(s, "engine/")})
+	if err != nil {
 		tb.Fatal(err)
 	}
 	req := IssueRequest{Path: "ldap/creds/app", TTL: ttl, Renewable: true, Data: benchData}
 	for done := 0; done < n; {
 		k := min(batch, n-done)
-		err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		err := iss.Update(context.Background(), func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
 			for range k {
-				if _, err := m.IssueTx(ctx, tx, req); err != nil {
+				if _, err := issue(req); err != nil {
 					return err
 				}
 			}
@@ -159,9 +160,9 @@ func BenchmarkStepRevoke(b *testing.B) {
 		s := memstore.New(nil)
 		clock := keel.NewFakeClock(t0)
 		preload(b, s, clock, n, 10_000, time.Minute)
-		m := New(s, &Options{Clock: clock})
+		m := mustNew(b, s, &Options{Clock: clock})
 		count := 0
-		if err := m.Register("ldap/", RevokerFunc(func(context.Context, Lease) error { count++; return nil }), nil); err != nil {
+		if err := m.register("ldap/", RevokerFunc(func(context.Context, Lease) error { count++; return nil }), nil); err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
@@ -226,8 +227,8 @@ func BenchmarkStartup(b *testing.B) {
 				runtime.ReadMemStats(&before)
 
 				start = time.Now()
-				m := New(s, &Options{Clock: clock})
-				if err := m.Register("ldap/", RevokerFunc(func(context.Context, Lease) error { return nil }), nil); err != nil {
+				m := mustNew(b, s, &Options{Clock: clock})
+				if err := m.register("ldap/", RevokerFunc(func(context.Context, Lease) error { return nil }), nil); err != nil {
 					b.Fatal(err)
 				}
 				m.Start()

@@ -6,20 +6,28 @@
 //
 // # Basics
 //
-// A program creates one Manager over its store with New, registers each
-// engine's mount with its Revoker (Register), and starts the worker
-// (Start; Stop at shutdown). An engine that creates a secret asks for a
-// lease with Issue, or with IssueTx inside its own transaction so that
-// its data and the lease commit together (then it calls Wake):
+// A program creates one Manager over a view of its store with New,
+// registers each engine's mount with its Revoker (Register), and starts the
+// worker (Start; Stop at shutdown). Register hands out the mount's Issuer,
+// the one way to issue its leases: an engine that creates a secret asks for
+// a lease with Issuer.Issue, or with Issuer.Update inside its own
+// transaction so that its data and the lease commit together. Package mount
+// does all of this for the engines it builds:
 //
-//	m := lease.New(store, &lease.Options{Logger: logger})
-//	err := m.Register("ldap/", lease.RevokerFunc(deleteAccount), nil)
+//	m, err := lease.New(storage.Sub(root, "lease/"), &lease.Options{Logger: logger})
+//	ldap, err := m.Register(lease.Mount{Path: "ldap/", Revoker: lease.RevokerFunc(deleteAccount)})
 //	m.Start()
 //	defer m.Stop()
-//	l, err := m.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", TTL: time.Hour, Renewable: true})
+//	l, err := ldap.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", TTL: time.Hour, Renewable: true})
 //	// l.ID is "ldap/creds/app/" followed by 24 random base62 characters.
 //
-// A lease's TTL is the request's, or the mount's default (MountConfig), or
+// Joins are checked, not assumed: an engine that issues leases inside its
+// own transactions gives its store at Register (Mount.Store), which must be
+// a view of the same store as the Manager's, not overlapping it
+// (storage.Join); otherwise Register fails, at startup, instead of leaving
+// leases where Lookup cannot find them.
+//
+// A lease's TTL is the request's, or the mount's default (Mount), or
 // the system default (Options, 768h); its max TTL is the least of the
 // request's, the mount's and the system's (768h); the TTL is capped at the
 // max TTL, and so is every renewal, counted from the issue.
@@ -41,13 +49,13 @@
 //
 // # Storage
 //
-// The manager keeps everything under the prefix "lease/" of the store
-// given to New:
+// The manager keeps everything in the store given to New (the example
+// server and package mount give it the view "lease/" of theirs):
 //
-//	lease/id/<lease id>                   the lease (a compact binary record)
-//	lease/due/<16 hex digits>/<lease id>  expiry index: when the worker next
-//	                                      tries to revoke the lease (Unix ns,
-//	                                      big-endian hex: key order is time order)
+//	id/<lease id>                   the lease (a compact binary record)
+//	due/<16 hex digits>/<lease id>  expiry index: when the worker next
+//	                                tries to revoke the lease (Unix ns,
+//	                                big-endian hex: key order is time order)
 //	lease/irrevocable/<lease id>          irrevocable index: mount and error
 //
 // Every operation on a lease changes the lease and its index entries in one
@@ -85,7 +93,7 @@
 // "sys/leases/revoke-prefix/<prefix>"; RevokeForce keel.CapSudo on
 // "sys/leases/revoke-force/<prefix>"; Tidy keel.CapUpdate on
 // "sys/leases/tidy"; CountIrrevocable keel.CapRead on "sys/leases/count";
-// ListIrrevocable keel.CapSudo on "sys/leases". Issue, IssueTx, Step and
+// ListIrrevocable keel.CapSudo on "sys/leases". Issuer.Issue, Issuer.Update, Step and
 // the worker are the engines' and the program's: they check no right.
 //
 // # Vault's behaviour where the specification is silent
@@ -143,13 +151,14 @@
 // # Caveats
 //
 // Register the mounts before Start: a Step that finds a due lease of an
-// unregistered mount counts a failed attempt. Unregister leaves the mount's
-// leases in the store; revoke them first (RevokePrefix with sync), as Vault
-// does on unmount.
+// unregistered mount counts a failed attempt, so Register refuses, once the
+// worker runs, a new mount whose leases are stored. Unregister leaves the
+// mount's leases in the store; revoke them first (RevokePrefix with sync),
+// as Vault does on unmount.
 //
-// IssueTx cannot wake the worker, since it does not know when the caller
-// commits: call Wake after the Update, or a lease shorter than what the
-// worker was waiting for is revoked late, when the worker next wakes.
+// Give each store one Manager: two Managers over one store each take the
+// other's due leases, cannot revoke them (their mounts are not registered
+// with it) and make them irrevocable. Package mount keeps one per table.
 //
 // Revokers run one at a time. A slow revoker delays the revocations behind
 // it; give it a deadline of its own. A Revoker must not call Step, which

@@ -9,6 +9,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -18,17 +19,25 @@ func Example() {
 	defer store.Close()
 	clock := keel.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
-	m := lease.New(store, &lease.Options{Clock: clock})
-	// The engine of the mount "ldap/" deletes the account a lease names.
-	err := m.Register("ldap/", lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
-		fmt.Printf("revoking %s (%s)\n", strings.TrimPrefix(l.Path, "ldap/"), l.Data)
-		return nil
-	}), &lease.MountConfig{DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour})
+	m, err := lease.New(storage.Sub(store, "lease/"), &lease.Options{Clock: clock})
+	if err != nil {
+		panic(err)
+	}
+	// The engine of the mount "ldap/" deletes the account a lease names;
+	// its Issuer is the one way to issue leases under "ldap/".
+	ldap, err := m.Register(lease.Mount{
+		Path: "ldap/",
+		Revoker: lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
+			fmt.Printf("revoking %s (%s)\n", strings.TrimPrefix(l.Path, "ldap/"), l.Data)
+			return nil
+		}),
+		DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour,
+	})
 	if err != nil {
 		panic(err)
 	}
 
-	l, err := m.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", Renewable: true, Data: []byte("cn=v-app-1")})
+	l, err := ldap.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", Renewable: true, Data: []byte("cn=v-app-1")})
 	if err != nil {
 		panic(err)
 	}
@@ -66,15 +75,18 @@ func ExampleManager_ListIrrevocable() {
 	ctx := context.Background()
 	store := memstore.New(nil)
 	defer store.Close()
-	m := lease.New(store, &lease.Options{Clock: keel.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
-	// An engine whose directory refuses to delete its accounts, for good.
-	err := m.Register("ldap/", lease.RevokerFunc(func(context.Context, lease.Lease) error {
-		return lease.Permanent(errors.New("insufficient access rights"))
-	}), nil)
+	m, err := lease.New(storage.Sub(store, "lease/"), &lease.Options{Clock: keel.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
 	if err != nil {
 		panic(err)
 	}
-	l, err := m.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app"})
+	// An engine whose directory refuses to delete its accounts, for good.
+	ldap, err := m.Register(lease.Mount{Path: "ldap/", Revoker: lease.RevokerFunc(func(context.Context, lease.Lease) error {
+		return lease.Permanent(errors.New("insufficient access rights"))
+	})})
+	if err != nil {
+		panic(err)
+	}
+	l, err := ldap.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app"})
 	if err != nil {
 		panic(err)
 	}

@@ -42,7 +42,7 @@ func TestFailedOperationsLeaveStoreUnchanged(t *testing.T) {
 		skipped map[string]bool // faults the operation cannot meet
 	}{
 		"issue": {run: func(ctx context.Context, e *env, _ Lease) error {
-			_, err := e.m.Issue(ctx, IssueRequest{Path: "ldap/creds/app"})
+			_, err := e.m.issue(ctx, IssueRequest{Path: "ldap/creds/app"})
 			return err
 		}, skipped: map[string]bool{"delete of index": true}},
 		"renew": {run: func(ctx context.Context, e *env, l Lease) error {
@@ -98,20 +98,24 @@ func TestClosuresAreRetrySafe(t *testing.T) {
 	if keys := keysUnder(t, e.mem, ""); len(keys) != 2 {
 		t.Fatalf("Issue stored %q", keys)
 	}
+	iss, err := e.m.Register(Mount{Path: "db/", Revoker: e.rev, Store: storage.Sub(e.store, "engine/")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var inTx Lease
-	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
 		var err error
-		inTx, err = e.m.IssueTx(ctx, tx, IssueRequest{Path: "ldap/creds/app", TTL: 2 * time.Hour})
+		inTx, err = issue(IssueRequest{Path: "db/creds/app", TTL: 2 * time.Hour})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if keys := keysUnder(t, e.mem, ""); len(keys) != 4 {
-		t.Fatalf("IssueTx under rerun stored %d keys: %q", len(keys), keys)
+		t.Fatalf("Issuer.Update under rerun stored %d keys: %q", len(keys), keys)
 	}
 	if _, ok := e.get(t, inTx.ID); !ok {
-		t.Fatal("the Lease returned by the committed run of IssueTx is not the one stored")
+		t.Fatal("the Lease returned by the committed run of Issuer.Update is not the one stored")
 	}
 	r, err := e.m.Renew(ctx, l.ID, 3*time.Hour)
 	if err != nil {

@@ -52,7 +52,7 @@ func FuzzIssuePath(f *testing.F) {
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, p string) {
-		l, err := e.m.Issue(ctx, IssueRequest{Path: p, TTL: time.Hour})
+		l, err := e.m.issue(ctx, IssueRequest{Path: p, TTL: time.Hour})
 		if err != nil {
 			if k := keel.KindOf(err); k != keel.KindInvalid && k != keel.KindTooLarge {
 				t.Fatalf("Issue(%q): %v", p, err)

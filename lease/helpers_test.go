@@ -105,10 +105,10 @@ func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store)
 	if o.Clock == nil {
 		o.Clock = clock
 	}
-	m := New(store, &o)
+	m := mustNew(t, store, &o)
 	t.Cleanup(m.Stop)
 	rev := &fakeRevoker{}
-	if err := m.Register("ldap/", rev, nil); err != nil {
+	if err := m.register("ldap/", rev, nil); err != nil {
 		t.Fatal(err)
 	}
 	return &env{m: m, store: store, mem: mem, clock: clock, rev: rev}
@@ -120,7 +120,7 @@ func (e *env) issue(t testing.TB, req IssueRequest) Lease {
 	if req.Path == "" {
 		req.Path = "ldap/creds/app"
 	}
-	l, err := e.m.Issue(context.Background(), req)
+	l, err := e.m.issue(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Issue(%+v): %v", req, err)
 	}
@@ -208,3 +208,26 @@ type (
 	recordingAuthorizer = keeltest.Recorder
 	ask                 = keeltest.Ask
 )
+
+// keyPrefix is where the tests put the Manager's view of their stores.
+const keyPrefix = "lease/"
+
+// mustNew returns a Manager over the view keyPrefix of store, or fails t.
+func mustNew(t testing.TB, store storage.Store, opts *Options) *Manager {
+	t.Helper()
+	m, err := New(storage.Sub(store, keyPrefix), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// register registers path with r and cfg's TTLs (cfg may be nil).
+func (m *Manager) register(path string, r Revoker, cfg *mountConfig) error {
+	mt := Mount{Path: path, Revoker: r}
+	if cfg != nil {
+		mt.DefaultTTL, mt.MaxTTL = cfg.DefaultTTL, cfg.MaxTTL
+	}
+	_, err := m.Register(mt)
+	return err
+}

@@ -32,7 +32,7 @@ func makeIrrevocable(t *testing.T, e *env, path string, n int) []string {
 
 func TestCountIrrevocable(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	if err := e.m.Register("db/", e.rev, nil); err != nil {
+	if err := e.m.register("db/", e.rev, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

@@ -39,20 +39,10 @@ const idRandLen = 24
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// Issue stores a new lease for req in a transaction of its own and wakes
+// issue stores a new lease for req in a transaction of its own and wakes
 // the worker, unless the worker already sleeps until a time no later than
-// the lease's expiry. The lease id is req.Path + "/" + 24 random base62 characters
-// (crypto/rand); IssueTime is now, ExpireTime now + the effective TTL.
-//
-// The effective TTL is req.TTL, or else the mount's default TTL, or else
-// the system default; the effective max TTL is the least of req.MaxTTL
-// (when set), the mount's max TTL and the system max TTL; the TTL is
-// capped at the max TTL.
-//
-// Issue fails with an error of kind keel.KindInvalid, and stores nothing,
-// when req.Path is malformed or lies under no registered mount, or a TTL
-// is negative; with the store's error when the store fails.
-func (m *Manager) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
+// the lease's expiry (see Issuer.Issue).
+func (m *Manager) issue(ctx context.Context, req IssueRequest) (Lease, error) {
 	e, err := m.newEntry(req)
 	if err != nil {
 		return Lease{}, err
@@ -64,30 +54,6 @@ func (m *Manager) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
 		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
 	}
 	m.wakeFor(e.NextAttempt)
-	return e.Lease, nil
-}
-
-// IssueTx is Issue inside the caller's transaction tx, which must be a
-// transaction of the store given to New (IssueTx writes under its "lease/"
-// prefix through storage.SubTx), so that an engine stores its own data and
-// the lease atomically. Each call issues a new id: when the store runs the
-// closure again, use the Lease of the run that committed.
-//
-// IssueTx cannot know when the caller commits, so it does not wake the
-// worker: the worker sees the lease at its next wake-up, which may be
-// later than the lease's expiry if the lease is shorter than what the
-// worker was waiting for. Call Wake after the Update returns.
-func (m *Manager) IssueTx(ctx context.Context, tx storage.Tx, req IssueRequest) (Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return Lease{}, err
-	}
-	e, err := m.newEntry(req)
-	if err != nil {
-		return Lease{}, err
-	}
-	if err := putEntry(storage.SubTx(tx, keyPrefix), nil, &e); err != nil {
-		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
-	}
 	return e.Lease, nil
 }
 

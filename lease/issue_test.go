@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -28,7 +29,7 @@ func TestNewDefaults(t *testing.T) {
 				RetryMax: time.Hour, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := New(storage.Sub(newEnv(t, nil, nil).mem, "x/"), tc.in)
+			m := mustNew(t, storage.Sub(newEnv(t, nil, nil).mem, "x/"), tc.in)
 			got := m.opts
 			got.Clock, got.Logger, got.Authorizer = nil, nil, nil
 			if got != tc.want {
@@ -46,34 +47,34 @@ func TestRegister(t *testing.T) {
 	for name, tc := range map[string]struct {
 		mount string
 		r     Revoker
-		cfg   *MountConfig
+		cfg   *mountConfig
 		field string // of the expected FieldError; "" for success
 	}{
 		"ok":                     {"db/", rev, nil, ""},
-		"nested ok":              {"a/b/", rev, &MountConfig{DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour}, ""},
-		"same mount replaced":    {"ldap/", rev, &MountConfig{MaxTTL: time.Hour}, ""},
-		"empty":                  {"", rev, nil, "mount"},
-		"no trailing slash":      {"db", rev, nil, "mount"},
-		"slash only":             {"/", rev, nil, "mount"},
-		"leading slash":          {"/db/", rev, nil, "mount"},
-		"empty segment":          {"a//", rev, nil, "mount"},
-		"dot segment":            {"a/../", rev, nil, "mount"},
-		"control char":           {"a\n/", rev, nil, "mount"},
-		"overlap parent":         {"ldap/creds/", rev, nil, "mount"},
+		"nested ok":              {"a/b/", rev, &mountConfig{DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour}, ""},
+		"same mount replaced":    {"ldap/", rev, &mountConfig{MaxTTL: time.Hour}, ""},
+		"empty":                  {"", rev, nil, "Path"},
+		"no trailing slash":      {"db", rev, nil, "Path"},
+		"slash only":             {"/", rev, nil, "Path"},
+		"leading slash":          {"/db/", rev, nil, "Path"},
+		"empty segment":          {"a//", rev, nil, "Path"},
+		"dot segment":            {"a/../", rev, nil, "Path"},
+		"control char":           {"a\n/", rev, nil, "Path"},
+		"overlap parent":         {"ldap/creds/", rev, nil, "Path"},
 		"no overlap, same start": {"l/", rev, nil, ""},
-		"nil revoker":            {"db/", nil, nil, "revoker"},
-		"negative default":       {"db/", rev, &MountConfig{DefaultTTL: -1}, "default_lease_ttl"},
-		"negative max":           {"db/", rev, &MountConfig{MaxTTL: -1}, "max_lease_ttl"},
-		"max above system":       {"db/", rev, &MountConfig{MaxTTL: 769 * time.Hour}, "max_lease_ttl"},
-		"default above max":      {"db/", rev, &MountConfig{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour}, "default_lease_ttl"},
-		"default above sys max":  {"db/", rev, &MountConfig{DefaultTTL: 769 * time.Hour}, "default_lease_ttl"},
+		"nil revoker: advisory":  {"db/", nil, nil, ""},
+		"negative default":       {"db/", rev, &mountConfig{DefaultTTL: -1}, "DefaultTTL"},
+		"negative max":           {"db/", rev, &mountConfig{MaxTTL: -1}, "MaxTTL"},
+		"max above system":       {"db/", rev, &mountConfig{MaxTTL: 769 * time.Hour}, "MaxTTL"},
+		"default above max":      {"db/", rev, &mountConfig{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour}, "DefaultTTL"},
+		"default above sys max":  {"db/", rev, &mountConfig{DefaultTTL: 769 * time.Hour}, "DefaultTTL"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil, nil)
-			if err := e.m.Register("lda/", rev, nil); err != nil { // a sibling that shares characters
+			if err := e.m.register("lda/", rev, nil); err != nil { // a sibling that shares characters
 				t.Fatal(err)
 			}
-			err := e.m.Register(tc.mount, tc.r, tc.cfg)
+			err := e.m.register(tc.mount, tc.r, tc.cfg)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("Register(%q): %v", tc.mount, err)
@@ -90,14 +91,14 @@ func TestRegister(t *testing.T) {
 
 func TestRegisterOverlapBothWays(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	if err := e.m.Register("ldap/creds/", e.rev, nil); err == nil {
+	if err := e.m.register("ldap/creds/", e.rev, nil); err == nil {
 		t.Fatal("a mount under a registered mount was accepted")
 	}
 	e.m.Unregister("ldap/")
-	if err := e.m.Register("ldap/creds/", e.rev, nil); err != nil {
+	if err := e.m.register("ldap/creds/", e.rev, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.Register("ldap/", e.rev, nil); err == nil {
+	if err := e.m.register("ldap/", e.rev, nil); err == nil {
 		t.Fatal("a mount above a registered mount was accepted")
 	}
 }
@@ -181,7 +182,7 @@ func TestIssueInvalid(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil, nil)
-			_, err := e.m.Issue(context.Background(), tc.req)
+			_, err := e.m.issue(context.Background(), tc.req)
 			wantKind(t, err, keel.KindInvalid)
 			if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != tc.field {
 				t.Fatalf("%v: want a problem with %q", err, tc.field)
@@ -197,25 +198,25 @@ func TestIssueTTL(t *testing.T) {
 	const h = time.Hour
 	for name, tc := range map[string]struct {
 		sys             *Options
-		mount           *MountConfig
+		mount           *mountConfig
 		ttl, maxTTL     time.Duration
 		wantTTL, wantMx time.Duration
 	}{
 		"system defaults":         {nil, nil, 0, 0, 768 * h, 768 * h},
 		"request ttl":             {nil, nil, 2 * h, 0, 2 * h, 768 * h},
-		"mount default":           {nil, &MountConfig{DefaultTTL: 3 * h}, 0, 0, 3 * h, 768 * h},
-		"request beats mount":     {nil, &MountConfig{DefaultTTL: 3 * h}, h, 0, h, 768 * h},
+		"mount default":           {nil, &mountConfig{DefaultTTL: 3 * h}, 0, 0, 3 * h, 768 * h},
+		"request beats mount":     {nil, &mountConfig{DefaultTTL: 3 * h}, h, 0, h, 768 * h},
 		"system default":          {&Options{DefaultTTL: 5 * h}, nil, 0, 0, 5 * h, 768 * h},
-		"mount max caps ttl":      {nil, &MountConfig{MaxTTL: 4 * h}, 10 * h, 0, 4 * h, 4 * h},
-		"mount max caps default":  {nil, &MountConfig{MaxTTL: 4 * h}, 0, 0, 4 * h, 4 * h},
-		"request max lowers":      {nil, &MountConfig{MaxTTL: 4 * h}, 10 * h, 2 * h, 2 * h, 2 * h},
-		"request max cannot rise": {nil, &MountConfig{MaxTTL: 4 * h}, 10 * h, 8 * h, 4 * h, 4 * h},
+		"mount max caps ttl":      {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 0, 4 * h, 4 * h},
+		"mount max caps default":  {nil, &mountConfig{MaxTTL: 4 * h}, 0, 0, 4 * h, 4 * h},
+		"request max lowers":      {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 2 * h, 2 * h, 2 * h},
+		"request max cannot rise": {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 8 * h, 4 * h, 4 * h},
 		"system max caps request": {&Options{MaxTTL: 6 * h}, nil, 10 * h, 9 * h, 6 * h, 6 * h},
 		"system max caps default": {&Options{MaxTTL: 6 * h}, nil, 0, 0, 6 * h, 6 * h},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, tc.sys, nil)
-			if err := e.m.Register("ldap/", e.rev, tc.mount); err != nil {
+			if err := e.m.register("ldap/", e.rev, tc.mount); err != nil {
 				t.Fatal(err)
 			}
 			l := e.issue(t, IssueRequest{TTL: tc.ttl, MaxTTL: tc.maxTTL})
@@ -258,33 +259,45 @@ func TestIssueCopiesData(t *testing.T) {
 	}
 }
 
-func TestIssueTx(t *testing.T) {
+// engineIssuer registers "db/" with an engine store beside the manager's
+// view of e.mem, as a program does, and returns the Issuer.
+func engineIssuer(t *testing.T, e *env) *Issuer {
+	t.Helper()
+	iss, err := e.m.Register(Mount{Path: "db/", Revoker: e.rev, Store: storage.Sub(e.store, "engine/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return iss
+}
+
+func TestIssuerUpdate(t *testing.T) {
 	e := newEnv(t, nil, nil)
+	iss := engineIssuer(t, e)
 	ctx := context.Background()
 	var l Lease
-	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if err := tx.Put("ldap/accounts/app", []byte("dn")); err != nil {
+	err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+		if err := tx.Put("accounts/app", []byte("dn")); err != nil {
 			return err
 		}
 		var err error
-		l, err = e.m.IssueTx(ctx, tx, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
+		l, err = issue(IssueRequest{Path: "db/creds/app", TTL: time.Minute})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.get(t, l.ID); !ok {
-		t.Fatal("lease of IssueTx not stored")
+	if got, err := e.m.Lookup(ctx, l.ID); err != nil || got.ID != l.ID {
+		t.Fatalf("Lookup of the lease issued in the engine's transaction: %+v, %v", got, err)
 	}
-	if _, ok := storagetest.Dump(t, e.mem)["ldap/accounts/app"]; !ok {
+	if _, ok := storagetest.Dump(t, e.mem)["engine/accounts/app"]; !ok {
 		t.Fatal("engine's own write lost")
 	}
 
 	t.Run("rolled back with the caller", func(t *testing.T) {
 		before := storagetest.Dump(t, e.mem)
 		boom := errors.New("engine failed")
-		err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			if _, err := e.m.IssueTx(ctx, tx, IssueRequest{Path: "ldap/creds/app"}); err != nil {
+		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+			if _, err := issue(IssueRequest{Path: "db/creds/app"}); err != nil {
 				return err
 			}
 			return boom
@@ -293,25 +306,32 @@ func TestIssueTx(t *testing.T) {
 			t.Fatal(err)
 		}
 		if after := storagetest.Dump(t, e.mem); !mapsEqual(before, after) {
-			t.Fatal("a rolled-back IssueTx left keys behind")
+			t.Fatal("a rolled-back Update left keys behind")
 		}
 	})
 
-	t.Run("invalid", func(t *testing.T) {
-		err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			_, err := e.m.IssueTx(ctx, tx, IssueRequest{Path: "nope/x"})
+	t.Run("outside the mount", func(t *testing.T) {
+		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+			_, err := issue(IssueRequest{Path: "ldap/creds/app"})
 			return err
 		})
 		wantKind(t, err, keel.KindInvalid)
+		_, err = iss.Issue(ctx, IssueRequest{Path: "ldap/creds/app"})
+		wantKind(t, err, keel.KindInvalid)
 	})
 
-	t.Run("does not wake the worker; Wake does", func(t *testing.T) {
+	t.Run("wakes the worker after the commit", func(t *testing.T) {
 		select {
 		case <-e.m.wake:
 		default:
 		}
-		err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			_, err := e.m.IssueTx(ctx, tx, IssueRequest{Path: "ldap/creds/app"})
+		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+			select {
+			case <-e.m.wake:
+				t.Error("woken before the commit")
+			default:
+			}
+			_, err := issue(IssueRequest{Path: "db/creds/app"})
 			return err
 		})
 		if err != nil {
@@ -319,16 +339,71 @@ func TestIssueTx(t *testing.T) {
 		}
 		select {
 		case <-e.m.wake:
-			t.Fatal("IssueTx woke the worker before the caller committed")
 		default:
-		}
-		e.m.Wake()
-		select {
-		case <-e.m.wake:
-		default:
-			t.Fatal("Wake did not wake the worker")
+			t.Fatal("Update did not wake the worker")
 		}
 	})
+
+	t.Run("without a store", func(t *testing.T) {
+		plain, err := e.m.Register(Mount{Path: "kv/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = plain.Update(ctx, func(context.Context, storage.Tx, IssueFunc) error { return nil })
+		wantKind(t, err, keel.KindInternal)
+	})
+}
+
+// TestRegisterRefusesMiswiredStores: an engine whose store is not a view
+// of the store under the manager's cannot register, so none of its leases
+// can be orphaned where Lookup would not find them.
+func TestRegisterRefusesMiswiredStores(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	other := memstore.New(nil)
+	t.Cleanup(func() { other.Close() })
+	for name, s := range map[string]storage.Store{
+		"another store":             storage.Sub(other, "engine/"),
+		"the manager's own view":    storage.Sub(e.store, keyPrefix),
+		"a view inside the manager": storage.Sub(e.store, keyPrefix+"x/"),
+		"the whole store":           e.store,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := e.m.Register(Mount{Path: "db/", Store: s})
+			wantKind(t, err, keel.KindInvalid)
+			if _, _, ok := e.m.mountFor("db/x"); ok {
+				t.Fatal("a refused Register registered the mount")
+			}
+		})
+	}
+}
+
+func TestNewRefusesNilStore(t *testing.T) {
+	_, err := New(nil, nil)
+	wantKind(t, err, keel.KindInvalid)
+}
+
+// TestRegisterAfterStart: a mount with stored leases registered while the
+// worker runs is refused (the worker may have tried them without a
+// revoker); a new mount without leases, and a registered one again, are
+// accepted.
+func TestRegisterAfterStart(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	if err := e.m.register("db/", e.rev, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.issue(context.Background(), IssueRequest{Path: "db/creds/x", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	e.m.Unregister("db/")
+	e.m.Start()
+	t.Cleanup(e.m.Stop)
+	wantKind(t, e.m.register("db/", e.rev, nil), keel.KindInvalid)
+	if err := e.m.register("fresh/", e.rev, nil); err != nil {
+		t.Fatalf("a new mount without leases: %v", err)
+	}
+	if err := e.m.register("ldap/", e.rev, nil); err != nil {
+		t.Fatalf("registering a registered mount again: %v", err)
+	}
 }
 
 func TestIssueWakesWorker(t *testing.T) {
@@ -377,12 +452,12 @@ func leaseEqual(a, b Lease) bool {
 
 func TestRegisterReportsEveryProblem(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	err := e.m.Register("db", nil, &MountConfig{DefaultTTL: -1, MaxTTL: -1})
+	err := e.m.register("db", nil, &mountConfig{DefaultTTL: -1, MaxTTL: -1})
 	var fields []string
 	for _, fe := range keel.FieldErrors(err) {
 		fields = append(fields, fe.Field)
 	}
-	want := []string{"mount", "revoker", "default_lease_ttl", "max_lease_ttl"}
+	want := []string{"Path", "DefaultTTL", "MaxTTL"}
 	if !equalStrings(fields, want) {
 		t.Fatalf("problems with %q, want %q", fields, want)
 	}

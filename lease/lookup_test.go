@@ -75,7 +75,7 @@ func TestLeaseTTL(t *testing.T) {
 
 func TestList(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	if err := e.m.Register("auth/token/", e.rev, nil); err != nil {
+	if err := e.m.register("auth/token/", e.rev, nil); err != nil {
 		t.Fatal(err)
 	}
 	a := e.issue(t, IssueRequest{Path: "ldap/creds/app"})

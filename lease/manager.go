@@ -61,15 +61,11 @@ type Options struct {
 	Leader leader.Leader
 }
 
-// MountConfig tunes the leases of one mount. A nil *MountConfig, and a
-// zero field, means the system value of Options.
-type MountConfig struct {
-	// DefaultTTL is the TTL of a lease whose IssueRequest has none. It
-	// must not exceed the mount's MaxTTL.
+// mountConfig holds the TTLs of one registered mount, with the system
+// values filled in.
+type mountConfig struct {
 	DefaultTTL time.Duration
-	// MaxTTL caps the leases of the mount. It must not exceed the
-	// system MaxTTL.
-	MaxTTL time.Duration
+	MaxTTL     time.Duration
 }
 
 // Revoker revokes the secret behind a lease: deletes the directory
@@ -127,7 +123,7 @@ func isPermanent(err error) bool {
 // they expire, and serves the lease operations of sys/leases. Create one
 // with New. A Manager is safe for concurrent use.
 type Manager struct {
-	store storage.Store // the view "lease/" of the store given to New
+	store storage.Store // the store given to New
 	clock keel.Clock
 	auth  keel.Authorizer
 	log   *slog.Logger
@@ -151,7 +147,7 @@ type Manager struct {
 
 type mountEntry struct {
 	revoker Revoker
-	cfg     MountConfig // zero fields filled with the system values
+	cfg     mountConfig // zero fields filled with the system values
 }
 
 // opsPerLease bounds the writes a batched operation makes per lease (the
@@ -163,12 +159,19 @@ const opsPerLease = 6
 // when the store sets no lower bound.
 const maxBatch = 256
 
-// New returns a Manager that keeps its state under the key prefix "lease/"
-// of store (through storage.Sub). It reads nothing from the store: a
+// New returns a Manager that keeps its state in store, a store or a view
+// its caller has scoped (programs give it storage.Sub(root, "lease/"); the
+// engines that issue leases inside their own transactions must be views of
+// the same root, see Mount.Store). It reads nothing from the store: a
 // Manager over a million stored leases is ready at once, and its first
 // Step revokes what fell due while no Manager ran. Register the mounts of
 // the engines, then call Start.
-func New(store storage.Store, opts *Options) *Manager {
+//
+// New fails with an error of kind keel.KindInvalid when store is nil.
+func New(store storage.Store, opts *Options) (*Manager, error) {
+	if store == nil {
+		return nil, keel.Invalid("store", "is required")
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -201,8 +204,13 @@ func New(store storage.Store, opts *Options) *Manager {
 	if ops := store.Limits().MaxTxOps; ops > 0 {
 		batch = max(1, min(batch, ops/opsPerLease))
 	}
+	if reads := store.Limits().MaxTxReads; reads > 0 {
+		// A batch reads each lease's record and index entry, plus a
+		// scan or two.
+		batch = max(1, min(batch, (reads-4)/2))
+	}
 	return &Manager{
-		store:  storage.Sub(store, keyPrefix),
+		store:  store,
 		clock:  o.Clock,
 		auth:   o.Authorizer,
 		log:    o.Logger,
@@ -210,62 +218,143 @@ func New(store storage.Store, opts *Options) *Manager {
 		batch:  batch,
 		mounts: make(map[string]mountEntry),
 		wake:   make(chan struct{}, 1),
-	}
+	}, nil
 }
 
-// Register makes r the Revoker (and, when it implements Renewer, the
-// Renewer) of the leases whose id starts with mount, and sets the TTLs of
-// the leases issued under it. mount is a path prefix ending in "/" such as
-// "ldap/" or "secret/"; registering a mount again replaces its revoker and
-// configuration.
-//
-// Register fails with an error of kind keel.KindInvalid, and changes
-// nothing, when mount is empty, lacks the trailing "/", has an empty, "."
-// or ".." segment, or overlaps a registered mount (one a prefix of the
-// other); when r is nil; when a TTL of cfg is negative, cfg.MaxTTL exceeds
-// the system MaxTTL, or cfg.DefaultTTL exceeds the mount's max TTL.
-func (m *Manager) Register(mount string, r Revoker, cfg *MountConfig) error {
+// Mount is an engine's mount as Register takes it.
+type Mount struct {
+	// Path is the mount's path prefix, ending in "/", such as "ldap/" or
+	// "secret/": the leases issued under it have ids that start with it.
+	Path string
+	// Revoker revokes the secrets behind the mount's leases; when it
+	// implements Renewer, it is asked before each renewal. Nil: the
+	// leases are advisory (a kv mount's), revoking one has nothing to
+	// undo.
+	Revoker Revoker
+	// Store is the engine's own store, given when the engine issues
+	// leases inside its own transactions (Issuer.Update). It must be a
+	// view of the store under the Manager's (storage.Join): not another
+	// store, not a sealed view of an unsealed one, not a view that
+	// overlaps the Manager's. Nil: the Issuer only issues leases in
+	// transactions of their own (Issuer.Issue).
+	Store storage.Store
+	// DefaultTTL is the TTL of a lease whose IssueRequest has none. It
+	// must not exceed the mount's MaxTTL. Zero: the system default.
+	DefaultTTL time.Duration
+	// MaxTTL caps the leases of the mount. It must not exceed the system
+	// MaxTTL. Zero: the system max TTL.
+	MaxTTL time.Duration
+}
+
+// CheckMount returns the error Register would return for mt's path and
+// TTLs, without registering anything: a program that keeps a table of
+// mounts checks a new entry with it before storing it.
+func (m *Manager) CheckMount(mt Mount) error {
+	_, err := m.checkMount(mt)
+	return err
+}
+
+// checkMount validates mt and returns its TTLs with the system values
+// filled in.
+func (m *Manager) checkMount(mt Mount) (mountConfig, error) {
 	var v keel.Validation
-	if err := checkMount(mount); err != "" {
-		v.Add("mount", "%s", err)
+	if err := checkMount(mt.Path); err != "" {
+		v.Add("Path", "%s", err)
 	}
-	if r == nil {
-		v.Add("revoker", "is required")
-	}
-	var c MountConfig
-	if cfg != nil {
-		c = *cfg
-	}
+	c := mountConfig{DefaultTTL: mt.DefaultTTL, MaxTTL: mt.MaxTTL}
 	if c.DefaultTTL < 0 {
-		v.Add("default_lease_ttl", "must not be negative")
+		v.Add("DefaultTTL", "must not be negative")
 	}
 	switch {
 	case c.MaxTTL < 0:
-		v.Add("max_lease_ttl", "must not be negative")
+		v.Add("MaxTTL", "must not be negative")
 	case c.MaxTTL > m.opts.MaxTTL:
-		v.Add("max_lease_ttl", "%s is above the system max lease TTL of %s", c.MaxTTL, m.opts.MaxTTL)
+		v.Add("MaxTTL", "%s is above the system max lease TTL of %s", c.MaxTTL, m.opts.MaxTTL)
 	}
 	if c.MaxTTL <= 0 {
 		c.MaxTTL = m.opts.MaxTTL
 	}
 	if c.DefaultTTL > min(c.MaxTTL, m.opts.MaxTTL) {
-		v.Add("default_lease_ttl", "given default lease TTL %s greater than max lease TTL %s", c.DefaultTTL, min(c.MaxTTL, m.opts.MaxTTL))
+		v.Add("DefaultTTL", "given default lease TTL %s greater than max lease TTL %s", c.DefaultTTL, min(c.MaxTTL, m.opts.MaxTTL))
 	}
 	if c.DefaultTTL <= 0 {
 		c.DefaultTTL = min(m.opts.DefaultTTL, c.MaxTTL)
 	}
 	if err := v.Err(); err != nil {
-		return fmt.Errorf("lease: register %q: %w", mount, err)
+		return mountConfig{}, fmt.Errorf("lease: register %q: %w", mt.Path, err)
+	}
+	return c, nil
+}
+
+// Register makes mt.Revoker the Revoker (and, when it implements Renewer,
+// the Renewer) of the leases whose id starts with mt.Path, sets the TTLs of
+// the leases issued under it, and returns the mount's Issuer: the one way
+// to issue its leases. Registering a registered path again replaces its
+// revoker, store and TTLs, and returns a new Issuer; the old one keeps
+// working.
+//
+// Register fails with an error of kind keel.KindInvalid, and changes
+// nothing, when the path is empty, lacks the trailing "/", has an empty,
+// "." or ".." segment, or overlaps another registered mount (one a prefix
+// of the other); when a TTL is negative, MaxTTL exceeds the system MaxTTL,
+// or DefaultTTL exceeds the mount's max TTL; when mt.Store and the
+// Manager's store cannot be joined (see Mount.Store); and when the worker
+// already runs (Start) and leases of this new mount are stored, which the
+// worker may already have tried to revoke without a revoker: register
+// every mount that has leases before Start.
+func (m *Manager) Register(mt Mount) (*Issuer, error) {
+	c, err := m.checkMount(mt)
+	if err != nil {
+		return nil, err
+	}
+	var joint *storage.Joint
+	if mt.Store != nil {
+		if joint, err = storage.Join(mt.Store, m.store); err != nil {
+			return nil, fmt.Errorf("lease: register %q: the engine's store and the lease store: %w", mt.Path, err)
+		}
+	}
+	r := mt.Revoker
+	if r == nil {
+		r = advisory{}
+	}
+	m.mu.Lock()
+	_, known := m.mounts[mt.Path]
+	m.mu.Unlock()
+	if !known && m.running() {
+		stored, err := m.hasLeases(mt.Path)
+		if err != nil {
+			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, err)
+		}
+		if stored {
+			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, keel.Invalid("Path", "leases of this mount are stored and the worker already runs: register the mounts that have leases before Start"))
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for other := range m.mounts {
-		if other != mount && (strings.HasPrefix(mount, other) || strings.HasPrefix(other, mount)) {
-			return fmt.Errorf("lease: register %q: %w", mount, keel.Invalid("mount", "overlaps the registered mount %q", other))
+		if other != mt.Path && (strings.HasPrefix(mt.Path, other) || strings.HasPrefix(other, mt.Path)) {
+			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, keel.Invalid("Path", "overlaps the registered mount %q", other))
 		}
 	}
-	m.mounts[mount] = mountEntry{revoker: r, cfg: c}
-	return nil
+	m.mounts[mt.Path] = mountEntry{revoker: r, cfg: c}
+	return &Issuer{m: m, mount: mt.Path, joint: joint}, nil
+}
+
+// advisory is the Revoker of a mount whose leases have nothing to undo.
+type advisory struct{}
+
+func (advisory) Revoke(context.Context, Lease) error { return nil }
+
+// hasLeases reports whether a lease whose id starts with mount is stored.
+func (m *Manager) hasLeases(mount string) (bool, error) {
+	found := false
+	err := m.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.Scan(idKey(mount), storage.ScanOptions{KeysOnly: true}, func(string, []byte) error {
+			found = true
+			return storage.StopScan
+		})
+	})
+	return found, err
 }
 
 // Unregister forgets mount. Its stored leases stay: revoking them then
@@ -332,8 +421,7 @@ func (m *Manager) mountFor(p string) (string, mountEntry, bool) {
 // Wake makes the worker started by Start run a Step now, so that it sees
 // leases due earlier than it planned. Revoke and Tidy wake it themselves,
 // and Issue and Renew when their lease is due before the worker's next
-// planned step; an engine that issues leases with IssueTx calls Wake after
-// its Update returns. Wake never blocks, and does nothing when the worker
+// planned step, and Issuer.Update after its commit. Wake never blocks, and does nothing when the worker
 // is not running.
 func (m *Manager) Wake() {
 	select {

@@ -174,7 +174,7 @@ func TestRenewMovesRevocation(t *testing.T) {
 func TestRenewCallsRenewer(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	rr := &renewingRevoker{}
-	if err := e.m.Register("ldap/", rr, nil); err != nil {
+	if err := e.m.register("ldap/", rr, nil); err != nil {
 		t.Fatal(err)
 	}
 	l := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})

@@ -261,7 +261,7 @@ func TestRevokePrefixSyncStopsAtFirstFailure(t *testing.T) {
 
 func TestRevokeForce(t *testing.T) {
 	e := newEnv(t, nil, nil)
-	if err := e.m.Register("db/", e.rev, nil); err != nil {
+	if err := e.m.register("db/", e.rev, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

@@ -13,8 +13,8 @@ import (
 	"github.com/keelhq/keel"
 )
 
-// The layout of the manager's keys, below the prefix "lease/" of the store
-// given to New (see the package documentation):
+// The layout of the manager's keys in the store given to New (see the
+// package documentation):
 //
 //	id/<lease id>                        the lease record (encodeEntry)
 //	due/<16 hex digits>/<lease id>       expiry index: NextAttempt in Unix
@@ -22,7 +22,6 @@ import (
 //	                                     that key order is time order
 //	irrevocable/<lease id>               irrevocable index: mount and error
 const (
-	keyPrefix   = "lease/"
 	idPrefix    = "id/"
 	duePrefix   = "due/"
 	irrPrefix   = "irrevocable/"

@@ -91,10 +91,10 @@ func TestTidy(t *testing.T) {
 		},
 		"lease of an unregistered mount": {
 			corrupt: func(t *testing.T, e *env, _, _ Lease) map[string][]byte {
-				if err := e.m.Register("db/", e.rev, nil); err != nil {
+				if err := e.m.register("db/", e.rev, nil); err != nil {
 					t.Fatal(err)
 				}
-				l, err := e.m.Issue(context.Background(), IssueRequest{Path: "db/creds/x", TTL: time.Hour})
+				l, err := e.m.issue(context.Background(), IssueRequest{Path: "db/creds/x", TTL: time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -305,3 +305,10 @@ func (m *Manager) run(ctx context.Context) {
 
 // idOf returns the lease id of a key of the id/ prefix.
 func idOf(key string) string { return strings.TrimPrefix(key, idPrefix) }
+
+// running reports whether the worker of Start runs.
+func (m *Manager) running() bool {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	return m.cancel != nil
+}

@@ -95,9 +95,9 @@ func TestStepAfterRestart(t *testing.T) {
 
 	// A new manager over the same store, as after a restart: it loads
 	// nothing, and its first Step revokes what fell due meanwhile.
-	m2 := New(e.store, &Options{Clock: e.clock})
+	m2 := mustNew(t, e.store, &Options{Clock: e.clock})
 	rev := &fakeRevoker{}
-	if err := m2.Register("ldap/", rev, nil); err != nil {
+	if err := m2.register("ldap/", rev, nil); err != nil {
 		t.Fatal(err)
 	}
 	next, err := m2.Step(context.Background(), t0.Add(2*time.Hour))
@@ -354,7 +354,7 @@ func TestStopCancelsRevoker(t *testing.T) {
 		<-ctx.Done() // blocks until Stop cancels the Step
 		return ctx.Err()
 	})
-	if err := e.m.Register("ldap/", blocking, nil); err != nil {
+	if err := e.m.register("ldap/", blocking, nil); err != nil {
 		t.Fatal(err)
 	}
 	l := e.issue(t, IssueRequest{TTL: time.Second})
@@ -416,11 +416,11 @@ func TestRestartOverBoltFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "leases.db")
 	s := openBolt(t, path)
 	clock := keel.NewFakeClock(t0)
-	m := New(s, &Options{Clock: clock})
-	if err := m.Register("ldap/", &fakeRevoker{}, nil); err != nil {
+	m := mustNew(t, s, &Options{Clock: clock})
+	if err := m.register("ldap/", &fakeRevoker{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	l, err := m.Issue(context.Background(), IssueRequest{Path: "ldap/creds/app", TTL: time.Hour})
+	l, err := m.issue(context.Background(), IssueRequest{Path: "ldap/creds/app", TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,9 +429,9 @@ func TestRestartOverBoltFile(t *testing.T) {
 	}
 
 	s = openBolt(t, path)
-	m = New(s, &Options{Clock: clock})
+	m = mustNew(t, s, &Options{Clock: clock})
 	rev := &fakeRevoker{}
-	if err := m.Register("ldap/", rev, nil); err != nil {
+	if err := m.register("ldap/", rev, nil); err != nil {
 		t.Fatal(err)
 	}
 	if next, err := m.Step(context.Background(), t0.Add(time.Minute)); err != nil || !next.Equal(l.ExpireTime) {
@@ -453,7 +453,7 @@ func testConcurrentIssueRevoke(t *testing.T, e *env) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				l, err := e.m.Issue(ctx, IssueRequest{Path: "ldap/creds/app", TTL: time.Hour, Renewable: true})
+				l, err := e.m.issue(ctx, IssueRequest{Path: "ldap/creds/app", TTL: time.Hour, Renewable: true})
 				if err != nil {
 					errs <- err
 					return

@@ -6,8 +6,8 @@
 //
 // # Basics
 //
-// A Service is one cluster's side: New takes the store (keys under
-// "peering/"), a Transport that reaches the peer's servers, and Options
+// A Service is one cluster's side: New takes the store its caller has scoped
+// to it (the example server's is storage.Sub(root, "peering/")), a Transport that reaches the peer's servers, and Options
 // that name the cluster (Datacenter, ServerName, Addresses).
 //
 //	tok, err := a.GenerateToken(ctx, peering.TokenRequest{PeerName: "cluster-b"})

@@ -46,7 +46,7 @@ func newWorld(t testing.TB) *world {
 func (w *world) add(t testing.TB, dc, addr string, store storage.Store, authz keel.Authorizer) *cluster {
 	t.Helper()
 	t.Cleanup(func() { store.Close() })
-	svc := peering.New(store, w.net, &peering.Options{
+	svc := peering.New(storage.Sub(store, "peering/"), w.net, &peering.Options{
 		Datacenter: dc, Addresses: []string{addr}, Clock: w.clock, Logger: quiet(), Authorizer: authz,
 	})
 	w.net.Register(addr, svc)

@@ -142,11 +142,10 @@ type Service struct {
 	wake   chan struct{}
 }
 
-// keyPrefix is the namespace of the package in the store.
-const keyPrefix = "peering/"
 
-// New returns the Service of one cluster, keeping its data under
-// "peering/" of store and reaching peers through transport.
+// New returns the Service of one cluster, keeping its data in store, which
+// its caller has scoped to it (the example server gives it the view
+// "peering/" of its store), and reaching peers through transport.
 func New(store storage.Store, transport Transport, opts *Options) *Service {
 	var o Options
 	if opts != nil {
@@ -173,7 +172,7 @@ func New(store storage.Store, transport Transport, opts *Options) *Service {
 		log = slog.Default()
 	}
 	return &Service{
-		store:     storage.Sub(store, keyPrefix),
+		store:     store,
 		transport: transport,
 		authz:     o.Authorizer,
 		clock:     keel.ClockOrSystem(o.Clock),

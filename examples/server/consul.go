@@ -5,6 +5,7 @@ import (
 
 	"github.com/keelhq/keel/examples/httpapi/consul"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/storage"
 )
 
 // cluster is what names this server to peer clusters: the -datacenter and
@@ -25,7 +26,7 @@ func mountConsul(mux *http.ServeMux, d *deps) error {
 	if d.cluster.advertise != "" {
 		addrs = []string{d.cluster.advertise}
 	}
-	svc := peering.New(d.store, &consul.HTTPTransport{}, &peering.Options{
+	svc := peering.New(storage.Sub(d.store, "peering/"), &consul.HTTPTransport{}, &peering.Options{
 		Datacenter: d.cluster.datacenter, Addresses: addrs,
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
 		Leader: d.leader("peering"), HeartbeatInterval: d.peeringHeartbeat,

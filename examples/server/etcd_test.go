@@ -33,14 +33,14 @@ func (r *revocations) count() int {
 // revocations as name's, and keeps the server's lease manager in *m.
 func (r *revocations) mountRevoker(name string, m **lease.Manager) func(*http.ServeMux, *deps) {
 	return func(_ *http.ServeMux, d *deps) {
-		*m = d.leases
-		d.leases.Register("e2e/", lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
+		*m = d.mounts.Leases()
+		(*m).Register(lease.Mount{Path: "e2e/", Revoker: lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.by[l.ID] = append(r.by[l.ID], name)
 			r.n++
 			return nil
-		}), nil)
+		})})
 	}
 }
 

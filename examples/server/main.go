@@ -16,7 +16,6 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/leader"
-	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -178,19 +177,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	if d.cluster.advertise == "" {
 		d.cluster.advertise = opts.addr
 	}
-	d.leases = lease.New(store, &lease.Options{Clock: d.clock, Authorizer: authz, Logger: logger, Leader: d.leader("lease")})
 	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
 	mux := http.NewServeMux()
-	if err := mount(mux, d); err != nil {
+	if err := mountAdapters(mux, d); err != nil {
 		return err
 	}
 	if h.mount != nil {
 		h.mount(mux, d)
 	}
-	// Leases fall due from now on: the worker revokes what expired while
-	// the server was down, then what expires while it runs.
-	d.leases.Start()
-	d.onClose(func() error { d.leases.Stop(); return nil })
 
 	if opts.pprofAddr != "" {
 		_, stopPprof, err := startPprof(ctx, opts.pprofAddr, logger)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/leader"
-	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -19,8 +19,8 @@ type deps struct {
 	authorizer keel.Authorizer // rules from -config; "root" grants everything
 	clock      keel.Clock      // keel.SystemClock{}; tests may use a keel.FakeClock
 	logger     *slog.Logger
-	leases     *lease.Manager // the one lease manager; engines register their mounts with it
-	cluster    cluster        // -datacenter and -advertise; see consul.go
+	cluster    cluster      // -datacenter and -advertise; see consul.go
+	mounts     *mount.Table // the mount table and its lease manager; see vault.go
 
 	// leaders gives the leader of the background worker name ("lease",
 	// "peering"): an election of its own per name, so that with -etcd
@@ -74,8 +74,8 @@ var adapters = []func(mux *http.ServeMux, d *deps) error{
 	mountConsul, // consul.go: cluster peering, Consul dialect
 }
 
-// mount registers the routes of every adapter on mux.
-func mount(mux *http.ServeMux, d *deps) error {
+// mountAdapters registers the routes of every adapter on mux.
+func mountAdapters(mux *http.ServeMux, d *deps) error {
 	for _, m := range adapters {
 		if err := m(mux, d); err != nil {
 			return err

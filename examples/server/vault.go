@@ -6,22 +6,27 @@ import (
 
 	"github.com/keelhq/keel/examples/httpapi/vault"
 	"github.com/keelhq/keel/identity"
+	"github.com/keelhq/keel/mount"
+	"github.com/keelhq/keel/storage"
 )
 
-// mountVault serves keel's kv engines, ldap and openldap engines (whose
-// rotation workers stop with the server) and lease manager in Vault's
-// dialect (token header X-Secrets-Token), and the identity groups kept
-// under "identity/" of the server's store.
+// mountVault serves the server's mount table (package mount: kv, ldap and
+// openldap engines, whose workers and lease manager stop with the server)
+// in Vault's dialect (token header X-Secrets-Token), and the identity
+// groups kept under "identity/" of the server's store.
 func mountVault(mux *http.ServeMux, d *deps) error {
-	h, err := vault.New(context.Background(), d.store, d.leases, &vault.Options{
+	table, err := mount.Open(context.Background(), d.store, &mount.Options{
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
-		Groups:  identity.New(d.store, &identity.Options{Authorizer: d.authorizer, Clock: d.clock}),
-		Leaders: d.leaders,
+		Leader: d.leaders, Defaults: mount.VaultDefaults(),
 	})
 	if err != nil {
 		return err
 	}
-	d.onClose(func() error { h.Close(); return nil })
-	h.Register(mux)
+	d.mounts = table
+	d.onClose(func() error { table.Close(); return nil })
+	vault.New(table, &vault.Options{
+		Clock: d.clock, Logger: d.logger,
+		Groups: identity.New(storage.Sub(d.store, "identity/"), &identity.Options{Authorizer: d.authorizer, Clock: d.clock}),
+	}).Register(mux)
 	return nil
 }

@@ -142,12 +142,18 @@ func TestLeaseManagersOneLeader(t *testing.T) {
 	prefix := etcdtest.Prefix()
 	r := &countingRevoker{by: map[string][]string{}}
 	managers := map[string]*lease.Manager{}
+	issuers := map[string]*lease.Issuer{}
 	for _, name := range []string{"a", "b"} {
 		s := etcdstore.New(etcdtest.Client(t), &etcdstore.Options{Prefix: prefix})
-		m := lease.New(s, &lease.Options{Leader: s.Leader("lease", &etcdstore.LeaderOptions{TTL: time.Second, ID: name})})
-		if err := m.Register("m/", r.revoker(name), nil); err != nil {
+		m, err := lease.New(s, &lease.Options{Leader: s.Leader("lease", &etcdstore.LeaderOptions{TTL: time.Second, ID: name})})
+		if err != nil {
 			t.Fatal(err)
 		}
+		iss, err := m.Register(lease.Mount{Path: "m/", Revoker: r.revoker(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		issuers[name] = iss
 		m.Start()
 		t.Cleanup(m.Stop)
 		managers[name] = m
@@ -155,7 +161,7 @@ func TestLeaseManagersOneLeader(t *testing.T) {
 	ctx := context.Background()
 	issue := func(n int) {
 		for i := range n {
-			if _, err := managers["a"].Issue(ctx, lease.IssueRequest{Path: fmt.Sprintf("m/p%d", i), TTL: time.Second}); err != nil {
+			if _, err := issuers["a"].Issue(ctx, lease.IssueRequest{Path: fmt.Sprintf("m/p%d", i), TTL: time.Second}); err != nil {
 				t.Fatal(err)
 			}
 		}

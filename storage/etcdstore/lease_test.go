@@ -18,14 +18,18 @@ func TestLeaseManagerBatchesFitEtcd(t *testing.T) {
 	ctx := context.Background()
 	store := etcdstore.New(etcdtest.Client(t), &etcdstore.Options{Prefix: etcdtest.Prefix()})
 	clock := keel.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
-	m := lease.New(store, &lease.Options{Clock: clock})
+	m, err := lease.New(store, &lease.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	revoked := 0
-	if err := m.Register("app/", lease.RevokerFunc(func(context.Context, lease.Lease) error { revoked++; return nil }), nil); err != nil {
+	app, err := m.Register(lease.Mount{Path: "app/", Revoker: lease.RevokerFunc(func(context.Context, lease.Lease) error { revoked++; return nil })})
+	if err != nil {
 		t.Fatal(err)
 	}
 	issue := func(n int, path string) {
 		for range n {
-			if _, err := m.Issue(ctx, lease.IssueRequest{Path: path, TTL: time.Minute}); err != nil {
+			if _, err := app.Issue(ctx, lease.IssueRequest{Path: path, TTL: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -9,18 +9,20 @@ import (
 	"strings"
 
 	"github.com/keelhq/keel/examples/httpapi/vault"
-	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
 func Example() {
 	ctx := context.Background()
 	store := memstore.New(nil)
-	leases := lease.New(store, nil)
-	h, err := vault.New(ctx, store, leases, nil) // no Authorizer: everything is allowed
+	// No Authorizer: everything is allowed.
+	table, err := mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults()})
 	if err != nil {
 		panic(err)
 	}
+	defer table.Close()
+	h := vault.New(table, nil)
 	mux := http.NewServeMux()
 	h.Register(mux)
 	srv := httptest.NewServer(mux)

@@ -25,19 +25,19 @@ func isList(r *http.Request) bool {
 // serveMount routes a request under /v1/ to the engine mounted there.
 func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.Path, "/v1/")
-	m, rest, ok := h.route(p)
+	m, rest, ok := h.mounts.Route(p)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, errorBody{Errors: []string{"no handler for route \"" + p + "\". route entry not found."}})
 		return
 	}
-	if m.ldap != nil {
-		h.serveLDAP(w, r, m.ldap, rest)
+	if m.LDAP != nil {
+		h.serveLDAP(w, r, m.LDAP, rest)
 		return
 	}
 	ctx := r.Context()
 	switch {
 	case isList(r):
-		keys, err := m.engine.List(ctx, rest)
+		keys, err := m.KV.List(ctx, rest)
 		if keel.KindOf(err) == keel.KindNotFound {
 			writeNotFound(w)
 			return
@@ -48,7 +48,7 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, newResponse(keysData(keys)))
 	case r.Method == http.MethodGet:
-		sec, err := m.engine.Read(ctx, rest)
+		sec, err := m.KV.Read(ctx, rest)
 		if keel.KindOf(err) == keel.KindNotFound {
 			writeNotFound(w)
 			return
@@ -70,13 +70,13 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		if err := m.engine.Write(ctx, rest, data); err != nil {
+		if err := m.KV.Write(ctx, rest, data); err != nil {
 			writeError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodDelete:
-		if err := m.engine.Delete(ctx, rest); err != nil {
+		if err := m.KV.Delete(ctx, rest); err != nil {
 			writeError(w, err)
 			return
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine"
-	"github.com/keelhq/keel/lease"
 )
 
 // The routes of an ldap or openldap mount (MOUNT is its path), answered by
@@ -38,57 +37,6 @@ import (
 // RFC 3339); writes answer 204; a missing read or an empty list answers 404
 // {"errors":[]}. Every rule is ldapengine's: the adapter only reads the
 // wire's fields and writes the engine's answers.
-
-// isLDAPType reports whether a mount type is served by ldapengine.
-func isLDAPType(typ string) bool {
-	return typ == string(ldapengine.FlavorLDAP) || typ == string(ldapengine.FlavorOpenLDAP)
-}
-
-// startLDAPMountLocked builds the ldapengine.Engine of e, registers the
-// mount with the lease manager and starts the engine's rotation worker
-// (unless the Handler is closed); h.mu is held.
-func (h *Handler) startLDAPMountLocked(e mountEntry) error {
-	mount := strings.TrimSuffix(e.Path, "/")
-	opts := &ldapengine.Options{
-		Directory: h.directory, Policies: h.policies,
-		Clock: h.clock, Authorizer: h.authorizer, Logger: h.logger,
-		Leases: h.leases, MaxTTL: e.MaxTTL,
-	}
-	if h.leaders != nil {
-		opts.Leader = h.leaders("ldapengine/" + mount)
-	}
-	eng, err := ldapengine.New(h.store, ldapengine.Flavor(e.Type), mount, opts)
-	if err != nil {
-		return err
-	}
-	if err := h.leases.Register(e.Path, eng, &lease.MountConfig{DefaultTTL: e.DefaultTTL, MaxTTL: e.MaxTTL}); err != nil {
-		return err
-	}
-	if !h.closed {
-		eng.Start()
-	}
-	h.mounts[e.Path] = &mounted{entry: e, ldap: eng}
-	return nil
-}
-
-// Close stops the rotation workers of the ldap and openldap mounts and
-// waits for them to end. The Handler still answers requests afterwards,
-// but rotations no longer run on schedule, and mounts enabled later start
-// no worker. Close may be called more than once.
-func (h *Handler) Close() {
-	h.mu.Lock()
-	h.closed = true
-	var engines []*ldapengine.Engine
-	for _, m := range h.mounts {
-		if m.ldap != nil {
-			engines = append(engines, m.ldap)
-		}
-	}
-	h.mu.Unlock()
-	for _, eng := range engines {
-		eng.Stop()
-	}
-}
 
 // serveLDAP answers the request r for rest, the path under the mount of
 // the ldap or openldap engine eng.
@@ -290,24 +238,24 @@ func (h *Handler) passwordPolicyWrite(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeDone(w, h.policies.Put(r.Context(), r.PathValue("name"), text))
+	writeDone(w, h.mounts.PasswordPolicies().Put(r.Context(), r.PathValue("name"), text))
 }
 
 // passwordPolicyRead answers GET sys/policies/password/:name.
 func (h *Handler) passwordPolicyRead(w http.ResponseWriter, r *http.Request) {
-	text, err := h.policies.Get(r.Context(), r.PathValue("name"))
+	text, err := h.mounts.PasswordPolicies().Get(r.Context(), r.PathValue("name"))
 	writeRead(w, err, func() any { return map[string]any{"policy": text} })
 }
 
 // passwordPolicyDelete answers DELETE sys/policies/password/:name.
 func (h *Handler) passwordPolicyDelete(w http.ResponseWriter, r *http.Request) {
-	writeDone(w, h.policies.Delete(r.Context(), r.PathValue("name")))
+	writeDone(w, h.mounts.PasswordPolicies().Delete(r.Context(), r.PathValue("name")))
 }
 
 // passwordPolicyGenerate answers GET sys/policies/password/:name/generate.
 // A missing policy is a 404 that says so.
 func (h *Handler) passwordPolicyGenerate(w http.ResponseWriter, r *http.Request) {
-	pw, err := h.policies.Generate(r.Context(), r.PathValue("name"))
+	pw, err := h.mounts.PasswordPolicies().Generate(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -321,7 +269,7 @@ func (h *Handler) passwordPolicyList(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "LIST")
 		return
 	}
-	names, err := h.policies.List(r.Context())
+	names, err := h.mounts.PasswordPolicies().List(r.Context())
 	writeList(w, names, err)
 }
 

@@ -299,10 +299,8 @@ func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
 // accessor names a lease mount by the accessor of the mount table's entry,
 // as Vault's mount_id; a mount the table does not hold keeps its path.
 func (h *Handler) accessor(mount string) string {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if m, ok := h.mounts[mount]; ok {
-		return m.entry.Accessor
+	if m, rest, ok := h.mounts.Route(mount); ok && rest == "" {
+		return m.Accessor
 	}
 	return mount
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -62,14 +63,17 @@ func newEnv(t *testing.T, store storage.Store) *env {
 		t.Fatal(err)
 	}
 	e := &env{store: store, clock: keel.NewFakeClock(t0), authz: authz, dir: ldapengine.NewFakeDirectory()}
-	e.leases = lease.New(store, &lease.Options{Clock: e.clock, Authorizer: authz})
-	h, err := vault.New(context.Background(), store, e.leases, &vault.Options{Authorizer: authz, Clock: e.clock,
-		Groups:    identity.New(store, &identity.Options{Authorizer: authz, Clock: e.clock}),
-		Directory: e.dir})
+	table, err := mount.Open(context.Background(), store, &mount.Options{Authorizer: authz, Clock: e.clock,
+		Directory: e.dir, Defaults: mount.VaultDefaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(h.Close)
+	t.Cleanup(table.Close)
+	// The tests drive the lease worker's Step themselves.
+	e.leases = table.Leases()
+	e.leases.Stop()
+	h := vault.New(table, &vault.Options{Clock: e.clock,
+		Groups: identity.New(storage.Sub(store, "identity/"), &identity.Options{Authorizer: authz, Clock: e.clock})})
 	mux := http.NewServeMux()
 	h.Register(mux)
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -322,10 +326,11 @@ func (failingEngine) Revoke(context.Context, lease.Lease) error {
 func TestIrrevocableLeases(t *testing.T) {
 	e := newEnv(t, memstore.New(nil))
 	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
-	if err := e.leases.Register("test/", failingEngine{}, nil); err != nil {
+	iss, err := e.leases.Register(lease.Mount{Path: "test/", Revoker: failingEngine{}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := e.leases.Issue(ctx, lease.IssueRequest{Path: "test/creds/app", TTL: time.Minute, Renewable: true})
+	l, err := iss.Issue(ctx, lease.IssueRequest{Path: "test/creds/app", TTL: time.Minute, Renewable: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,348 @@
+package mount
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/kv"
+	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
+)
+
+// MaxPathLen is the longest mount path, in bytes, trailing "/" included.
+const MaxPathLen = 256
+
+// reserved are the paths under which nothing can be mounted: Vault's own.
+var reserved = []string{"sys/", "auth/", "identity/", "cubbyhole/"}
+
+// EnableRequest asks for a new mount.
+type EnableRequest struct {
+	// Path is where to mount, with or without a trailing "/". See the
+	// package documentation for its rules.
+	Path string
+	// Type is "kv", "ldap" or "openldap".
+	Type string
+	// Description is free text.
+	Description string
+	// Options are the engine's options. kv: "version" ("1" or empty)
+	// and "leased_passthrough" (a boolean); ldap and openldap: none.
+	Options map[string]string
+	// DefaultTTL is the mount's default lease TTL; zero: the system's.
+	DefaultTTL time.Duration
+	// MaxTTL is the mount's max lease TTL; zero: the system's.
+	MaxTTL time.Duration
+}
+
+// Enable adds a mount and serves it. It needs keel.CapCreate on
+// "sys/mounts/PATH".
+//
+// Every rule is checked before anything is written: the path's, the
+// type's options, the lease TTLs against the lease manager's limits, and
+// that no mount (served or not) is at the path, above it or below it.
+// Then one transaction adds the entry to the stored table. Enable fails
+// with an error of kind keel.KindInvalid naming each field that breaks a
+// rule, and then the store is as it was.
+func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
+	path := normPath(req.Path)
+	if err := keel.Authorize(ctx, t.auth, keel.CapCreate, "sys/mounts/"+path); err != nil {
+		return Entry{}, fmt.Errorf("mount: enable: %w", err)
+	}
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	e, err := t.newEntry(req)
+	if err != nil {
+		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+	}
+	if err := t.checkOverlap(e.Path); err != nil {
+		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+	}
+	m := &Mount{Entry: e}
+	if err := t.build(m); err != nil {
+		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+	}
+	err = t.changeTable(ctx, func(entries []Entry) ([]Entry, error) {
+		for _, o := range entries {
+			if overlaps(o.Path, e.Path) {
+				return nil, keel.Invalid("Path", "the mount %q is in the way", o.Path)
+			}
+		}
+		return append(entries, e), nil
+	})
+	if err != nil {
+		t.leases.Unregister(e.Path)
+		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+	}
+	t.mu.Lock()
+	t.mounts[e.Path] = m
+	start := !t.closed && m.LDAP != nil
+	t.mu.Unlock()
+	if start {
+		m.LDAP.Start()
+	}
+	return e, nil
+}
+
+// TuneRequest changes a mount's settings; a nil field keeps the stored
+// value.
+type TuneRequest struct {
+	Description *string
+	DefaultTTL  *time.Duration
+	MaxTTL      *time.Duration
+}
+
+// Tune changes the settings of the served mount at path and rebuilds its
+// engine with them. It needs keel.CapUpdate on "sys/mounts/PATH/tune". It
+// fails with keel.KindNotFound when no mount is served at path and
+// keel.KindInvalid for TTLs beyond the lease manager's limits; then the
+// store is as it was.
+func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, error) {
+	path = normPath(path)
+	if err := keel.Authorize(ctx, t.auth, keel.CapUpdate, "sys/mounts/"+path+"tune"); err != nil {
+		return Entry{}, fmt.Errorf("mount: tune: %w", err)
+	}
+	t.opMu.Lock()
+	defer t.opMu.Unlock()
+	t.mu.RLock()
+	old, ok := t.mounts[path]
+	t.mu.RUnlock()
+	if !ok || !old.Served() {
+		return Entry{}, fmt.Errorf("mount %q: %w", path, keel.ErrNotFound)
+	}
+	e := old.Entry
+	if req.Description != nil {
+		e.Description = *req.Description
+	}
+	if req.DefaultTTL != nil {
+		e.DefaultTTL = *req.DefaultTTL
+	}
+	if req.MaxTTL != nil {
+		e.MaxTTL = *req.MaxTTL
+	}
+	if err := t.leases.CheckMount(lease.Mount{Path: e.Path, DefaultTTL: e.DefaultTTL, MaxTTL: e.MaxTTL}); err != nil {
+		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
+	}
+	err := t.changeTable(ctx, func(entries []Entry) ([]Entry, error) {
+		for i := range entries {
+			if entries[i].Path == path {
+				entries[i] = e
+				return entries, nil
+			}
+		}
+		return nil, fmt.Errorf("mount %q: %w", path, keel.ErrNotFound)
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
+	}
+	if old.LDAP != nil {
+		old.LDAP.Stop()
+	}
+	m := &Mount{Entry: e}
+	if err := t.build(m); err != nil {
+		m.Err = err // checked above; not expected
+	}
+	t.mu.Lock()
+	t.mounts[path] = m
+	start := !t.closed && m.LDAP != nil
+	t.mu.Unlock()
+	if start {
+		m.LDAP.Start()
+	}
+	return e, m.Err
+}
+
+// newEntry checks req and returns its entry, with a new UUID and accessor.
+func (t *Table) newEntry(req EnableRequest) (Entry, error) {
+	var v keel.Validation
+	path := normPath(req.Path)
+	if why := pathRule(path); why != "" {
+		v.Add("Path", "%s", why)
+	}
+	opts, typeErrs := checkOptions(req.Type, req.Options)
+	for _, fe := range typeErrs {
+		v.Add(fe[0], "%s", fe[1])
+	}
+	if why := pathRule(path); why == "" {
+		if err := t.leases.CheckMount(lease.Mount{Path: path, DefaultTTL: req.DefaultTTL, MaxTTL: req.MaxTTL}); err != nil {
+			for _, fe := range keel.FieldErrors(err) {
+				v.Add(fe.Field, "%s", fe.Rule)
+			}
+		}
+	}
+	if err := v.Err(); err != nil {
+		return Entry{}, err
+	}
+	acc := make([]byte, 4)
+	rand.Read(acc)
+	return Entry{
+		Path: path, Type: req.Type, Description: req.Description,
+		UUID: uuid.NewString(), Accessor: req.Type + "_" + hex.EncodeToString(acc),
+		Options: opts, DefaultTTL: req.DefaultTTL, MaxTTL: req.MaxTTL,
+	}, nil
+}
+
+// checkStored checks a stored entry with the rules of Enable.
+func (t *Table) checkStored(e Entry) error {
+	var v keel.Validation
+	if why := pathRule(e.Path); why != "" {
+		v.Add("Path", "%s", why)
+	}
+	if _, errs := checkOptions(e.Type, e.Options); len(errs) > 0 {
+		for _, fe := range errs {
+			v.Add(fe[0], "%s", fe[1])
+		}
+	}
+	if e.UUID == "" {
+		v.Add("UUID", "is required")
+	}
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("mount: stored mount %q: %w", e.Path, err)
+	}
+	return nil
+}
+
+// checkOverlap refuses a path at, above or below a mount of the table.
+func (t *Table) checkOverlap(path string) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for p := range t.mounts {
+		if overlaps(p, path) {
+			return keel.Invalid("Path", "the mount %q is in the way", p)
+		}
+	}
+	return nil
+}
+
+func overlaps(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
+
+// normPath is path with one trailing "/" and no leading one.
+func normPath(path string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/") + "/"
+}
+
+// pathRule returns why path, normalised, is not a valid mount path, or "".
+// A mount path is at most MaxPathLen bytes of segments of ASCII letters,
+// digits and "-", "_", ".", "+", "@", "~", separated by "/"; it holds no
+// ".." and no segment ".", and does not lie under a reserved path.
+func pathRule(path string) string {
+	if path == "/" {
+		return "is required"
+	}
+	if len(path) > MaxPathLen {
+		return fmt.Sprintf("must be at most %d bytes, not %d", MaxPathLen, len(path))
+	}
+	for _, c := range []byte(path) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.+@~/", c) >= 0
+		if !ok {
+			return fmt.Sprintf("must hold only letters, digits and - _ . + @ ~ between slashes, not %q", c)
+		}
+	}
+	if strings.Contains(path, "..") {
+		return `must not contain ".."`
+	}
+	for seg := range strings.SplitSeq(strings.TrimSuffix(path, "/"), "/") {
+		switch seg {
+		case "":
+			return `must not contain an empty segment ("//")`
+		case ".":
+			return `must not contain a "." segment`
+		}
+	}
+	for _, r := range reserved {
+		if strings.HasPrefix(path, r) {
+			return fmt.Sprintf("%q is reserved", r)
+		}
+	}
+	return ""
+}
+
+// checkOptions checks a type and its options, and returns the options to
+// store with the defaults filled in, or the problems as field/message
+// pairs.
+func checkOptions(typ string, in map[string]string) (map[string]string, [][2]string) {
+	var errs [][2]string
+	opts := map[string]string{}
+	switch typ {
+	case "kv":
+		opts["version"] = "1"
+		for k, val := range in {
+			switch k {
+			case "version":
+				if val != "1" && val != "" {
+					errs = append(errs, [2]string{"Options.version", "only kv version 1 is available"})
+				}
+			case "leased_passthrough":
+				if _, err := strconv.ParseBool(val); err != nil {
+					errs = append(errs, [2]string{"Options.leased_passthrough", "must be a boolean"})
+				}
+				opts[k] = val
+			default:
+				errs = append(errs, [2]string{"Options." + k, "unknown option"})
+			}
+		}
+	case string(ldapengine.FlavorLDAP), string(ldapengine.FlavorOpenLDAP):
+		for k := range in {
+			errs = append(errs, [2]string{"Options." + k, "unknown option"})
+		}
+	default:
+		errs = append(errs, [2]string{"Type", fmt.Sprintf("only kv, ldap and openldap engines can be mounted, not %q", typ)})
+	}
+	return opts, errs
+}
+
+// build makes m's engine and registers its mount with the lease manager;
+// on failure nothing stays registered.
+func (t *Table) build(m *Mount) error {
+	mount := strings.TrimSuffix(m.Path, "/")
+	if m.Type == "kv" {
+		iss, err := t.leases.Register(lease.Mount{Path: m.Path, DefaultTTL: m.DefaultTTL, MaxTTL: m.MaxTTL})
+		if err != nil {
+			return err
+		}
+		opts := &kv.Options{Authorizer: t.auth, DefaultTTL: m.DefaultTTL}
+		if leased, _ := strconv.ParseBool(m.Options["leased_passthrough"]); leased {
+			opts.Leaser = leaser{iss}
+		}
+		eng, err := kv.New(storage.Sub(t.store, dataPrefix(m.Entry)), mount, opts)
+		if err != nil {
+			t.leases.Unregister(m.Path)
+			return err
+		}
+		m.KV = eng
+		return nil
+	}
+	eng, err := ldapengine.New(storage.Sub(t.store, dataPrefix(m.Entry)), ldapengine.Flavor(m.Type), mount, &ldapengine.Options{
+		Directory: t.dir, Policies: t.policies, Clock: t.clock, Authorizer: t.auth, Logger: t.log,
+		Leader: t.leader("ldapengine/" + mount), Leases: t.leases, DefaultTTL: m.DefaultTTL, MaxTTL: m.MaxTTL,
+	})
+	if err != nil {
+		return err
+	}
+	m.LDAP = eng
+	return nil
+}
+
+// dataPrefix is the key prefix of the data of e's engine.
+func dataPrefix(e Entry) string {
+	if e.Type == "kv" {
+		return kvPrefix + e.UUID + "/"
+	}
+	return ldapPrefix + url.PathEscape(strings.TrimSuffix(e.Path, "/")) + "/"
+}
+
+// leaser issues the leases of a leased kv mount through its Issuer.
+type leaser struct{ iss *lease.Issuer }
+
+func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration) (string, time.Duration, error) {
+	le, err := l.iss.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: true})
+	return le.ID, le.ExpireTime.Sub(le.IssueTime), err
+}

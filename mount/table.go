@@ -1,0 +1,383 @@
+package mount
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/kv"
+	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/leader"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
+)
+
+// The keys of the table's store (see the package documentation).
+const (
+	tableKey         = "sys/mounts"
+	leasePrefix      = "lease/"
+	kvPrefix         = "kv/"                // + mount UUID + "/"
+	ldapPrefix       = "ldapengine/mounts/" // + escaped mount path + "/"
+	passwordPolicies = "ldapengine/password-policies/"
+)
+
+// Entry is one row of the mount table, as stored.
+type Entry struct {
+	// Path is where the mount is, ending in "/" ("secret/", "team/ldap/").
+	Path string `json:"path"`
+	// Type is the engine's type: "kv", "ldap" or "openldap".
+	Type string `json:"type"`
+	// Description is free text.
+	Description string `json:"description"`
+	// UUID names the mount's data in the store: a mount enabled again
+	// at the same path gets a new one.
+	UUID string `json:"uuid"`
+	// Accessor is Vault's mount accessor, TYPE_ and 8 hex digits.
+	Accessor string `json:"accessor"`
+	// Options are the engine's options: "version" and
+	// "leased_passthrough" for kv; none for ldap and openldap.
+	Options map[string]string `json:"options"`
+	// DefaultTTL is the mount's default lease TTL; zero: the system's.
+	DefaultTTL time.Duration `json:"default_ttl"`
+	// MaxTTL is the mount's max lease TTL; zero: the system's.
+	MaxTTL time.Duration `json:"max_ttl"`
+	// Disabling is true from the start of Disable until the mount's
+	// data is gone: the mount is no longer served, and Open finishes the
+	// removal.
+	Disabling bool `json:"disabling,omitempty"`
+}
+
+// Mount is a mount of the table with its engine: KV for a kv mount, LDAP
+// for an ldap or openldap mount. A mount that is not served has neither,
+// and Err says why.
+type Mount struct {
+	Entry
+	KV   *kv.Engine
+	LDAP *ldapengine.Engine
+	// Err is why a stored mount is not served: it no longer validates,
+	// its engine could not be built, or its removal did not finish.
+	Err error
+}
+
+// Served reports whether requests can be routed to the mount.
+func (m *Mount) Served() bool { return m.Err == nil && !m.Disabling }
+
+// Options configure a Table. A nil *Options, and each zero field, means
+// the default.
+type Options struct {
+	// Clock gives the time to the engines and the lease manager. Nil:
+	// keel.SystemClock{}.
+	Clock keel.Clock
+	// Authorizer decides the rights of callers, on the table and in
+	// every engine. Nil: everything is allowed.
+	Authorizer keel.Authorizer
+	// Logger receives the workers' lines and the mounts not served.
+	// Nil: discard.
+	Logger *slog.Logger
+	// Directory reaches the LDAP servers of the ldap and openldap
+	// mounts. Nil: ldapengine.LDAP{}.
+	Directory ldapengine.Directory
+	// Leader gives the leader of each background worker by name:
+	// "lease" for the lease manager, "ldapengine/PATH" for the rotation
+	// worker of an ldap or openldap mount. Nil: every worker runs
+	// always (one process).
+	Leader func(name string) leader.Leader
+	// Leases configures the lease manager; its Clock, Authorizer,
+	// Logger and Leader are those above. Nil: the defaults.
+	Leases *lease.Options
+	// Defaults are the mounts Open enables when the store holds no
+	// table yet (VaultDefaults gives Vault's). Nil: none.
+	Defaults []EnableRequest
+}
+
+// VaultDefaults returns the mounts of a new Vault-like server: kv version
+// 1 at "secret/", ldap at "ldap/" and openldap at "openldap/".
+func VaultDefaults() []EnableRequest {
+	return []EnableRequest{
+		{Path: "secret/", Type: "kv", Description: "key/value secret storage", Options: map[string]string{"version": "1"}},
+		{Path: "ldap/", Type: "ldap", Description: "ldap secrets engine"},
+		{Path: "openldap/", Type: "openldap", Description: "openldap secrets engine"},
+	}
+}
+
+// Table is the mount table of a store: which engine serves which path. It
+// builds the engines, keeps one lease manager for all of them, runs their
+// background workers, and removes a mount's leases and data when it is
+// disabled. Create one with Open; Close it before closing the store. A
+// Table is safe for concurrent use.
+type Table struct {
+	store    storage.Store
+	leases   *lease.Manager
+	policies *ldapengine.PasswordPolicies
+	auth     keel.Authorizer
+	clock    keel.Clock
+	log      *slog.Logger
+	dir      ldapengine.Directory
+	leader   func(string) leader.Leader
+
+	opMu   sync.Mutex // one Enable, Disable or Tune at a time
+	mu     sync.RWMutex
+	mounts map[string]*Mount // by path; served or not
+	closed bool
+}
+
+// Open reads the mount table of store (enabling opts.Defaults when it
+// holds none), builds every mount's engine, finishes the removal of the
+// mounts a crash interrupted, and starts the workers: the rotation worker
+// of each ldap and openldap mount, then the lease manager's.
+//
+// store is the program's whole store, or a view of it; the table keeps the
+// mount table at "sys/mounts", the leases under "lease/", each kv mount's
+// data under "kv/UUID/", each ldap or openldap mount's under
+// "ldapengine/mounts/PATH/" and the password policies under
+// "ldapengine/password-policies/".
+//
+// A stored mount that no longer validates, or whose engine cannot be
+// built, does not stop Open: it is listed with its error (Mount.Err) and
+// not served. Open fails when store is nil (keel.KindInvalid), or the
+// store fails.
+func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, error) {
+	if store == nil {
+		return nil, keel.Invalid("store", "is required")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Authorizer == nil {
+		o.Authorizer = keel.AllowAll{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Leader == nil {
+		o.Leader = func(string) leader.Leader { return leader.Always }
+	}
+	var lo lease.Options
+	if o.Leases != nil {
+		lo = *o.Leases
+	}
+	lo.Clock, lo.Authorizer, lo.Logger, lo.Leader = o.Clock, o.Authorizer, o.Logger, o.Leader("lease")
+	leases, err := lease.New(storage.Sub(store, leasePrefix), &lo)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{
+		store:    store,
+		leases:   leases,
+		policies: ldapengine.NewPasswordPolicies(storage.Sub(store, passwordPolicies), o.Authorizer),
+		auth:     o.Authorizer,
+		clock:    keel.ClockOrSystem(o.Clock),
+		log:      o.Logger,
+		dir:      o.Directory,
+		leader:   o.Leader,
+		mounts:   make(map[string]*Mount),
+	}
+	entries, err := t.load(ctx, o.Defaults)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		m := &Mount{Entry: e}
+		if err := t.checkStored(e); err != nil {
+			m.Err = err
+		} else if err := t.build(m); err != nil {
+			m.Err = err
+		}
+		if m.Err != nil {
+			t.log.Error("mount not served", "path", e.Path, "type", e.Type, "error", m.Err)
+		}
+		t.mounts[e.Path] = m
+	}
+	for _, m := range t.list() {
+		if m.Disabling {
+			if err := t.finishDisable(ctx, m); err != nil {
+				t.log.Error("mount: finishing an interrupted removal", "path", m.Path, "error", err)
+			}
+		}
+	}
+	for _, m := range t.list() {
+		if m.LDAP != nil && m.Served() {
+			m.LDAP.Start()
+		}
+	}
+	// Leases fall due from now on: the worker revokes what expired while
+	// no table ran, then what expires while it runs.
+	leases.Start()
+	return t, nil
+}
+
+// load reads the stored table, storing the defaults' entries when there
+// is none.
+func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, error) {
+	var entries []Entry
+	err := t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		entries = nil
+		raw, err := tx.Get(tableKey)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			for _, req := range defaults {
+				e, err := t.newEntry(req)
+				if err != nil {
+					return fmt.Errorf("mount: default mount %q: %w", req.Path, err)
+				}
+				entries = append(entries, e)
+			}
+			return putTable(tx, entries)
+		case err != nil:
+			return err
+		}
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount: open: %w", err)
+	}
+	return entries, nil
+}
+
+// Close stops the rotation workers of the ldap and openldap mounts, then
+// the lease manager's worker, and waits for them. The Table still answers
+// afterwards, but nothing runs on schedule, and mounts enabled later start
+// no worker. Close may be called more than once.
+func (t *Table) Close() {
+	t.mu.Lock()
+	t.closed = true
+	mounts := t.listLocked()
+	t.mu.Unlock()
+	for _, m := range mounts {
+		if m.LDAP != nil {
+			m.LDAP.Stop()
+		}
+	}
+	t.leases.Stop()
+}
+
+// Leases returns the table's lease manager, the one every mount's engine
+// issues its leases through (for the sys/leases operations).
+func (t *Table) Leases() *lease.Manager { return t.leases }
+
+// PasswordPolicies returns the password policies the ldap and openldap
+// mounts generate passwords with.
+func (t *Table) PasswordPolicies() *ldapengine.PasswordPolicies { return t.policies }
+
+// List returns every mount of the table, served or not, ordered by path.
+// It needs keel.CapRead on "sys/mounts".
+func (t *Table) List(ctx context.Context) ([]Mount, error) {
+	if err := keel.Authorize(ctx, t.auth, keel.CapRead, "sys/mounts"); err != nil {
+		return nil, fmt.Errorf("mount: list: %w", err)
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []Mount
+	for _, m := range t.listLocked() {
+		out = append(out, *m)
+	}
+	return out, nil
+}
+
+// Get returns the mount at path (with or without its trailing "/"), served
+// or not. It needs keel.CapRead on "sys/mounts/PATH"; it fails with an
+// error of kind keel.KindNotFound when there is none.
+func (t *Table) Get(ctx context.Context, path string) (Mount, error) {
+	path = normPath(path)
+	if err := keel.Authorize(ctx, t.auth, keel.CapRead, "sys/mounts/"+path); err != nil {
+		return Mount{}, fmt.Errorf("mount: get: %w", err)
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m, ok := t.mounts[path]
+	if !ok {
+		return Mount{}, fmt.Errorf("mount %q: %w", path, keel.ErrNotFound)
+	}
+	return *m, nil
+}
+
+// Route returns the served mount under which the request path p ("secret/a/b")
+// lies, the longest whose path prefixes it, and the rest of p below it (""
+// for the mount itself, "secret" or "secret/"). It checks no right: the
+// engine checks them.
+func (t *Table) Route(p string) (m *Mount, rest string, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for path, c := range t.mounts {
+		if !c.Served() {
+			continue
+		}
+		if (strings.HasPrefix(p, path) || p+"/" == path) && (m == nil || len(path) > len(m.Path)) {
+			m = c
+		}
+	}
+	if m == nil {
+		return nil, "", false
+	}
+	if p+"/" != m.Path {
+		rest = p[len(m.Path):]
+	}
+	return m, rest, true
+}
+
+func (t *Table) list() []*Mount {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.listLocked()
+}
+
+func (t *Table) listLocked() []*Mount {
+	out := make([]*Mount, 0, len(t.mounts))
+	for _, m := range t.mounts {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b *Mount) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// putTable stores entries as the table.
+func putTable(tx storage.Tx, entries []Entry) error {
+	if entries == nil {
+		entries = []Entry{}
+	}
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		return fmt.Errorf("mount: encode the table: %v: %w", err, keel.ErrInternal)
+	}
+	return tx.Put(tableKey, raw)
+}
+
+// changeTable rewrites the stored table with change applied, in one
+// transaction.
+func (t *Table) changeTable(ctx context.Context, change func([]Entry) ([]Entry, error)) error {
+	return t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		raw, err := tx.Get(tableKey)
+		var entries []Entry
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal(raw, &entries); err != nil {
+				return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
+			}
+		}
+		entries, err = change(entries)
+		if err != nil {
+			return err
+		}
+		return putTable(tx, entries)
+	})
+}
+
+// system is the principal of the table's own work on leases: the caller's
+// rights were checked on the mount.
+func system(ctx context.Context) context.Context {
+	return keel.WithPrincipal(ctx, keel.Principal{ID: "mount table", Policies: []string{keel.RootPolicy}})
+}
