@@ -29,18 +29,22 @@ func (r *revocations) count() int {
 	return r.n
 }
 
-// mountRevoker registers the mount "e2e/" with a revoker that records
-// revocations as name's, and keeps the server's lease manager in *m.
-func (r *revocations) mountRevoker(name string, m **lease.Manager) func(*http.ServeMux, *deps) {
+// mountRevoker registers the mount "e2e/" with the server's lease manager,
+// with a revoker that records revocations as name's, and keeps its Issuer
+// in *iss.
+func (r *revocations) mountRevoker(t *testing.T, name string, iss **lease.Issuer) func(*http.ServeMux, *deps) {
 	return func(_ *http.ServeMux, d *deps) {
-		*m = d.mounts.Leases()
-		(*m).Register(lease.Mount{Path: "e2e/", Revoker: lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
+		var err error
+		*iss, err = d.mounts.Leases().Register(lease.Mount{Path: "e2e/", Revoker: lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.by[l.ID] = append(r.by[l.ID], name)
 			r.n++
 			return nil
 		})})
+		if err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -52,9 +56,9 @@ func TestTwoServersOnEtcd(t *testing.T) {
 	// The servers use the default prefix: this is the only test of the
 	// binary on its etcd.
 	r := &revocations{by: map[string][]string{}}
-	var ma, mb *lease.Manager
-	a := start(t, hooks{mount: r.mountRevoker("a", &ma)}, "-etcd", endpoints, "-root-token", "root-t")
-	b := start(t, hooks{mount: r.mountRevoker("b", &mb)}, "-etcd", endpoints, "-root-token", "root-t")
+	var ma, mb *lease.Issuer
+	a := start(t, hooks{mount: r.mountRevoker(t, "a", &ma)}, "-etcd", endpoints, "-root-token", "root-t")
+	b := start(t, hooks{mount: r.mountRevoker(t, "b", &mb)}, "-etcd", endpoints, "-root-token", "root-t")
 
 	req, err := http.NewRequest(http.MethodPut, a.url+"/v1/secret/e2e", strings.NewReader(`{"password":"p"}`))
 	if err != nil {
@@ -74,14 +78,14 @@ func TestTwoServersOnEtcd(t *testing.T) {
 		t.Fatalf("GET through b: %d %s", status, body)
 	}
 
-	issue := func(m *lease.Manager, n int) {
+	issue := func(m *lease.Issuer, n int) {
 		for i := range n {
 			if _, err := m.Issue(context.Background(), lease.IssueRequest{Path: fmt.Sprintf("e2e/p%d", i), TTL: time.Second}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		ma.Wake()
-		mb.Wake()
+		ma.Manager().Wake()
+		mb.Manager().Wake()
 	}
 	waitFor := func(n int) {
 		deadline := time.Now().Add(15 * time.Second)

@@ -1,0 +1,81 @@
+// Package mount is keel's mount table: which secrets engine serves which
+// path of a store, built, joined to the one lease manager, run and removed
+// by the library, so that a program embedding keel wires a whole
+// Vault-like service in a few lines and cannot wire it wrong.
+//
+// # Basics
+//
+// Open reads the table of a store and serves every mount in it; Enable,
+// Disable and Tune change it; Route finds the engine of a request path:
+//
+//	table, err := mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults()})
+//	defer table.Close()
+//	_, err = table.Enable(ctx, mount.EnableRequest{Path: "team-a/", Type: "kv",
+//		Options: map[string]string{"leased_passthrough": "true"}})
+//	m, rest, ok := table.Route("team-a/db") // m.KV serves rest ("db")
+//
+// The types are "kv" (version 1; options "version" and
+// "leased_passthrough"), "ldap" and "openldap" (package ldapengine). Each
+// mount gets its own part of the store, chosen by the table: a kv mount's
+// data under "kv/UUID/", an ldap or openldap mount's under
+// "ldapengine/mounts/PATH/"; the table itself is at "sys/mounts" and the
+// leases of every mount under "lease/". Engines never share keys, every
+// engine that issues leases is registered with the table's one lease
+// manager (a leased kv mount through an Issuer, an ldap engine with its
+// store joined to the manager's), and Close stops the engines' workers
+// before the lease manager's.
+//
+// # Rules
+//
+// A mount path is at most MaxPathLen (256) bytes of segments made of ASCII
+// letters, digits and "-", "_", ".", "+", "@", "~", separated by "/"; it
+// holds no "..", no "." segment and no empty one, and does not start with
+// "sys/", "auth/", "identity/" or "cubbyhole/". No mount may be at, above
+// or below another (so "a/" and "a/b/" cannot both exist). A mount's lease
+// TTLs must not be negative; its max TTL must not exceed the lease
+// manager's system max, and its default TTL must not exceed its max TTL.
+// Enable checks every rule, builds the engine, and only then writes the
+// table, in one transaction: a refused Enable leaves the store as it was.
+//
+// # Errors
+//
+// Refused requests are of kind keel.KindInvalid with one problem per field
+// (keel.FieldErrors; fields are named as in EnableRequest and TuneRequest:
+// "Path", "Type", "Options.version", "DefaultTTL", "MaxTTL"). Missing
+// rights are keel.KindForbidden: Enable needs keel.CapCreate on
+// "sys/mounts/PATH", Disable keel.CapDelete on it, Tune keel.CapUpdate on
+// "sys/mounts/PATH/tune", List and Get keel.CapRead on "sys/mounts" and
+// "sys/mounts/PATH". Store errors keep their kinds.
+//
+// # Removal
+//
+// Disable first marks the entry (the mount stops being served, and its
+// path stays taken), revokes the mount's leases through its engine, deletes
+// its data with storage.DeletePrefix in batches sized from the store's
+// limits (so a mount of any size can be removed from etcd), then drops the
+// entry. Each step can be repeated: a crash or an error leaves the entry
+// marked, Disable again or the next Open finishes the removal.
+//
+// # Old and broken entries
+//
+// The table is stored as it was by the example server before this package
+// existed, so its bbolt files open unchanged. A stored entry that no longer
+// validates (written by an older version, or by hand), or whose engine
+// cannot be built, does not stop Open: List returns it with Mount.Err,
+// Route does not serve it, every other mount is served, and Disable removes
+// it.
+//
+// # Concurrency
+//
+// A Table is safe for concurrent use; Enable, Disable and Tune run one at
+// a time. Open starts one goroutine per ldap or openldap mount and one for
+// the lease manager; Close stops them and waits.
+//
+// # Caveats
+//
+// Only the three types above can be mounted: the factories are not open to
+// other engines yet. A mount's engine runs in every process that opens the
+// table, but its background work runs where Options.Leader says; mounts
+// enabled by another process on the same etcd are seen at that process's
+// next Open, not at once.
+package mount
