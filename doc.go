@@ -19,10 +19,12 @@
 //	storage/faultstore        makes chosen operations fail, for tests
 //	storage/storagetest       the conformance suite every store passes
 //	leader                    leadership of background work (one process, or etcd)
+//	mount                     the mount table: engines by path, one lease manager, removal
 //	project                   organizations, projects, workspaces, teams
 //	policy                    policy-as-code policies per organization
 //	peering                   cluster peering between keel clusters
-//	ldapengine                the ldap and openldap directory engines (part 1)
+//	ldapengine                the ldap and openldap directory engines: static and dynamic
+//	                          roles, library sets, password policies
 //	kv                        the key-value secrets engine, version 1
 //	lease                     the lease manager and its expiry worker
 //	identity                  identity groups, their members and parents
@@ -31,8 +33,10 @@
 //	examples/httpapi/consul   the Consul-dialect HTTP adapter (peering)
 //	examples/server           an HTTP server over a bbolt file
 //
-// Still to come: dynamic roles and library sets of the directory engines,
-// and their HTTP routes.
+// Composition is the library's too: package mount builds the engines of a
+// store's mount table, joins them to one lease manager (lease issuing goes
+// through a typed lease.Issuer that checks it joins the right store) and
+// runs and removes them, so a program embedding keel does not rebuild it.
 //
 // # Quickstart
 //

@@ -109,9 +109,11 @@
 // (package examples/httpapi/vault) serves kv version 1 mounts ("secret/"
 // from the first start; more with POST /v1/sys/mounts/:path), the ldap and
 // openldap directory engines ("ldap/" and "openldap/"), identity groups,
-// password policies, and the lease endpoints under /v1/sys/leases/. One lease manager (package lease) serves
-// every engine; its worker runs while the server does, and revokes at start
-// what expired while the server was down. The Consul-style adapter
+// password policies, and the lease endpoints under /v1/sys/leases/. The
+// mounts are a mount.Table over the server's store: one lease manager
+// serves every engine; its worker runs while the server does, and revokes
+// at start what expired while the server was down. A stored mount that no
+// longer validates is logged and not served; the others are. The Consul-style adapter
 // (package examples/httpapi/consul) serves cluster peering under
 // /v1/peering/ and /v1/peerings, and the exported services of peers as
 // Consul's "exported-services" config entry (PUT /v1/config). With -etcd,
@@ -122,16 +124,17 @@
 //
 // An adapter is a function that registers routes on the server's
 // http.ServeMux, built from the server's deps (store, authorizer, clock,
-// logger, lease manager). Put it in a file of its own, as vault.go:
+// logger). Put it in a file of its own, as vault.go:
 //
 //	func mountVault(mux *http.ServeMux, d *deps) error {
-//		h, err := vault.New(context.Background(), d.store, d.leases, &vault.Options{
+//		table, err := mount.Open(context.Background(), d.store, &mount.Options{
 //			Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
 //		})
 //		if err != nil {
 //			return err
 //		}
-//		h.Register(mux)
+//		d.onClose(func() error { table.Close(); return nil })
+//		vault.New(table, nil).Register(mux)
 //		return nil
 //	}
 //

@@ -5,8 +5,9 @@
 //
 // # Basics
 //
-// New loads the mount table from the store and builds a kv engine for each
-// mount; Register adds the routes to an http.ServeMux:
+// New serves a mount.Table (package mount holds the table, its rules, the
+// engines, the lease manager and the removal of mounts; the adapter only
+// decodes and encodes); Register adds the routes to an http.ServeMux:
 //
 //	GET            /v1/sys/mounts                   list mounts
 //	POST, PUT      /v1/sys/mounts/:path             enable a kv version 1 engine
@@ -45,13 +46,13 @@
 //	PUT, GET, DELETE   /v1/sys/policies/password/:name  (LIST sys/policies/password)
 //	GET                /v1/sys/policies/password/:name/generate
 //
-// The first start creates the mounts "secret/" (kv version 1), "ldap/"
-// and "openldap/", as a Vault development server with those engines
-// enabled would; the table is kept in the store at "sys/mounts",
-// and each engine's data under "kv/<mount uuid>/", so mounts and data
-// survive restarts. Mount options are "version" (only "1") and
-// "leased_passthrough" ("true": every read issues a renewable lease of the
-// secret's ttl through the lease manager).
+// The example server opens its table with mount.VaultDefaults: the first
+// start creates "secret/" (kv version 1), "ldap/" and "openldap/", as a
+// Vault development server with those engines enabled would. Mount options
+// are "version" (only "1") and "leased_passthrough" ("true": every read
+// issues a renewable lease of the secret's ttl). A refused mount answers
+// 400 naming the field and stores nothing; unmounting revokes the mount's
+// leases and deletes its data, resuming after a crash (see package mount).
 //
 // The caller must be in the request's context (keel.WithPrincipal) before
 // the handler runs: the adapter reads no token. In the example server a
@@ -70,9 +71,9 @@
 // # Caveats
 //
 // Only kv version 1 and the ldap and openldap engines can be mounted; the
-// engines' rotation workers run until Close; tuning endpoints, namespaces,
-// response wrapping and the legacy sys/renew and sys/revoke paths are not
-// served. Unmounting deletes the data of the engine after it has left the
-// table: a crash in between leaves keys under "kv/<uuid>/" that nothing
-// reads.
+// engines' rotation workers run until the table is closed; tuning endpoints
+// (mount.Table.Tune has no route yet), namespaces, response wrapping and
+// the legacy sys/renew and sys/revoke paths are not served. Field names in
+// errors are the library's (DefaultTTL, Options.version) where Vault's
+// would be snake_case: one mapping table per adapter is the next step.
 package vault
