@@ -142,7 +142,6 @@ type Service struct {
 	wake   chan struct{}
 }
 
-
 // New returns the Service of one cluster, keeping its data in store, which
 // its caller has scoped to it (the example server gives it the view
 // "peering/" of its store), and reaching peers through transport.
