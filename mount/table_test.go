@@ -440,3 +440,8 @@ func equalMaps(a, b map[string]string) bool {
 }
 
 func TestMain(m *testing.M) { etcdtest.Main(m) }
+
+func TestOpenRefusesNilStore(t *testing.T) {
+	_, err := mount.Open(ctx, nil, nil)
+	wantKind(t, err, keel.KindInvalid)
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/boltstore"
+)
+
+// do sends method path with body and the token "root-t", and returns the
+// status.
+func (ts *testServer) do(method, path, body string) int {
+	ts.t.Helper()
+	req, err := http.NewRequest(method, ts.url+path, strings.NewReader(body))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	req.Header.Set("X-Secrets-Token", "root-t")
+	resp, err := client.Do(req)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestRefusedMountsDoNotBrickTheServer: the mounts that used to be saved
+// before their checks ran (and stopped the server at its next start) are
+// refused with 400, the server restarts on the same file and serves every
+// other mount; a mount made invalid by hand in the file is not served and
+// the rest is.
+func TestRefusedMountsDoNotBrickTheServer(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "keel.db")
+	args := []string{"-data", data, "-root-token", "root-t"}
+	ts := start(t, hooks{}, args...)
+	if got := ts.do("PUT", "/v1/secret/app", `{"password":"p"}`); got != http.StatusNoContent {
+		t.Fatalf("write: %d", got)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"poison1", `{"type":"kv","config":{"max_lease_ttl":"100000h"}}`},
+		{"poison2", `{"type":"kv","config":{"default_lease_ttl":"9223372037"}}`},
+		{"poison3", `{"type":"kv","config":{"default_lease_ttl":"18446744074"}}`},
+		{"a..b", `{"type":"kv"}`},
+		{"a%01b", `{"type":"kv"}`},
+		{"x%7f", `{"type":"kv"}`},
+		{strings.Repeat("p", 300), `{"type":"kv"}`},
+	} {
+		if got := ts.do("POST", "/v1/sys/mounts/"+c.path, c.body); got != http.StatusBadRequest {
+			t.Errorf("POST sys/mounts/%.20s: %d, want 400", c.path, got)
+		}
+	}
+	if got := ts.do("POST", "/v1/sys/mounts/team-a", `{"type":"kv"}`); got != http.StatusNoContent {
+		t.Fatalf("a good mount: %d", got)
+	}
+	if err := ts.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Break team-a/ by hand, as an older version or an editor could.
+	s, err := boltstore.Open(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		raw, err := tx.Get("sys/mounts")
+		if err != nil {
+			return err
+		}
+		var entries []map[string]any
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return err
+		}
+		if len(entries) != 4 {
+			t.Errorf("stored table holds %d mounts, want 4: %s", len(entries), raw)
+		}
+		for _, e := range entries {
+			if e["path"] == "team-a/" {
+				e["path"] = "team..a/"
+			}
+		}
+		raw, _ = json.Marshal(entries)
+		return tx.Put("sys/mounts", raw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ts = start(t, hooks{}, args...)
+	if status, body := ts.get("/v1/secret/app", "X-Secrets-Token", "root-t"); status != http.StatusOK || !strings.Contains(string(body), `"password":"p"`) {
+		t.Fatalf("read after restart: %d %s", status, body)
+	}
+	if status, _ := ts.get("/v1/team..a/x", "X-Secrets-Token", "root-t"); status == http.StatusOK {
+		t.Fatal("the broken mount is served")
+	}
+	if !strings.Contains(ts.stderr.String(), "mount not served") || !strings.Contains(ts.stderr.String(), "team..a/") {
+		t.Fatalf("the broken mount is not reported:\n%s", ts.stderr)
+	}
+}
