@@ -20,9 +20,19 @@
 // 20 costs 20 reads however many keys the prefix holds.
 //
 // Implementations: storage/memstore (in memory), storage/boltstore (one
-// bbolt file), and the wrappers storage/sealstore (encryption at rest) and
+// bbolt file), storage/etcdstore (etcd, for processes that share state),
+// and the wrappers storage/sealstore (encryption at rest) and
 // storage/faultstore (fault injection for tests). storage/storagetest is the
 // conformance suite they all pass.
+//
+// # Limits
+//
+// Each store states every bound it has in its Limits: key and value sizes,
+// and per Update the writes, the bytes written and the reads (etcd compares
+// each key an Update read at commit, 128 at most by default). Work on more
+// keys than one transaction holds goes through Batch, which sizes its
+// transactions from the Limits and is resumable, or DeletePrefix; an
+// all-or-nothing operation checks up front that it fits.
 //
 // # Errors
 //

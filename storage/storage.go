@@ -95,10 +95,11 @@ type Limits struct {
 	MaxValueSize int // bytes in a value
 	MaxTxOps     int // Puts and Deletes in one transaction
 	MaxTxBytes   int // key and value bytes written in one transaction
-	// MaxTxReads bounds what an Update may read and still commit: each
-	// key returned by Get, each key a Scan visits, and each Scan itself
-	// count one. A commit beyond it fails with ErrTxTooLarge. Views are
-	// not bounded.
+	// MaxTxReads bounds what an Update that writes may read: each key
+	// read by Get (found or not) or visited by a Scan counts one, however
+	// often it is read, and each Scan counts one more. An Update that
+	// wrote and read more fails at commit with ErrTxTooLarge and writes
+	// nothing. An Update that wrote nothing, and a View, are not bounded.
 	MaxTxReads int
 }
 
@@ -121,8 +122,8 @@ var (
 	ErrKeyTooLarge = fmt.Errorf("storage: key too large: %w", keel.ErrTooLarge)
 	// ErrValueTooLarge: the value exceeds Limits.MaxValueSize (keel.ErrTooLarge).
 	ErrValueTooLarge = fmt.Errorf("storage: value too large: %w", keel.ErrTooLarge)
-	// ErrTxTooLarge: the transaction exceeds Limits.MaxTxOps or
-	// MaxTxBytes (keel.ErrTooLarge).
+	// ErrTxTooLarge: the transaction exceeds Limits.MaxTxOps,
+	// MaxTxBytes or MaxTxReads (keel.ErrTooLarge).
 	ErrTxTooLarge = fmt.Errorf("storage: transaction too large: %w", keel.ErrTooLarge)
 	// ErrReadOnly: a write in a View (keel.ErrInternal).
 	ErrReadOnly = fmt.Errorf("storage: write in a read-only transaction: %w", keel.ErrInternal)

@@ -235,11 +235,16 @@ func (s *Store) commit(batch []*call) {
 				}
 				t := &tx{b: b}
 				t.Init(c.ctx, s, &s.limits, true)
+				if s.limits.MaxTxReads > 0 {
+					t.reads = map[string]struct{}{}
+				}
 				out := run(c.fn, t)
 				t.Finish()
 				if out.err == nil && out.panicked == nil {
 					if err := c.ctx.Err(); err != nil {
 						out.err = err
+					} else if n := len(t.reads) + t.scans; t.Writes() > 0 && t.reads != nil && n > s.limits.MaxTxReads {
+						out.err = fmt.Errorf("%w: the transaction read %d keys and scans, at most %d (Limits.MaxTxReads)", storage.ErrTxTooLarge, n, s.limits.MaxTxReads)
 					}
 				}
 				outs[i] = out
@@ -286,6 +291,18 @@ func run(fn func(context.Context, storage.Tx) error, t *tx) (out outcome) {
 type tx struct {
 	txbase.Base
 	b *bolt.Bucket
+	// reads holds the keys an Update read, and scans counts its Scans,
+	// when the store bounds them (Limits.MaxTxReads); reads is nil
+	// otherwise.
+	reads map[string]struct{}
+	scans int
+}
+
+// read counts key against Limits.MaxTxReads.
+func (t *tx) read(key string) {
+	if t.reads != nil {
+		t.reads[key] = struct{}{}
+	}
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
@@ -295,6 +312,7 @@ func (t *tx) Get(key string) ([]byte, error) {
 	if key == "" {
 		return nil, storage.ErrEmptyKey
 	}
+	t.read(key)
 	v := t.b.Get([]byte(key))
 	if v == nil {
 		return nil, storage.ErrNotFound
@@ -343,6 +361,7 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 	if !t.Writable() {
 		return t.scanView(p, seek, after, opts.KeysOnly, fn)
 	}
+	t.scans++
 	type entry struct {
 		key   string
 		value []byte
@@ -367,6 +386,7 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		}
 		more := k != nil && bytes.HasPrefix(k, p)
 		for _, e := range chunk {
+			t.read(e.key)
 			if err := fn(e.key, e.value); err != nil {
 				if err == storage.StopScan {
 					return nil

@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceSmallLimits(t *testing.T) {
 	storagetest.Run(t, func(t testing.TB) storage.Store {
 		s, err := boltstore.Open(filepath.Join(t.TempDir(), "keel.db"), &boltstore.Options{
-			Limits: storage.Limits{MaxKeySize: 64, MaxValueSize: 128, MaxTxOps: 32, MaxTxBytes: 2048},
+			Limits: storage.Limits{MaxKeySize: 64, MaxValueSize: 128, MaxTxOps: 32, MaxTxBytes: 2048, MaxTxReads: 32},
 		})
 		if err != nil {
 			t.Fatal(err)

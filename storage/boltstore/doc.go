@@ -32,7 +32,10 @@
 // # Caveats
 //
 // Keys are limited to bbolt's 32768 bytes at most (4096 by default). The
-// file does not shrink when data is deleted; freed pages are reused.
+// file does not shrink when data is deleted; freed pages are reused. bbolt
+// bounds no reads; given a MaxTxReads in Options.Limits, an Update that
+// writes counts its reads as memstore does (each key read once, each Scan
+// one more) and fails beyond it, as etcd would.
 //
 // bbolt must map the file anew when it outgrows its memory map, and that
 // waits for every open read transaction. The first map is 1 GiB of address

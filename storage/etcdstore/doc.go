@@ -32,8 +32,9 @@
 // Errors are those of package storage. A write beyond Limits fails with
 // storage.ErrTxTooLarge, storage.ErrKeyTooLarge or storage.ErrValueTooLarge
 // (kind keel.KindTooLarge) in the closure, and so before anything is sent;
-// an Update that read more keys and ranges than MaxCompares and wrote fails
-// with storage.ErrTxTooLarge at commit, before sending. An Update whose
+// an Update that wrote and read more keys and ranges than Limits().MaxTxReads
+// (MaxCompares by default) fails with storage.ErrTxTooLarge at commit,
+// before sending, and leaves etcd as it was. An Update whose
 // closure conflicted more than Options.MaxRetries times fails with
 // keel.ErrConflict. When etcd cannot be reached, operations fail with
 // keel.ErrUnavailable; the errors of the caller's ctx are returned as they
@@ -54,10 +55,15 @@
 // after a conflict runs again after a short random delay.
 //
 // etcd bounds a transaction: by default 128 operations and comparisons each,
-// and 1.5 MiB per request. DefaultLimits state that bound for writes; the
-// reads of an Update that writes are bounded too, by MaxCompares keys and
-// ranges read (a Scan counts one range and one per key it visited). Read
-// large ranges in a View, and write in Updates that read little.
+// and 1.5 MiB per request. DefaultLimits state each bound: MaxTxOps and
+// MaxTxBytes for writes, and MaxTxReads (MaxCompares, 128) for the reads of
+// an Update that writes, each of which its commit compares: a key read by
+// Get, found or not, counts one however often it is read; a Scan counts one
+// for its range and one per key it visited (the key that a callback stopped
+// the scan on included). Reads of keys the transaction wrote itself cost
+// nothing. An Update that writes nothing sends nothing and is not bounded.
+// Read large ranges in a View, and write in Updates that read little, or
+// with storage.Batch, which sizes its transactions from these limits.
 //
 // A View or Update that runs longer than etcd keeps old revisions (its
 // compaction) fails with an etcd "compacted" error; an Update then runs its

@@ -28,8 +28,9 @@ const (
 	DefaultMaxRetries = 16
 	// MaxCompares is how many comparisons one commit may carry: etcd's
 	// default --max-txn-ops, which bounds the comparisons of a Txn as it
-	// bounds its operations. An Update that read more keys than fit fails
-	// with storage.ErrTxTooLarge (see the package documentation).
+	// bounds its operations. It is the MaxTxReads of DefaultLimits: an
+	// Update that wrote and read more keys and ranges fails with
+	// storage.ErrTxTooLarge (see the package documentation).
 	MaxCompares = 128
 	// MaxRequestBytes is the size of the largest request a commit may
 	// send: etcd's default --max-request-bytes (1.5 MiB).
@@ -39,14 +40,15 @@ const (
 )
 
 // DefaultLimits are the limits of a Store whose Options set none: they keep
-// a commit within etcd's default --max-txn-ops (128) and
-// --max-request-bytes (1.5 MiB), leaving room for the key prefix and the
-// comparisons of the keys read.
+// a commit within etcd's default --max-txn-ops (128 operations, and 128
+// comparisons: MaxTxReads) and --max-request-bytes (1.5 MiB), leaving room
+// for the key prefix and the comparisons of the keys read.
 var DefaultLimits = storage.Limits{
 	MaxKeySize:   4 << 10,
 	MaxValueSize: 1400<<10 - 4<<10,
 	MaxTxOps:     128,
 	MaxTxBytes:   1400 << 10,
+	MaxTxReads:   MaxCompares,
 }
 
 // Options configure a Store. A nil *Options means defaults.
@@ -59,7 +61,9 @@ type Options struct {
 	// means DefaultMaxRetries; a negative value means no retry.
 	MaxRetries int
 	// Limits replaces DefaultLimits when it has any field set. Raise
-	// them only with the limits of the etcd server.
+	// them only with the limits of the etcd server. A zero MaxTxReads in
+	// it means MaxCompares: etcd always bounds the comparisons of a
+	// commit.
 	Limits storage.Limits
 	// DialTimeout bounds how long Open waits for a first connection.
 	// Zero means 5 seconds.
@@ -142,6 +146,9 @@ func New(client *clientv3.Client, opts *Options) *Store {
 	limits := DefaultLimits
 	if o.Limits != (storage.Limits{}) {
 		limits = o.Limits
+		if limits.MaxTxReads <= 0 {
+			limits.MaxTxReads = MaxCompares
+		}
 	}
 	return &Store{
 		client:     client,
@@ -530,8 +537,8 @@ func (t *tx) commit(ctx context.Context) error {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.prefix+r.start), "<", t.rev+1).WithRange(end))
 		size += 2*len(s.prefix) + len(r.start) + len(r.end) + 16
 	}
-	if len(cmps) > MaxCompares {
-		return fmt.Errorf("%w: the transaction read %d keys and ranges, etcd checks at most %d in one commit", storage.ErrTxTooLarge, len(cmps), MaxCompares)
+	if len(cmps) > s.limits.MaxTxReads {
+		return fmt.Errorf("%w: the transaction read %d keys and ranges, at most %d (Limits.MaxTxReads) are checked in one commit", storage.ErrTxTooLarge, len(cmps), s.limits.MaxTxReads)
 	}
 	ops := make([]clientv3.Op, 0, len(t.writes))
 	for k, w := range t.writes {

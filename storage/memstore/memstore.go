@@ -3,6 +3,7 @@ package memstore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -78,6 +79,9 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 	}
 	t := &tx{txn: s.current.Load().Txn()}
 	t.Init(ctx, s, &s.limits, true)
+	if s.limits.MaxTxReads > 0 {
+		t.reads = map[string]struct{}{}
+	}
 	err := func() error {
 		defer t.Finish()
 		return fn(t, t)
@@ -89,6 +93,9 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		return err
 	}
 	if t.Writes() > 0 {
+		if n := len(t.reads) + t.scans; t.reads != nil && n > s.limits.MaxTxReads {
+			return fmt.Errorf("%w: the transaction read %d keys and scans, at most %d (Limits.MaxTxReads)", storage.ErrTxTooLarge, n, s.limits.MaxTxReads)
+		}
 		s.current.Store(t.txn.CommitOnly())
 	}
 	return nil
@@ -99,6 +106,18 @@ type tx struct {
 	txbase.Base
 	root *iradix.Node[[]byte]
 	txn  *iradix.Txn[[]byte]
+	// reads holds the keys an Update read, and scans counts its Scans,
+	// when the store bounds them (Limits.MaxTxReads); reads is nil
+	// otherwise.
+	reads map[string]struct{}
+	scans int
+}
+
+// read counts key against Limits.MaxTxReads.
+func (t *tx) read(key string) {
+	if t.reads != nil {
+		t.reads[key] = struct{}{}
+	}
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
@@ -108,6 +127,7 @@ func (t *tx) Get(key string) ([]byte, error) {
 	if key == "" {
 		return nil, storage.ErrEmptyKey
 	}
+	t.read(key)
 	var v []byte
 	var ok bool
 	if t.txn != nil {
@@ -146,6 +166,7 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		// fn may write through t: iterate over a clone of the
 		// transaction, which later writes do not touch.
 		root = t.txn.Clone().Root()
+		t.scans++
 	}
 	start := max(prefix, opts.From, opts.After)
 	if start == prefix {
@@ -172,6 +193,7 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		} else {
 			v = nil
 		}
+		t.read(key)
 		if err := fn(key, v); err != nil {
 			if err == storage.StopScan {
 				return nil
@@ -209,6 +231,7 @@ func (t *tx) walk(root *iradix.Node[[]byte], prefix string, opts storage.ScanOpt
 		} else {
 			v = nil
 		}
+		t.read(key)
 		if ferr := fn(key, v); ferr != nil {
 			if ferr != storage.StopScan {
 				err = ferr

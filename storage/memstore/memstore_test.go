@@ -17,7 +17,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceSmallLimits runs the suite over limits small enough that
 // every one of them, MaxTxOps included, is tested at its boundary.
 func TestConformanceSmallLimits(t *testing.T) {
-	limits := storage.Limits{MaxKeySize: 64, MaxValueSize: 128, MaxTxOps: 32, MaxTxBytes: 2048}
+	limits := storage.Limits{MaxKeySize: 64, MaxValueSize: 128, MaxTxOps: 32, MaxTxBytes: 2048, MaxTxReads: 32}
 	storagetest.Run(t, func(t testing.TB) storage.Store {
 		s := memstore.New(&memstore.Options{Limits: limits})
 		if got := s.Limits(); got != limits {

@@ -17,7 +17,9 @@
 //
 // Put the new key first and the old one after it: new writes use the new
 // key and old values still open. Reseal rewrites old values with the new
-// key; after it, the old key may be dropped.
+// key, in transactions sized from the underlying store's limits
+// (storage.Batch), and leaves the values sealed with the new key as they
+// are: interrupted, it is run again. After it, the old key may be dropped.
 //
 // # Errors
 //

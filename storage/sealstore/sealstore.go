@@ -204,57 +204,64 @@ func (s *Store) Limits() storage.Limits {
 func (s *Store) Close() error { return s.inner.Close() }
 
 // Reseal seals again with the active key every value under prefix that was
-// sealed with a previous key, in transactions of at most batch values (zero
-// means 256), and returns how many it rewrote. After it, previous keys may be
-// dropped from New.
+// sealed with a previous key, and returns how many it rewrote. After it,
+// previous keys may be dropped from New.
+//
+// It works with storage.Batch over the underlying store, in transactions
+// sized from that store's Limits (operations, reads and bytes alike, so
+// that they fit etcd's), of at most batch values when batch is positive;
+// zero means as many as the limits allow. A value sealed with the active key
+// already is left as it is: Reseal is resumable, and run again after an
+// error or a crash, it rewrites only what is still stale. A stale value that
+// does not open (its key is not configured, or it does not authenticate)
+// ends Reseal with the error of a Get of it; the batches before stay
+// committed.
 func (s *Store) Reseal(ctx context.Context, prefix string, batch int) (int, error) {
-	if batch <= 0 {
-		batch = 256
+	c := &resealCount{Store: s.inner, limits: s.inner.Limits()}
+	if batch > 0 && (c.limits.MaxTxOps == 0 || batch < c.limits.MaxTxOps) {
+		// Batch sizes its transactions from MaxTxOps among others, at one
+		// write per value.
+		c.limits.MaxTxOps = batch
 	}
-	total, after := 0, ""
-	for {
-		seen, rewrote, last := 0, 0, ""
-		err := s.inner.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			// The closure may run more than once: it derives everything
-			// from after, which only changes once Update has returned.
-			seen, rewrote, last = 0, 0, ""
-			var stale []string
-			err := tx.Scan(prefix, storage.ScanOptions{After: after}, func(key string, v []byte) error {
-				seen++
-				last = key
-				if len(v) >= 1+idSize && !bytes.Equal(v[1:1+idSize], s.active.id[:]) {
-					stale = append(stale, key)
-				}
-				if seen == batch {
-					return storage.StopScan
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			st := &sealTx{s: s, tx: tx}
-			for _, key := range stale {
-				plain, err := st.Get(key)
-				if err != nil {
-					return err
-				}
-				if err := st.Put(key, plain); err != nil {
-					return err
-				}
-				rewrote++
-			}
+	_, err := storage.Batch(ctx, c, prefix, nil, func(tx storage.Tx, key string, sealed []byte) error {
+		if len(sealed) < 1+idSize || bytes.Equal(sealed[1:1+idSize], s.active.id[:]) {
 			return nil
-		})
+		}
+		plain, err := s.open(key, sealed)
 		if err != nil {
-			return total, err
+			return err
 		}
-		total += rewrote
-		after = last
-		if seen < batch {
-			return total, nil
+		// The same size as the value it replaces: Batch counted it.
+		if err := tx.Put(key, s.seal(key, plain)); err != nil {
+			return err
 		}
+		c.run++
+		return nil
+	})
+	return c.total, err
+}
+
+// resealCount is the store Reseal gives storage.Batch: the underlying store,
+// with the limits Reseal sizes its batches by, counting the values rewritten
+// by the last run of each committed Update's closure (a closure may run
+// more than once, and a batch may fail).
+type resealCount struct {
+	storage.Store
+	limits     storage.Limits
+	run, total int
+}
+
+func (c *resealCount) Limits() storage.Limits { return c.limits }
+
+func (c *resealCount) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	err := c.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		c.run = 0
+		return fn(ctx, tx)
+	})
+	if err == nil {
+		c.total += c.run
 	}
+	return err
 }
 
 type sealTx struct {

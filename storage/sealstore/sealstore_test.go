@@ -7,11 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/sealstore"
@@ -249,4 +252,106 @@ func TestResealIsSafeWhenClosuresRerun(t *testing.T) {
 			t.Fatalf("s/%02d not resealed: %v", i, err)
 		}
 	}
+}
+
+// putSealed stores n values under prefix through s, in as few Updates as
+// the limits allow, and returns their keys and values.
+func putSealed(t testing.TB, s storage.Store, prefix string, n int) map[string]string {
+	t.Helper()
+	kvs := make(map[string]string, n)
+	for i := range n {
+		kvs[fmt.Sprintf("%s%04d", prefix, i)] = fmt.Sprintf("value %d %s", i, strings.Repeat("x", 80))
+	}
+	keys := slices.Sorted(maps.Keys(kvs))
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 100)]
+		keys = keys[len(batch):]
+		err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+			for _, k := range batch {
+				if err := tx.Put(k, []byte(kvs[k])); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return kvs
+}
+
+// wantOpens fails t unless every value of kvs opens through s.
+func wantOpens(t testing.TB, s storage.Store, kvs map[string]string) {
+	t.Helper()
+	err := s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		for k, want := range kvs {
+			got, err := tx.Get(k)
+			if err != nil {
+				return err
+			}
+			if string(got) != want {
+				return fmt.Errorf("%s = %q, want %q", k, got, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Reseal fits a store with etcd's limits (128 operations and 128 reads per
+// transaction: memstore enforces both), rewrites only the stale values, and
+// a second run is a no-op.
+func TestResealFitsEtcdLimits(t *testing.T) {
+	inner := memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits})
+	old, next := sealstore.GenerateKey(), sealstore.GenerateKey()
+	stale := putSealed(t, mustNew(t, inner, old), "k/", 1000)
+	s := mustNew(t, inner, next, old)
+	fresh := putSealed(t, s, "k/new/", 100) // sealed with the active key already
+	before := map[string][]byte{}
+	for k := range fresh {
+		before[k] = raw(t, inner, k)
+	}
+
+	n, err := s.Reseal(context.Background(), "k/", 0)
+	if err != nil || n != len(stale) {
+		t.Fatalf("Reseal = %d, %v; want %d, nil", n, err, len(stale))
+	}
+	onlyNew := mustNew(t, inner, next)
+	wantOpens(t, onlyNew, stale)
+	wantOpens(t, onlyNew, fresh)
+	for k, v := range before {
+		if !bytes.Equal(raw(t, inner, k), v) {
+			t.Fatalf("Reseal rewrote %s, which was sealed with the active key already", k)
+		}
+	}
+	if n, err := s.Reseal(context.Background(), "k/", 0); err != nil || n != 0 {
+		t.Fatalf("second Reseal = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// A Reseal that fails midway keeps the batches it committed, and run again
+// rewrites exactly the values left stale.
+func TestResealResumes(t *testing.T) {
+	fs := faultstore.New(memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits}))
+	old, next := sealstore.GenerateKey(), sealstore.GenerateKey()
+	kvs := putSealed(t, mustNew(t, fs, old), "k/", 1000)
+	s := mustNew(t, fs, next, old)
+	errBoom := errors.New("boom")
+	fs.Fail(faultstore.OpPut, "k/0700", 1, errBoom)
+
+	n1, err := s.Reseal(context.Background(), "k/", 0)
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Reseal with a failing Put = %d, %v; want the Put's error", n1, err)
+	}
+	if n1 <= 0 || n1 >= 700 {
+		t.Fatalf("Reseal failing at the 701st value reports %d rewritten, want the batches before it", n1)
+	}
+	n2, err := s.Reseal(context.Background(), "k/", 0)
+	if err != nil || n1+n2 != len(kvs) {
+		t.Fatalf("Reseal run again = %d, %v; want %d, nil", n2, err, len(kvs)-n1)
+	}
+	wantOpens(t, mustNew(t, fs, next), kvs)
 }

@@ -23,8 +23,8 @@
 // Run runs each case as a subtest named after it (GetPutDelete, EmptyKey,
 // Limits, Atomicity, ReadYourWrites, Isolation, OrderingAndScan,
 // ScanWhileWriting, CopySemantics, TxDone, ReadOnly, Nested, Context,
-// Closed, ConcurrentWriters, RetrySafe), so one failing case is rerun with
-// go test -run 'TestConformance/Isolation'.
+// Closed, ConcurrentWriters, RetrySafe, Batch), so one failing case is rerun
+// with go test -run 'TestConformance/Isolation'.
 //
 // Dump is for the tests of services: it returns every key and value of a
 // store, so that a test can show that a failed operation left the store as
@@ -47,9 +47,20 @@
 //
 // The Limits case tests each non-zero field of the store's Limits at its
 // boundary. Limits too costly to reach are logged and left out: values
-// above 64 MiB, transactions above 64 MiB or 100,000 operations. A store
-// whose defaults leave a limit out (as MaxTxOps in storage.DefaultLimits)
-// should run the suite a second time over small limits.
+// above 64 MiB, transactions above 64 MiB, 100,000 operations or 10,000
+// reads. For MaxTxReads it checks how reads count: an Update that writes
+// may read MaxTxReads keys with Get (found or not; a key read again counts
+// once), or visit MaxTxReads-1 keys with one Scan (the Scan counts one),
+// and fails with keel.KindTooLarge one read beyond. A store whose defaults
+// leave a limit out (as MaxTxOps in storage.DefaultLimits) should run the
+// suite a second time over small limits.
+//
+// The Batch case runs storage.Batch and storage.DeletePrefix over 1,000
+// keys with values of about 100 bytes: every key is visited, rewritten or
+// deleted, a DeletePrefix interrupted by an error or a canceled context
+// leaves exactly the keys it did not report deleted, and no transaction of
+// theirs is refused as too large, since they size them from the store's
+// Limits: a store that refuses one has a bound its Limits do not state.
 //
 // # Caveats
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ const (
 	maxTestedValueSize = 64 << 20
 	maxTestedTxBytes   = 64 << 20
 	maxTestedTxOps     = 100_000
+	maxTestedTxReads   = 10_000
 )
 
 // testLimits: each non-zero limit holds exactly at its boundary, fails with
@@ -25,13 +27,14 @@ const (
 func testLimits(t *testing.T, s storage.Store) {
 	l := s.Limits()
 	t.Logf("limits: %+v", l)
-	if l.MaxKeySize < 0 || l.MaxValueSize < 0 || l.MaxTxOps < 0 || l.MaxTxBytes < 0 {
+	if l.MaxKeySize < 0 || l.MaxValueSize < 0 || l.MaxTxOps < 0 || l.MaxTxBytes < 0 || l.MaxTxReads < 0 {
 		t.Fatalf("Limits() = %+v: a limit is negative", l)
 	}
 	t.Run("MaxKeySize", func(t *testing.T) { testMaxKeySize(t, s, l) })
 	t.Run("MaxValueSize", func(t *testing.T) { testMaxValueSize(t, s, l) })
 	t.Run("MaxTxOps", func(t *testing.T) { testMaxTxOps(t, s, l) })
 	t.Run("MaxTxBytes", func(t *testing.T) { testMaxTxBytes(t, s, l) })
+	t.Run("MaxTxReads", func(t *testing.T) { testMaxTxReads(t, s, l) })
 }
 
 // keyOfSize returns a key of n bytes starting with prefix, or with as much of
@@ -267,4 +270,127 @@ func testMaxTxBytes(t *testing.T, s storage.Store, l storage.Limits) {
 		}
 	})
 	wantScan(t, s, "lb/", storage.ScanOptions{KeysOnly: true})
+}
+
+// testMaxTxReads: an Update that writes and reads MaxTxReads keys and scans
+// commits; one that reads one more fails with keel.KindTooLarge and writes
+// nothing. A key counts once however often it is read, found or not; a
+// Scan counts one, plus one per key it visits.
+func testMaxTxReads(t *testing.T, s storage.Store, l storage.Limits) {
+	n := l.MaxTxReads
+	if n == 0 {
+		t.Log("no MaxTxReads")
+		return
+	}
+	if n > maxTestedTxReads {
+		t.Logf("MaxTxReads %d is above %d: not tested", n, maxTestedTxReads)
+		return
+	}
+	key := func(i int) string { return fmt.Sprintf("lr/%06d", i) }
+	if l.MaxKeySize > 0 && len(key(0)) > l.MaxKeySize {
+		t.Logf("MaxKeySize %d is too small for the keys of this test: MaxTxReads not tested", l.MaxKeySize)
+		return
+	}
+	keys := make([]kv, n+1)
+	for i := range keys {
+		keys[i] = kv{key(i), "v"}
+	}
+	putAll(t, s, keys...)
+
+	gets := func(keys ...string) func(tx storage.Tx) error {
+		return func(tx storage.Tx) error {
+			for _, k := range keys {
+				if _, err := tx.Get(k); err != nil && !errors.Is(err, storage.ErrNotFound) {
+					return fmt.Errorf("Get(%q): %w", k, err)
+				}
+			}
+			return nil
+		}
+	}
+	// scan visits the first visits keys of lr/, stopping the scan on the
+	// last one, and returns their names.
+	scan := func(tx storage.Tx, visits int) ([]string, error) {
+		var seen []string
+		err := tx.Scan("lr/", storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
+			seen = append(seen, k)
+			if len(seen) == visits {
+				return storage.StopScan
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("Scan(%q): %w", "lr/", err)
+		}
+		if len(seen) != visits {
+			return nil, fmt.Errorf("the Scan visited %d keys, want %d", len(seen), visits)
+		}
+		return seen, nil
+	}
+	var first, all, missing []string
+	for i := range n + 1 {
+		all = append(all, key(i))
+		missing = append(missing, fmt.Sprintf("lr-missing/%06d", i))
+	}
+	first = all[:n]
+	cases := []struct {
+		name  string
+		fits  bool
+		scans bool // the case needs MaxTxReads >= 2
+		reads func(tx storage.Tx) error
+	}{
+		{"Gets of MaxTxReads keys", true, false, gets(first...)},
+		{"Gets of MaxTxReads+1 keys", false, false, gets(all...)},
+		{"Gets of MaxTxReads+1 missing keys", false, false, gets(missing...)},
+		{"Gets of MaxTxReads keys, each twice", true, false, gets(append(slices.Clone(first), first...)...)},
+		{"a Scan that visits MaxTxReads-1 keys", true, true, func(tx storage.Tx) error {
+			_, err := scan(tx, n-1)
+			return err
+		}},
+		{"a Scan that visits MaxTxReads keys", false, false, func(tx storage.Tx) error {
+			_, err := scan(tx, n)
+			return err
+		}},
+		{"a Scan that visits MaxTxReads-1 keys, then Gets of each", true, true, func(tx storage.Tx) error {
+			seen, err := scan(tx, n-1)
+			if err != nil {
+				return err
+			}
+			return gets(seen...)(tx)
+		}},
+		{"a Scan that visits MaxTxReads-1 keys, then a Get of another", false, true, func(tx storage.Tx) error {
+			if _, err := scan(tx, n-1); err != nil {
+				return err
+			}
+			return gets(key(n))(tx)
+		}},
+	}
+	const marker = "reads-marker"
+	for _, c := range cases {
+		if c.scans && n < 2 {
+			continue
+		}
+		var inner error
+		err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+			inner = nil
+			if err := tx.Put(marker, []byte("m")); err != nil {
+				return fmt.Errorf("Put(%q): %w", marker, err)
+			}
+			inner = c.reads(tx)
+			return inner
+		})
+		if c.fits {
+			if err != nil {
+				t.Errorf("%s (MaxTxReads %d) and a Put: %v", c.name, n, err)
+			}
+			wantValue(t, s, marker, "m")
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(marker) })
+			continue
+		}
+		if inner != nil && !errors.Is(inner, storage.ErrTxTooLarge) {
+			t.Errorf("%s (MaxTxReads %d) and a Put: a read failed: %v", c.name, n, inner)
+			continue
+		}
+		wantErr(t, fmt.Sprintf("%s (MaxTxReads %d) and a Put", c.name, n), err, storage.ErrTxTooLarge, keel.KindTooLarge)
+		wantMissing(t, s, marker)
+	}
 }
