@@ -4,11 +4,16 @@
 //
 // # Basics
 //
-// New returns a Service that keeps its keys under "policy/" of a store;
-// Options.Organizations (a *project.Catalog) tells which organizations
-// exist. A policy is created as an object, then its code is uploaded:
+// New returns a Service that keeps its keys in the store it is given, as
+// given: the caller scopes it, and programs give it the view "policy/" of
+// the store whose view "project/" the catalog has. Options.Organizations
+// (a *project.Catalog) tells which organizations exist, and New registers
+// the Service with it, so that deleting an organization deletes its
+// policies and policy sets (see Deleting an organization). A policy is
+// created as an object, then its code is uploaded:
 //
-//	policies := policy.New(store, &policy.Options{Authorizer: authz, Clock: clock, Organizations: catalog})
+//	catalog := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
+//	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Authorizer: authz, Clock: clock, Organizations: catalog})
 //	p, err := policies.Create(ctx, "acme", policy.CreateInput{Name: &name, Enforce: &enforce})
 //	err = policies.Upload(ctx, p.ID, code)           // at most 10 MiB
 //	code, err = policies.Download(ctx, p.ID)
@@ -48,12 +53,34 @@
 // usual meta.pagination (current-page, prev-page, next-page, total-pages,
 // total-count); updated-at also changes on update.
 //
+// # Deleting an organization
+//
+// project.Catalog.DeleteOrganization deletes the organization's policies
+// (record, code, name index, count) and policy sets (record and
+// memberships) through the PurgeFunc New registers; the package project
+// documents the steps and how a deletion stopped by a crash is finished.
+// From the start of the deletion, the organization's policies and sets
+// read as not found and nothing can be created in it: every operation
+// checks, in its own transaction, that the organization exists in the
+// catalog. The policies are deleted in batches sized from the store's
+// limits (storage.Batch), the sets first (their memberships, then their
+// records), then the policies; a set and its members are always of one
+// organization, so that the memberships of an organization are all found
+// from its sets. The sets of an organization are found through an index
+// (orgset/<org>/<set>); the first deletion over a store written before the
+// index existed first indexes its sets, once, and marks the store (key
+// v/orgset), the one key a deletion leaves that is of no organization.
+//
 // # Errors
 //
-//   - keel.KindInvalid: a broken rule above (keel.FieldErrors).
-//   - keel.KindNotFound: an unknown organization or policy, code never
-//     uploaded, or a caller without the manage-policies right: existence
-//     never leaks, every endpoint answers 404.
+//   - keel.KindInvalid: a broken rule above (keel.FieldErrors); an
+//     unknown organization is not found first, whatever the body. New
+//     fails with it when its store is nil or cannot be registered with
+//     Options.Organizations (another store, an overlapping view).
+//   - keel.KindNotFound: an unknown organization or policy, one of an
+//     organization being deleted, code never uploaded, or a caller without
+//     the manage-policies right: existence never leaks, every endpoint
+//     answers 404.
 //   - keel.KindAlreadyExists: a taken name.
 //   - keel.KindTooLarge: code over 10 MiB.
 //   - the store's kinds; keel.KindInternal for a corrupt record.
@@ -68,7 +95,8 @@
 //
 // # Concurrency
 //
-// A Service is safe for concurrent use. Every write is one transaction;
+// A Service is safe for concurrent use. Every write is one transaction,
+// which also reads the organization's record in the catalog's view;
 // ids and times are chosen before it, so closures are safe to run again.
 //
 // # Caveats
@@ -78,8 +106,8 @@
 // it (keys only), so page 1 costs the same in any organization and a deep
 // page costs one key read per skipped policy. A list with search[name]
 // reads every key of the organization's name index (no record) to count
-// the matches; only the page's records are loaded. Deleting
-// an organization in package project leaves its policies behind. The policy
-// set registry is minimal: sets are created with members and read; they
+// the matches; only the page's records are loaded. Each
+// operation reads the organization's record, one key more. The policy set
+// registry is minimal: sets are created with members and read; they
 // are not versioned, attached to workspaces or deleted.
 package policy

@@ -8,6 +8,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/policy"
 	"github.com/keelhq/keel/project"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -16,11 +17,16 @@ func Example() {
 	store := memstore.New(nil)
 	defer store.Close()
 
-	orgs := project.New(store, nil)
+	// Each service keeps its keys in a view of the store its caller
+	// chooses; the two views do not overlap.
+	orgs := project.New(storage.Sub(store, "project/"), nil)
+	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Organizations: orgs})
+	if err != nil {
+		panic(err)
+	}
 	if _, err := orgs.CreateOrganization(ctx, "acme", ""); err != nil {
 		panic(err)
 	}
-	policies := policy.New(store, &policy.Options{Organizations: orgs})
 
 	name := "no-public-buckets"
 	p, err := policies.Create(ctx, "acme", policy.CreateInput{
@@ -42,8 +48,21 @@ func Example() {
 	// An unknown organization is not found.
 	_, err = policies.List(ctx, "nope", policy.ListOptions{})
 	fmt.Println(errors.Is(err, keel.ErrNotFound))
+
+	// Deleting the organization deletes its policies: an organization
+	// of the same name, created again, has none.
+	if err := orgs.DeleteOrganization(ctx, "acme"); err != nil {
+		panic(err)
+	}
+	if _, err := orgs.CreateOrganization(ctx, "acme", ""); err != nil {
+		panic(err)
+	}
+	page, _ := policies.List(ctx, "acme", policy.ListOptions{})
+	_, err = policies.Get(ctx, p.ID)
+	fmt.Println(len(page.Policies), errors.Is(err, keel.ErrNotFound))
 	// Output:
 	// soft-mandatory true
 	// main = rule { true }
 	// true
+	// 0 true
 }

@@ -17,6 +17,7 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 // env is a Service under test with a project catalog holding "acme".
 type env struct {
 	s     *Service
+	cat   *project.Catalog
 	mem   *memstore.Store
 	clock *keel.FakeClock
 }
@@ -30,11 +31,15 @@ func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storag
 		store = wrap(mem)
 	}
 	clock := keel.NewFakeClock(t0)
-	cat := project.New(mem, &project.Options{Clock: clock})
+	cat := project.New(storage.Sub(store, "project/"), &project.Options{Clock: clock})
 	if _, err := cat.CreateOrganization(context.Background(), "acme", ""); err != nil {
 		t.Fatal(err)
 	}
-	return &env{s: New(store, &Options{Authorizer: authz, Clock: clock, Organizations: cat}), mem: mem, clock: clock}
+	s, err := New(storage.Sub(store, "policy/"), &Options{Authorizer: authz, Clock: clock, Organizations: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{s: s, cat: cat, mem: mem, clock: clock}
 }
 
 func root() context.Context {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/keelhq/keel"
@@ -41,8 +42,11 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 	q := strings.ToLower(opts.Search)
 	start := (opts.PageNumber - 1) * opts.PageSize
 	var out Page
-	err := s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		out = Page{Policies: []Policy{}}
+		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
+			return err
+		}
 		prefix := nameIx(org)
 		var keys []string
 		total := 0

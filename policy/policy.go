@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -35,12 +36,6 @@ const (
 	MaxPageSize     = 100      // policies per page, at most
 )
 
-// Organizations tells whether an organization exists. *project.Catalog
-// implements it.
-type Organizations interface {
-	OrganizationExists(ctx context.Context, name string) (bool, error)
-}
-
 // Options configure a Service. The zero value (or nil) allows everything,
 // uses the system clock and accepts every organization.
 type Options struct {
@@ -48,9 +43,14 @@ type Options struct {
 	Authorizer keel.Authorizer
 	// Clock gives updated-at. Nil: keel.SystemClock{}.
 	Clock keel.Clock
-	// Organizations checks that an organization exists. Nil: every
-	// organization exists.
-	Organizations Organizations
+	// Organizations is the catalog of the organizations the policies
+	// belong to. New registers the Service with it
+	// (project.Catalog.Register): every operation then checks, in its own
+	// transaction, that the organization exists, and deleting an
+	// organization in the catalog deletes its policies and policy sets.
+	// Nil: every organization exists, and nothing deletes an
+	// organization's policies.
+	Organizations *project.Catalog
 }
 
 // Service keeps policies and policy sets in a storage.Store. It is safe for
@@ -59,18 +59,64 @@ type Service struct {
 	store storage.Store
 	authz keel.Authorizer
 	clock keel.Clock
-	orgs  Organizations
+	reg   *project.Registration // nil without Options.Organizations
 }
 
-const keyPrefix = "policy/"
-
-// New returns a Service that keeps its keys under "policy/" of store.
-func New(store storage.Store, opts *Options) *Service {
+// New returns a Service that keeps its keys in store, as given: a store or
+// a view its caller has scoped. Programs give it storage.Sub(root,
+// "policy/") beside the catalog's storage.Sub(root, "project/"). New reads
+// nothing from the store.
+//
+// New fails with an error of kind keel.KindInvalid when store is nil, and
+// when Options.Organizations is set and store cannot be registered with it
+// (project.Catalog.Register): store must be a view of the store under the
+// catalog's view that overlaps neither it nor another registered view.
+func New(store storage.Store, opts *Options) (*Service, error) {
+	if store == nil {
+		return nil, fmt.Errorf("policy: %w", keel.Invalid("store", "is required"))
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	return &Service{store: storage.Sub(store, keyPrefix), authz: o.Authorizer, clock: keel.ClockOrSystem(o.Clock), orgs: o.Organizations}
+	s := &Service{store: store, authz: o.Authorizer, clock: keel.ClockOrSystem(o.Clock)}
+	if o.Organizations != nil {
+		reg, err := o.Organizations.Register(store, s.purge)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		s.reg = reg
+	}
+	return s, nil
+}
+
+// exists reports whether an organization exists, in the transaction of
+// its caller.
+type exists func(org string) (bool, error)
+
+func anyOrg(string) (bool, error) { return true, nil }
+
+// view runs fn in a View of the Service's store that also sees the
+// catalog's organizations.
+func (s *Service) view(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, live exists) error) error {
+	if s.reg == nil {
+		return s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx, anyOrg) })
+	}
+	return s.reg.View(ctx, func(ctx context.Context, tx storage.Tx, orgs project.Orgs) error {
+		return fn(ctx, tx, orgs.Exists)
+	})
+}
+
+// update runs fn in an Update of the Service's store that also sees the
+// catalog's organizations: an organization whose deletion starts meanwhile
+// makes it retry or fail, as any conflicting write does.
+func (s *Service) update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, live exists) error) error {
+	if s.reg == nil {
+		return s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx, anyOrg) })
+	}
+	return s.reg.Update(ctx, func(ctx context.Context, tx storage.Tx, orgs project.Orgs) error {
+		return fn(ctx, tx, orgs.Exists)
+	})
 }
 
 // Enforce is the enforcement of a policy's one file.
@@ -112,20 +158,27 @@ type record struct {
 	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
 }
 
-// Keys, relative to the "policy/" view:
+// Keys, relative to the Service's store (programs give it the view
+// "policy/" of their store):
 //
 //	pol/<id>               the record of a policy (JSON)
 //	code/<id>              the uploaded code
 //	ix/<org>/<folded name> the id of the policy of that name
 //	count/<org>            the number of policies of org (decimal)
 //	set/<id>               the record of a policy set (JSON)
+//	orgset/<org>/<set>     empty: set is a set of org
 //	setpol/<set>/<policy>  empty: policy is a member of set
 //	polset/<policy>/<set>  empty: the same edge, seen from the policy
+//	v/orgset               empty: every set has its orgset key (see indexSets)
+//
+// A set and its members are of one organization (Create and CreateSet
+// refuse others): the edges of an organization are found from its sets.
 func polKey(id string) string         { return "pol/" + id }
 func codeKey(id string) string        { return "code/" + id }
 func nameIx(org string) string        { return "ix/" + org + "/" }
 func countKey(org string) string      { return "count/" + org }
 func setKey(id string) string         { return "set/" + id }
+func orgSets(org string) string       { return "orgset/" + org + "/" }
 func setPolicies(set string) string   { return "setpol/" + set + "/" }
 func policySets(policy string) string { return "polset/" + policy + "/" }
 func resource(org string) string      { return "organizations/" + org + "/policies" }
@@ -153,8 +206,9 @@ func newID(prefix string) string {
 	return prefix + "-" + string(b)
 }
 
-// allowed checks that the organization exists and that the caller may
-// manage its policies; both failures are keel.KindNotFound.
+// allowed checks that the caller may manage the policies of org; a
+// refusal is keel.KindNotFound. Whether org exists is checked in the
+// transaction (orgExists).
 func (s *Service) allowed(ctx context.Context, org string) error {
 	if !validID(org) {
 		return notFound(fmt.Sprintf("organization %q", org))
@@ -165,15 +219,18 @@ func (s *Service) allowed(ctx context.Context, org string) error {
 		}
 		return err
 	}
-	if s.orgs == nil {
-		return nil
-	}
-	ok, err := s.orgs.OrganizationExists(ctx, org)
+	return nil
+}
+
+// orgExists returns keel.KindNotFound, naming what, when org does not
+// exist (or is being deleted).
+func orgExists(live exists, org, what string) error {
+	ok, err := live(org)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return notFound(fmt.Sprintf("organization %q", org))
+		return notFound(what)
 	}
 	return nil
 }
@@ -205,9 +262,9 @@ func putRecord(tx storage.Tx, rec *record) error {
 }
 
 // visible returns the record of id, checking the caller's right on its
-// organization; a policy the caller may not manage is not found. The
-// organization check runs outside the transaction.
-func (s *Service) visible(ctx context.Context, tx storage.Tx, id string) (*record, error) {
+// organization and that the organization exists; a policy the caller may
+// not manage, or of an organization being deleted, is not found.
+func (s *Service) visible(ctx context.Context, tx storage.Tx, live exists, id string) (*record, error) {
 	rec, err := getRecord(tx, id)
 	if err != nil {
 		return nil, err
@@ -216,6 +273,9 @@ func (s *Service) visible(ctx context.Context, tx storage.Tx, id string) (*recor
 		if errors.Is(err, keel.ErrForbidden) {
 			return nil, notFound(fmt.Sprintf("policy %q", id))
 		}
+		return nil, err
+	}
+	if err := orgExists(live, rec.Org, fmt.Sprintf("policy %q", id)); err != nil {
 		return nil, err
 	}
 	return rec, nil

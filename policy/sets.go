@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/keelhq/keel"
@@ -55,16 +56,22 @@ func (s *Service) CreateSet(ctx context.Context, org, name string, policyIDs []s
 	if err := s.allowed(ctx, org); err != nil {
 		return PolicySet{}, err
 	}
-	if !validName(name) {
-		return PolicySet{}, keel.Invalid("data.attributes.name", "must be letters, numbers, - and _")
-	}
 	rec := setRecord{ID: newID("polset"), Org: org, Name: name}
-	err := s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
+			return err
+		}
+		if !validName(name) {
+			return keel.Invalid("data.attributes.name", "must be letters, numbers, - and _")
+		}
 		raw, err := encode(rec)
 		if err != nil {
 			return fmt.Errorf("encode policy set: %v: %w", err, keel.ErrInternal)
 		}
 		if err := tx.Put(setKey(rec.ID), raw); err != nil {
+			return err
+		}
+		if err := tx.Put(orgSets(org)+rec.ID, nil); err != nil {
 			return err
 		}
 		var v keel.Validation
@@ -86,16 +93,23 @@ func (s *Service) CreateSet(ctx context.Context, org, name string, policyIDs []s
 	return s.GetSet(ctx, rec.ID)
 }
 
-// GetSet returns the policy set id with its members.
+// GetSet returns the policy set id with its members. A set the caller may
+// not manage, or of an organization being deleted, is not found.
 func (s *Service) GetSet(ctx context.Context, id string) (PolicySet, error) {
 	var out PolicySet
-	err := s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := getSet(tx, id)
 		if err != nil {
 			return err
 		}
 		if err := keel.Authorize(ctx, s.authz, keel.CapManagePolicies, resource(rec.Org)); err != nil {
-			return notFound(fmt.Sprintf("policy set %q", id))
+			if errors.Is(err, keel.ErrForbidden) {
+				return notFound(fmt.Sprintf("policy set %q", id))
+			}
+			return err
+		}
+		if err := orgExists(live, rec.Org, fmt.Sprintf("policy set %q", id)); err != nil {
+			return err
 		}
 		out = PolicySet{ID: rec.ID, Org: rec.Org, Name: rec.Name, PolicyIDs: []string{}}
 		prefix := setPolicies(id)

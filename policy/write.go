@@ -83,6 +83,8 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 	if err := s.allowed(ctx, org); err != nil {
 		return Policy{}, err
 	}
+	// Broken rules are reported once the organization is known to exist:
+	// an unknown organization is not found, whatever the body.
 	var v keel.Validation
 	name := ""
 	if in.Name == nil {
@@ -106,12 +108,16 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 	if enforce == nil && in.Enforce == nil {
 		v.Add("data.attributes.enforce", "is required (or enforcement-level)")
 	}
-	if err := v.Err(); err != nil {
-		return Policy{}, err
-	}
+	invalid := v.Err()
 	rec := record{ID: newID("pol"), Org: org, Name: name, Description: in.Description, Kind: kind, Query: in.Query, Enforce: enforce}
 	var out Policy
-	err := s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
+			return err
+		}
+		if invalid != nil {
+			return invalid
+		}
 		key := nameIx(org) + fold(name)
 		if _, err := tx.Get(key); err == nil {
 			return fmt.Errorf("policy name %q is taken in %q: %w", name, org, keel.ErrAlreadyExists)
@@ -154,8 +160,8 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 // Get returns the policy id; one the caller may not manage is not found.
 func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
 	var out Policy
-	err := s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		rec, err := s.visible(ctx, tx, id)
+	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
 		}
@@ -171,8 +177,8 @@ func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
 func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy, error) {
 	now := ms(s.clock.Now())
 	var out Policy
-	err := s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		rec, err := s.visible(ctx, tx, id)
+	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
 		}
@@ -213,8 +219,8 @@ func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
 		return fmt.Errorf("policy code of %d bytes, at most %d: %w", len(code), MaxCodeSize, keel.ErrTooLarge)
 	}
 	now := ms(s.clock.Now())
-	return s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		rec, err := s.visible(ctx, tx, id)
+	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
 		}
@@ -230,8 +236,8 @@ func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
 // first upload.
 func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
 	var code []byte
-	err := s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if _, err := s.visible(ctx, tx, id); err != nil {
+	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		if _, err := s.visible(ctx, tx, live, id); err != nil {
 			return err
 		}
 		var err error
@@ -246,8 +252,8 @@ func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
 
 // Delete deletes a policy, its code and its set memberships.
 func (s *Service) Delete(ctx context.Context, id string) error {
-	return s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		rec, err := s.visible(ctx, tx, id)
+	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
 		}

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 )
-
-const keyPrefix = "project/"
 
 // DefaultProjectName is the name of the project created with every
 // organization, as HCP Terraform does.
@@ -34,18 +33,26 @@ type Catalog struct {
 	store storage.Store
 	authz keel.Authorizer
 	clock keel.Clock
+
+	mu       sync.Mutex
+	services map[string]*Registration // by the prefix of their view
 }
 
-// New returns a Catalog that keeps its keys under "project/" of store.
+// New returns a Catalog that keeps its keys in store, as given: a store
+// or a view its caller has scoped. Programs give it storage.Sub(root,
+// "project/"), and the services that keep data per organization (policy)
+// views of the same root beside it (see Register). New reads nothing from
+// the store.
 func New(store storage.Store, opts *Options) *Catalog {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	return &Catalog{
-		store: storage.Sub(store, keyPrefix),
-		authz: o.Authorizer,
-		clock: keel.ClockOrSystem(o.Clock),
+		store:    store,
+		authz:    o.Authorizer,
+		clock:    keel.ClockOrSystem(o.Clock),
+		services: map[string]*Registration{},
 	}
 }
 
@@ -88,6 +95,11 @@ func isWordRune(c rune) bool {
 // digits, "-" and "_" ("data.attributes.name"); a taken name (ignoring
 // case is not applied: organization names are case-sensitive ids) is
 // keel.KindAlreadyExists.
+//
+// When a deletion of an organization of that name was stopped midway (an
+// error, a crash), CreateOrganization first finishes it, so that nothing
+// of the old organization is seen in the new one; it fails with the
+// error of that deletion when it cannot finish it.
 func (c *Catalog) CreateOrganization(ctx context.Context, name, email string) (Organization, error) {
 	if err := keel.Authorize(ctx, c.authz, keel.CapCreate, orgsResource()); err != nil {
 		return Organization{}, err
@@ -98,7 +110,12 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string) (O
 	now := c.clock.Now().UTC()
 	prjID := NewID("prj")
 	rec := orgRecord{Name: name, Email: email, CreatedAt: now, DefaultProject: prjID, ProjectCount: 1}
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	var pending *deletion
+	create := func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		if pending, err = getDeletion(tx, name); err != nil || pending != nil {
+			return err
+		}
 		if _, err := getOrg(tx, name); err == nil {
 			return fmt.Errorf("organization %q: %w", name, keel.ErrAlreadyExists)
 		} else if !errors.Is(err, keel.ErrNotFound) {
@@ -112,7 +129,20 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string) (O
 			return err
 		}
 		return tx.Put(prjNames(name)+fold(p.Name), []byte(prjID))
-	})
+	}
+	err := c.store.Update(ctx, create)
+	if err == nil && pending != nil {
+		// The name is still being deleted: finish that deletion, then
+		// create. Another deletion cannot start meanwhile, as the name
+		// has no organization.
+		if err := c.finish(ctx, name, *pending); err != nil {
+			return Organization{}, err
+		}
+		err = c.store.Update(ctx, create)
+		if err == nil && pending != nil {
+			err = fmt.Errorf("organization %q is being deleted: %w", name, keel.ErrConflict)
+		}
+	}
 	if err != nil {
 		return Organization{}, err
 	}
@@ -192,38 +222,24 @@ func (c *Catalog) Organizations(ctx context.Context) ([]Organization, error) {
 }
 
 // DeleteOrganization deletes the organization and everything it holds:
-// projects, workspaces, teams and team access. It needs delete on
-// "organizations/<name>"; without it the organization is not found.
+// projects, workspaces, teams and team access, and the data of every
+// service registered with the Catalog (policies and policy sets, see
+// Register). It needs delete on "organizations/<name>"; without it the
+// organization is not found, and the store is left as it was.
+//
+// The organization reads as not found as soon as the deletion starts, in
+// one transaction; its keys are then deleted in as many transactions as
+// the store's limits require. When that stops midway (an error, a crash),
+// DeleteOrganization returns the error and the organization keeps reading
+// as not found; calling DeleteOrganization again, with the same right,
+// finishes the deletion (as CreateOrganization of the name and
+// FinishDeletions do) and returns nil.
 func (c *Catalog) DeleteOrganization(ctx context.Context, name string) error {
-	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if _, err := c.visibleOrg(ctx, tx, name, keel.CapDelete); err != nil {
-			return err
-		}
-		var keys []string
-		err := tx.Scan(orgIx(name), storage.ScanOptions{}, func(key string, value []byte) error {
-			keys = append(keys, key)
-			rest := key[len(orgIx(name)):]
-			switch {
-			case strings.HasPrefix(rest, "prjname/"):
-				keys = append(keys, prjKey(string(value)))
-			case strings.HasPrefix(rest, "wsname/"):
-				keys = append(keys, wsKey(string(value)))
-			case strings.HasPrefix(rest, "teamname/"):
-				keys = append(keys, teamKey(string(value)))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		keys = append(keys, orgKey(name))
-		for _, k := range keys {
-			if err := tx.Delete(k); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return err
-			}
-		}
-		return nil
-	})
+	d, err := c.startDeletion(ctx, name)
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx, name, d)
 }
 
 // Team is a team of an organization as read.
@@ -283,6 +299,9 @@ func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if rec, err = getTeam(tx, id); err != nil {
+			return err
+		}
+		if err := liveOrg(tx, rec.Org, "team "+id); err != nil {
 			return err
 		}
 		return hide(keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(rec.Org)), "team "+id)
@@ -484,6 +503,9 @@ func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Worksp
 func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string, capability keel.Capability) (*wsRecord, error) {
 	rec, err := getWorkspace(tx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := liveOrg(tx, rec.Org, "workspace "+id); err != nil {
 		return nil, err
 	}
 	if err := keel.Authorize(ctx, c.authz, capability, workspaceResource(rec.Org, id)); err != nil {

@@ -5,11 +5,12 @@
 //
 // # Basics
 //
-// New returns a Catalog that keeps its keys under "project/" of a store.
-// Projects are created, updated, read, listed and deleted by id, and
-// workspaces moved between them:
+// New returns a Catalog that keeps its keys in the store it is given, as
+// given: the caller scopes it, and programs give it the view "project/" of
+// their store. Projects are created, updated, read, listed and deleted by
+// id, and workspaces moved between them:
 //
-//	cat := project.New(store, &project.Options{Authorizer: authz, Clock: clock})
+//	cat := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
 //	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test")
 //	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
 //	ws, err := cat.CreateWorkspace(ctx, "acme", "network", prj.ID)
@@ -52,6 +53,52 @@
 // (keel.KindConflict), as HCP Terraform refuses it; workspaces already in
 // the destination of a move stay where they are and count once.
 //
+// # Deleting an organization
+//
+// DeleteOrganization deletes everything the organization owns: its
+// projects, workspaces, teams and team access, and the data of every
+// service registered with the Catalog. A service that keeps data per
+// organization registers when it is built, in the same step: policy.New,
+// given the Catalog in policy.Options.Organizations, registers the
+// policies and policy sets, so a program cannot build one without the
+// other's deletion. Register takes the service's store, which must be a
+// view of the store under the Catalog's view that overlaps neither it nor
+// another registered view (storage.Join), and a PurgeFunc. The
+// Registration it returns runs the service's transactions with the
+// Catalog's organizations in the same transaction (Orgs.Exists), so that
+// no write of the service adds to an organization being deleted.
+//
+// An organization of any size is deleted, on any store: its keys are
+// deleted in as many transactions as the store's limits require
+// (storage.Batch; on etcd, at most 128 operations and 128 reads each), so
+// the deletion is not one transaction. It is made safe across a crash
+// midway thus:
+//
+//  1. One transaction checks the right, deletes the organization's record
+//     and writes a pending deletion (key del/<name>: a random id, and the
+//     views of the services registered then). From then on the
+//     organization reads as not found, and so does everything of it (each
+//     read of a project, workspace, team, policy or set checks that its
+//     organization exists), and every write that would add to it is
+//     refused as not found. A refused deletion (no right, an unknown
+//     organization, a failed commit) leaves the store as it was.
+//  2. Each registered service deletes its keys of the organization
+//     through its PurgeFunc, then the Catalog deletes its own, in batches.
+//     Each batch first checks, in its own transaction, that the pending
+//     deletion is still the same one, so that a late finisher stops
+//     instead of deleting an organization created again since.
+//  3. One transaction deletes the pending deletion.
+//
+// A deletion stopped between 1 and 3 (an error, a crash) is finished,
+// from where it stopped, by DeleteOrganization of the name again (with
+// the delete right; it then returns nil), by CreateOrganization of the
+// name, which finishes it before it creates, or by FinishDeletions, which
+// a program calls when it starts. Finishing needs every service recorded
+// in step 1 to be registered with the Catalog that finishes: otherwise it
+// fails with keel.KindConflict and leaves the deletion pending, so that no
+// service's data outlives its organization because a program did not
+// build that service.
+//
 // # Errors
 //
 // Every error wraps a keel kind (errors.Is, keel.KindOf):
@@ -59,16 +106,20 @@
 //   - keel.KindInvalid: a broken rule above, with every problem of the
 //     request at once (keel.FieldErrors), or a bad sort.
 //   - keel.KindNotFound: an unknown organization, project, workspace or
-//     team, or one the caller may not read (existence does not leak).
+//     team, one the caller may not read (existence does not leak), or one
+//     of an organization whose deletion has started.
 //   - keel.KindForbidden: a right missing on an object the caller may
 //     read; for MoveWorkspaces, the error lists the workspace ids that are
 //     unknown or may not be moved.
 //   - keel.KindAlreadyExists: a taken name.
 //   - keel.KindConflict: deleting a project that holds workspaces, or the
-//     default project.
+//     default project; finishing the deletion of an organization whose
+//     recorded services are not all registered.
 //   - the store's kinds, keel.KindInternal for a corrupt record.
 //
-// A write that fails leaves the store as it was.
+// A write that fails leaves the store as it was; a DeleteOrganization that
+// fails after its first transaction leaves the organization being deleted
+// (see above).
 //
 // # Rights
 //
@@ -89,6 +140,7 @@
 //	Workspace           read              organizations/<org>/workspaces/<id>
 //	DeleteWorkspace     delete            organizations/<org>/workspaces/<id>
 //	CreateTeam          create            organizations/<org>/teams
+//	FinishDeletions     none: it finishes deletions a caller with delete started
 //
 // Operations on a project first need read on it: without it the project is
 // not found (404), as HCP Terraform answers; with read and without the
@@ -98,9 +150,12 @@
 // # Concurrency
 //
 // A Catalog is safe for concurrent use; it keeps no state besides its
-// configuration. Every write is one transaction that reads what it decides
-// on through it, so counts never drift. Ids and times are chosen before the
+// configuration and its registered services. Every write but
+// DeleteOrganization is one transaction that reads what it decides on
+// through it, so counts never drift. Ids and times are chosen before the
 // transaction: closures are safe to run again (faultstore's Rerun).
+// Several callers may finish one deletion at once, in one process or
+// several: each batch deletes what is still there.
 //
 // # Caveats
 //
@@ -112,10 +167,11 @@
 // record) and the permission filters ask the Authorizer once per match.
 // filter[names] reads one index key per name.
 //
-// DeleteOrganization deletes everything of the organization in one
-// transaction: a very large organization may exceed the store's
-// transaction limits (keel.KindTooLarge). Data other packages keep per
-// organization (policies) is theirs to delete.
+// Each read of a project, workspace or team by id reads its
+// organization's record too (one more key), to hide the records of an
+// organization whose deletion has started. A registered service must be
+// registered in every process that deletes or creates organizations over
+// the store; registrations live in the Catalog, not in the store.
 //
 // The Authorizer is called inside transactions, with the transaction's
 // ctx: it must not start a transaction of the same store.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/project"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -15,7 +16,8 @@ func Example() {
 	store := memstore.New(nil)
 	defer store.Close()
 
-	cat := project.New(store, nil) // no Authorizer: everything is allowed
+	// The catalog keeps its keys in the view of the store it is given.
+	cat := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
 	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test")
 	if err != nil {
 		panic(err)

@@ -33,7 +33,7 @@ func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storag
 		store = wrap(mem)
 	}
 	clock := keel.NewFakeClock(t0)
-	e := &env{c: New(store, &Options{Authorizer: authz, Clock: clock}), mem: mem, clock: clock}
+	e := &env{c: New(storage.Sub(store, "project/"), &Options{Authorizer: authz, Clock: clock}), mem: mem, clock: clock}
 	org, err := e.c.CreateOrganization(root(), "acme", "ops@acme.test")
 	if err != nil {
 		t.Fatalf("create organization: %v", err)

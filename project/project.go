@@ -125,6 +125,9 @@ func (c *Catalog) visibleProject(ctx context.Context, tx storage.Tx, id string) 
 	if err != nil {
 		return nil, err
 	}
+	if err := liveOrg(tx, rec.Org, "project "+id); err != nil {
+		return nil, err
+	}
 	if err := keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(rec.Org, id)); err != nil {
 		return nil, hide(err, "project "+id)
 	}

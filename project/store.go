@@ -12,9 +12,11 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// Keys, relative to the "project/" view:
+// Keys, relative to the Catalog's store (programs give it the view
+// "project/" of their store):
 //
 //	org/<name>                        the record of an organization (JSON)
+//	del/<name>                        the pending deletion of an organization (JSON, see deletion.go)
 //	prj/<id>                          the record of a project (JSON)
 //	ws/<id>                           the record of a workspace (JSON)
 //	team/<id>                         the record of a team (JSON)
@@ -157,6 +159,19 @@ func getTeam(tx storage.Tx, id string) (*teamRecord, error) {
 		return nil, err
 	}
 	return &rec, nil
+}
+
+// liveOrg returns keel.KindNotFound, naming what, when the organization
+// org of a record does not exist: its records are not to be seen while
+// its deletion, started, has not deleted them yet.
+func liveOrg(tx storage.Tx, org, what string) error {
+	if _, err := getOrg(tx, org); err != nil {
+		if errors.Is(err, keel.ErrNotFound) {
+			return fmt.Errorf("no %s: %w", what, keel.ErrNotFound)
+		}
+		return err
+	}
+	return nil
 }
 
 // lookup returns the value of an index key, or "" when it is absent.

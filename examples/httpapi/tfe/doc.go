@@ -43,6 +43,14 @@
 // update and list do not; links.download is absent from the create
 // response. include=policy_sets adds the sets as included resources.
 //
+// DELETE /organizations/:org deletes everything the organization owns,
+// its policies and policy sets included: the rule is package project's
+// (policy.New registers the policies with the catalog), and the adapter
+// only calls DeleteOrganization. Give New a catalog and a policy service
+// built over views of one store (storage.Sub(store, "project/") and
+// storage.Sub(store, "policy/")), the policies registered with the
+// catalog through policy.Options.Organizations.
+//
 // The caller must be in the request's context (keel.WithPrincipal) before
 // the handler runs: the adapter reads no token. In the example server a
 // middleware maps "Authorization: Bearer <token>" to a principal.

@@ -10,14 +10,21 @@ import (
 	"github.com/keelhq/keel/examples/httpapi/tfe"
 	"github.com/keelhq/keel/policy"
 	"github.com/keelhq/keel/project"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
 func Example() {
 	store := memstore.New(nil)
 	defer store.Close()
-	catalog := project.New(store, nil) // no Authorizer: everything is allowed
-	policies := policy.New(store, &policy.Options{Organizations: catalog})
+	// Each service keeps its keys in a view of the store; New registers
+	// the policies with the catalog, whose organization deletion then
+	// deletes them too.
+	catalog := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
+	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Organizations: catalog})
+	if err != nil {
+		panic(err)
+	}
 	mux := http.NewServeMux()
 	tfe.New(catalog, policies, nil).Register(mux)
 	srv := httptest.NewServer(mux)

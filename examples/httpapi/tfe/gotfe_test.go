@@ -200,3 +200,52 @@ func TestPoliciesWithGoTFE(t *testing.T) {
 		t.Fatalf("reader list: %v", err)
 	}
 }
+
+// TestRecreatedOrganizationWithGoTFE: deleting an organization over the
+// wire deletes its policies, projects, workspaces and teams (package
+// project's rule, not the adapter's); created again, it has none.
+func TestRecreatedOrganizationWithGoTFE(t *testing.T) {
+	s := newServer(t)
+	c := s.client(t, "root")
+	ctx := context.Background()
+	level := gotfe.EnforcementAdvisory
+	pol, err := c.Policies.Create(ctx, "acme", gotfe.PolicyCreateOptions{Name: gotfe.String("old"), EnforcementLevel: &level})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prj, err := c.Projects.Create(ctx, "acme", gotfe.ProjectCreateOptions{Name: "apps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := c.Workspaces.Create(ctx, "acme", gotfe.WorkspaceCreateOptions{Name: gotfe.String("web"), Project: &gotfe.Project{ID: prj.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := c.Teams.Create(ctx, "acme", gotfe.TeamCreateOptions{Name: gotfe.String("devs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Organizations.Delete(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Organizations.Create(ctx, gotfe.OrganizationCreateOptions{Name: gotfe.String("acme"), Email: gotfe.String("a@b.test")}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := c.Policies.List(ctx, "acme", nil); err != nil || len(list.Items) != 0 || list.TotalCount != 0 {
+		t.Fatalf("policies of the new acme: %+v, %v", list, err)
+	}
+	if prjs, err := c.Projects.List(ctx, "acme", nil); err != nil || len(prjs.Items) != 1 || prjs.Items[0].Name != "Default Project" {
+		t.Fatalf("projects of the new acme: %+v, %v", prjs, err)
+	}
+	gone := map[string]error{}
+	_, gone["policy"] = c.Policies.Read(ctx, pol.ID)
+	_, gone["project"] = c.Projects.Read(ctx, prj.ID)
+	_, gone["workspace"] = c.Workspaces.ReadByID(ctx, ws.ID)
+	_, gone["workspace by name"] = c.Workspaces.Read(ctx, "acme", "web")
+	_, gone["team"] = c.Teams.Read(ctx, team.ID)
+	for what, err := range gone {
+		if !errors.Is(err, gotfe.ErrResourceNotFound) {
+			t.Errorf("read the old %s: %v", what, err)
+		}
+	}
+}

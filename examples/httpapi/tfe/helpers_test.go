@@ -14,6 +14,7 @@ import (
 	"github.com/keelhq/keel/examples/httpapi/tfe"
 	"github.com/keelhq/keel/policy"
 	"github.com/keelhq/keel/project"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -44,8 +45,11 @@ func newServer(t testing.TB) *server {
 		t.Fatal(err)
 	}
 	clock := keel.NewFakeClock(t0)
-	catalog := project.New(store, &project.Options{Authorizer: authz, Clock: clock})
-	policies := policy.New(store, &policy.Options{Authorizer: authz, Clock: clock, Organizations: catalog})
+	catalog := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
+	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Authorizer: authz, Clock: clock, Organizations: catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	tfe.New(catalog, policies, nil).Register(mux)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
