@@ -1,7 +1,6 @@
 package ldapengine
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,16 +86,12 @@ type Engine struct {
 	auth   keel.Authorizer
 	log    *slog.Logger
 	retry  time.Duration
-	leader leader.Leader
 	leases *lease.Issuer // nil without Options.Leases
 	maxTTL time.Duration // Options.MaxTTL; zero: unset
 
-	rotMu  sync.Mutex    // one rotation (root or role) at a time
-	stepMu sync.Mutex    // one Step at a time
-	wake   chan struct{} // buffered 1
-	runMu  sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	rotMu  sync.Mutex // one rotation (root or role) at a time
+	stepMu sync.Mutex // one Step at a time
+	worker *leader.Worker
 }
 
 // New returns the engine of flavor for mount (such as "ldap" or
@@ -150,10 +145,12 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 		auth:   o.Authorizer,
 		log:    o.Logger.With("mount", mount),
 		retry:  o.RetryInterval,
-		leader: o.Leader,
 		maxTTL: max(o.MaxTTL, 0),
-		wake:   make(chan struct{}, 1),
 	}
+	e.worker = leader.NewWorker(e.Step, &leader.WorkerOptions{
+		Clock: e.clock, Leader: o.Leader, Retry: o.RetryInterval,
+		OnError: func(err error) { e.log.Error("ldapengine worker", "error", err) },
+	})
 	if o.Leases != nil {
 		iss, err := o.Leases.Register(lease.Mount{Path: mount + "/", Revoker: e, Store: store, DefaultTTL: o.DefaultTTL, MaxTTL: o.MaxTTL})
 		if err != nil {
@@ -224,9 +221,4 @@ func putJSON(tx storage.Tx, key string, v any) error {
 }
 
 // Wake makes the worker of Start run a Step soon. It never blocks.
-func (e *Engine) Wake() {
-	select {
-	case e.wake <- struct{}{}:
-	default:
-	}
-}
+func (e *Engine) Wake() { e.worker.Wake() }

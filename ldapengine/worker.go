@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -74,81 +72,14 @@ func (e *Engine) Step(ctx context.Context, now time.Time) (time.Time, error) {
 	}
 }
 
-// Start starts the worker: a goroutine that calls Step with the clock's
-// time and sleeps on a timer of the clock until the next rotation is due,
-// or until Wake. A failed Step is tried again after Options.RetryInterval.
-// With Options.Leader the worker runs only while the process leads. Start
-// does nothing when the worker runs already; a stopped worker can be
-// started again.
-func (e *Engine) Start() {
-	e.runMu.Lock()
-	defer e.runMu.Unlock()
-	if e.cancel != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	e.cancel, e.done = cancel, done
-	go func() {
-		defer close(done)
-		leader.Run(ctx, e.leader, e.retry, func(err error) {
-			e.log.Error("ldapengine worker: leadership", "error", err)
-		}, e.run)
-	}()
-}
+// Start starts the worker (a leader.Worker of Step): a goroutine that
+// calls Step with the clock's time and sleeps on a timer of the clock until
+// the next rotation is due, or until Wake. A failed Step is tried again
+// after Options.RetryInterval. With Options.Leader the worker runs only
+// while the process leads. Start does nothing when the worker runs
+// already; a stopped worker can be started again.
+func (e *Engine) Start() { e.worker.Start() }
 
 // Stop cancels the worker's running Step and waits for it to end. It does
 // nothing when the worker does not run.
-func (e *Engine) Stop() {
-	e.runMu.Lock()
-	defer e.runMu.Unlock()
-	if e.cancel == nil {
-		return
-	}
-	e.cancel()
-	<-e.done
-	e.cancel, e.done = nil, nil
-}
-
-func (e *Engine) run(ctx context.Context) {
-	var timer keel.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		next, err := e.Step(ctx, e.clock.Now())
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			e.log.Error("ldapengine worker: step failed", "error", err)
-			next = e.clock.Now().Add(e.retry)
-		}
-		var fire <-chan time.Time
-		if !next.IsZero() {
-			d := next.Sub(e.clock.Now())
-			if d <= 0 {
-				continue
-			}
-			if timer == nil {
-				timer = e.clock.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			if !e.clock.Now().Before(next) {
-				continue
-			}
-			fire = timer.C()
-		} else if timer != nil {
-			timer.Stop()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.wake:
-		case <-fire:
-		}
-	}
-}
+func (e *Engine) Stop() { e.worker.Stop() }

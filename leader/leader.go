@@ -9,6 +9,11 @@
 // work and call Release. Release gives the leadership up, so that another
 // process leads at once. Run does all of this around a function.
 //
+// Worker is the one background loop of keel: it runs a StepFunc (lease
+// expiry, role rotation, peering heartbeats) while its process leads,
+// sleeps on the injected clock until the step's next due time, is woken
+// early by Wake, retries a failed step after a delay, and stops cleanly.
+//
 // Always is the Leader of a deployment of one process. Package
 // github.com/keelhq/keel/storage/etcdstore has one over etcd's election,
 // for several processes.

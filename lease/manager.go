@@ -133,15 +133,9 @@ type Manager struct {
 	mu     sync.RWMutex
 	mounts map[string]mountEntry
 
-	stepMu sync.Mutex    // one Step at a time
-	wake   chan struct{} // buffered 1: a pending wake-up of the worker
-	// planned is when the sleeping worker will run its next Step, in
-	// Unix nanoseconds; 0 while it steps, when it plans nothing and when
-	// it does not run. See wakeFor.
-	planned atomic.Int64
-	runMu   sync.Mutex // guards cancel and done; held by Stop while it waits
-	cancel  context.CancelFunc
-	done    chan struct{}
+	stepMu  sync.Mutex    // one Step at a time
+	wake    chan struct{} // buffered 1: a pending wake-up of the worker
+	worker  *leader.Worker
 	tidying atomic.Bool
 }
 
@@ -209,7 +203,7 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 		// scan or two.
 		batch = max(1, min(batch, (reads-4)/2))
 	}
-	return &Manager{
+	m := &Manager{
 		store:  store,
 		clock:  o.Clock,
 		auth:   o.Authorizer,
@@ -218,7 +212,12 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 		batch:  batch,
 		mounts: make(map[string]mountEntry),
 		wake:   make(chan struct{}, 1),
-	}, nil
+	}
+	m.worker = leader.NewWorker(m.Step, &leader.WorkerOptions{
+		Clock: o.Clock, Leader: o.Leader, Retry: o.RetryBase, Wake: m.wake,
+		OnError: func(err error) { m.log.Error("lease worker", "error", err, "retry_in", o.RetryBase) },
+	})
+	return m, nil
 }
 
 // Mount is an engine's mount as Register takes it.
@@ -320,7 +319,7 @@ func (m *Manager) Register(mt Mount) (*Issuer, error) {
 	m.mu.Lock()
 	_, known := m.mounts[mt.Path]
 	m.mu.Unlock()
-	if !known && m.running() {
+	if !known && m.worker.Running() {
 		stored, err := m.hasLeases(mt.Path)
 		if err != nil {
 			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, err)
@@ -421,31 +420,16 @@ func (m *Manager) mountFor(p string) (string, mountEntry, bool) {
 // Wake makes the worker started by Start run a Step now, so that it sees
 // leases due earlier than it planned. Revoke and Tidy wake it themselves,
 // and Issue and Renew when their lease is due before the worker's next
-// planned step, and Issuer.Update after its commit. Wake never blocks, and does nothing when the worker
-// is not running.
-func (m *Manager) Wake() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
+// planned step, and Issuer.Update after its commit. Wake never blocks, and
+// does nothing when the worker is not running.
+func (m *Manager) Wake() { m.worker.Wake() }
 
 // wakeFor wakes the worker for a lease that has just been committed with
 // its next attempt at due, unless the worker already sleeps until a time
-// no later than due: it then sees the lease when it wakes anyway. Issue
-// and Renew, whose leases are rarely due before everything else, so spare
-// the worker a Step per call under load.
-//
-// This is safe because the worker sets planned to 0 before each Step and
-// to the planned time only after it: a wakeFor that reads a planned time
-// either came before that Step began, which then sees the lease, or reads
-// the plan of a Step that may have missed the lease but wakes no later
-// than due, and steps again.
-func (m *Manager) wakeFor(due time.Time) {
-	if p := m.planned.Load(); p == 0 || due.UnixNano() < p {
-		m.Wake()
-	}
-}
+// no later than due (see leader.Worker.WakeFor). Issue and Renew, whose
+// leases are rarely due before everything else, so spare the worker a Step
+// per call under load.
+func (m *Manager) wakeFor(due time.Time) { m.worker.WakeFor(due) }
 
 // now returns the time of the clock, normalized as the store keeps it.
 func (m *Manager) now() time.Time { return norm(m.clock.Now()) }

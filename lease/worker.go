@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -207,108 +205,21 @@ func (m *Manager) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// Start starts the worker: a goroutine that calls Step with the clock's
-// time, sleeps on a timer of the clock until the next entry is due, and is
-// woken early by Wake (and so by Issue, Renew, Revoke, Tidy). When Step
-// fails (a store error), the worker logs the error and tries again after
-// Options.RetryBase. With Options.Leader, the worker runs only while the
-// process leads: it stops its Step when the leadership is lost, and waits
-// for it again. Start does nothing when the worker runs already; a
-// stopped worker can be started again.
-func (m *Manager) Start() {
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	if m.cancel != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	m.cancel, m.done = cancel, done
-	l := m.opts.Leader
-	if l == nil {
-		l = leader.Always
-	}
-	go func() {
-		defer close(done)
-		leader.Run(ctx, l, m.opts.RetryBase, func(err error) {
-			m.log.Error("lease worker: leadership", "error", err, "retry_in", m.opts.RetryBase)
-		}, m.run)
-	}()
-}
+// Start starts the worker (a leader.Worker of Step): a goroutine that
+// calls Step with the clock's time, sleeps on a timer of the clock until
+// the next entry is due, and is woken early by Wake (and so by Issue,
+// Renew, Revoke, Tidy). When Step fails (a store error), the worker logs
+// the error and tries again after Options.RetryBase. With Options.Leader,
+// the worker runs only while the process leads: it stops its Step when the
+// leadership is lost, and waits for it again. Start does nothing when the
+// worker runs already; a stopped worker can be started again.
+func (m *Manager) Start() { m.worker.Start() }
 
 // Stop stops the worker: it cancels the context of the running Step (so
 // that revokers see it) and waits for the goroutine to end. Stop does
 // nothing when the worker does not run; concurrent calls all return after
 // the worker has ended.
-func (m *Manager) Stop() {
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	if m.cancel == nil {
-		return
-	}
-	m.cancel()
-	<-m.done
-	m.cancel, m.done = nil, nil
-}
-
-// run is the worker's loop.
-func (m *Manager) run(ctx context.Context) {
-	var timer keel.Timer
-	defer func() {
-		m.planned.Store(0)
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		m.planned.Store(0) // see wakeFor
-		next, err := m.Step(ctx, m.clock.Now())
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			m.log.Error("lease worker: step failed", "error", err, "retry_in", m.opts.RetryBase)
-			next = m.clock.Now().Add(m.opts.RetryBase)
-		}
-		var fire <-chan time.Time
-		if next.IsZero() {
-			if timer != nil {
-				timer.Stop()
-			}
-		} else {
-			d := next.Sub(m.clock.Now())
-			if d <= 0 {
-				continue
-			}
-			m.planned.Store(next.UnixNano())
-			if timer == nil {
-				timer = m.clock.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			// The clock may have passed next while the timer was
-			// armed (a fake clock moved by a test, a slow Reset):
-			// do not wait for a deadline that is already behind.
-			if !m.clock.Now().Before(next) {
-				continue
-			}
-			fire = timer.C()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.wake:
-		case <-fire:
-		}
-	}
-}
+func (m *Manager) Stop() { m.worker.Stop() }
 
 // idOf returns the lease id of a key of the id/ prefix.
 func idOf(key string) string { return strings.TrimPrefix(key, idPrefix) }
-
-// running reports whether the worker of Start runs.
-func (m *Manager) running() bool {
-	m.runMu.Lock()
-	defer m.runMu.Unlock()
-	return m.cancel != nil
-}

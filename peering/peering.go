@@ -1,7 +1,6 @@
 package peering
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -136,10 +135,7 @@ type Service struct {
 	changed chan struct{} // closed and replaced after each commit
 
 	stepMu sync.Mutex
-	runMu  sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-	wake   chan struct{}
+	worker *leader.Worker
 }
 
 // New returns the Service of one cluster, keeping its data in store, which
@@ -170,7 +166,7 @@ func New(store storage.Store, transport Transport, opts *Options) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{
+	s := &Service{
 		store:     store,
 		transport: transport,
 		authz:     o.Authorizer,
@@ -178,8 +174,12 @@ func New(store storage.Store, transport Transport, opts *Options) *Service {
 		log:       log,
 		opts:      o,
 		changed:   make(chan struct{}),
-		wake:      make(chan struct{}, 1),
 	}
+	s.worker = leader.NewWorker(s.Step, &leader.WorkerOptions{
+		Clock: s.clock, Leader: o.Leader, Retry: o.Retry,
+		OnError: func(err error) { log.Error("peering worker", "error", err) },
+	})
+	return s
 }
 
 // Datacenter returns this cluster's datacenter.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -236,85 +235,17 @@ func (s *Service) change(ctx context.Context, r *record, fn func(c *record) bool
 }
 
 // Wake makes the worker of Start run a Step now. It never blocks.
-func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) Wake() { s.worker.Wake() }
 
-// Start starts the worker: a goroutine that calls Step with the clock's
-// time and sleeps on a timer of the clock until more is due, or until
-// Wake (called by Establish, Delete and SetExportedServices). When Step
-// fails, the worker logs it and tries again after Options.Retry. With
-// Options.Leader it runs only while this process leads. Start does
-// nothing when the worker runs; a stopped worker can be started again.
-func (s *Service) Start() {
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	if s.cancel != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
-	l := s.opts.Leader
-	if l == nil {
-		l = leader.Always
-	}
-	go func() {
-		defer close(done)
-		leader.Run(ctx, l, s.opts.Retry, func(err error) {
-			s.log.Error("peering worker: leadership", "error", err)
-		}, s.run)
-	}()
-}
+// Start starts the worker (a leader.Worker of Step): a goroutine that
+// calls Step with the clock's time and sleeps on a timer of the clock until
+// more is due, or until Wake (called by Establish, Delete and
+// SetExportedServices). When Step fails, the worker logs it and tries again
+// after Options.Retry. With Options.Leader it runs only while this process
+// leads. Start does nothing when the worker runs; a stopped worker can be
+// started again.
+func (s *Service) Start() { s.worker.Start() }
 
 // Stop stops the worker: it cancels the running Step and waits for the
 // goroutine to end. It does nothing when the worker does not run.
-func (s *Service) Stop() {
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	if s.cancel == nil {
-		return
-	}
-	s.cancel()
-	<-s.done
-	s.cancel, s.done = nil, nil
-}
-
-// run is the worker's loop.
-func (s *Service) run(ctx context.Context) {
-	timer := s.clock.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		next, err := s.Step(ctx, s.clock.Now())
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			s.log.Error("peering worker: step failed", "error", err)
-			next = s.clock.Now().Add(s.opts.Retry)
-		}
-		var fire <-chan time.Time
-		if !next.IsZero() {
-			d := next.Sub(s.clock.Now())
-			if d <= 0 {
-				continue
-			}
-			timer.Reset(d)
-			if !s.clock.Now().Before(next) {
-				continue
-			}
-			fire = timer.C()
-		} else {
-			timer.Stop()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-		case <-fire:
-		}
-	}
-}
+func (s *Service) Stop() { s.worker.Stop() }
