@@ -10,7 +10,7 @@
 // decodes and encodes); Register adds the routes to an http.ServeMux:
 //
 //	GET            /v1/sys/mounts                   list mounts
-//	POST, PUT      /v1/sys/mounts/:path             enable a kv version 1 engine
+//	POST, PUT      /v1/sys/mounts/:path             enable a kv version 1, ldap or openldap engine
 //	DELETE         /v1/sys/mounts/:path             disable it: revoke its leases, delete its data
 //	PUT, POST      /v1/sys/leases/lookup            lease_id in the body
 //	LIST           /v1/sys/leases/lookup/:prefix    (or GET with list=true); needs sudo
@@ -24,11 +24,18 @@
 //	any            /v1/:mount/:path                 kv read (GET), list (LIST or GET list=true),
 //	                                                write (POST, PUT), delete (DELETE)
 //
+// with Options.Groups, the identity groups (package identity):
+//
+//	POST, PUT          /v1/identity/group             create, or update by id (in the body) or name
+//	GET, POST, DELETE  /v1/identity/group/id/:id      read, update (POST, PUT), delete
+//	GET, POST, DELETE  /v1/identity/group/name/:name  read, create or update (POST, PUT), delete
+//	LIST               /v1/identity/group/id, …/name  list ids, names (or GET with list=true)
+//
 // and for the directory engines (package ldapengine), at ldap/ and
 // openldap/ and any mount of type ldap or openldap (creds and library only
-// on mounts of type ldap, written ldap-mount):
+// on mounts of type ldap, written ldap-mount; every POST is also a PUT):
 //
-//	POST, GET, DELETE  /v1/:mount/config
+//	POST, GET, DELETE  /v1/:mount/config                GET never shows bindpass nor client_tls_key
 //	POST               /v1/:mount/rotate-root
 //	LIST               /v1/:mount/static-role           (or GET with list=true)
 //	GET, POST, DELETE  /v1/:mount/static-role/:name
@@ -43,16 +50,17 @@
 //	POST               /v1/ldap-mount/library/:set/check-out   400 when no account is free
 //	POST               /v1/ldap-mount/library/:set/check-in
 //	POST               /v1/ldap-mount/library/manage/:set/check-in
-//	PUT, GET, DELETE   /v1/sys/policies/password/:name  (LIST sys/policies/password)
+//	POST, GET, DELETE  /v1/sys/policies/password/:name  {"policy": HCL} (LIST sys/policies/password)
 //	GET                /v1/sys/policies/password/:name/generate
 //
-// The example server opens its table with mount.VaultDefaults: the first
-// start creates "secret/" (kv version 1), "ldap/" and "openldap/", as a
-// Vault development server with those engines enabled would. Mount options
-// are "version" (only "1") and "leased_passthrough" ("true": every read
-// issues a renewable lease of the secret's ttl). A refused mount answers
-// 400 naming the field and stores nothing; unmounting revokes the mount's
-// leases and deletes its data, resuming after a crash (see package mount).
+// Durations are answered in seconds, times in RFC 3339. The example server
+// opens its table with mount.VaultDefaults: the first start creates
+// "secret/" (kv version 1), "ldap/" and "openldap/", as a Vault development
+// server with those engines enabled would. Mount options are "version"
+// (only "1") and "leased_passthrough" ("true": every read issues a
+// renewable lease of the secret's ttl). A refused mount answers 400 naming
+// the field and stores nothing; unmounting revokes the mount's leases and
+// deletes its data, resuming after a crash (see package mount).
 //
 // The caller must be in the request's context (keel.WithPrincipal) before
 // the handler runs: the adapter reads no token. In the example server a
@@ -66,7 +74,12 @@
 // {"errors":["invalid lease"]} for an unknown or expired lease; 400 with
 // the message for an invalid request; 403 {"errors":["permission
 // denied"]}; 413 for a body over 32 MiB. Error kinds map to statuses in
-// one table (statusOf).
+// one table (statusOf). Identity groups: every write answers 200 with data
+// {id, name}, as the service's document states for creates and updates
+// alike (Vault answers an update with 204); an update of an unknown id
+// answers 400 "invalid group ID", an empty name 400 "empty group name", a
+// broken rule 400 with one message per problem ("field: rule"); a delete
+// answers 204, the group existing or not.
 //
 // # Caveats
 //

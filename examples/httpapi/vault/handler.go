@@ -1,9 +1,10 @@
 package vault
 
 import (
-	"io"
+	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/identity"
@@ -25,7 +26,6 @@ type Handler struct {
 	mounts *mount.Table
 	leases *lease.Manager
 	clock  keel.Clock
-	logger *slog.Logger
 	groups *identity.Groups
 }
 
@@ -37,25 +37,70 @@ func New(table *mount.Table, opts *Options) *Handler {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	return &Handler{
-		mounts: table, leases: table.Leases(),
-		clock: keel.ClockOrSystem(o.Clock), logger: o.Logger, groups: o.Groups,
-	}
+	return &Handler{mounts: table, leases: table.Leases(), clock: keel.ClockOrSystem(o.Clock), groups: o.Groups}
+}
+
+// route is a pattern of http.ServeMux served for each of methods.
+type route struct {
+	methods, pattern string
+	serve            http.HandlerFunc
 }
 
 // Register adds the handler's routes to mux: /v1/sys/mounts,
-// /v1/sys/leases/…, /v1/sys/policies/password/…, and every other /v1/
-// path, which it routes to the mounted engines.
+// /v1/sys/leases/…, /v1/sys/policies/password/…, /v1/identity/group…
+// (with Options.Groups), and every other /v1/ path, which it routes to the
+// mounted engines.
 func (h *Handler) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/sys/mounts", h.listMounts)
-	mux.HandleFunc("POST /v1/sys/mounts/{path...}", h.mount)
-	mux.HandleFunc("PUT /v1/sys/mounts/{path...}", h.mount)
-	mux.HandleFunc("DELETE /v1/sys/mounts/{path...}", h.unmount)
-	h.registerLeases(mux)
-	h.registerIdentity(mux)
-	h.registerPasswordPolicies(mux)
+	const leases, policies = "/v1/sys/leases", "/v1/sys/policies/password"
+	pp := h.mounts.PasswordPolicies()
+	routes := []route{
+		{"GET", "/v1/sys/mounts", h.listMounts},
+		{"POST PUT", "/v1/sys/mounts/{path...}", h.mount},
+		{"DELETE", "/v1/sys/mounts/{path...}", func(w http.ResponseWriter, r *http.Request) {
+			writeDone(w, h.mounts.Disable(r.Context(), r.PathValue("path")))
+		}},
+		{"POST PUT", leases + "/lookup", h.leaseLookup},
+		{"LIST GET", leases + "/lookup/{prefix...}", func(w http.ResponseWriter, r *http.Request) {
+			listing("", func(ctx context.Context) ([]string, error) { return h.leases.List(ctx, r.PathValue("prefix")) })(w, r)
+		}},
+		{"POST PUT", leases + "/renew", h.leaseRenew},
+		{"POST PUT", leases + "/renew/{id...}", h.leaseRenew},
+		{"POST PUT", leases + "/revoke", h.leaseRevoke},
+		{"POST PUT", leases + "/revoke/{id...}", h.leaseRevoke},
+		{"POST PUT", leases + "/revoke-prefix/{prefix...}", h.leaseRevokePrefix},
+		{"POST PUT", leases + "/revoke-force/{prefix...}", func(w http.ResponseWriter, r *http.Request) {
+			writeDone(w, h.leases.RevokeForce(r.Context(), r.PathValue("prefix")))
+		}},
+		{"POST PUT", leases + "/tidy", func(w http.ResponseWriter, r *http.Request) {
+			_, err := h.leases.Tidy(r.Context())
+			writeQueued(w, false, err)
+		}},
+		{"GET", leases + "/count", h.leaseCount},
+		{"GET", leases, h.leaseIrrevocable},
+		{"POST PUT", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
+			writeWith(w, r, r.PathValue("name"), func(f *fields) string { return f.str("policy") }, pp.Put)
+		}},
+		{"GET", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
+			text, err := pp.Get(r.Context(), r.PathValue("name"))
+			writeRead(w, err, map[string]any{"policy": text})
+		}},
+		{"DELETE", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
+			writeDone(w, pp.Delete(r.Context(), r.PathValue("name")))
+		}},
+		{"GET", policies + "/{name}/generate", func(w http.ResponseWriter, r *http.Request) {
+			pw, err := pp.Generate(r.Context(), r.PathValue("name")) // a missing policy is a 404 naming it
+			writeData(w, err, newResponse(map[string]any{"password": pw}))
+		}},
+		{"LIST GET", policies, listing("LIST", pp.List)},
+		{"LIST GET", policies + "/{$}", listing("LIST", pp.List)},
+	}
+	if h.groups != nil {
+		routes = append(routes, h.groupRoutes()...)
+	}
+	for _, rt := range routes {
+		for _, method := range strings.Fields(rt.methods) {
+			mux.HandleFunc(method+" "+rt.pattern, rt.serve)
+		}
+	}
 	mux.HandleFunc("/v1/", h.serveMount)
 }

@@ -1,79 +1,49 @@
 package vault
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
 )
 
-func (h *Handler) registerLeases(mux *http.ServeMux) {
-	for _, method := range []string{"POST", "PUT"} {
-		mux.HandleFunc(method+" /v1/sys/leases/lookup", h.leaseLookup)
-		mux.HandleFunc(method+" /v1/sys/leases/renew", h.leaseRenew)
-		mux.HandleFunc(method+" /v1/sys/leases/renew/{id...}", h.leaseRenew)
-		mux.HandleFunc(method+" /v1/sys/leases/revoke", h.leaseRevoke)
-		mux.HandleFunc(method+" /v1/sys/leases/revoke/{id...}", h.leaseRevoke)
-		mux.HandleFunc(method+" /v1/sys/leases/revoke-prefix/{prefix...}", h.leaseRevokePrefix)
-		mux.HandleFunc(method+" /v1/sys/leases/revoke-force/{prefix...}", h.leaseRevokeForce)
-		mux.HandleFunc(method+" /v1/sys/leases/tidy", h.leaseTidy)
-	}
-	mux.HandleFunc("LIST /v1/sys/leases/lookup/{prefix...}", h.leaseList)
-	mux.HandleFunc("GET /v1/sys/leases/lookup/{prefix...}", h.leaseList)
-	mux.HandleFunc("GET /v1/sys/leases/count", h.leaseCount)
-	mux.HandleFunc("GET /v1/sys/leases", h.leaseIrrevocable)
-}
-
-// leaseBody is the body of the lease endpoints.
-type leaseBody struct {
-	LeaseID   string      `json:"lease_id"`
-	Increment json.Number `json:"increment"`
-	Sync      any         `json:"sync"`
-}
-
-// readLeaseBody reads the body and takes lease_id from it, else from the
-// path: when both are given the body wins, as in Vault.
-func readLeaseBody(w http.ResponseWriter, r *http.Request) (leaseBody, error) {
-	var b leaseBody
-	if err := decodeBody(w, r, &b); err != nil {
-		return b, err
-	}
-	if b.LeaseID == "" {
-		b.LeaseID = r.PathValue("id")
-	}
-	return b, nil
-}
-
-func boolParam(v any, field string) (bool, error) {
-	switch t := v.(type) {
-	case nil:
-		return false, nil
-	case bool:
-		return t, nil
-	case string:
-		if t == "" {
-			return false, nil
+// leaseRequest reads the body of a lease endpoint, its other fields with
+// more, and returns the lease id: the body's lease_id, else the path's
+// (the body wins, as in Vault); "missing lease ID" when neither has one.
+func leaseRequest(w http.ResponseWriter, r *http.Request, more func(*fields)) (string, error) {
+	id, err := readBody(w, r, func(f *fields) string {
+		more(f)
+		if id := f.str("lease_id"); id != "" {
+			return id
 		}
-		b, err := strconv.ParseBool(t)
-		if err != nil {
-			return false, keel.Invalid(field, "must be a boolean")
-		}
-		return b, nil
+		return r.PathValue("id")
+	})
+	if err == nil && id == "" {
+		err = keel.Invalid("lease_id", "missing lease ID")
 	}
-	return false, keel.Invalid(field, "must be a boolean")
+	return id, err
 }
 
-// invalidLease answers an unknown or expired lease as Vault does: 400
+// invalidLease is err, or for an unknown or expired lease Vault's 400
 // "invalid lease".
-func writeLeaseError(w http.ResponseWriter, err error) {
+func invalidLease(err error) error {
 	if keel.KindOf(err) == keel.KindNotFound {
-		writeJSON(w, http.StatusBadRequest, errorBody{Errors: []string{"invalid lease"}})
+		return &vaultError{http.StatusBadRequest, []string{"invalid lease"}}
+	}
+	return err
+}
+
+// writeQueued answers a revocation or a tidy: the error, 204 once done,
+// 202 when queued.
+func writeQueued(w http.ResponseWriter, done bool, err error) {
+	if err == nil && !done {
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	writeError(w, err)
+	writeDone(w, err)
 }
 
 func rfc3339(t time.Time) any {
@@ -81,31 +51,6 @@ func rfc3339(t time.Time) any {
 		return nil
 	}
 	return t.UTC().Format(time.RFC3339Nano)
-}
-
-func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
-	b, err := readLeaseBody(w, r)
-	if err == nil && b.LeaseID == "" {
-		err = keel.Invalid("lease_id", "missing lease ID")
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	l, err := h.leases.Lookup(r.Context(), b.LeaseID)
-	if err != nil {
-		writeLeaseError(w, err)
-		return
-	}
-	now := h.clock.Now()
-	writeJSON(w, http.StatusOK, newResponse(&leaseLookupData{
-		ID:              l.ID,
-		IssueTime:       rfc3339(l.IssueTime),
-		ExpireTime:      rfc3339(l.ExpireTime),
-		LastRenewalTime: rfc3339(l.LastRenewalTime),
-		Renewable:       l.Renewable,
-		TTL:             int64(l.TTL(now) / time.Second),
-	}))
 }
 
 // leaseLookupData is the data of a lookup. Its members are in the order of
@@ -120,113 +65,53 @@ type leaseLookupData struct {
 	TTL             int64  `json:"ttl"`
 }
 
-func (h *Handler) leaseList(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet && !isList(r) {
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Errors: []string{"unsupported operation"}})
-		return
+func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
+	id, err := leaseRequest(w, r, func(*fields) {})
+	var l lease.Lease
+	if err == nil {
+		l, err = h.leases.Lookup(r.Context(), id)
 	}
-	keys, err := h.leases.List(r.Context(), r.PathValue("prefix"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if len(keys) == 0 {
-		writeNotFound(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, newResponse(keysData(keys)))
+	writeData(w, invalidLease(err), newResponse(&leaseLookupData{
+		ID: l.ID, IssueTime: rfc3339(l.IssueTime), ExpireTime: rfc3339(l.ExpireTime),
+		LastRenewalTime: rfc3339(l.LastRenewalTime), Renewable: l.Renewable, TTL: seconds(l.TTL(h.clock.Now())),
+	}))
 }
 
 func (h *Handler) leaseRenew(w http.ResponseWriter, r *http.Request) {
-	b, err := readLeaseBody(w, r)
-	if err == nil && b.LeaseID == "" {
-		err = keel.Invalid("lease_id", "missing lease ID")
-	}
-	var inc int64
-	if err == nil && b.Increment != "" {
-		if inc, err = b.Increment.Int64(); err != nil || inc < 0 {
-			err = keel.Invalid("increment", "must be a non-negative number of seconds")
+	var inc int
+	id, err := leaseRequest(w, r, func(f *fields) {
+		s, ok := f.text("increment")
+		var err error
+		if inc, err = strconv.Atoi(s); !ok || err != nil && s != "" || inc < 0 {
+			f.v.Add("increment", "must be a non-negative number of seconds")
 		}
+	})
+	var ren lease.Renewal
+	if err == nil {
+		ren, err = h.leases.Renew(r.Context(), id, time.Duration(inc)*time.Second)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	ren, err := h.leases.Renew(r.Context(), b.LeaseID, time.Duration(inc)*time.Second)
-	if err != nil {
-		writeLeaseError(w, err)
-		return
-	}
-	resp := newResponse(nil)
-	resp.LeaseID, resp.Renewable = ren.Lease.ID, ren.Lease.Renewable
-	resp.LeaseDuration = int64(ren.TTL / time.Second)
+	resp := leasedResponse(ren.Lease.ID, ren.Lease.Renewable, ren.TTL, nil)
 	if len(ren.Warnings) > 0 {
 		resp.Warnings = ren.Warnings
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeData(w, invalidLease(err), resp)
 }
 
 func (h *Handler) leaseRevoke(w http.ResponseWriter, r *http.Request) {
-	b, err := readLeaseBody(w, r)
-	if err == nil && b.LeaseID == "" {
-		err = keel.Invalid("lease_id", "missing lease ID")
-	}
 	var sync bool
+	id, err := leaseRequest(w, r, func(f *fields) { sync = f.boolean("sync") })
 	if err == nil {
-		sync, err = boolParam(b.Sync, "sync")
+		err = h.leases.Revoke(r.Context(), id, sync)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := h.leases.Revoke(r.Context(), b.LeaseID, sync); err != nil {
-		writeLeaseError(w, err)
-		return
-	}
-	writeRevoked(w, sync)
-}
-
-// writeRevoked answers a revocation: 204 once done, 202 when queued.
-func writeRevoked(w http.ResponseWriter, sync bool) {
-	if sync {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
+	writeQueued(w, sync, invalidLease(err))
 }
 
 func (h *Handler) leaseRevokePrefix(w http.ResponseWriter, r *http.Request) {
-	var b leaseBody
-	err := decodeBody(w, r, &b)
-	var sync bool
+	sync, err := readBody(w, r, func(f *fields) bool { return f.boolean("sync") })
 	if err == nil {
-		sync, err = boolParam(b.Sync, "sync")
+		err = h.leases.RevokePrefix(r.Context(), r.PathValue("prefix"), sync)
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := h.leases.RevokePrefix(r.Context(), r.PathValue("prefix"), sync); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeRevoked(w, sync)
-}
-
-func (h *Handler) leaseRevokeForce(w http.ResponseWriter, r *http.Request) {
-	if err := h.leases.RevokeForce(r.Context(), r.PathValue("prefix")); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (h *Handler) leaseTidy(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.leases.Tidy(r.Context()); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
+	writeQueued(w, sync, err)
 }
 
 // irrevocableQuery reads the query of the count and list endpoints.
@@ -255,11 +140,11 @@ func (h *Handler) leaseCount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := h.leases.CountIrrevocable(r.Context(), children)
-	if err != nil {
-		writeError(w, err)
-		return
+	counts := make(map[string]int, len(c.ByMount))
+	for mount, n := range c.ByMount {
+		counts[h.accessor(mount)] += n
 	}
-	writeJSON(w, http.StatusOK, newResponse(map[string]any{"counts": h.byAccessor(c.ByMount), "lease_count": c.Total}))
+	writeData(w, err, newResponse(map[string]any{"counts": counts, "lease_count": c.Total}))
 }
 
 func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
@@ -276,14 +161,9 @@ func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	list, err := h.leases.ListIrrevocable(r.Context(), children, limit)
-	if err != nil {
-		writeError(w, err)
-		return
+	var list lease.IrrevocableList
+	if err == nil {
+		list, err = h.leases.ListIrrevocable(r.Context(), children, limit)
 	}
 	leases := make([]map[string]string, len(list.Leases))
 	for i, l := range list.Leases {
@@ -293,7 +173,7 @@ func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
 	if len(list.Warnings) > 0 {
 		resp.Warnings = list.Warnings
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeData(w, err, resp)
 }
 
 // accessor names a lease mount by the accessor of the mount table's entry,
@@ -303,12 +183,4 @@ func (h *Handler) accessor(mount string) string {
 		return m.Accessor
 	}
 	return mount
-}
-
-func (h *Handler) byAccessor(byMount map[string]int) map[string]int {
-	out := make(map[string]int, len(byMount))
-	for mount, n := range byMount {
-		out[h.accessor(mount)] += n
-	}
-	return out
 }

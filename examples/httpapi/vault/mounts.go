@@ -33,10 +33,6 @@ type mountConfigOutput struct {
 // what it mounted).
 func (h *Handler) listMounts(w http.ResponseWriter, r *http.Request) {
 	mounts, err := h.mounts.List(r.Context())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	data := make(map[string]any, len(mounts))
 	for _, m := range mounts {
 		if !m.Served() {
@@ -44,11 +40,11 @@ func (h *Handler) listMounts(w http.ResponseWriter, r *http.Request) {
 		}
 		data[m.Path] = mountOutput{
 			UUID: m.UUID, Type: m.Type, Description: m.Description, Accessor: m.Accessor,
-			Config:  mountConfigOutput{DefaultLeaseTTL: int64(m.DefaultTTL / time.Second), MaxLeaseTTL: int64(m.MaxTTL / time.Second)},
+			Config:  mountConfigOutput{DefaultLeaseTTL: seconds(m.DefaultTTL), MaxLeaseTTL: seconds(m.MaxTTL)},
 			Options: m.Options,
 		}
 	}
-	writeJSON(w, http.StatusOK, newResponse(data))
+	writeData(w, err, newResponse(data))
 }
 
 // mountInput is the body of POST sys/mounts/:path.
@@ -66,57 +62,38 @@ type mountInput struct {
 // openldap engine.
 func (h *Handler) mount(w http.ResponseWriter, r *http.Request) {
 	var in mountInput
-	if err := decodeBody(w, r, &in); err != nil {
-		writeError(w, err)
-		return
+	err := decodeBody(w, r, &in)
+	if err == nil {
+		var v keel.Validation
+		req := mount.EnableRequest{
+			Path: r.PathValue("path"), Type: in.Type, Description: in.Description, Options: in.Options,
+			DefaultTTL: parseTTL(&v, "config.default_lease_ttl", in.Config.DefaultLeaseTTL),
+			MaxTTL:     parseTTL(&v, "config.max_lease_ttl", in.Config.MaxLeaseTTL),
+		}
+		if err = v.Err(); err == nil {
+			_, err = h.mounts.Enable(r.Context(), req)
+		}
 	}
-	var v keel.Validation
-	def, err := parseTTL(in.Config.DefaultLeaseTTL)
-	if err != nil {
-		v.Add("config.default_lease_ttl", "%v", err)
-	}
-	maxTTL, err := parseTTL(in.Config.MaxLeaseTTL)
-	if err != nil {
-		v.Add("config.max_lease_ttl", "%v", err)
-	}
-	if err := v.Err(); err != nil {
-		writeError(w, err)
-		return
-	}
-	_, err = h.mounts.Enable(r.Context(), mount.EnableRequest{
-		Path: r.PathValue("path"), Type: in.Type, Description: in.Description,
-		Options: in.Options, DefaultTTL: def, MaxTTL: maxTTL,
-	})
 	writeDone(w, err)
 }
 
-// parseTTL reads a TTL as Vault does: empty is zero (the system value),
-// integer seconds, or a duration string; a value beyond what a duration
-// holds is refused.
-func parseTTL(s string) (time.Duration, error) {
+// parseTTL reads the TTL s of field as Vault does: empty (or "system") is
+// zero, the system value; else integer seconds or a duration string. A
+// value that is not, or is beyond what a duration holds, is recorded in v.
+func parseTTL(v *keel.Validation, field, s string) time.Duration {
 	if s == "" || s == "system" {
-		return 0, nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n < 0 || n > math.MaxInt64/int64(time.Second) {
-			return 0, errTTLRange(s)
-		}
-		return time.Duration(n) * time.Second, nil
+		return 0
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, errTTLRange(s)
+	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil {
+		d, err = time.Duration(n)*time.Second, nil
+		if n < 0 || n > math.MaxInt64/int64(time.Second) {
+			d = -1
+		}
 	}
-	return d, nil
-}
-
-type errTTLRange string
-
-func (e errTTLRange) Error() string {
-	return strconv.Quote(string(e)) + " is not a duration between 0 and 292 years"
-}
-
-// unmount answers DELETE sys/mounts/:path.
-func (h *Handler) unmount(w http.ResponseWriter, r *http.Request) {
-	writeDone(w, h.mounts.Disable(r.Context(), r.PathValue("path")))
+	if err != nil || d < 0 {
+		v.Add(field, "%q is not a duration between 0 and 292 years", s)
+		return 0
+	}
+	return d
 }

@@ -1,14 +1,15 @@
 package vault
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/keelhq/keel"
@@ -32,6 +33,16 @@ type response struct {
 func newResponse(data any) *response {
 	return &response{RequestID: newRequestID(), Data: data}
 }
+
+// leasedResponse is Vault's envelope of data with a lease: its id,
+// renewable flag and duration in seconds.
+func leasedResponse(id string, renewable bool, ttl time.Duration, data any) *response {
+	r := newResponse(data)
+	r.LeaseID, r.Renewable, r.LeaseDuration = id, renewable, seconds(ttl)
+	return r
+}
+
+func seconds(d time.Duration) int64 { return int64(d / time.Second) }
 
 // newRequestID returns a random version 4 UUID. A request id only has to
 // be unique, not secret: it comes from math/rand/v2's per-thread generator
@@ -266,57 +277,115 @@ var statusOf = map[keel.Kind]int{
 	keel.KindDeadlineExceeded: http.StatusGatewayTimeout,
 }
 
-// writeError answers err as Vault would: its status from the kind, and the
-// message in the errors list. Forbidden answers are "permission denied"
-// alone, as Vault's are, so that they reveal nothing.
+// vaultError is an answer of Vault's own: its status and errors list.
+type vaultError struct {
+	status int
+	msgs   []string
+}
+
+func (e *vaultError) Error() string { return strings.Join(e.msgs, "; ") }
+
+// writeError answers err as Vault would: a vaultError as it is; else the
+// status of err's kind (500 "internal error" for a kind without one) and
+// its message in the errors list, or "permission denied" alone for
+// forbidden answers, as Vault's, so that they reveal nothing.
 func writeError(w http.ResponseWriter, err error) {
-	kind := keel.KindOf(err)
-	status, ok := statusOf[kind]
+	ve, ok := err.(*vaultError) // never wrapped
 	if !ok {
-		status = http.StatusInternalServerError
+		kind := keel.KindOf(err)
+		ve = &vaultError{statusOf[kind], []string{err.Error()}}
+		switch {
+		case kind == keel.KindForbidden || kind == keel.KindUnauthenticated:
+			ve.msgs[0] = "permission denied"
+		case ve.status == 0:
+			ve.status, ve.msgs[0] = http.StatusInternalServerError, "internal error"
+		}
 	}
-	msg := err.Error()
-	switch {
-	case kind == keel.KindForbidden || kind == keel.KindUnauthenticated:
-		msg = "permission denied"
-	case status == http.StatusInternalServerError:
-		msg = "internal error"
-	}
+	writeJSON(w, ve.status, errorBody{Errors: ve.msgs})
+}
+
+// writeMessage answers status with msg alone in the errors list.
+func writeMessage(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, errorBody{Errors: []string{msg}})
 }
 
-// writeNotFound answers a missing read or an empty list: 404 with an empty
-// errors list, which Vault's clients take as "nothing there".
-func writeNotFound(w http.ResponseWriter) {
-	writeJSON(w, http.StatusNotFound, errorBody{Errors: []string{}})
+// errMissing is the answer to a missing read or an empty list: 404 with an
+// empty errors list, which Vault's clients take as "nothing there".
+var errMissing = &vaultError{http.StatusNotFound, []string{}}
+
+// missing is err, or errMissing when something is missing.
+func missing(err error) error {
+	if keel.KindOf(err) == keel.KindNotFound {
+		return errMissing
+	}
+	return err
 }
 
-// badRequest is a request the adapter itself cannot read.
-func badRequest(format string, args ...any) error {
-	return keel.Invalid("", format, args...)
+// methodNotAllowed answers 405 "unsupported operation", with an Allow
+// header when allow is not empty.
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	if allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	writeMessage(w, http.StatusMethodNotAllowed, "unsupported operation")
 }
 
-// maxBody is the largest request body read, as Vault's default
-// max_request_size.
-const maxBody = 32 << 20
+// writeDone answers a write: 204, or the error.
+func writeDone(w http.ResponseWriter, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
 
-// decodeBody reads a JSON value from r into v. An empty body, or null,
-// leaves v as it is.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	if r.Body == nil || r.ContentLength == 0 {
-		return nil
+// writeWith decodes r's body with from, calls put with key and what it
+// read, and answers 204 or the error.
+func writeWith[T any](w http.ResponseWriter, r *http.Request, key string, from func(*fields) T, put func(context.Context, string, T) error) {
+	v, err := readBody(w, r, from)
+	if err == nil {
+		err = put(r.Context(), key, v)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return keel.ErrTooLarge
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		return badRequest("failed to parse JSON input: %v", err)
+	writeDone(w, err)
+}
+
+// writeData answers 200 with resp, or the error.
+func writeData(w http.ResponseWriter, err error, resp *response) {
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	return nil
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// writeRead answers a read: the error (errMissing when missing), or 200
+// with data.
+func writeRead(w http.ResponseWriter, err error, data any) {
+	if err != nil {
+		writeError(w, missing(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, newResponse(data))
+}
+
+// writeList answers a listing: the error, errMissing when empty, or 200
+// with {"keys": keys}.
+func writeList(w http.ResponseWriter, keys []string, err error) {
+	if err == nil && len(keys) == 0 {
+		err = errMissing
+	}
+	writeData(w, err, newResponse(keysData(keys)))
+}
+
+// listing is the handler of a listing: LIST, or GET with list=true; any
+// other request answers 405 with allow (see methodNotAllowed).
+func listing(allow string, list func(context.Context) ([]string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !isList(r) {
+			methodNotAllowed(w, allow)
+			return
+		}
+		keys, err := list(r.Context())
+		writeList(w, keys, err)
+	}
 }
