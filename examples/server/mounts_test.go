@@ -103,4 +103,27 @@ func TestRefusedMountsDoNotBrickTheServer(t *testing.T) {
 	if !strings.Contains(ts.stderr.String(), "mount not served") || !strings.Contains(ts.stderr.String(), "team..a/") {
 		t.Fatalf("the broken mount is not reported:\n%s", ts.stderr)
 	}
+	status, body := ts.get("/v1/sys/mounts", "X-Secrets-Token", "root-t")
+	var list struct {
+		Data map[string]struct {
+			Type  string `json:"type"`
+			Error string `json:"error"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil {
+		t.Fatalf("GET sys/mounts: %d %v %s", status, err, body)
+	}
+	if broken := list.Data["team..a/"]; broken.Type != "kv" || !strings.Contains(broken.Error, "Path") {
+		t.Fatalf("the broken mount is listed as %+v, want kv with its error", broken)
+	}
+	if ok := list.Data["secret/"]; ok.Type != "kv" || ok.Error != "" {
+		t.Fatalf("secret/ listed as %+v", ok)
+	}
+	// Unmounting it removes it.
+	if got := ts.do("DELETE", "/v1/sys/mounts/team..a", ""); got != http.StatusNoContent {
+		t.Fatalf("DELETE of the broken mount: %d", got)
+	}
+	if _, body := ts.get("/v1/sys/mounts", "X-Secrets-Token", "root-t"); strings.Contains(string(body), "team..a/") {
+		t.Fatalf("the broken mount is still listed: %s", body)
+	}
 }

@@ -89,4 +89,7 @@
 // the legacy sys/renew and sys/revoke paths are not served. Field names in
 // errors are the library's (DefaultTTL, Options.version) where Vault's
 // would be snake_case: one mapping table per adapter is the next step.
+// GET sys/mounts also lists the stored mounts that are not served (no
+// longer valid, or an unmount that did not finish), with an "error" member
+// Vault does not have: an operator must see them to remove them.
 package vault

@@ -20,6 +20,10 @@ type mountOutput struct {
 	Options     map[string]string `json:"options"`
 	Local       bool              `json:"local"`
 	SealWrap    bool              `json:"seal_wrap"`
+	// Error, set only on a stored mount that is not served (it no longer
+	// validates, or its removal did not finish), says why: keel's, not
+	// Vault's.
+	Error string `json:"error,omitempty"`
 }
 
 type mountConfigOutput struct {
@@ -28,21 +32,24 @@ type mountConfigOutput struct {
 	ForceNoCache    bool  `json:"force_no_cache"`
 }
 
-// listMounts answers GET sys/mounts: the served mounts (a stored mount that
-// is not served is logged by the table, not listed, as Vault lists only
-// what it mounted).
+// listMounts answers GET sys/mounts: every mount of the table, a stored
+// mount that is not served with the reason in "error".
 func (h *Handler) listMounts(w http.ResponseWriter, r *http.Request) {
 	mounts, err := h.mounts.List(r.Context())
 	data := make(map[string]any, len(mounts))
 	for _, m := range mounts {
-		if !m.Served() {
-			continue
-		}
-		data[m.Path] = mountOutput{
+		out := mountOutput{
 			UUID: m.UUID, Type: m.Type, Description: m.Description, Accessor: m.Accessor,
 			Config:  mountConfigOutput{DefaultLeaseTTL: seconds(m.DefaultTTL), MaxLeaseTTL: seconds(m.MaxTTL)},
 			Options: m.Options,
 		}
+		switch {
+		case m.Err != nil:
+			out.Error = m.Err.Error()
+		case m.Disabling:
+			out.Error = "being disabled: unmount it again to finish"
+		}
+		data[m.Path] = out
 	}
 	writeData(w, err, newResponse(data))
 }
