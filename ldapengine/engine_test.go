@@ -501,3 +501,30 @@ func TestNewRefusesLeasesOnAnotherStore(t *testing.T) {
 		t.Fatalf("registered mount %q, want ldap/", e.leases.Mount())
 	}
 }
+
+// TestStepPlansTheRoleItRotated: a Step that rotates the only role returns
+// that role's next rotation, so the worker keeps rotating it (it used to
+// return zero, and the role was never rotated again).
+func TestStepPlansTheRoleItRotated(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, FlavorOpenLDAP, nil)
+	v.configure(t)
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	at := t0
+	for i := range 3 {
+		at = at.Add(5 * time.Second)
+		before := v.dir.Changes()
+		next, err := v.e.Step(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.dir.Changes() == before {
+			t.Fatalf("step %d at %v rotated nothing", i, at)
+		}
+		if want := at.Add(5 * time.Second); !next.Equal(want) {
+			t.Fatalf("step %d planned %v, want the role's next rotation %v", i, next, want)
+		}
+	}
+}

@@ -36,12 +36,17 @@ func (e *Engine) Step(ctx context.Context, now time.Time) (time.Time, error) {
 			due, next = due[:0], time.Time{}
 			return tx.Scan(prefixDue, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
 				at, name, ok := parseDueKey(key)
-				if !ok || seen[name] {
+				if !ok {
 					return nil
 				}
+				// A role rotated by this Step is due again later:
+				// it counts for next like any other.
 				if at.After(now) {
 					next = at
 					return storage.StopScan
+				}
+				if seen[name] {
+					return nil
 				}
 				due = append(due, name)
 				if len(due) == stepBatch {
