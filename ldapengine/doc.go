@@ -206,8 +206,9 @@
 //     the check-in still succeeds, the failure is logged, and the lease
 //     ends harmlessly later.
 //   - No account available is ErrNoAccountAvailable, of kind
-//     keel.ErrUnavailable; the HTTP adapter renders it as 400, as Vault
-//     does.
+//     keel.ErrConflict (the set's state refuses the check-out now, the
+//     request itself is fine); the Vault adapter's one status table
+//     renders it 400, as Vault does.
 //   - Library sets exist only in the ldap flavor: in openldap every
 //     library operation fails with keel.ErrInvalid naming the flavor.
 package ldapengine

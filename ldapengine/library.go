@@ -26,8 +26,8 @@ const (
 
 // ErrNoAccountAvailable is the error of a check-out when every account of
 // the set is checked out (or waits for a password change). It is of kind
-// keel.ErrUnavailable; the HTTP adapter answers 400, as Vault does.
-var ErrNoAccountAvailable = fmt.Errorf("no service accounts available for check-out: %w", keel.ErrUnavailable)
+// keel.ErrConflict; the Vault adapter answers 400, as Vault does.
+var ErrNoAccountAvailable = fmt.Errorf("no service accounts available for check-out: %w", keel.ErrConflict)
 
 // Store keys of library sets, relative to the engine's view.
 const (
@@ -509,7 +509,7 @@ func (e *Engine) LibraryStatus(ctx context.Context, set string) (map[string]Acco
 // transaction. The lease's TTL is ttl capped at the set's ttl (zero: the
 // set's ttl), its max TTL the set's max_ttl. It needs update on
 // "MOUNT/library/SET/check-out". No available account is
-// ErrNoAccountAvailable (keel.ErrUnavailable); a nil Options.Leases is
+// ErrNoAccountAvailable (keel.ErrConflict); a nil Options.Leases is
 // keel.ErrUnavailable too. CheckOut is safe for concurrent use: concurrent
 // check-outs never get the same account.
 func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (CheckOut, error) {

@@ -302,7 +302,7 @@ func TestCheckOutNoneAvailable(t *testing.T) {
 	if !errors.Is(err, ErrNoAccountAvailable) {
 		t.Fatalf("error %v, want ErrNoAccountAvailable", err)
 	}
-	wantKind(t, err, keel.KindUnavailable)
+	wantKind(t, err, keel.KindConflict)
 	_, err = v.e.CheckOut(libCaller("b", ""), "missing", 0)
 	wantKind(t, err, keel.KindNotFound)
 }

@@ -2,7 +2,6 @@ package vault
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -142,9 +141,6 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 			var co ldapengine.CheckOut
 			if err == nil {
 				co, err = eng.CheckOut(ctx, parts[0], ttl)
-			}
-			if errors.Is(err, ldapengine.ErrNoAccountAvailable) {
-				err = &vaultError{http.StatusBadRequest, []string{err.Error()}} // as Vault
 			}
 			l := co.Lease
 			writeData(w, err, leasedResponse(l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{

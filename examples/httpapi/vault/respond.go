@@ -264,11 +264,14 @@ type errorBody struct {
 }
 
 // statusOf is the one table from error kinds to Vault's status codes.
+// Vault answers 400 where the state of an object refuses a request (no
+// free account to check out, an entry managed by another role): so does
+// KindConflict here.
 var statusOf = map[keel.Kind]int{
 	keel.KindNotFound:         http.StatusNotFound,
 	keel.KindAlreadyExists:    http.StatusBadRequest,
 	keel.KindInvalid:          http.StatusBadRequest,
-	keel.KindConflict:         http.StatusConflict,
+	keel.KindConflict:         http.StatusBadRequest,
 	keel.KindForbidden:        http.StatusForbidden,
 	keel.KindUnauthenticated:  http.StatusForbidden,
 	keel.KindTooLarge:         http.StatusRequestEntityTooLarge,
