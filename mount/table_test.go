@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,7 +101,7 @@ func TestEnableRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := table.Enable(ctx, req)
 			wantKind(t, err, keel.KindInvalid)
-			if after := storagetest.Dump(t, store); !equalMaps(before, after) {
+			if after := storagetest.Dump(t, store); !maps.Equal(before, after) {
 				t.Fatal("a refused Enable changed the store")
 			}
 		})
@@ -371,7 +372,7 @@ func TestMountsAreJoinedByConstruction(t *testing.T) {
 	}
 }
 
-// TestCloseStopsWorkersAndRefusesNothing: after Close the table still
+// TestCloseThenEnable: after Close the table still
 // answers, mounts enabled later start no worker.
 func TestCloseThenEnable(t *testing.T) {
 	table := open(t, newMem(t))
@@ -425,18 +426,6 @@ func TestRights(t *testing.T) {
 	_, err = table.Enable(reader, mount.EnableRequest{Path: "x", Type: "kv"})
 	wantKind(t, err, keel.KindForbidden)
 	wantKind(t, table.Disable(reader, "secret"), keel.KindForbidden)
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestMain(m *testing.M) { etcdtest.Main(m) }
