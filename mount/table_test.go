@@ -380,6 +380,9 @@ func TestCloseThenEnable(t *testing.T) {
 	if _, err := table.Enable(ctx, mount.EnableRequest{Path: "corp", Type: "ldap"}); err != nil {
 		t.Fatal(err)
 	}
+	if m, rest, ok := table.Route("corp/config"); !ok || m.LDAP == nil || rest != "config" {
+		t.Fatalf("Route after Close: %+v %q %v", m, rest, ok)
+	}
 	table.Close() // twice is fine
 }
 
