@@ -24,7 +24,9 @@
 //	policy                    policy-as-code policies per organization
 //	peering                   cluster peering between keel clusters
 //	ldapengine                the ldap and openldap directory engines: static and dynamic
-//	                          roles, library sets, password policies
+//	                          roles, library sets
+//	ldapengine/ldaptest       an in-memory directory for tests of ldapengine
+//	passwordpolicy            Vault's password policies: HCL parser, generation, storage
 //	kv                        the key-value secrets engine, version 1
 //	lease                     the lease manager and its expiry worker
 //	identity                  identity groups, their members and parents

@@ -4,13 +4,15 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/keelhq/keel/ldapengine/internal/credtemplate"
 )
 
 func BenchmarkTemplateUsername(b *testing.B) {
 	now := time.Now()
-	d := usernameData{DisplayName: "alice", RoleName: "app"}
+	d := credtemplate.UsernameData{DisplayName: "alice", RoleName: "app"}
 	for b.Loop() {
-		if _, err := renderTemplate("username_template", DefaultUsernameTemplate, usernameKind, d, now); err != nil {
+		if _, err := credtemplate.Render("username_template", DefaultUsernameTemplate, credtemplate.Username, d, now); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -18,7 +20,7 @@ func BenchmarkTemplateUsername(b *testing.B) {
 
 func BenchmarkTemplateCreationLDIF(b *testing.B) {
 	now := time.Now()
-	d := ldifData{Username: "v_alice_app_AbCdEfGhIj_1700000000", Password: "pw", DisplayName: "alice", RoleName: "app"}
+	d := credtemplate.LDIFData{Username: "v_alice_app_AbCdEfGhIj_1700000000", Password: "pw", DisplayName: "alice", RoleName: "app"}
 	for b.Loop() {
 		if _, _, err := renderLDIF("creation_ldif", testCreationLDIF, d, now); err != nil {
 			b.Fatal(err)

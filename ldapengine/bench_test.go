@@ -2,7 +2,6 @@ package ldapengine
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"testing"
 	"time"
@@ -10,69 +9,6 @@ import (
 	"github.com/keelhq/keel/ldapengine/internal/slapdtest"
 	"github.com/keelhq/keel/storage/memstore"
 )
-
-const benchPolicy = `length = 64
-rule "charset" {
-  charset = "abcdefghijklmnopqrstuvwxyz"
-  min-chars = 2
-}
-rule "charset" {
-  charset = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-  min-chars = 2
-}
-rule "charset" {
-  charset = "0123456789"
-  min-chars = 2
-}
-rule "charset" {
-  charset = "!@#$%^&*-_=+"
-  min-chars = 2
-}
-`
-
-// BenchmarkPassword generates 64-character passwords without a policy, from
-// a parsed policy and from a stored one (read and parsed each time, as the
-// engine does), next to reading 64 bytes of crypto/rand as a yardstick.
-func BenchmarkPassword(b *testing.B) {
-	b.Run("crypto-rand-64-bytes", func(b *testing.B) {
-		buf := make([]byte, 64)
-		for b.Loop() {
-			if _, err := rand.Read(buf); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("no-policy", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := GeneratePassword(DefaultPasswordLength); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("policy-parsed", func(b *testing.B) {
-		p, err := ParsePasswordPolicy(benchPolicy)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if _, err := p.Generate(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("policy-stored", func(b *testing.B) {
-		ctx := context.Background()
-		pol := NewPasswordPolicies(memstore.New(nil), nil)
-		if err := pol.Put(ctx, "bench", benchPolicy); err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if _, err := pol.Generate(ctx, "bench"); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
 
 // BenchmarkRotateStatic is one rotation of a static role (RotateRole):
 // against the fake directory on memstore, and against a real slapd.

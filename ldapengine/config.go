@@ -8,8 +8,13 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
 )
+
+// DefaultPasswordLength is the length of passwords generated without a
+// password policy or a configured length.
+const DefaultPasswordLength = 64
 
 // Config is the bind configuration of an engine ({mount}/config). Field
 // comments name the wire field; a zero field means the default of the
@@ -125,7 +130,7 @@ func (e *Engine) validate(c *Config) error {
 	if c.Length < 0 {
 		v.Add("length", "must not be negative")
 	}
-	if c.PasswordPolicy != "" && !policyName.MatchString(c.PasswordPolicy) {
+	if c.PasswordPolicy != "" && !passwordpolicy.ValidName(c.PasswordPolicy) {
 		v.Add("password_policy", "is not a valid policy name")
 	}
 	if c.TLSMinVersion == "" {
@@ -236,18 +241,20 @@ func (e *Engine) loadConfig(ctx context.Context) (Config, error) {
 	return c, nil
 }
 
-// generate returns a new password by c: from the password policy, or
-// GeneratePassword with c.Length or DefaultPasswordLength.
+// generate returns a new password by c: from the password policy (with no
+// rights check: the caller's right is that of the engine's operation), or
+// passwordpolicy.GenerateAlphanumeric with c.Length or
+// DefaultPasswordLength.
 func (e *Engine) generate(ctx context.Context, c *Config) (string, error) {
 	if c.PasswordPolicy != "" {
 		if e.pol == nil {
 			return "", fmt.Errorf("password policy %q: no password policies are configured: %w", c.PasswordPolicy, keel.ErrNotFound)
 		}
-		return e.pol.generate(ctx, c.PasswordPolicy)
+		return e.pol.GenerateUnchecked(ctx, c.PasswordPolicy)
 	}
 	n := c.Length
 	if n <= 0 {
 		n = DefaultPasswordLength
 	}
-	return GeneratePassword(n)
+	return passwordpolicy.GenerateAlphanumeric(n)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
 )
 
 // The schemas of Config.Schema.
@@ -65,16 +67,16 @@ type Directory interface {
 
 // The types of Change, those of LDIF change records (RFC 2849).
 const (
-	ChangeAdd    = "add"
-	ChangeModify = "modify"
-	ChangeDelete = "delete"
+	ChangeAdd    = ldifparse.ChangeAdd    // "add"
+	ChangeModify = ldifparse.ChangeModify // "modify"
+	ChangeDelete = ldifparse.ChangeDelete // "delete"
 )
 
 // The operations of a Modification.
 const (
-	ModAdd     = "add"
-	ModDelete  = "delete"
-	ModReplace = "replace"
+	ModAdd     = ldifparse.ModAdd     // "add"
+	ModDelete  = ldifparse.ModDelete  // "delete"
+	ModReplace = ldifparse.ModReplace // "replace"
 )
 
 // Change is one LDIF change record: add an entry with Attributes, apply

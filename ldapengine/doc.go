@@ -2,8 +2,8 @@
 // Vault: a bind configuration per mount, root password rotation, static
 // roles whose directory password rotates on a schedule, dynamic roles that
 // create directory accounts from templated LDIF for the life of a lease,
-// library sets that lend service accounts, and password policies (Vault's
-// sys/policies/password).
+// and library sets that lend service accounts. Passwords come from
+// package passwordpolicy (Vault's sys/policies/password).
 //
 // # Basics
 //
@@ -12,13 +12,16 @@
 // (userdn, userattr, upndomain, connection_timeout) and never returns
 // last_password. The directory is reached through the small Directory
 // interface: LDAP (github.com/go-ldap/ldap/v3) for real servers,
-// FakeDirectory for tests. Passwords are changed with the Password Modify
-// extended operation for schema openldap (so that slapd stores a hash), a
-// replace of unicodePwd for ad and of racfPassword for racf.
+// ldaptest.Directory (package ldapengine/ldaptest) for tests. Passwords
+// are changed with the Password Modify extended operation for schema
+// openldap (so that slapd stores a hash), a replace of unicodePwd for ad
+// and of racfPassword for racf.
 //
 // Passwords are 64 letters and digits from crypto/rand, or Config.Length of
-// them, or generated from the PasswordPolicies entry that
-// Config.PasswordPolicy names.
+// them, or generated from the policy of Options.Policies (a
+// passwordpolicy.Policies) that Config.PasswordPolicy names; the engine
+// generates them with no rights check of its own on the policy
+// (passwordpolicy.Policies.GenerateUnchecked).
 //
 // Rotation never loses a password: the new password is written to the
 // store (a write-ahead record, and the role is rescheduled for a retry)
@@ -41,7 +44,7 @@
 // Each operation asks the Authorizer of Options for the capability on
 // "MOUNT/config", "MOUNT/rotate-root", "MOUNT/static-role/NAME" (create or
 // update, decided inside the transaction), "MOUNT/static-cred/NAME",
-// "MOUNT/rotate-role/NAME", "sys/policies/password/NAME"; for
+// "MOUNT/rotate-role/NAME"; for
 // dynamic roles "MOUNT/role/NAME" (create or update, read, delete), list on
 // "MOUNT/role/", read on "MOUNT/creds/NAME"; for library
 // sets "MOUNT/library/SET" (create or update, read, delete), list on
@@ -51,7 +54,7 @@
 //
 // # Concurrency
 //
-// Engine and PasswordPolicies are safe for concurrent use. Rotations of one
+// Engine is safe for concurrent use. Rotations of one
 // Engine run one at a time; across processes, Options.Leader keeps one
 // worker, and the write-ahead record makes concurrent rotations of one role
 // set the same password.
@@ -64,8 +67,7 @@
 // the configuration must exist before a static role is created; a static
 // role whose first rotation fails is kept and retried (Vault deletes it),
 // so that a password the directory may already hold is never lost;
-// tls_min_version and tls_max_version default to tls12; a password
-// policy's length is 4 to 100. Between a directory change and the commit
+// tls_min_version and tls_max_version default to tls12. Between a directory change and the commit
 // that follows, static-cred still returns the previous password.
 //
 // # Dynamic roles

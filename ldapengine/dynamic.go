@@ -10,9 +10,15 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/ldapengine/internal/credtemplate"
+	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
+
+// DefaultUsernameTemplate is the username template of a dynamic role that
+// sets none.
+const DefaultUsernameTemplate = "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_{{unix_time}}"
 
 // prefixDynRole is the store prefix of dynamic roles.
 const prefixDynRole = "dynrole/"
@@ -63,11 +69,11 @@ type dynRoleRecord struct {
 
 // credsLease is the data of the lease of a dynamic credential.
 type credsLease struct {
-	Role         string   `json:"role"`
-	Username     string   `json:"username"`
-	DNs          []string `json:"dns"`
-	DeletionLDIF string   `json:"deletion_ldif"` // rendered
-	Data         ldifData `json:"data"`          // without the password
+	Role         string                `json:"role"`
+	Username     string                `json:"username"`
+	DNs          []string              `json:"dns"`
+	DeletionLDIF string                `json:"deletion_ldif"` // rendered
+	Data         credtemplate.LDIFData `json:"data"`          // without the password
 }
 
 // mountMaxTTL is the mount's maximum TTL of dynamic credentials.
@@ -79,10 +85,10 @@ func (e *Engine) mountMaxTTL() time.Duration {
 }
 
 // sampleData returns the sample fields used to check templates at write.
-func sampleData(name string, now time.Time) (usernameData, ldifData) {
+func sampleData(name string, now time.Time) (credtemplate.UsernameData, credtemplate.LDIFData) {
 	exp := now.Add(time.Hour)
-	return usernameData{DisplayName: "sample-display-name", RoleName: name},
-		ldifData{Username: "v_sample-display-name_" + name + "_AbCdEfGhIj_1700000000", Password: "Sample-Password-0123456789",
+	return credtemplate.UsernameData{DisplayName: "sample-display-name", RoleName: name},
+		credtemplate.LDIFData{Username: "v_sample-display-name_" + name + "_AbCdEfGhIj_1700000000", Password: "Sample-Password-0123456789",
 			DisplayName: "sample-display-name", RoleName: name,
 			IssueTime: now.Format(time.RFC3339), IssueTimeSeconds: now.Unix(),
 			ExpirationTime: exp.Format(time.RFC3339), ExpirationTimeSeconds: exp.Unix()}
@@ -99,7 +105,7 @@ func (e *Engine) validateDynRole(v *keel.Validation, name string, r *dynRoleReco
 	now := e.clock.Now().UTC()
 	ud, ld := sampleData(name, now)
 	if r.UsernameTemplate != "" {
-		u, err := renderTemplate("username_template", r.UsernameTemplate, usernameKind, ud, now)
+		u, err := credtemplate.Render("username_template", r.UsernameTemplate, credtemplate.Username, ud, now)
 		if err != nil {
 			addAll(err)
 		} else if why := checkUsername(u); why != "" {
@@ -141,16 +147,35 @@ func checkUsername(u string) string {
 	if u == "" {
 		return "is empty"
 	}
-	if len(u) > maxUsernameLen {
-		return fmt.Sprintf("is longer than %d bytes", maxUsernameLen)
+	if len(u) > credtemplate.MaxUsernameLen {
+		return fmt.Sprintf("is longer than %d bytes", credtemplate.MaxUsernameLen)
 	}
-	return checkFieldValue(u)
+	return credtemplate.CheckFieldValue(u)
+}
+
+// parseLDIF parses LDIF text for field (ldifparse.Parse) into Changes.
+func parseLDIF(field, text string) ([]Change, error) {
+	parsed, err := ldifparse.Parse(field, text)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Change, len(parsed))
+	for i, c := range parsed {
+		out[i] = Change{Type: c.Type, DN: c.DN}
+		for _, a := range c.Attributes {
+			out[i].Attributes = append(out[i].Attributes, Attribute(a))
+		}
+		for _, m := range c.Modifications {
+			out[i].Modifications = append(out[i].Modifications, Modification{Op: m.Op, Attribute: Attribute(m.Attribute)})
+		}
+	}
+	return out, nil
 }
 
 // renderLDIF renders the LDIF template text of field with d and parses
 // the result.
-func renderLDIF(field, text string, d ldifData, now time.Time) (string, []Change, error) {
-	out, err := renderTemplate(field, text, ldifKind, d, now)
+func renderLDIF(field, text string, d credtemplate.LDIFData, now time.Time) (string, []Change, error) {
+	out, err := credtemplate.Render(field, text, credtemplate.LDIF, d, now)
 	if err != nil {
 		return "", nil, err
 	}
@@ -191,7 +216,7 @@ func (e *Engine) PutDynamicRole(ctx context.Context, name string, r DynamicRoleR
 			if src != nil {
 				*dst = *src
 				if decode {
-					*dst = decodeLDIFField(*src)
+					*dst = ldifparse.DecodeField(*src)
 				}
 			}
 		}
@@ -315,7 +340,7 @@ func (e *Engine) Creds(ctx context.Context, name string) (DynamicCred, error) {
 		return DynamicCred{}, err
 	}
 	p, _ := keel.PrincipalFrom(ctx)
-	if why := checkFieldValue(p.DisplayName); why != "" {
+	if why := credtemplate.CheckFieldValue(p.DisplayName); why != "" {
 		return DynamicCred{}, keel.Invalid("display_name", "the caller's display name %s", why)
 	}
 	now := e.clock.Now().UTC()
@@ -323,7 +348,7 @@ func (e *Engine) Creds(ctx context.Context, name string) (DynamicCred, error) {
 	if ut == "" {
 		ut = DefaultUsernameTemplate
 	}
-	username, err := renderTemplate("username_template", ut, usernameKind, usernameData{DisplayName: p.DisplayName, RoleName: name}, now)
+	username, err := credtemplate.Render("username_template", ut, credtemplate.Username, credtemplate.UsernameData{DisplayName: p.DisplayName, RoleName: name}, now)
 	if err != nil {
 		return DynamicCred{}, fmt.Errorf("dynamic role %q: %w", name, err)
 	}
@@ -334,12 +359,12 @@ func (e *Engine) Creds(ctx context.Context, name string) (DynamicCred, error) {
 	if err != nil {
 		return DynamicCred{}, fmt.Errorf("dynamic role %q: %w", name, err)
 	}
-	if why := checkPassword(password); why != "" {
+	if why := credtemplate.CheckPassword(password); why != "" {
 		return DynamicCred{}, keel.Invalid("password_policy", "the generated password %s", why)
 	}
 	ttl, maxTTL := e.credsTTL(&rec)
 	exp := now.Add(ttl)
-	data := ldifData{Username: username, Password: password, DisplayName: p.DisplayName, RoleName: name,
+	data := credtemplate.LDIFData{Username: username, Password: password, DisplayName: p.DisplayName, RoleName: name,
 		IssueTime: now.Format(time.RFC3339), IssueTimeSeconds: now.Unix(),
 		ExpirationTime: exp.Format(time.RFC3339), ExpirationTimeSeconds: exp.Unix()}
 	_, creation, err := renderLDIF("creation_ldif", rec.CreationLDIF, data, now)

@@ -46,7 +46,7 @@ changetype: delete
 // fake directory that holds the bind account and the group devs.
 type dynEnv struct {
 	e      *Engine
-	dir    *FakeDirectory
+	dir    *fakeDirectory
 	clock  *keel.FakeClock
 	store  storage.Store
 	leases *lease.Manager
@@ -58,7 +58,7 @@ type dynEnv struct {
 func newDynEnv(t testing.TB, flavor Flavor, edit func(*Options)) *dynEnv {
 	t.Helper()
 	s := memstore.New(nil)
-	dir := NewFakeDirectory()
+	dir := newFakeDirectory()
 	dir.Add(bindDN, "bind-pw", "cn", "keel")
 	dir.Add(groupDN, "", "cn", "devs", "member", "cn=admin,dc=example,dc=org")
 	clock := keel.NewFakeClock(t0)

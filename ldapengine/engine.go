@@ -13,6 +13,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -44,7 +45,7 @@ type Options struct {
 	Directory Directory
 	// Policies holds the password policies that Config.PasswordPolicy
 	// names. Nil: none, and generating with a password policy fails.
-	Policies *PasswordPolicies
+	Policies *passwordpolicy.Policies
 	// Clock gives the time and the worker's timers. Nil: keel.SystemClock{}.
 	Clock keel.Clock
 	// Authorizer decides the rights of callers. Nil: everything is allowed.
@@ -81,7 +82,7 @@ type Engine struct {
 	mount  string
 	store  storage.Store // the store given to New
 	dir    Directory
-	pol    *PasswordPolicies
+	pol    *passwordpolicy.Policies
 	clock  keel.Clock
 	auth   keel.Authorizer
 	log    *slog.Logger

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
 func Example() {
 	ctx := context.Background()
-	dir := ldapengine.NewFakeDirectory()
+	dir := ldaptest.NewDirectory()
 	dir.Add("cn=admin,dc=example,dc=org", "admin-pw")
 	dir.Add("uid=app,ou=users,dc=example,dc=org", "initial", "uid", "app")
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -22,10 +23,10 @@ const (
 
 type env struct {
 	e     *Engine
-	dir   *FakeDirectory
+	dir   *fakeDirectory
 	clock *keel.FakeClock
 	store storage.Store
-	pol   *PasswordPolicies
+	pol   *passwordpolicy.Policies
 }
 
 // newEnv returns an engine of flavor on a fake directory holding the bind
@@ -36,12 +37,15 @@ func newEnv(t testing.TB, flavor Flavor, wrap func(storage.Store) storage.Store)
 	if wrap != nil {
 		s = wrap(s)
 	}
-	dir := NewFakeDirectory()
+	dir := newFakeDirectory()
 	dir.Add(bindDN, "bind-pw", "cn", "keel")
 	dir.Add(aliceDN, "alice-pw", "cn", "alice", "uid", "alice")
 	dir.Add(bobDN, "bob-pw", "cn", "bob", "uid", "bob")
 	clock := keel.NewFakeClock(t0)
-	pol := NewPasswordPolicies(storage.Sub(s, policiesPrefix), nil)
+	pol, err := passwordpolicy.New(storage.Sub(s, policiesPrefix), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := New(storage.Sub(s, storePrefix("ldap")), flavor, "ldap", &Options{Directory: dir, Clock: clock, Policies: pol})
 	if err != nil {
 		t.Fatal(err)

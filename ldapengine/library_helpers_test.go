@@ -9,6 +9,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
 	"github.com/keelhq/keel/storage/memstore"
@@ -42,7 +43,7 @@ func newLibEnv(t testing.TB, n int, o libOptions) *libEnv {
 	if o.flavor == "" {
 		o.flavor = FlavorLDAP
 	}
-	dir := NewFakeDirectory()
+	dir := newFakeDirectory()
 	dir.Add(bindDN, "bind-pw", "cn", "keel")
 	dir.Add(aliceDN, "alice-pw", "cn", "alice", "uid", "alice")
 	dir.Add(bobDN, "bob-pw", "cn", "bob", "uid", "bob")
@@ -54,7 +55,10 @@ func newLibEnv(t testing.TB, n int, o libOptions) *libEnv {
 		d = o.dir(dir)
 	}
 	clock := keel.NewFakeClock(t0)
-	pol := NewPasswordPolicies(storage.Sub(s, policiesPrefix), nil)
+	pol, err := passwordpolicy.New(storage.Sub(s, policiesPrefix), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var m *lease.Manager
 	if !o.noLeases {
 		m = newLeases(t, s, &lease.Options{Clock: clock})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -17,7 +18,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	store := memstore.New(nil) // boltstore.Open or etcdstore.New in a real program
-	dir := ldapengine.NewFakeDirectory()
+	dir := ldaptest.NewDirectory()
 	dir.Add("cn=admin,dc=example,dc=org", "admin-pw", "cn", "admin")
 	dir.Add("cn=svc1,dc=example,dc=org", "pw1", "cn", "svc1")
 

@@ -16,6 +16,7 @@ import (
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -115,7 +116,7 @@ func VaultDefaults() []EnableRequest {
 type Table struct {
 	store    storage.Store
 	leases   *lease.Manager
-	policies *ldapengine.PasswordPolicies
+	policies *passwordpolicy.Policies
 	auth     keel.Authorizer
 	clock    keel.Clock
 	log      *slog.Logger
@@ -160,6 +161,10 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 	if o.Leader == nil {
 		o.Leader = func(string) leader.Leader { return leader.Always }
 	}
+	policies, err := passwordpolicy.New(storage.Sub(store, passwordPolicies), &passwordpolicy.Options{Authorizer: o.Authorizer})
+	if err != nil {
+		return nil, err
+	}
 	var lo lease.Options
 	if o.Leases != nil {
 		lo = *o.Leases
@@ -172,7 +177,7 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 	t := &Table{
 		store:    store,
 		leases:   leases,
-		policies: ldapengine.NewPasswordPolicies(storage.Sub(store, passwordPolicies), o.Authorizer),
+		policies: policies,
 		auth:     o.Authorizer,
 		clock:    keel.ClockOrSystem(o.Clock),
 		log:      o.Logger,
@@ -268,7 +273,7 @@ func (t *Table) Leases() *lease.Manager { return t.leases }
 
 // PasswordPolicies returns the password policies the ldap and openldap
 // mounts generate passwords with.
-func (t *Table) PasswordPolicies() *ldapengine.PasswordPolicies { return t.policies }
+func (t *Table) PasswordPolicies() *passwordpolicy.Policies { return t.policies }
 
 // List returns every mount of the table, served or not, ordered by path.
 // It needs keel.CapRead on "sys/mounts".

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
@@ -30,7 +30,7 @@ var ctx = context.Background()
 // with the test.
 func open(t testing.TB, store storage.Store) *mount.Table {
 	t.Helper()
-	table, err := mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults(), Directory: ldapengine.NewFakeDirectory()})
+	table, err := mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults(), Directory: ldaptest.NewDirectory()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/vault"
 	"github.com/keelhq/keel/identity"
-	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
@@ -39,7 +39,7 @@ type env struct {
 	clock  *keel.FakeClock
 	leases *lease.Manager
 	authz  keel.Authorizer
-	dir    *ldapengine.FakeDirectory // the directory of the ldap mounts
+	dir    *ldaptest.Directory // the directory of the ldap mounts
 	srv    *httptest.Server
 }
 
@@ -62,7 +62,7 @@ func newEnv(t *testing.T, store storage.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{store: store, clock: keel.NewFakeClock(t0), authz: authz, dir: ldapengine.NewFakeDirectory()}
+	e := &env{store: store, clock: keel.NewFakeClock(t0), authz: authz, dir: ldaptest.NewDirectory()}
 	table, err := mount.Open(context.Background(), store, &mount.Options{Authorizer: authz, Clock: e.clock,
 		Directory: e.dir, Defaults: mount.VaultDefaults()})
 	if err != nil {

@@ -1,8 +1,12 @@
-package ldapengine
+// Package fakedir is the in-memory directory behind the test fakes of
+// package ldapengine (ldapengine/ldaptest.Directory, and the one of
+// ldapengine's own tests): a flat set of entries with attributes and a
+// clear-text password. It does not import ldapengine, so that ldapengine's
+// in-package tests can use it; the fakes adapt its methods to
+// ldapengine.Directory. A Directory is safe for concurrent use.
+package fakedir
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,14 +14,13 @@ import (
 	"sync"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
 )
 
-// FakeDirectory is an in-memory Directory for tests and examples: a flat
-// set of entries with attributes and a clear-text password. It ignores the
-// URLs, TLS and schema of a Conn, except that a URL listed in Down cannot
-// be reached. The zero value is not usable: create one with
-// NewFakeDirectory. A FakeDirectory is safe for concurrent use.
-type FakeDirectory struct {
+// Directory is an in-memory directory: a flat set of entries with
+// attributes and a clear-text password. The zero value is not usable:
+// create one with New. A Directory is safe for concurrent use.
+type Directory struct {
 	mu      sync.Mutex
 	entries map[string]*fakeEntry // by lower-cased DN
 	down    bool
@@ -33,16 +36,14 @@ type fakeEntry struct {
 	password string
 }
 
-var _ Directory = (*FakeDirectory)(nil)
-
-// NewFakeDirectory returns an empty FakeDirectory.
-func NewFakeDirectory() *FakeDirectory {
-	return &FakeDirectory{entries: map[string]*fakeEntry{}, fail: map[string]error{}, failAp: map[string]error{}}
+// New returns an empty Directory.
+func New() *Directory {
+	return &Directory{entries: map[string]*fakeEntry{}, fail: map[string]error{}, failAp: map[string]error{}}
 }
 
 // Add creates or replaces the entry dn with password and attributes given
 // as name, value pairs.
-func (f *FakeDirectory) Add(dn, password string, attrs ...string) {
+func (f *Directory) Add(dn, password string, attrs ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := &fakeEntry{dn: dn, attrs: map[string][]string{}, password: password}
@@ -54,7 +55,7 @@ func (f *FakeDirectory) Add(dn, password string, attrs ...string) {
 }
 
 // Password returns the password of the entry dn, and whether it exists.
-func (f *FakeDirectory) Password(dn string) (string, bool) {
+func (f *Directory) Password(dn string) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.entries[strings.ToLower(dn)]
@@ -66,7 +67,7 @@ func (f *FakeDirectory) Password(dn string) (string, bool) {
 
 // SetDown makes every later call fail as if no server answered (down
 // true), or lets them through again.
-func (f *FakeDirectory) SetDown(down bool) {
+func (f *Directory) SetDown(down bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.down = down
@@ -74,7 +75,7 @@ func (f *FakeDirectory) SetDown(down bool) {
 
 // FailSetPassword makes SetPassword of dn fail with err (nil: succeed
 // again). The error is wrapped with keel.ErrUnavailable.
-func (f *FakeDirectory) FailSetPassword(dn string, err error) {
+func (f *Directory) FailSetPassword(dn string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
@@ -85,14 +86,14 @@ func (f *FakeDirectory) FailSetPassword(dn string, err error) {
 }
 
 // Changes returns how many passwords SetPassword has changed.
-func (f *FakeDirectory) Changes() int {
+func (f *Directory) Changes() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.changes
 }
 
 // DNs returns the DNs of the entries, sorted.
-func (f *FakeDirectory) DNs() []string {
+func (f *Directory) DNs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -103,7 +104,7 @@ func (f *FakeDirectory) DNs() []string {
 	return out
 }
 
-func (f *FakeDirectory) bindLocked(dn, password string) error {
+func (f *Directory) bindLocked(dn, password string) error {
 	if f.down {
 		return fmt.Errorf("fake directory: no server answers: %w", keel.ErrUnavailable)
 	}
@@ -114,18 +115,23 @@ func (f *FakeDirectory) bindLocked(dn, password string) error {
 	return nil
 }
 
-// Bind implements Directory.
-func (f *FakeDirectory) Bind(_ context.Context, _ Conn, dn, password string) error {
+// Bind checks that dn binds with password: the entry exists and password
+// is its password, not empty. A refused bind is of kind
+// keel.ErrUnauthenticated; SetDown(true) makes it keel.ErrUnavailable.
+func (f *Directory) Bind(dn, password string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.bindLocked(dn, password)
 }
 
-// FindDN implements Directory.
-func (f *FakeDirectory) FindDN(_ context.Context, c Conn, base, attr, value string) (string, error) {
+// FindDN binds as bindDN with bindPass, then returns the DN of the one
+// entry under base whose attribute attr equals value (without regard to
+// case); none is of kind keel.ErrNotFound, several of kind
+// keel.ErrConflict.
+func (f *Directory) FindDN(bindDN, bindPass, base, attr, value string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.bindLocked(c.BindDN, c.BindPass); err != nil {
+	if err := f.bindLocked(bindDN, bindPass); err != nil {
 		return "", err
 	}
 	var found []string
@@ -148,11 +154,12 @@ func (f *FakeDirectory) FindDN(_ context.Context, c Conn, base, attr, value stri
 	return "", fmt.Errorf("fake directory: several entries under %q with %s=%q: %w", base, attr, value, keel.ErrConflict)
 }
 
-// SetPassword implements Directory.
-func (f *FakeDirectory) SetPassword(_ context.Context, c Conn, dn, password string) error {
+// SetPassword binds as bindDN with bindPass, then sets the password of
+// the entry dn; a missing entry is of kind keel.ErrNotFound.
+func (f *Directory) SetPassword(bindDN, bindPass, dn, password string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.bindLocked(c.BindDN, c.BindPass); err != nil {
+	if err := f.bindLocked(bindDN, bindPass); err != nil {
 		return err
 	}
 	if err := f.fail[strings.ToLower(dn)]; err != nil {
@@ -169,7 +176,7 @@ func (f *FakeDirectory) SetPassword(_ context.Context, c Conn, dn, password stri
 
 // FailApply makes every change of Apply on the entry dn fail with err
 // (nil: succeed again). The error is wrapped with keel.ErrUnavailable.
-func (f *FakeDirectory) FailApply(dn string, err error) {
+func (f *Directory) FailApply(dn string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
@@ -181,7 +188,7 @@ func (f *FakeDirectory) FailApply(dn string, err error) {
 
 // Attr returns the values of the attribute name of the entry dn (nil when
 // it has none), and whether the entry exists.
-func (f *FakeDirectory) Attr(dn, name string) ([]string, bool) {
+func (f *Directory) Attr(dn, name string) ([]string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.entries[strings.ToLower(dn)]
@@ -192,26 +199,34 @@ func (f *FakeDirectory) Attr(dn, name string) ([]string, bool) {
 }
 
 // Applied returns how many changes Apply has made.
-func (f *FakeDirectory) Applied() int {
+func (f *Directory) Applied() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.applied
 }
 
-// Apply implements Directory. An add or modify that sets userPassword
-// sets the password Bind accepts (its first value, in clear); entries
-// need no parent and attribute values are compared without regard to
-// case.
-func (f *FakeDirectory) Apply(_ context.Context, c Conn, changes []Change, keepGoing bool) error {
+// Failure is the failure of one change of Apply.
+type Failure struct {
+	Index int   // the change's position in the list given to Apply, from 0
+	Err   error // of kind keel.ErrNotFound, keel.ErrAlreadyExists, …
+}
+
+// Apply binds as bindDN with bindPass (a failure is err), then runs
+// changes in order, all under one lock: with keepGoing false it stops at
+// the first change that fails, with keepGoing true it runs every change.
+// failed lists the changes that failed, in order. An add or modify that
+// sets userPassword sets the password Bind accepts (its first value, in
+// clear); entries need no parent and attribute values are compared without
+// regard to case.
+func (f *Directory) Apply(bindDN, bindPass string, changes []ldifparse.Change, keepGoing bool) (failed []Failure, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.bindLocked(c.BindDN, c.BindPass); err != nil {
-		return err
+	if err := f.bindLocked(bindDN, bindPass); err != nil {
+		return nil, err
 	}
-	var errs []error
 	for i, ch := range changes {
 		if err := f.applyLocked(ch); err != nil {
-			errs = append(errs, &ChangeError{Index: i, Type: ch.Type, DN: ch.DN, Err: err})
+			failed = append(failed, Failure{Index: i, Err: err})
 			if !keepGoing {
 				break
 			}
@@ -219,17 +234,17 @@ func (f *FakeDirectory) Apply(_ context.Context, c Conn, changes []Change, keepG
 		}
 		f.applied++
 	}
-	return errors.Join(errs...)
+	return failed, nil
 }
 
-func (f *FakeDirectory) applyLocked(ch Change) error {
+func (f *Directory) applyLocked(ch ldifparse.Change) error {
 	key := strings.ToLower(ch.DN)
 	if err := f.failAp[key]; err != nil {
 		return fmt.Errorf("fake directory: %s %q: %v: %w", ch.Type, ch.DN, err, keel.ErrUnavailable)
 	}
 	cur, exists := f.entries[key]
 	switch ch.Type {
-	case ChangeAdd:
+	case ldifparse.ChangeAdd:
 		if exists {
 			return fmt.Errorf("fake directory: entry %q exists: %w", ch.DN, keel.ErrAlreadyExists)
 		}
@@ -240,12 +255,12 @@ func (f *FakeDirectory) applyLocked(ch Change) error {
 		}
 		e.syncPassword()
 		f.entries[key] = e
-	case ChangeDelete:
+	case ldifparse.ChangeDelete:
 		if !exists {
 			return fmt.Errorf("fake directory: entry %q: %w", ch.DN, keel.ErrNotFound)
 		}
 		delete(f.entries, key)
-	case ChangeModify:
+	case ldifparse.ChangeModify:
 		if !exists {
 			return fmt.Errorf("fake directory: entry %q: %w", ch.DN, keel.ErrNotFound)
 		}
@@ -259,14 +274,14 @@ func (f *FakeDirectory) applyLocked(ch Change) error {
 				return slices.ContainsFunc(vals, func(x string) bool { return strings.EqualFold(x, v) })
 			}
 			switch m.Op {
-			case ModAdd:
+			case ldifparse.ModAdd:
 				for _, v := range m.Values {
 					if has(v) {
 						return fmt.Errorf("fake directory: %q already has %s %q: %w", ch.DN, m.Name, v, keel.ErrAlreadyExists)
 					}
 					vals = append(vals, v)
 				}
-			case ModDelete:
+			case ldifparse.ModDelete:
 				if len(vals) == 0 {
 					return fmt.Errorf("fake directory: %q has no %s: %w", ch.DN, m.Name, keel.ErrNotFound)
 				}
@@ -279,7 +294,7 @@ func (f *FakeDirectory) applyLocked(ch Change) error {
 					}
 					vals = slices.DeleteFunc(vals, func(x string) bool { return strings.EqualFold(x, v) })
 				}
-			case ModReplace:
+			case ldifparse.ModReplace:
 				vals = slices.Clone(m.Values)
 			default:
 				return fmt.Errorf("fake directory: modify operation %q: %w", m.Op, keel.ErrInvalid)

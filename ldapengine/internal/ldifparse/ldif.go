@@ -1,4 +1,10 @@
-package ldapengine
+// Package ldifparse parses the LDIF text (RFC 2849) of the dynamic roles
+// of package ldapengine into the changes it describes, one record at a
+// time with github.com/go-ldap/ldif, refusing what rendered LDIF must not
+// do (read URLs, carry controls). Every error of Parse is of kind
+// keel.ErrInvalid for the field it is given. Everything here is safe for
+// concurrent use.
+package ldifparse
 
 import (
 	"encoding/base64"
@@ -12,13 +18,49 @@ import (
 	"github.com/keelhq/keel"
 )
 
-// maxLDIFEntries is the most entries one LDIF text may hold.
-const maxLDIFEntries = 100
+// MaxEntries is the most entries one LDIF text may hold.
+const MaxEntries = 100
 
-// decodeLDIFField returns s decoded when it is standard base64 of UTF-8
+// The types of Change, those of LDIF change records (RFC 2849).
+const (
+	ChangeAdd    = "add"
+	ChangeModify = "modify"
+	ChangeDelete = "delete"
+)
+
+// The operations of a Modification.
+const (
+	ModAdd     = "add"
+	ModDelete  = "delete"
+	ModReplace = "replace"
+)
+
+// Change is one LDIF change record: add an entry with Attributes, apply
+// Modifications to an entry, or delete an entry.
+type Change struct {
+	Type          string         // ChangeAdd, ChangeModify or ChangeDelete
+	DN            string         // the entry
+	Attributes    []Attribute    // ChangeAdd: the attributes of the new entry
+	Modifications []Modification // ChangeModify: applied in order
+}
+
+// Attribute is an attribute type and its values.
+type Attribute struct {
+	Name   string
+	Values []string
+}
+
+// Modification is one part of a modify change: Op is ModAdd, ModDelete
+// or ModReplace.
+type Modification struct {
+	Op string
+	Attribute
+}
+
+// DecodeField returns s decoded when it is standard base64 of UTF-8
 // text, and s otherwise. LDIF text always holds ':', which base64 does not,
 // so the two cannot be mistaken for each other.
-func decodeLDIFField(s string) string {
+func DecodeField(s string) string {
 	if s == "" {
 		return s
 	}
@@ -36,7 +78,7 @@ type ldifRecord struct {
 	lines []string
 }
 
-// parseLDIF parses LDIF text (RFC 2849) into the changes it describes, in
+// Parse parses LDIF text (RFC 2849) into the changes it describes, in
 // order. Records with changetype add, modify and delete are kept; a record
 // without changetype (a content record) is an add. Errors are of kind
 // keel.ErrInvalid for field and name the entry (from 1) and the line where
@@ -48,7 +90,7 @@ type ldifRecord struct {
 // github.com/go-ldap/ldif, so that an error names its entry and line, and
 // the changetype of one record cannot leak into the next (the parser keeps
 // it across records).
-func parseLDIF(field, text string) ([]Change, error) {
+func Parse(field, text string) ([]Change, error) {
 	var recs []ldifRecord
 	var cur *ldifRecord
 	for i, ln := range strings.Split(text, "\n") {
@@ -103,8 +145,8 @@ func parseLDIF(field, text string) ([]Change, error) {
 		}
 		for _, e := range parsed.Entries {
 			entry++
-			if entry > maxLDIFEntries {
-				return nil, keel.Invalid(field, "LDIF must hold at most %d entries", maxLDIFEntries)
+			if entry > MaxEntries {
+				return nil, keel.Invalid(field, "LDIF must hold at most %d entries", MaxEntries)
 			}
 			ch, why := toChange(e, logical)
 			if why == "" {

@@ -1,4 +1,11 @@
-package ldapengine
+// Package credtemplate renders the templates of the dynamic roles of
+// package ldapengine: username templates and LDIF templates, Go's
+// text/template with the functions of Vault's ldap engine, bounded so that
+// rendering always ends quickly. It also holds the checks on the values
+// that templates put into LDIF. Every error of Render is of kind
+// keel.ErrInvalid for the field it is given. Everything here is safe for
+// concurrent use.
+package credtemplate
 
 import (
 	"crypto/rand"
@@ -20,36 +27,35 @@ import (
 	"github.com/keelhq/keel"
 )
 
-// DefaultUsernameTemplate is the username template of a dynamic role that
-// sets none.
-const DefaultUsernameTemplate = "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_{{unix_time}}"
-
 // The limits of templates.
 const (
 	maxTemplateLen = 64 << 10 // bytes of a template's text
 	maxRenderLen   = 1 << 20  // bytes of a rendered template
 	maxValueLen    = 64 << 10 // bytes of the value of one template function
 	maxRandomLen   = 1024     // characters of random N
-	maxUsernameLen = 256      // bytes of a generated username
 )
 
-// templateKind says which functions and fields a template has.
-type templateKind int
+// MaxUsernameLen is the longest generated username, in bytes.
+const MaxUsernameLen = 256
 
+// Kind says which functions and fields a template has.
+type Kind int
+
+// The kinds of templates.
 const (
-	usernameKind templateKind = iota // fields of usernameData; no utf16le
-	ldifKind                         // fields of ldifData; utf16le
+	Username Kind = iota // fields of UsernameData; no utf16le
+	LDIF                 // fields of LDIFData; utf16le
 )
 
-// usernameData are the fields of a username template.
-type usernameData struct {
+// UsernameData are the fields of a username template.
+type UsernameData struct {
 	DisplayName string
 	RoleName    string
 }
 
-// ldifData are the fields of an LDIF template. It is stored in the lease
-// of a dynamic credential without Password.
-type ldifData struct {
+// LDIFData are the fields of an LDIF template. It is stored (encoding/json)
+// in the lease of a dynamic credential without Password.
+type LDIFData struct {
 	Username              string `json:"username"`
 	Password              string `json:"-"`
 	DisplayName           string `json:"display_name"`
@@ -75,7 +81,7 @@ func capped(s string) (string, error) {
 // time from now. The builtins that build strings (printf, print, println,
 // html, js, urlquery) are replaced by versions whose result is capped at
 // maxValueLen bytes, so that a template cannot grow a value without bound.
-func templateFuncs(kind templateKind, now time.Time) template.FuncMap {
+func templateFuncs(kind Kind, now time.Time) template.FuncMap {
 	fm := template.FuncMap{
 		"random": func(n int) (string, error) {
 			if n < 1 || n > maxRandomLen {
@@ -152,7 +158,7 @@ func templateFuncs(kind templateKind, now time.Time) template.FuncMap {
 		"js":       func(a ...any) (string, error) { return capped(template.JSEscaper(a...)) },
 		"urlquery": func(a ...any) (string, error) { return capped(template.URLQueryEscaper(a...)) },
 	}
-	if kind == ldifKind {
+	if kind == LDIF {
 		fm["utf16le"] = func(s string) (string, error) {
 			if 2*len(s) > maxValueLen {
 				return "", errValueTooLong
@@ -184,7 +190,7 @@ func runeOffset(s string, n int) int {
 // parseTemplate parses text as a template of kind for field. Besides
 // syntax errors, it refuses what could make rendering run without bound:
 // range loops, and define, block and template (several templates).
-func parseTemplate(field, text string, kind templateKind, now time.Time) (*template.Template, error) {
+func parseTemplate(field, text string, kind Kind, now time.Time) (*template.Template, error) {
 	if len(text) > maxTemplateLen {
 		return nil, keel.Invalid(field, "must be at most %d bytes", maxTemplateLen)
 	}
@@ -250,9 +256,10 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-// renderTemplate renders text, a template of kind for field, with data at
-// now. Every error is of kind keel.ErrInvalid for field.
-func renderTemplate(field, text string, kind templateKind, data any, now time.Time) (string, error) {
+// Render renders text, a template of kind for field, with data (a
+// UsernameData or an LDIFData) at now. Every error is of kind
+// keel.ErrInvalid for field.
+func Render(field, text string, kind Kind, data any, now time.Time) (string, error) {
 	t, err := parseTemplate(field, text, kind, now)
 	if err != nil {
 		return "", err
@@ -264,12 +271,12 @@ func renderTemplate(field, text string, kind templateKind, data any, now time.Ti
 	return w.b.String(), nil
 }
 
-// checkFieldValue refuses a value that, put into LDIF text by a template,
+// CheckFieldValue refuses a value that, put into LDIF text by a template,
 // could change the LDIF's structure or a DN's: invalid UTF-8, control
 // characters (line breaks among them), the DN specials , = + < > # ; " \,
 // and a leading or trailing space or a leading colon. It returns why, or
 // "".
-func checkFieldValue(v string) string {
+func CheckFieldValue(v string) string {
 	if !utf8.ValidString(v) {
 		return "must be valid UTF-8"
 	}
@@ -290,10 +297,10 @@ func checkFieldValue(v string) string {
 	return ""
 }
 
-// checkPassword refuses a generated password that a template could not
+// CheckPassword refuses a generated password that a template could not
 // put into LDIF as it is: control characters (line breaks among them),
 // or a leading space, colon or '<'.
-func checkPassword(pw string) string {
+func CheckPassword(pw string) string {
 	if !utf8.ValidString(pw) {
 		return "must be valid UTF-8"
 	}

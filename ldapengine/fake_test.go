@@ -1,0 +1,57 @@
+package ldapengine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/keelhq/keel/ldapengine/internal/fakedir"
+	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
+)
+
+// fakeDirectory is the in-memory Directory of this package's tests: the
+// directory of package fakedir (its Add, Password, Attr, DNs, SetDown,
+// FailSetPassword, FailApply, Changes and Applied), adapted to Directory
+// as ldaptest.Directory is (which these tests cannot import: it imports
+// ldapengine).
+type fakeDirectory struct {
+	*fakedir.Directory
+}
+
+var _ Directory = (*fakeDirectory)(nil)
+
+func newFakeDirectory() *fakeDirectory { return &fakeDirectory{fakedir.New()} }
+
+func (f *fakeDirectory) Bind(_ context.Context, _ Conn, dn, password string) error {
+	return f.Directory.Bind(dn, password)
+}
+
+func (f *fakeDirectory) FindDN(_ context.Context, c Conn, base, attr, value string) (string, error) {
+	return f.Directory.FindDN(c.BindDN, c.BindPass, base, attr, value)
+}
+
+func (f *fakeDirectory) SetPassword(_ context.Context, c Conn, dn, password string) error {
+	return f.Directory.SetPassword(c.BindDN, c.BindPass, dn, password)
+}
+
+func (f *fakeDirectory) Apply(_ context.Context, c Conn, changes []Change, keepGoing bool) error {
+	parsed := make([]ldifparse.Change, len(changes))
+	for i, ch := range changes {
+		parsed[i] = ldifparse.Change{Type: ch.Type, DN: ch.DN}
+		for _, a := range ch.Attributes {
+			parsed[i].Attributes = append(parsed[i].Attributes, ldifparse.Attribute(a))
+		}
+		for _, m := range ch.Modifications {
+			parsed[i].Modifications = append(parsed[i].Modifications, ldifparse.Modification{Op: m.Op, Attribute: ldifparse.Attribute(m.Attribute)})
+		}
+	}
+	failed, err := f.Directory.Apply(c.BindDN, c.BindPass, parsed, keepGoing)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(failed))
+	for i, fl := range failed {
+		ch := changes[fl.Index]
+		errs[i] = &ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: fl.Err}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,133 @@
+// Package ldaptest provides Directory, an in-memory ldapengine.Directory
+// for tests and examples of programs that use package ldapengine (as
+// net/http/httptest does for net/http).
+//
+// # Basics
+//
+// NewDirectory returns an empty directory; Add puts entries in it, and the
+// engine given it (ldapengine.Options.Directory, mount.Options.Directory)
+// binds, searches, changes passwords and applies LDIF changes as it would
+// on a server. Password, Attr and DNs read its state; SetDown,
+// FailSetPassword and FailApply make calls fail; Changes and Applied count
+// what was done.
+//
+// # Errors
+//
+// Errors wrap the kinds of package keel, as ldapengine.Directory states:
+// keel.ErrUnavailable when down or told to fail, keel.ErrUnauthenticated
+// for a refused bind, keel.ErrNotFound, keel.ErrConflict and
+// keel.ErrAlreadyExists.
+//
+// # Concurrency
+//
+// A Directory is safe for concurrent use.
+//
+// # Caveats
+//
+// It is not LDAP: entries are a flat set keyed by their DN without regard
+// to case, need no parent, and keep their password in clear; the URLs,
+// TLS settings and schema of an ldapengine.Conn are ignored, and its
+// BindDN and BindPass are checked on every call.
+package ldaptest
+
+import (
+	"context"
+	"errors"
+
+	"github.com/keelhq/keel/ldapengine"
+	"github.com/keelhq/keel/ldapengine/internal/fakedir"
+	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
+)
+
+// Directory is an in-memory ldapengine.Directory: a flat set of entries
+// with attributes and a clear-text password. The zero value is not usable:
+// create one with NewDirectory. A Directory is safe for concurrent use.
+type Directory struct {
+	d *fakedir.Directory
+}
+
+var _ ldapengine.Directory = (*Directory)(nil)
+
+// NewDirectory returns an empty Directory.
+func NewDirectory() *Directory { return &Directory{d: fakedir.New()} }
+
+// Add creates or replaces the entry dn with password and attributes given
+// as name, value pairs (a last name without a value is ignored).
+func (f *Directory) Add(dn, password string, attrs ...string) { f.d.Add(dn, password, attrs...) }
+
+// Password returns the password of the entry dn, and whether it exists.
+func (f *Directory) Password(dn string) (string, bool) { return f.d.Password(dn) }
+
+// Attr returns the values of the attribute name of the entry dn (nil when
+// it has none), and whether the entry exists.
+func (f *Directory) Attr(dn, name string) ([]string, bool) { return f.d.Attr(dn, name) }
+
+// DNs returns the DNs of the entries, sorted.
+func (f *Directory) DNs() []string { return f.d.DNs() }
+
+// SetDown makes every later call fail as if no server answered (down
+// true, keel.ErrUnavailable), or lets them through again.
+func (f *Directory) SetDown(down bool) { f.d.SetDown(down) }
+
+// FailSetPassword makes SetPassword of dn fail with err (nil: succeed
+// again). The error is wrapped with keel.ErrUnavailable.
+func (f *Directory) FailSetPassword(dn string, err error) { f.d.FailSetPassword(dn, err) }
+
+// FailApply makes every change of Apply on the entry dn fail with err
+// (nil: succeed again). The error is wrapped with keel.ErrUnavailable.
+func (f *Directory) FailApply(dn string, err error) { f.d.FailApply(dn, err) }
+
+// Changes returns how many passwords SetPassword has changed.
+func (f *Directory) Changes() int { return f.d.Changes() }
+
+// Applied returns how many changes Apply has made.
+func (f *Directory) Applied() int { return f.d.Applied() }
+
+// Bind implements ldapengine.Directory: dn binds when it exists and
+// password, not empty, is its password.
+func (f *Directory) Bind(_ context.Context, _ ldapengine.Conn, dn, password string) error {
+	return f.d.Bind(dn, password)
+}
+
+// FindDN implements ldapengine.Directory; values are compared without
+// regard to case.
+func (f *Directory) FindDN(_ context.Context, c ldapengine.Conn, base, attr, value string) (string, error) {
+	return f.d.FindDN(c.BindDN, c.BindPass, base, attr, value)
+}
+
+// SetPassword implements ldapengine.Directory, whatever c.Schema.
+func (f *Directory) SetPassword(_ context.Context, c ldapengine.Conn, dn, password string) error {
+	return f.d.SetPassword(c.BindDN, c.BindPass, dn, password)
+}
+
+// Apply implements ldapengine.Directory. An add or modify that sets
+// userPassword sets the password Bind accepts (its first value, in
+// clear); entries need no parent and attribute values are compared
+// without regard to case.
+func (f *Directory) Apply(_ context.Context, c ldapengine.Conn, changes []ldapengine.Change, keepGoing bool) error {
+	failed, err := f.d.Apply(c.BindDN, c.BindPass, toParsed(changes), keepGoing)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(failed))
+	for i, fl := range failed {
+		ch := changes[fl.Index]
+		errs[i] = &ldapengine.ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: fl.Err}
+	}
+	return errors.Join(errs...)
+}
+
+// toParsed converts changes to the type of the internal directory.
+func toParsed(changes []ldapengine.Change) []ldifparse.Change {
+	out := make([]ldifparse.Change, len(changes))
+	for i, c := range changes {
+		out[i] = ldifparse.Change{Type: c.Type, DN: c.DN}
+		for _, a := range c.Attributes {
+			out[i].Attributes = append(out[i].Attributes, ldifparse.Attribute(a))
+		}
+		for _, m := range c.Modifications {
+			out[i].Modifications = append(out[i].Modifications, ldifparse.Modification{Op: m.Op, Attribute: ldifparse.Attribute(m.Attribute)})
+		}
+	}
+	return out
+}

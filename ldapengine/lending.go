@@ -1,0 +1,332 @@
+package ldapengine
+
+// Lending: check-out, check-in, the automatic check-in at the end of a
+// lease, and the password changes of lent accounts. The library sets
+// themselves (create, read, list, delete, status) are in library.go.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage"
+)
+
+// ErrNoAccountAvailable is the error of a check-out when every account of
+// the set is checked out (or waits for a password change). It is of kind
+// keel.ErrConflict; the Vault adapter answers 400, as Vault does.
+var ErrNoAccountAvailable = fmt.Errorf("no service accounts available for check-out: %w", keel.ErrConflict)
+
+// CheckOut is the outcome of a check-out: an account, its password, and
+// the lease whose end checks it in.
+type CheckOut struct {
+	ServiceAccountName string
+	Password           string
+	Lease              lease.Lease
+}
+
+// checkOutData is the Data of a check-out lease.
+type checkOutData struct {
+	Set     string `json:"set"`
+	Account string `json:"account"`
+}
+
+// CheckOut checks out the first available account of the set for the
+// caller (keel.PrincipalFrom: its ClientTokenID and EntityID are recorded
+// as the borrower) and issues a renewable lease for it, in one
+// transaction. The lease's TTL is ttl capped at the set's ttl (zero: the
+// set's ttl), its max TTL the set's max_ttl. It needs update on
+// "MOUNT/library/SET/check-out". No available account is
+// ErrNoAccountAvailable (keel.ErrConflict); a nil Options.Leases is
+// keel.ErrUnavailable too. CheckOut is safe for concurrent use: concurrent
+// check-outs never get the same account.
+func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (CheckOut, error) {
+	if err := e.libraryOnly(); err != nil {
+		return CheckOut{}, err
+	}
+	if err := checkSetName(set); err != nil {
+		return CheckOut{}, err
+	}
+	if ttl < 0 {
+		return CheckOut{}, keel.Invalid("ttl", "must not be negative")
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("library", set, "check-out")); err != nil {
+		return CheckOut{}, err
+	}
+	if e.leases == nil {
+		return CheckOut{}, errNoLeases
+	}
+	p, _ := keel.PrincipalFrom(ctx)
+	now := e.clock.Now().UTC()
+	var out CheckOut
+	err := e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, issue lease.IssueFunc) error {
+		out = CheckOut{}
+		rec, err := loadSet(tx, set)
+		if err != nil {
+			return err
+		}
+		eff := rec.TTL
+		if ttl > 0 && (eff == 0 || ttl < eff) {
+			eff = ttl
+		}
+		for _, n := range rec.Accounts {
+			a, ok, err := loadAccount(tx, set, n)
+			if err != nil {
+				return err
+			}
+			if !ok || !a.available() {
+				continue
+			}
+			data, err := json.Marshal(checkOutData{Set: set, Account: n})
+			if err != nil {
+				return fmt.Errorf("ldapengine: encode check-out data: %v: %w", err, keel.ErrInternal)
+			}
+			l, err := issue(lease.IssueRequest{
+				Path: e.resource("library", set, "check-out"), TTL: eff, MaxTTL: rec.MaxTTL, Renewable: true, Data: data,
+			})
+			if err != nil {
+				return err
+			}
+			a.CheckedOut, a.ClientToken, a.EntityID, a.LeaseID, a.CheckedOutAt = true, p.ClientTokenID, p.EntityID, l.ID, now
+			if err := putJSON(tx, acctKey(set, n), &a); err != nil {
+				return err
+			}
+			out = CheckOut{ServiceAccountName: n, Password: a.Password, Lease: l}
+			return nil
+		}
+		return fmt.Errorf("library set %q: %w", set, ErrNoAccountAvailable)
+	})
+	if err != nil {
+		return CheckOut{}, err
+	}
+	return out, nil
+}
+
+// CheckIn checks accounts of the set back in, gives each a new password
+// (the one the borrower had stops working), removes its lease, and returns
+// the names it checked in. With names empty it checks in the one account
+// of the set that the caller may check in; several are keel.ErrInvalid.
+// An account already checked in is not an error and is not returned.
+//
+// Without manage, it needs update on "MOUNT/library/SET/check-in", and,
+// unless the set disables check-in enforcement, only the borrower (same
+// EntityID or ClientTokenID of keel.PrincipalFrom) may check an account
+// in: another caller's account is keel.ErrForbidden. With manage (the
+// path "library/manage/SET/check-in") it needs update on
+// "MOUNT/library/manage/SET/check-in" and checks in any account.
+//
+// Each account is checked in on its own; when the password change of one
+// fails, it stays checked out (its lease end tries again), the error is
+// returned with the names checked in before it.
+func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage bool) ([]string, error) {
+	if err := e.libraryOnly(); err != nil {
+		return nil, err
+	}
+	if err := checkSetName(set); err != nil {
+		return nil, err
+	}
+	var v keel.Validation
+	checkAccountNames(&v, names)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	res := e.resource("library", set, "check-in")
+	if manage {
+		res = e.resource("library", "manage", set, "check-in")
+	}
+	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, res); err != nil {
+		return nil, err
+	}
+	p, _ := keel.PrincipalFrom(ctx)
+	var enforce bool
+	var todo []string
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := loadSet(tx, set)
+		if err != nil {
+			return err
+		}
+		enforce = !manage && !rec.DisableEnforcement
+		todo = todo[:0]
+		if len(names) == 0 {
+			for _, n := range rec.Accounts {
+				a, _, err := loadAccount(tx, set, n)
+				if err != nil {
+					return err
+				}
+				if a.CheckedOut && (!enforce || isBorrower(p, &a)) {
+					todo = append(todo, n)
+				}
+			}
+			if len(todo) > 1 {
+				return keel.Invalid("service_account_names", "must be given when several accounts are checked out (%s)", strings.Join(todo, ", "))
+			}
+			return nil
+		}
+		for _, n := range names {
+			if !slices.Contains(rec.Accounts, n) {
+				return keel.Invalid("service_account_names", "%q is not an account of library set %q", n, set)
+			}
+			a, _, err := loadAccount(tx, set, n)
+			if err != nil {
+				return err
+			}
+			if a.CheckedOut && enforce && !isBorrower(p, &a) {
+				return fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+			}
+			if a.CheckedOut || !a.Ready || a.New != "" {
+				todo = append(todo, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check-in: %w", err)
+	}
+	checkIns := []string{}
+	var leaseIDs []string
+	var failure error
+	for _, n := range todo {
+		in, leaseID, err := e.changePassword(ctx, set, n, func(a *libAccount) (bool, error) {
+			if a.CheckedOut && enforce && !isBorrower(p, a) {
+				return false, fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+			}
+			return a.CheckedOut || !a.Ready || a.New != "", nil
+		})
+		if err != nil {
+			failure = err
+			break
+		}
+		if in {
+			checkIns = append(checkIns, n)
+			if leaseID != "" {
+				leaseIDs = append(leaseIDs, leaseID)
+			}
+		}
+	}
+	// The leases of the accounts checked in: the Engine's Revoke finds them
+	// no longer current and does nothing.
+	if e.leases != nil {
+		for _, id := range leaseIDs {
+			if err := e.leases.Manager().Revoke(ctx, id, true); err != nil {
+				e.log.Warn("library check-in: removing the lease failed; it ends harmlessly later", "set", set, "lease_id", id, "error", err)
+			}
+		}
+	}
+	if failure != nil {
+		return checkIns, fmt.Errorf("library set %q: check-in: %w", set, failure)
+	}
+	return checkIns, nil
+}
+
+// isBorrower reports whether p borrowed the account a: same entity id, or
+// else same client token id, both not empty (Vault's rule).
+func isBorrower(p keel.Principal, a *libAccount) bool {
+	return (a.EntityID != "" && p.EntityID == a.EntityID) ||
+		(a.ClientToken != "" && p.ClientTokenID == a.ClientToken)
+}
+
+// settleOnly selects an account that is not checked out and lacks a
+// completed password change.
+func settleOnly(a *libAccount) (bool, error) {
+	return !a.CheckedOut && (!a.Ready || a.New != ""), nil
+}
+
+// changePassword gives the account name of set a new password and makes
+// it available, when match, called in the first transaction with the
+// account's record, says so. The new password is written to the record
+// (or a pending one reused) before the directory changes; the record
+// takes it, and the account is checked in, in a second transaction. It
+// returns whether the account was checked out, and the id of the lease it
+// was checked out under. A missing set or account is not an error (false).
+func (e *Engine) changePassword(ctx context.Context, set, name string, match func(*libAccount) (bool, error)) (bool, string, error) {
+	cfg, err := e.loadConfig(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: %w", name, err)
+	}
+	candidate, err := e.generate(ctx, &cfg)
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: %w", name, err)
+	}
+	e.rotMu.Lock()
+	defer e.rotMu.Unlock()
+	var before libAccount
+	var skip bool
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var ok bool
+		var err error
+		if before, ok, err = loadAccount(tx, set, name); err != nil {
+			return err
+		}
+		if !ok {
+			skip = true
+			return nil
+		}
+		if skip, err = match(&before); err != nil {
+			return err
+		}
+		if skip = !skip; skip {
+			return nil
+		}
+		if before.New == "" {
+			before.New = candidate
+			return putJSON(tx, acctKey(set, name), &before)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: write-ahead record: %w", name, err)
+	}
+	if skip {
+		return false, "", nil
+	}
+	if err := e.dir.SetPassword(ctx, cfg.conn(), before.DN, before.New); err != nil {
+		return false, "", fmt.Errorf("account %q: password change failed, the account stays out of circulation: %w", name, err)
+	}
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		a, ok, err := loadAccount(tx, set, name)
+		if err != nil {
+			return err
+		}
+		if !ok || a.New != before.New || a.LeaseID != before.LeaseID {
+			return fmt.Errorf("changed during the password change: %w", keel.ErrConflict)
+		}
+		a = libAccount{DN: a.DN, Password: a.New, Ready: true}
+		return putJSON(tx, acctKey(set, name), &a)
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("account %q: the directory holds the new password, storing it failed (the write-ahead record keeps it): %w", name, err)
+	}
+	e.log.Info("library account password changed", "set", set, "account", name, "checked_in", before.CheckedOut)
+	return before.CheckedOut, before.LeaseID, nil
+}
+
+// revokeCheckOut ends the check-out of lease l: when the account is still
+// checked out under l, it gets a new password and becomes available;
+// otherwise (checked in already, set or account gone) nothing happens.
+func (e *Engine) revokeCheckOut(ctx context.Context, l lease.Lease) error {
+	var d checkOutData
+	if err := json.Unmarshal(l.Data, &d); err != nil || d.Set == "" || d.Account == "" {
+		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: no check-out data: %w", l.ID, keel.ErrInvalid))
+	}
+	current := func(a *libAccount) (bool, error) { return a.CheckedOut && a.LeaseID == l.ID, nil }
+	// Fast path without the rotation lock: most revocations after a
+	// check-in find nothing to do.
+	var held bool
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		a, ok, err := loadAccount(tx, d.Set, d.Account)
+		held = ok && a.CheckedOut && a.LeaseID == l.ID
+		return err
+	})
+	if err != nil || !held {
+		return err
+	}
+	if _, _, err := e.changePassword(ctx, d.Set, d.Account, current); err != nil {
+		return fmt.Errorf("library set %q: automatic check-in: %w", d.Set, err)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package passwordpolicy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+var policyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// ValidName reports whether name is a valid policy name: 1 to 128 letters,
+// digits, '_', '.' or '-', starting with a letter or a digit.
+func ValidName(name string) bool { return policyName.MatchString(name) }
+
+// Options configure Policies. A nil *Options, and every zero field, means
+// the default.
+type Options struct {
+	// Authorizer decides the caller's rights on each operation (resource
+	// "sys/policies/password/NAME"). Nil allows everything.
+	Authorizer keel.Authorizer
+}
+
+// Policies stores password policies by name: Vault's
+// sys/policies/password/:name. Create one with New; its zero value is not
+// usable. It is safe for concurrent use.
+type Policies struct {
+	store storage.Store
+	auth  keel.Authorizer
+}
+
+// New returns the policies kept in store, which its caller has scoped to
+// them (package mount gives it the view "ldapengine/password-policies/" of
+// its store): each policy is the key NAME, holding the JSON object
+// {"policy": TEXT}. A nil store is an error of kind keel.ErrInvalid (field
+// "store").
+func New(store storage.Store, opts *Options) (*Policies, error) {
+	if store == nil {
+		return nil, keel.Invalid("store", "is required")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	return &Policies{store: store, auth: o.Authorizer}, nil
+}
+
+type storedPolicy struct {
+	Policy string `json:"policy"`
+}
+
+func checkName(name string) error {
+	if !ValidName(name) {
+		return keel.Invalid("name", "must be 1 to 128 letters, digits, '_', '.', '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// Put creates or replaces the policy name with text, which must parse
+// (Parse). It needs update on "sys/policies/password/NAME". An invalid
+// name or text is an error of kind keel.ErrInvalid (field "name" or
+// "policy").
+func (p *Policies) Put(ctx context.Context, name, text string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := keel.Authorize(ctx, p.auth, keel.CapUpdate, "sys/policies/password/"+name); err != nil {
+		return err
+	}
+	if _, err := Parse(text); err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(storedPolicy{Policy: text})
+	return p.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return tx.Put(name, raw)
+	})
+}
+
+// Get returns the text of the policy name. It needs read on
+// "sys/policies/password/NAME". A missing policy is an error of kind
+// keel.ErrNotFound.
+func (p *Policies) Get(ctx context.Context, name string) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+	if err := keel.Authorize(ctx, p.auth, keel.CapRead, "sys/policies/password/"+name); err != nil {
+		return "", err
+	}
+	return p.get(ctx, name)
+}
+
+func (p *Policies) get(ctx context.Context, name string) (string, error) {
+	var raw []byte
+	err := p.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		raw, err = tx.Get(name)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", fmt.Errorf("password policy %q: %w", name, keel.ErrNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	var sp storedPolicy
+	if err := json.Unmarshal(raw, &sp); err != nil {
+		return "", fmt.Errorf("password policy %q: stored record: %v: %w", name, err, keel.ErrInternal)
+	}
+	return sp.Policy, nil
+}
+
+// Delete removes the policy name; a missing policy is not an error. It
+// needs delete on "sys/policies/password/NAME".
+func (p *Policies) Delete(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := keel.Authorize(ctx, p.auth, keel.CapDelete, "sys/policies/password/"+name); err != nil {
+		return err
+	}
+	return p.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return tx.Delete(name)
+	})
+}
+
+// List returns the names of the policies, sorted; none is an empty list.
+// It needs list on "sys/policies/password/".
+func (p *Policies) List(ctx context.Context) ([]string, error) {
+	if err := keel.Authorize(ctx, p.auth, keel.CapList, "sys/policies/password/"); err != nil {
+		return nil, err
+	}
+	var names []string
+	err := p.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		names = names[:0]
+		return tx.Scan("", storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			names = append(names, key)
+			return nil
+		})
+	})
+	return names, err
+}
+
+// Generate returns a password from the policy name (Vault's
+// sys/policies/password/:name/generate). It needs read on
+// "sys/policies/password/NAME/generate". A missing policy is an error of
+// kind keel.ErrNotFound.
+func (p *Policies) Generate(ctx context.Context, name string) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+	if err := keel.Authorize(ctx, p.auth, keel.CapRead, "sys/policies/password/"+name+"/generate"); err != nil {
+		return "", err
+	}
+	return p.GenerateUnchecked(ctx, name)
+}
+
+// GenerateUnchecked is Generate without the rights check: it asks the
+// Authorizer nothing and ignores the caller in ctx. It is for engines that
+// generate a password on their own account (a rotation, a check-in, a
+// dynamic credential) from the policy their configuration names, after
+// checking the caller's right on their own operation; never call it on a
+// caller's request for a password. A missing policy is an error of kind
+// keel.ErrNotFound; a stored text that no longer parses is of kind
+// keel.ErrInvalid.
+func (p *Policies) GenerateUnchecked(ctx context.Context, name string) (string, error) {
+	text, err := p.get(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	pol, err := Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("password policy %q: %w", name, err)
+	}
+	return pol.Generate()
+}
