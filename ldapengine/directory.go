@@ -79,29 +79,21 @@ const (
 	ModReplace = ldifparse.ModReplace // "replace"
 )
 
-// Change is one LDIF change record: add an entry with Attributes, apply
-// Modifications to an entry, or delete an entry.
-type Change struct {
-	Type          string         // ChangeAdd, ChangeModify or ChangeDelete
-	DN            string         // the entry
-	Attributes    []Attribute    // ChangeAdd: the attributes of the new entry
-	Modifications []Modification // ChangeModify: applied in order
-}
+// Change is one LDIF change record: add an entry with Attributes (its
+// attribute types and values), apply Modifications to an entry in order,
+// or delete an entry. Its Type is ChangeAdd, ChangeModify or ChangeDelete.
+// It is the type the LDIF parser of dynamic roles produces, so that
+// parsed changes go to a Directory as they are.
+type Change = ldifparse.Change
 
-// Attribute is an attribute type and its values.
-type Attribute struct {
-	Name   string
-	Values []string
-}
+// Attribute is an attribute type (Name) and its Values.
+type Attribute = ldifparse.Attribute
 
 // Modification is one part of a modify change: Op is ModAdd (add the
 // values), ModDelete (delete the values, or the whole attribute when
 // there are none) or ModReplace (replace every value; none removes the
 // attribute).
-type Modification struct {
-	Op string
-	Attribute
-}
+type Modification = ldifparse.Modification
 
 // ChangeError is the failure of one change of Apply. Err carries the kind
 // (keel.ErrNotFound, keel.ErrAlreadyExists, keel.ErrUnavailable, …).

@@ -153,25 +153,6 @@ func checkUsername(u string) string {
 	return credtemplate.CheckFieldValue(u)
 }
 
-// parseLDIF parses LDIF text for field (ldifparse.Parse) into Changes.
-func parseLDIF(field, text string) ([]Change, error) {
-	parsed, err := ldifparse.Parse(field, text)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Change, len(parsed))
-	for i, c := range parsed {
-		out[i] = Change{Type: c.Type, DN: c.DN}
-		for _, a := range c.Attributes {
-			out[i].Attributes = append(out[i].Attributes, Attribute(a))
-		}
-		for _, m := range c.Modifications {
-			out[i].Modifications = append(out[i].Modifications, Modification{Op: m.Op, Attribute: Attribute(m.Attribute)})
-		}
-	}
-	return out, nil
-}
-
 // renderLDIF renders the LDIF template text of field with d and parses
 // the result.
 func renderLDIF(field, text string, d credtemplate.LDIFData, now time.Time) (string, []Change, error) {
@@ -179,7 +160,7 @@ func renderLDIF(field, text string, d credtemplate.LDIFData, now time.Time) (str
 	if err != nil {
 		return "", nil, err
 	}
-	changes, err := parseLDIF(field, out)
+	changes, err := ldifparse.Parse(field, out)
 	if err != nil {
 		return "", nil, err
 	}
@@ -461,7 +442,7 @@ func (e *Engine) revokeCreds(ctx context.Context, l lease.Lease) error {
 	if err := json.Unmarshal(l.Data, &d); err != nil || d.DeletionLDIF == "" {
 		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: no deletion LDIF in its data: %w", l.ID, keel.ErrInternal))
 	}
-	changes, err := parseLDIF("deletion_ldif", d.DeletionLDIF)
+	changes, err := ldifparse.Parse("deletion_ldif", d.DeletionLDIF)
 	if err != nil {
 		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: %w", l.ID, err))
 	}

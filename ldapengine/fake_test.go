@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/keelhq/keel/ldapengine/internal/fakedir"
-	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
 )
 
 // fakeDirectory is the in-memory Directory of this package's tests: the
@@ -34,17 +33,7 @@ func (f *fakeDirectory) SetPassword(_ context.Context, c Conn, dn, password stri
 }
 
 func (f *fakeDirectory) Apply(_ context.Context, c Conn, changes []Change, keepGoing bool) error {
-	parsed := make([]ldifparse.Change, len(changes))
-	for i, ch := range changes {
-		parsed[i] = ldifparse.Change{Type: ch.Type, DN: ch.DN}
-		for _, a := range ch.Attributes {
-			parsed[i].Attributes = append(parsed[i].Attributes, ldifparse.Attribute(a))
-		}
-		for _, m := range ch.Modifications {
-			parsed[i].Modifications = append(parsed[i].Modifications, ldifparse.Modification{Op: m.Op, Attribute: ldifparse.Attribute(m.Attribute)})
-		}
-	}
-	failed, err := f.Directory.Apply(c.BindDN, c.BindPass, parsed, keepGoing)
+	failed, err := f.Directory.Apply(c.BindDN, c.BindPass, changes, keepGoing)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,6 @@ import (
 
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/ldapengine/internal/fakedir"
-	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
 )
 
 // Directory is an in-memory ldapengine.Directory: a flat set of entries
@@ -105,7 +104,7 @@ func (f *Directory) SetPassword(_ context.Context, c ldapengine.Conn, dn, passwo
 // clear); entries need no parent and attribute values are compared
 // without regard to case.
 func (f *Directory) Apply(_ context.Context, c ldapengine.Conn, changes []ldapengine.Change, keepGoing bool) error {
-	failed, err := f.d.Apply(c.BindDN, c.BindPass, toParsed(changes), keepGoing)
+	failed, err := f.d.Apply(c.BindDN, c.BindPass, changes, keepGoing)
 	if err != nil {
 		return err
 	}
@@ -115,19 +114,4 @@ func (f *Directory) Apply(_ context.Context, c ldapengine.Conn, changes []ldapen
 		errs[i] = &ldapengine.ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: fl.Err}
 	}
 	return errors.Join(errs...)
-}
-
-// toParsed converts changes to the type of the internal directory.
-func toParsed(changes []ldapengine.Change) []ldifparse.Change {
-	out := make([]ldifparse.Change, len(changes))
-	for i, c := range changes {
-		out[i] = ldifparse.Change{Type: c.Type, DN: c.DN}
-		for _, a := range c.Attributes {
-			out[i].Attributes = append(out[i].Attributes, ldifparse.Attribute(a))
-		}
-		for _, m := range c.Modifications {
-			out[i].Modifications = append(out[i].Modifications, ldifparse.Modification{Op: m.Op, Attribute: ldifparse.Attribute(m.Attribute)})
-		}
-	}
-	return out
 }
