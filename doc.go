@@ -58,7 +58,9 @@
 // never on the message: errors.Is(err, keel.ErrNotFound), or switch on
 // KindOf(err). A request that breaks rules fails with a *ValidationError
 // that lists every broken rule with the field it concerns (FieldErrors), so
-// that an adapter can answer all of them at once.
+// that an adapter can answer all of them at once. Fields are named by their
+// Go path in the operation's input ("Enforce[0].Mode", "LeaseID"), never by
+// a wire name: each adapter translates them in one table (see FieldError).
 //
 // # Rights
 //

@@ -104,9 +104,24 @@ func KindOf(err error) Kind {
 }
 
 // FieldError is one broken rule of a request: the field it concerns, as a
-// path in the request's wire form (for example "data.attributes.name" or
-// "rotation_period"), and the rule, as a sentence fragment ("must be 3 to 36
-// characters"). A FieldError is of kind KindInvalid.
+// Go path into the operation's input, and the rule, as a sentence fragment
+// ("must be 3 to 36 characters"). A FieldError is of kind KindInvalid.
+//
+// Field speaks the library's language, never a wire format's:
+//
+//   - a field of an input struct is named as in Go: "Name", "BindDN",
+//     "MemberEntityIDs";
+//   - a nested field follows a dot, a slice element its index in
+//     brackets: "Enforce[0].Mode", "PolicySetIDs[2]", "Meta";
+//   - a plain argument is named by its parameter, with its first letter
+//     upper-cased as if the arguments were a struct: "LeaseID" for
+//     leaseID, "Increment", "Prefix";
+//   - "" is the request as a whole.
+//
+// A rule does not name other fields by a wire name either; it says what
+// it means in words ("must not exceed the maximum TTL"). Adapters map the
+// path to their wire names (a JSON:API pointer, a snake_case key) in one
+// table each.
 type FieldError struct {
 	Field string
 	Rule  string
