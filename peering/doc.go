@@ -76,7 +76,8 @@
 // or not at all (the dialer stores the peering only once established);
 // DELETING is reported as TERMINATED with DeletedAt. The heartbeat
 // interval is 15 s and the timeout 2 min, as Consul's stream. Only the
-// partition "default" is served. Meta is limited as Consul limits it (64
+// partition "default" is served: any other is refused on "Partition" (of
+// TokenRequest, EstablishRequest, QueryOptions and ExportedServicesEntry). Meta is limited as Consul limits it (64
 // pairs, keys 128 bytes, values 512). Blocking waits get no random
 // jitter. The "stream" is the dialer's heartbeats answered by the
 // acceptor, so that exports of the acceptor reach the dialer at the next

@@ -26,6 +26,9 @@ const exportedKey = "exported-services/" + ExportedServicesName
 type ExportedServicesEntry struct {
 	// Name is ExportedServicesName; empty means it.
 	Name string
+	// Partition must be empty or DefaultPartition, the only partition
+	// served. It is not stored: an entry read has it empty.
+	Partition string `json:",omitempty"`
 	// Services lists each exported service with the peers that consume
 	// it.
 	Services []ExportedService
@@ -202,6 +205,7 @@ func normEntry(entry *ExportedServicesEntry) (*ExportedServicesEntry, error) {
 	if e.Name != ExportedServicesName {
 		v.Add("Name", "the exported-services entry must be named %q", ExportedServicesName)
 	}
+	checkPartition(&v, entry.Partition)
 	checkMeta(&v, entry.Meta)
 	if len(entry.Meta) > 0 {
 		e.Meta = maps.Clone(entry.Meta)

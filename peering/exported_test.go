@@ -74,13 +74,24 @@ func TestExportedServicesEntry(t *testing.T) {
 func TestExportedServicesEntryRules(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	for _, e := range []*peering.ExportedServicesEntry{
-		{Name: "other"},
-		entry(peering.ExportedService{Name: "", Consumers: []string{"b"}}),
-		entry(peering.ExportedService{Name: "web"}),
-		entry(peering.ExportedService{Name: "web", Consumers: []string{"Not_A_Label"}}),
+	for _, tt := range []struct {
+		entry *peering.ExportedServicesEntry
+		field string
+	}{
+		{&peering.ExportedServicesEntry{Name: "other"}, "Name"},
+		{&peering.ExportedServicesEntry{Partition: "eng"}, "Partition"},
+		{entry(peering.ExportedService{Name: "", Consumers: []string{"b"}}), "Services[0].Name"},
+		{entry(peering.ExportedService{Name: "web"}), "Services[0].Consumers"},
+		{entry(peering.ExportedService{Name: "web", Consumers: []string{"Not_A_Label"}}), "Services[0].Consumers[0].Peer"},
 	} {
-		wantKind(t, w.a.svc.SetExportedServicesEntry(ctx, e), keel.KindInvalid)
+		err := w.a.svc.SetExportedServicesEntry(ctx, tt.entry)
+		wantKind(t, err, keel.KindInvalid)
+		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != tt.field {
+			t.Errorf("%+v: field errors %v, want one on %s", tt.entry, fe, tt.field)
+		}
+	}
+	if err := w.a.svc.SetExportedServicesEntry(ctx, &peering.ExportedServicesEntry{Partition: peering.DefaultPartition}); err != nil {
+		t.Fatalf("the default partition: %v", err)
 	}
 }
 

@@ -40,7 +40,7 @@ func checkQuery(q *QueryOptions) (QueryOptions, error) {
 	var v keel.Validation
 	checkPartition(&v, o.Partition)
 	if o.WaitTime < 0 {
-		v.Add("wait", "must not be negative")
+		v.Add("WaitTime", "must not be negative")
 	}
 	if o.WaitTime == 0 {
 		o.WaitTime = DefaultWait
@@ -169,12 +169,27 @@ func (s *Service) List(ctx context.Context, q *QueryOptions) (*List, error) {
 	return out, nil
 }
 
+// DeleteOptions are the options of Delete. A nil *DeleteOptions is the
+// zero value.
+type DeleteOptions struct {
+	// Partition must be empty or DefaultPartition.
+	Partition string
+}
+
 // Delete requests the deletion of the peering named name. It needs
 // peering:write on "peering/<name>". The peering becomes TERMINATED with
 // DeletedAt and stays readable; the worker (Step) tells the peer, removes
 // the imported services, then the peering. Deleting a missing peering, or
-// one being deleted, succeeds and changes nothing.
-func (s *Service) Delete(ctx context.Context, name string) error {
+// one being deleted, succeeds and changes nothing. A partition other than
+// DefaultPartition is keel.ErrInvalid on "Partition".
+func (s *Service) Delete(ctx context.Context, name string, opts *DeleteOptions) error {
+	if opts != nil {
+		var v keel.Validation
+		checkPartition(&v, opts.Partition)
+		if err := v.Err(); err != nil {
+			return err
+		}
+	}
 	if err := keel.Authorize(ctx, s.authz, keel.CapPeeringWrite, resource(name)); err != nil {
 		return err
 	}

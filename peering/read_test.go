@@ -122,6 +122,14 @@ func TestQueryValidation(t *testing.T) {
 	wantKind(t, err, keel.KindInvalid)
 	_, _, err = w.a.svc.Read(context.Background(), "b", &peering.QueryOptions{WaitTime: -1})
 	wantKind(t, err, keel.KindInvalid)
+	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "WaitTime" {
+		t.Fatalf("field errors %v, want WaitTime", fe)
+	}
+	err = w.a.svc.Delete(context.Background(), "b", &peering.DeleteOptions{Partition: "other"})
+	wantKind(t, err, keel.KindInvalid)
+	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Partition" {
+		t.Fatalf("field errors %v, want Partition", fe)
+	}
 }
 
 func TestRights(t *testing.T) {
@@ -149,7 +157,7 @@ func TestRights(t *testing.T) {
 	}{
 		{"token needs peering:write", func() error { _, err := c.svc.GenerateToken(reader, peering.TokenRequest{PeerName: "x"}); return err }, keel.KindForbidden},
 		{"establish needs peering:write", func() error { return c.svc.Establish(reader, peering.EstablishRequest{PeerName: "x"}) }, keel.KindForbidden},
-		{"delete needs peering:write", func() error { return c.svc.Delete(reader, "web") }, keel.KindForbidden},
+		{"delete needs peering:write", func() error { return c.svc.Delete(reader, "web", nil) }, keel.KindForbidden},
 		{"export needs peering:write", func() error { return c.svc.SetExportedServices(reader, "web", nil) }, keel.KindForbidden},
 		{"read needs peering:read", func() error { _, _, err := c.svc.Read(web, "db", nil); return err }, keel.KindForbidden},
 		{"read with peering:read", func() error { _, _, err := c.svc.Read(web, "web", nil); return err }, keel.KindNone},
@@ -204,7 +212,7 @@ func TestFaultsLeaveNothingHalfDone(t *testing.T) {
 	if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
 		t.Fatalf("Step: %v", err)
 	}
-	c.svc.Delete(ctx, "b")
+	c.svc.Delete(ctx, "b", nil)
 	fs.Fail(faultstore.OpDelete, "", 1, errBoom)
 	if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
 		t.Fatalf("Step: %v", err)

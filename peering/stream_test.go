@@ -41,7 +41,7 @@ func TestSetExportedServicesRules(t *testing.T) {
 	wantKind(t, w.a.svc.SetExportedServices(ctx, "nobody", []string{"x"}), keel.KindNotFound)
 	w.peer(t)
 	wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{""}), keel.KindInvalid)
-	if err := w.a.svc.Delete(ctx, "b"); err != nil {
+	if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
 		t.Fatal(err)
 	}
 	wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{"x"}), keel.KindConflict)
@@ -82,7 +82,7 @@ func TestDeleteByAcceptor(t *testing.T) {
 	w.peer(t)
 	w.b.svc.SetExportedServices(ctx, "a", []string{"db"})
 	w.step(t)
-	if err := w.a.svc.Delete(ctx, "b"); err != nil {
+	if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
 		t.Fatal(err)
 	}
 	p := read(t, w.a, "b")
@@ -104,7 +104,7 @@ func TestDeleteByAcceptor(t *testing.T) {
 	w.clock.Advance(time.Hour)
 	w.step(t)
 	read(t, w.b, "a")
-	if err := w.b.svc.Delete(ctx, "a"); err != nil {
+	if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
 		t.Fatal(err)
 	}
 	w.step(t)
@@ -116,7 +116,7 @@ func TestDeleteByDialer(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	w.peer(t)
-	if err := w.b.svc.Delete(ctx, "a"); err != nil {
+	if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
 		t.Fatal(err)
 	}
 	w.step(t)
@@ -130,7 +130,7 @@ func TestDeleteWhilePeerUnreachable(t *testing.T) {
 	ctx := context.Background()
 	w.peer(t)
 	w.net.SetDown(w.b.addr, true)
-	w.a.svc.Delete(ctx, "b")
+	w.a.svc.Delete(ctx, "b", nil)
 	next, err := w.a.svc.Step(ctx, w.clock.Now())
 	if err != nil || next.IsZero() {
 		t.Fatalf("Step: next %v, %v", next, err)
@@ -148,7 +148,7 @@ func TestDeleteWhilePeerUnreachable(t *testing.T) {
 
 func TestDeleteMissingSucceeds(t *testing.T) {
 	w := newWorld(t)
-	if err := w.a.svc.Delete(context.Background(), "nobody"); err != nil {
+	if err := w.a.svc.Delete(context.Background(), "nobody", nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,7 +157,7 @@ func TestDeleteInitialPeering(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	w.a.svc.Delete(ctx, "b")
+	w.a.svc.Delete(ctx, "b", nil)
 	_, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
 	wantKind(t, err, keel.KindConflict)
 	err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})

@@ -20,22 +20,29 @@
 //	p, err = policies.Update(ctx, p.ID, policy.UpdateInput{Description: &d})
 //	page, err := policies.List(ctx, "acme", policy.ListOptions{Search: "net"})
 //
-// Rules, each refused with keel.KindInvalid on its wire field, all at once:
+// Rules, each refused with keel.KindInvalid on the Go path of the field in
+// the operation's input (keel.FieldError), all at once:
 //
-//   - name ("data.attributes.name"): required, letters, digits, "-" and
-//     "_"; unique in the organization ignoring case
-//     (keel.KindAlreadyExists); it cannot change (UpdateInput has none).
-//   - enforce ("data.attributes.enforce"): exactly one element; its mode
-//     ("data.attributes.enforce.0.mode") is hard-mandatory (the default),
-//     soft-mandatory or advisory; a path other than "<name>.policy" (the
-//     original name on update) is accepted and gets the mode
-//     hard-mandatory, as the specification says. Update replaces it whole.
-//   - the current API's kind ("sentinel", the default, or "opa"), query
-//     (required for opa, refused for sentinel) and enforcement-level
-//     (used when enforce is not sent; for opa: advisory or mandatory).
-//     One of enforce and enforcement-level is required on create.
-//   - policy sets ("data.relationships.policy-sets.data.<i>.id"): each
-//     must be a set of the organization.
+//   - Name: required, letters, digits, "-" and "_"; unique in the
+//     organization ignoring case (keel.KindAlreadyExists); it cannot
+//     change (UpdateInput has none).
+//   - Enforce: exactly one element ("Enforce"), whose Path is required
+//     ("Enforce[0].Path") and whose Mode ("Enforce[0].Mode") is
+//     hard-mandatory (the default), soft-mandatory or advisory; a path
+//     other than "<name>.policy" (the original name on update) is
+//     accepted and gets the mode hard-mandatory, as the specification
+//     says. Update replaces it whole.
+//   - the current API's Kind ("sentinel", the default, or "opa"), Query
+//     (required for opa, refused for sentinel) and EnforcementLevel (used
+//     when Enforce is not sent; for opa: advisory or mandatory). One of
+//     Enforce and EnforcementLevel is required on create.
+//   - PolicySetIDs: each ("PolicySetIDs[<i>]") must be a set of the
+//     organization. CreateSet's name ("Name") follows the rule of a
+//     policy's, and each of its policyIDs ("PolicyIDs[<i>]") must be a
+//     policy of the organization.
+//
+// Fields are never named by a wire name: an adapter maps these paths to
+// its own (package examples/httpapi/tfe to JSON:API pointers).
 //
 // UpdatedAt is nil (null) right after creation and is set, in UTC to the
 // millisecond, by every upload and update. Download returns the last

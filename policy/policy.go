@@ -73,7 +73,7 @@ type Service struct {
 // catalog's view that overlaps neither it nor another registered view.
 func New(store storage.Store, opts *Options) (*Service, error) {
 	if store == nil {
-		return nil, fmt.Errorf("policy: %w", keel.Invalid("store", "is required"))
+		return nil, fmt.Errorf("policy: %w", keel.Invalid("Store", "is required"))
 	}
 	var o Options
 	if opts != nil {

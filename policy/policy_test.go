@@ -18,6 +18,10 @@ import (
 func TestCreateRules(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.mk(t, "taken")
+	set, err := e.s.CreateSet(root(), "acme", "base", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	one := func(path, mode string) *[]Enforce { return &[]Enforce{{Path: path, Mode: mode}} }
 	tests := []struct {
 		name     string
@@ -33,15 +37,19 @@ func TestCreateRules(t *testing.T) {
 		{"path mismatch uses hard-mandatory", "acme", CreateInput{Name: ptr("d"), Enforce: one("other.policy", Advisory)}, nil, nil, HardMandatory},
 		{"enforcement-level alone", "acme", CreateInput{Name: ptr("e"), EnforcementLevel: ptr(SoftMandatory)}, nil, nil, SoftMandatory},
 		{"opa with query", "acme", CreateInput{Name: ptr("f"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}, nil, nil, Mandatory},
-		{"name required", "acme", CreateInput{Enforce: one(".policy", "")}, keel.ErrInvalid, []string{"data.attributes.name"}, ""},
-		{"name with space", "acme", CreateInput{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.ErrInvalid, []string{"data.attributes.name"}, ""},
-		{"two enforce elements", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.ErrInvalid, []string{"data.attributes.enforce"}, ""},
-		{"no enforce element", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.ErrInvalid, []string{"data.attributes.enforce"}, ""},
-		{"enforce missing", "acme", CreateInput{Name: ptr("g")}, keel.ErrInvalid, []string{"data.attributes.enforce"}, ""},
-		{"bad mode", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.ErrInvalid, []string{"data.attributes.enforce.0.mode"}, ""},
-		{"bad kind", "acme", CreateInput{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.ErrInvalid, []string{"data.attributes.kind"}, ""},
-		{"opa without query", "acme", CreateInput{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.ErrInvalid, []string{"data.attributes.query"}, ""},
-		{"unknown policy set", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.ErrInvalid, []string{"data.relationships.policy-sets.data.0.id"}, ""},
+		{"name required", "acme", CreateInput{Enforce: one(".policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
+		{"name with space", "acme", CreateInput{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
+		{"two enforce elements", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.ErrInvalid, []string{"Enforce"}, ""},
+		{"no enforce element", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.ErrInvalid, []string{"Enforce"}, ""},
+		{"enforce missing", "acme", CreateInput{Name: ptr("g")}, keel.ErrInvalid, []string{"Enforce"}, ""},
+		{"bad mode", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.ErrInvalid, []string{"Enforce[0].Mode"}, ""},
+		{"bad kind", "acme", CreateInput{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.ErrInvalid, []string{"Kind"}, ""},
+		{"opa without query", "acme", CreateInput{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.ErrInvalid, []string{"Query"}, ""},
+		{"enforce path required", "acme", CreateInput{Name: ptr("g"), Enforce: one("", Advisory)}, keel.ErrInvalid, []string{"Enforce[0].Path"}, ""},
+		{"bad enforcement level", "acme", CreateInput{Name: ptr("g"), EnforcementLevel: ptr("strict")}, keel.ErrInvalid, []string{"EnforcementLevel"}, ""},
+		{"every problem at once", "acme", CreateInput{Name: ptr("a b"), Kind: ptr(OPA), Enforce: one("x.policy", "hard-mandatory")}, keel.ErrInvalid, []string{"Name", "Query", "Enforce[0].Mode"}, ""},
+		{"unknown policy set", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[0]"}, ""},
+		{"second policy set unknown", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{set.ID, "polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[1]"}, ""},
 		{"name taken ignoring case", "acme", CreateInput{Name: ptr("TAKEN"), Enforce: one("TAKEN.policy", "")}, keel.ErrAlreadyExists, nil, ""},
 		{"unknown organization", "nope", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "")}, keel.ErrNotFound, nil, ""},
 	}
@@ -60,11 +68,7 @@ func TestCreateRules(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
-			var got []string
-			for _, fe := range keel.FieldErrors(err) {
-				got = append(got, fe.Field)
-			}
-			if !slices.Equal(got, tt.fields) {
+			if got := fields(err); !slices.Equal(got, tt.fields) {
 				t.Fatalf("fields = %v, want %v", got, tt.fields)
 			}
 		})
@@ -109,6 +113,71 @@ func TestUpdateReplacesEnforceAndKeepsName(t *testing.T) {
 				t.Fatalf("updated at %v, want %v", got.UpdatedAt, want)
 			}
 		})
+	}
+}
+
+// fields returns the fields of err's problems, in order.
+func fields(err error) []string {
+	var out []string
+	for _, fe := range keel.FieldErrors(err) {
+		out = append(out, fe.Field)
+	}
+	return out
+}
+
+func TestUpdateRulesNameGoFields(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	p := e.mk(t, "pol")
+	opa, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("rego"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Advisory)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		id     string
+		in     UpdateInput
+		fields []string
+	}{
+		{"two enforce elements", p.ID, UpdateInput{Enforce: &[]Enforce{{Path: "pol.policy"}, {Path: "pol.policy"}}}, []string{"Enforce"}},
+		{"enforce path missing", p.ID, UpdateInput{Enforce: &[]Enforce{{Mode: Advisory}}}, []string{"Enforce[0].Path"}},
+		{"query on sentinel", p.ID, UpdateInput{Query: ptr("q")}, []string{"Query"}},
+		{"empty query on opa", opa.ID, UpdateInput{Query: ptr("")}, []string{"Query"}},
+		{"opa level", opa.ID, UpdateInput{EnforcementLevel: ptr(HardMandatory)}, []string{"EnforcementLevel"}},
+		{"bad mode and level at once", p.ID, UpdateInput{EnforcementLevel: ptr("x"), Enforce: &[]Enforce{{Path: "pol.policy", Mode: "y"}}}, []string{"EnforcementLevel", "Enforce[0].Mode"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.s.Update(root(), tt.id, tt.in)
+			if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+				t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
+			}
+		})
+	}
+}
+
+func TestCreateSetRules(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	a := e.mk(t, "a")
+	tests := []struct {
+		name      string
+		set       string
+		policyIDs []string
+		fields    []string
+	}{
+		{"name required", "", nil, []string{"Name"}},
+		{"name with space", "a b", nil, []string{"Name"}},
+		{"unknown policies", "s", []string{a.ID, "pol-x", "a/b"}, []string{"PolicyIDs[1]", "PolicyIDs[2]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.s.CreateSet(root(), "acme", tt.set, tt.policyIDs)
+			if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+				t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
+			}
+		})
+	}
+	if p, _ := e.s.Get(root(), a.ID); len(p.PolicySetIDs) != 0 {
+		t.Fatalf("a refused set was kept: %v", p.PolicySetIDs)
 	}
 }
 

@@ -61,8 +61,11 @@ func (s *Service) CreateSet(ctx context.Context, org, name string, policyIDs []s
 		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 			return err
 		}
+		if name == "" {
+			return keel.Invalid("Name", "is required")
+		}
 		if !validName(name) {
-			return keel.Invalid("data.attributes.name", "must be letters, numbers, - and _")
+			return keel.Invalid("Name", "must be letters, numbers, - and _")
 		}
 		raw, err := encode(rec)
 		if err != nil {
@@ -78,7 +81,7 @@ func (s *Service) CreateSet(ctx context.Context, org, name string, policyIDs []s
 		for i, id := range policyIDs {
 			p, err := getRecord(tx, id)
 			if err != nil || p.Org != org {
-				v.Add(fmt.Sprintf("data.relationships.policies.data.%d.id", i), "no policy %q in %q", id, org)
+				v.Add(fmt.Sprintf("PolicyIDs[%d]", i), "no policy %q in %q", id, org)
 				continue
 			}
 			if err := join(tx, rec.ID, id); err != nil {

@@ -49,20 +49,23 @@ func levels(kind string) []string {
 func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, level *string) []Enforce {
 	valid := levels(kind)
 	if level != nil && !slices.Contains(valid, *level) {
-		v.Add("data.attributes.enforcement-level", "must be one of %v", valid)
+		v.Add("EnforcementLevel", "must be one of %v", valid)
 	}
 	switch {
 	case enforce != nil:
 		if len(*enforce) != 1 {
-			v.Add("data.attributes.enforce", "must have exactly one element")
+			v.Add("Enforce", "must have exactly one element")
 			return nil
 		}
 		e := (*enforce)[0]
+		if e.Path == "" {
+			v.Add("Enforce[0].Path", "is required")
+		}
 		if e.Mode == "" {
 			e.Mode = valid[0]
 		}
 		if !slices.Contains(valid, e.Mode) {
-			v.Add("data.attributes.enforce.0.mode", "must be one of %v", valid)
+			v.Add("Enforce[0].Mode", "must be one of %v", valid)
 		}
 		if e.Path != name+".policy" {
 			// The specification: a path that does not match the policy
@@ -88,9 +91,9 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 	var v keel.Validation
 	name := ""
 	if in.Name == nil {
-		v.Add("data.attributes.name", "is required")
+		v.Add("Name", "is required")
 	} else if name = *in.Name; !validName(name) {
-		v.Add("data.attributes.name", "must be letters, numbers, - and _")
+		v.Add("Name", "must be letters, numbers, - and _")
 	}
 	kind := Sentinel
 	if in.Kind != nil && *in.Kind != "" {
@@ -98,15 +101,15 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 	}
 	switch {
 	case kind != Sentinel && kind != OPA:
-		v.Add("data.attributes.kind", "must be sentinel or opa")
+		v.Add("Kind", "must be sentinel or opa")
 	case kind == OPA && (in.Query == nil || *in.Query == ""):
-		v.Add("data.attributes.query", "is required for opa policies")
+		v.Add("Query", "is required for opa policies")
 	case kind == Sentinel && in.Query != nil:
-		v.Add("data.attributes.query", "is only valid for opa policies")
+		v.Add("Query", "is only valid for opa policies")
 	}
 	enforce := resolveEnforce(&v, name, kind, in.Enforce, in.EnforcementLevel)
 	if enforce == nil && in.Enforce == nil {
-		v.Add("data.attributes.enforce", "is required (or enforcement-level)")
+		v.Add("Enforce", "is required unless an enforcement level is given")
 	}
 	invalid := v.Err()
 	rec := record{ID: newID("pol"), Org: org, Name: name, Description: in.Description, Kind: kind, Query: in.Query, Enforce: enforce}
@@ -128,7 +131,7 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 		for i, set := range in.PolicySetIDs {
 			ps, err := getSet(tx, set)
 			if errors.Is(err, keel.ErrNotFound) || (err == nil && ps.Org != org) {
-				v.Add(fmt.Sprintf("data.relationships.policy-sets.data.%d.id", i), "no policy set %q in %q", set, org)
+				v.Add(fmt.Sprintf("PolicySetIDs[%d]", i), "no policy set %q in %q", set, org)
 				continue
 			}
 			if err != nil {
@@ -184,10 +187,10 @@ func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy
 		}
 		var v keel.Validation
 		if in.Query != nil && rec.Kind != OPA {
-			v.Add("data.attributes.query", "is only valid for opa policies")
+			v.Add("Query", "is only valid for opa policies")
 		}
 		if in.Query != nil && rec.Kind == OPA && *in.Query == "" {
-			v.Add("data.attributes.query", "is required for opa policies")
+			v.Add("Query", "is required for opa policies")
 		}
 		enforce := resolveEnforce(&v, rec.Name, rec.Kind, in.Enforce, in.EnforcementLevel)
 		if err := v.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,6 +73,22 @@ func (r *orgRecord) public() Organization {
 	return Organization{Name: r.Name, Email: r.Email, CreatedAt: r.CreatedAt, DefaultProjectID: r.DefaultProject}
 }
 
+// slugError returns the error of kind keel.KindInvalid, on "Name", of a
+// name that breaks the rule of organization, team and workspace names:
+// required, letters, digits, "-" and "_", and at most maxLen bytes when
+// maxLen is above 0. It returns nil for a good name.
+func slugError(name string, maxLen int) error {
+	switch {
+	case name == "":
+		return keel.Invalid("Name", "is required")
+	case !validSlug(name):
+		return keel.Invalid("Name", "must be letters, numbers, - and _")
+	case maxLen > 0 && len(name) > maxLen:
+		return keel.Invalid("Name", "must be at most %d characters", maxLen)
+	}
+	return nil
+}
+
 // validSlug reports whether s is made of letters, digits, "-" and "_" only,
 // and is not empty: the rule of organization, workspace and team names.
 func validSlug(s string) bool {
@@ -91,9 +108,9 @@ func isWordRune(c rune) bool {
 }
 
 // CreateOrganization creates the organization name, with its default
-// project. It needs create on "organizations". The name is letters,
-// digits, "-" and "_" ("data.attributes.name"); a taken name (ignoring
-// case is not applied: organization names are case-sensitive ids) is
+// project. It needs create on "organizations". The name ("Name") is
+// required, letters, digits, "-" and "_"; a taken name (ignoring case is
+// not applied: organization names are case-sensitive ids) is
 // keel.KindAlreadyExists.
 //
 // When a deletion of an organization of that name was stopped midway (an
@@ -104,8 +121,8 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string) (O
 	if err := keel.Authorize(ctx, c.authz, keel.CapCreate, orgsResource()); err != nil {
 		return Organization{}, err
 	}
-	if !validSlug(name) {
-		return Organization{}, keel.Invalid("data.attributes.name", "must be letters, numbers, - and _")
+	if err := slugError(name, 0); err != nil {
+		return Organization{}, err
 	}
 	now := c.clock.Now().UTC()
 	prjID := NewID("prj")
@@ -262,11 +279,11 @@ type TeamAccess struct {
 var accessLevels = []string{"read", "write", "maintain", "admin", "custom"}
 
 // CreateTeam creates a team in org. It needs create on
-// "organizations/<org>/teams". The name is letters, digits, "-" and "_",
-// unique in the organization ignoring case.
+// "organizations/<org>/teams". The name ("Name") is required, letters,
+// digits, "-" and "_", unique in the organization ignoring case.
 func (c *Catalog) CreateTeam(ctx context.Context, org, name string) (Team, error) {
-	if !validSlug(name) {
-		return Team{}, keel.Invalid("data.attributes.name", "must be letters, numbers, - and _")
+	if err := slugError(name, 0); err != nil {
+		return Team{}, err
 	}
 	rec := teamRecord{ID: NewID("team"), Org: org, Name: name}
 	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -312,20 +329,28 @@ func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
 	return Team(*rec), nil
 }
 
-// SetTeamAccess gives a team access to a project, or changes its level. It
-// needs manage-projects on the project; without read on it the project is
-// not found. The team must be of the project's organization
-// ("data.relationships.team.data.id").
+// SetTeamAccess gives a team access to a project, or changes its level
+// (access; "" means "read"). It needs manage-projects on the project;
+// without read on it the project is not found. The project and the team
+// are required ("ProjectID", "TeamID"), the level must be one of HCP
+// Terraform's ("Access"), all checked at once, and the team must be of
+// the project's organization ("TeamID").
 func (c *Catalog) SetTeamAccess(ctx context.Context, projectID, teamID, access string) (TeamAccess, error) {
 	if access == "" {
 		access = "read"
 	}
-	ok := false
-	for _, a := range accessLevels {
-		ok = ok || a == access
+	var v keel.Validation
+	if projectID == "" {
+		v.Add("ProjectID", "is required")
 	}
-	if !ok {
-		return TeamAccess{}, keel.Invalid("data.attributes.access", "must be one of %s", strings.Join(accessLevels, ", "))
+	if teamID == "" {
+		v.Add("TeamID", "is required")
+	}
+	if !slices.Contains(accessLevels, access) {
+		v.Add("Access", "must be one of %s", strings.Join(accessLevels, ", "))
+	}
+	if err := v.Err(); err != nil {
+		return TeamAccess{}, err
 	}
 	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
@@ -337,7 +362,7 @@ func (c *Catalog) SetTeamAccess(ctx context.Context, projectID, teamID, access s
 		}
 		t, err := getTeam(tx, teamID)
 		if err != nil || t.Org != p.Org {
-			return keel.Invalid("data.relationships.team.data.id", "no team %q in organization %q", teamID, p.Org)
+			return keel.Invalid("TeamID", "no team %q in organization %q", teamID, p.Org)
 		}
 		key := prjAccess(p.Org, p.ID) + t.ID
 		old, err := lookup(tx, key)
@@ -417,11 +442,12 @@ const maxWorkspaceName = 90
 
 // CreateWorkspace creates a workspace in a project of org (the default
 // project when projectID is ""). It needs create on
-// "organizations/<org>/projects/<project>/workspaces". The name is 1 to 90
-// letters, digits, "-" and "_", unique in the organization ignoring case.
+// "organizations/<org>/projects/<project>/workspaces". The name ("Name")
+// is required, at most 90 letters, digits, "-" and "_", unique in the
+// organization ignoring case; the project ("ProjectID") must be of org.
 func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID string) (Workspace, error) {
-	if !validSlug(name) || len(name) > maxWorkspaceName {
-		return Workspace{}, keel.Invalid("data.attributes.name", "must be 1 to %d letters, numbers, - and _", maxWorkspaceName)
+	if err := slugError(name, maxWorkspaceName); err != nil {
+		return Workspace{}, err
 	}
 	rec := wsRecord{ID: NewID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC()}
 	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -435,7 +461,7 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 		}
 		p, err := getProject(tx, rec.ProjectID)
 		if err != nil || p.Org != org {
-			return keel.Invalid("data.relationships.project.data.id", "no project %q in organization %q", rec.ProjectID, org)
+			return keel.Invalid("ProjectID", "no project %q in organization %q", rec.ProjectID, org)
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapCreate, wsCreateResource(org, p.ID)); err != nil {
 			return err

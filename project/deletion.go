@@ -133,10 +133,10 @@ func (o Orgs) Exists(name string) (bool, error) {
 // unsealed store, an overlapping view), or overlaps a registered view.
 func (c *Catalog) Register(store storage.Store, purge PurgeFunc) (*Registration, error) {
 	if store == nil {
-		return nil, fmt.Errorf("project: register: %w", keel.Invalid("store", "is required"))
+		return nil, fmt.Errorf("project: register: %w", keel.Invalid("Store", "is required"))
 	}
 	if purge == nil {
-		return nil, fmt.Errorf("project: register: %w", keel.Invalid("purge", "is required"))
+		return nil, fmt.Errorf("project: register: %w", keel.Invalid("Purge", "is required"))
 	}
 	base, prefix := storage.Split(store)
 	joint, err := storage.Join(store, c.store)
@@ -148,7 +148,7 @@ func (c *Catalog) Register(store storage.Store, purge PurgeFunc) (*Registration,
 	defer c.mu.Unlock()
 	for p := range c.services {
 		if p != prefix && (strings.HasPrefix(p, prefix) || strings.HasPrefix(prefix, p)) {
-			return nil, fmt.Errorf("project: register %q: %w", prefix, keel.Invalid("store", "overlaps the registered view %q", p))
+			return nil, fmt.Errorf("project: register %q: %w", prefix, keel.Invalid("Store", "overlaps the registered view %q", p))
 		}
 	}
 	c.services[prefix] = r

@@ -18,19 +18,31 @@
 //	page, err := cat.List(ctx, "acme", project.ListOptions{Query: "net", Sort: "-name"})
 //
 // Ids are "prj-", "ws-" and "team-" followed by 16 random letters and
-// digits. Rules, each refused with keel.KindInvalid on its wire field:
+// digits. Rules, each refused with keel.KindInvalid on the Go path of the
+// field in the operation's input (keel.FieldError; an argument is named
+// as if the arguments were a struct: "TeamID" for teamID):
 //
-//   - project name ("data.attributes.name"): 3 to 36 characters of
-//     letters, digits, spaces, "-" and "_", not starting or ending with a
-//     space; required on create. Unique in the organization ignoring case
+//   - a project's Name: 3 to 36 characters of letters, digits, spaces,
+//     "-" and "_", not starting or ending with a space; required on
+//     create. Unique in the organization ignoring case
 //     (keel.KindAlreadyExists), as HCP Terraform's "has already been
 //     taken".
-//   - description ("data.attributes.description"): at most 256
-//     characters; nil (null on the wire) until set. Update keeps the fields
-//     not sent.
-//   - organization, workspace and team names: letters, digits, "-" and
-//     "_" (workspaces at most 90), workspace and team names unique in their
-//     organization ignoring case.
+//   - Description: at most 256 characters; nil (null on the wire) until
+//     set. Update keeps the fields not sent.
+//   - organization, workspace and team names ("Name"): required, letters,
+//     digits, "-" and "_" (workspaces at most 90), workspace and team
+//     names unique in their organization ignoring case.
+//   - CreateWorkspace's projectID ("ProjectID"): a project of the
+//     organization ("" is the default project).
+//   - SetTeamAccess: projectID and teamID are required ("ProjectID",
+//     "TeamID"), the team must be of the project's organization, and
+//     access ("Access") is read (the default), write, maintain, admin or
+//     custom.
+//   - List's Sort: "name", "-name" or "".
+//
+// Fields are never named by a wire name: an adapter maps these paths to
+// its own (package examples/httpapi/tfe to JSON:API pointers and query
+// parameters).
 //
 // A Project carries WorkspaceCount, TeamCount (teams given access with
 // SetTeamAccess) and the caller's Permissions: CanUpdate (update on the
@@ -104,7 +116,7 @@
 // Every error wraps a keel kind (errors.Is, keel.KindOf):
 //
 //   - keel.KindInvalid: a broken rule above, with every problem of the
-//     request at once (keel.FieldErrors), or a bad sort.
+//     request at once (keel.FieldErrors).
 //   - keel.KindNotFound: an unknown organization, project, workspace or
 //     team, one the caller may not read (existence does not leak), or one
 //     of an organization whose deletion has started.

@@ -54,7 +54,7 @@ func (o *ListOptions) normalize() error {
 	switch o.Sort {
 	case "", "name", "-name":
 	default:
-		return keel.Invalid("sort", "must be name or -name")
+		return keel.Invalid("Sort", "must be name or -name")
 	}
 	return nil
 }

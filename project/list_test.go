@@ -87,7 +87,7 @@ func TestListOptions(t *testing.T) {
 func TestListBadSortIsInvalid(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	_, err := e.c.List(root(), "acme", ListOptions{Sort: "created-at"})
-	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "sort" {
+	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Sort" {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -53,14 +53,14 @@ func validateInput(in Input, create bool) error {
 	var v keel.Validation
 	switch {
 	case in.Name == nil && create:
-		v.Add("data.attributes.name", "is required")
+		v.Add("Name", "is required")
 	case in.Name != nil:
 		if msg := nameProblem(*in.Name); msg != "" {
-			v.Add("data.attributes.name", "%s", msg)
+			v.Add("Name", "%s", msg)
 		}
 	}
 	if in.Description != nil && utf8.RuneCountInString(*in.Description) > MaxDescriptionLen {
-		v.Add("data.attributes.description", "must be at most %d characters", MaxDescriptionLen)
+		v.Add("Description", "must be at most %d characters", MaxDescriptionLen)
 	}
 	return v.Err()
 }

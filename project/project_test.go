@@ -51,6 +51,69 @@ func TestCreateOrganizationRules(t *testing.T) {
 	}
 }
 
+// fields returns the fields of err's problems, in order.
+func fields(err error) []string {
+	var out []string
+	for _, fe := range keel.FieldErrors(err) {
+		out = append(out, fe.Field)
+	}
+	return out
+}
+
+func TestCatalogRulesNameGoFields(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	p := e.mkProject(t, "infra")
+	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := e.c.CreateOrganization(root(), "other", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := e.c.CreateTeam(root(), "other", "devs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		call   func() error
+		fields []string
+		rule   string
+	}{
+		{"organization name required", func() error { _, err := e.c.CreateOrganization(root(), "", ""); return err }, []string{"Name"}, "is required"},
+		{"organization name", func() error { _, err := e.c.CreateOrganization(root(), "a b", ""); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
+		{"team name required", func() error { _, err := e.c.CreateTeam(root(), "acme", ""); return err }, []string{"Name"}, "is required"},
+		{"team name", func() error { _, err := e.c.CreateTeam(root(), "acme", "a.b"); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
+		{"workspace name required", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "", ""); return err }, []string{"Name"}, "is required"},
+		{"workspace name 91", func() error { _, err := e.c.CreateWorkspace(root(), "acme", strings.Repeat("w", 91), ""); return err }, []string{"Name"}, "must be at most 90 characters"},
+		{"workspace in unknown project", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "w", "prj-nope"); return err }, []string{"ProjectID"}, ""},
+		{"workspace in another organization's project", func() error {
+			_, err := e.c.CreateWorkspace(root(), "acme", "w", other.DefaultProjectID)
+			return err
+		}, []string{"ProjectID"}, ""},
+		{"access without project, team and level", func() error { _, err := e.c.SetTeamAccess(root(), "", "", "owner"); return err }, []string{"ProjectID", "TeamID", "Access"}, ""},
+		{"access level", func() error { _, err := e.c.SetTeamAccess(root(), p.ID, team.ID, "owner"); return err }, []string{"Access"}, "must be one of read, write, maintain, admin, custom"},
+		{"unknown team", func() error { _, err := e.c.SetTeamAccess(root(), p.ID, "team-nope", "read"); return err }, []string{"TeamID"}, ""},
+		{"team of another organization", func() error { _, err := e.c.SetTeamAccess(root(), p.ID, foreign.ID, "read"); return err }, []string{"TeamID"}, ""},
+		{"sort", func() error { _, err := e.c.List(root(), "acme", ListOptions{Sort: "id"}); return err }, []string{"Sort"}, "must be name or -name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+				t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
+			}
+			if fe := keel.FieldErrors(err); tt.rule != "" && fe[0].Rule != tt.rule {
+				t.Fatalf("rule %q, want %q", fe[0].Rule, tt.rule)
+			}
+		})
+	}
+	if got, _ := e.c.Get(root(), p.ID); got.TeamCount != 0 || got.WorkspaceCount != 0 {
+		t.Fatalf("a refused request changed the counts: %+v", got)
+	}
+}
+
 func TestDeleteOrganizationRemovesEverything(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	p := e.mkProject(t, "infra")
@@ -99,7 +162,7 @@ func TestProjectNameRules(t *testing.T) {
 			}
 			if !tt.ok {
 				fe := keel.FieldErrors(err)
-				if len(fe) != 1 || fe[0].Field != "data.attributes.name" {
+				if len(fe) != 1 || fe[0].Field != "Name" {
 					t.Fatalf("field errors = %v", fe)
 				}
 			}
@@ -117,9 +180,9 @@ func TestProjectCreateRules(t *testing.T) {
 		wantErr error
 		fields  []string
 	}{
-		{"name required", "acme", Input{}, keel.ErrInvalid, []string{"data.attributes.name"}},
-		{"description 257", "acme", Input{Name: ptr("abc"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"data.attributes.description"}},
-		{"every problem at once", "acme", Input{Name: ptr("x"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"data.attributes.name", "data.attributes.description"}},
+		{"name required", "acme", Input{}, keel.ErrInvalid, []string{"Name"}},
+		{"description 257", "acme", Input{Name: ptr("abc"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Description"}},
+		{"every problem at once", "acme", Input{Name: ptr("x"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Name", "Description"}},
 		{"name taken ignoring case", "acme", Input{Name: ptr("INFRA")}, keel.ErrAlreadyExists, nil},
 		{"unknown organization", "nope", Input{Name: ptr("abc")}, keel.ErrNotFound, nil},
 		{"description 256", "acme", Input{Name: ptr("docs"), Description: ptr(strings.Repeat("d", 256))}, nil, nil},
@@ -136,11 +199,7 @@ func TestProjectCreateRules(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
-			var got []string
-			for _, fe := range keel.FieldErrors(err) {
-				got = append(got, fe.Field)
-			}
-			if !slices.Equal(got, tt.fields) {
+			if got := fields(err); !slices.Equal(got, tt.fields) {
 				t.Fatalf("fields = %v, want %v", got, tt.fields)
 			}
 		})

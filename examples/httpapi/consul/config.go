@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -41,15 +42,21 @@ type ServiceConsumer struct {
 // configSet serves PUT /v1/config: it stores an exported-services entry
 // and answers true, as Consul does. ?cas is not supported.
 func (h *Handler) configSet(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		methodNotAllowed(w, "PUT")
-		return
-	}
-	var in ExportedServicesEntry
-	if err := decodeBody(w, r, &in); err != nil {
-		writeError(w, err)
-		return
-	}
+	serve(w, r, http.MethodPut, func(ctx context.Context, in *ExportedServicesEntry) (bool, error) {
+		e, err := exportedEntry(r, in)
+		if err != nil {
+			return false, err
+		}
+		return true, h.svc.SetExportedServicesEntry(ctx, e)
+	})
+}
+
+// exportedEntry returns the peering.ExportedServicesEntry of in, the body
+// of a PUT /v1/config. The rules of what Consul has and keel does not
+// (other kinds, ?cas, namespaces, consumers other than peers) are checked
+// here; the entry's own rules (its name, partition, services and peers)
+// are package peering's.
+func exportedEntry(r *http.Request, in *ExportedServicesEntry) (*peering.ExportedServicesEntry, error) {
 	var v keel.Validation
 	if in.Kind != kindExportedServices {
 		v.Add("Kind", "config entries of kind %q are not supported; only %q", in.Kind, kindExportedServices)
@@ -57,10 +64,7 @@ func (h *Handler) configSet(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("cas") {
 		v.Add("cas", "check-and-set is not supported")
 	}
-	if p := partition(r, in.Partition); p != "" && p != peering.DefaultPartition {
-		v.Add("Partition", "partitions other than %q are not supported", peering.DefaultPartition)
-	}
-	e := &peering.ExportedServicesEntry{Name: in.Name, Meta: in.Meta}
+	e := &peering.ExportedServicesEntry{Name: in.Name, Partition: partition(r, in.Partition), Meta: in.Meta}
 	for i, svc := range in.Services {
 		if svc.Namespace != "" && svc.Namespace != "default" {
 			v.Add(fmt.Sprintf("Services[%d].Namespace", i), "namespaces other than \"default\" are not supported")
@@ -74,15 +78,7 @@ func (h *Handler) configSet(w http.ResponseWriter, r *http.Request) {
 		}
 		e.Services = append(e.Services, out)
 	}
-	if err := v.Err(); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := h.svc.SetExportedServicesEntry(r.Context(), e); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, true)
+	return e, v.Err()
 }
 
 // configGet serves GET /v1/config/exported-services/{name}.

@@ -71,14 +71,19 @@ func TestExportedServicesConfigEntry(t *testing.T) {
 		for _, tt := range []struct {
 			name  string
 			entry api.ConfigEntry
-			want  string
+			opts  *api.WriteOptions
+			field string // the field the answer names
 		}{
-			{"other kind 400", &api.ProxyConfigEntry{Kind: api.ProxyDefaults, Name: "global"}, "400"},
-			{"partition consumer 400", &api.ExportedServicesConfigEntry{Name: "default", Services: []api.ExportedService{{Name: "web", Consumers: []api.ServiceConsumer{{Partition: "p"}}}}}, "400"},
-			{"other name 400", &api.ExportedServicesConfigEntry{Name: "other"}, "400"},
+			{"other kind 400", &api.ProxyConfigEntry{Kind: api.ProxyDefaults, Name: "global"}, nil, "Kind"},
+			{"partition consumer 400", &api.ExportedServicesConfigEntry{Name: "default", Services: []api.ExportedService{{Name: "web", Consumers: []api.ServiceConsumer{{Partition: "p"}}}}}, nil, "Services[0].Consumers[0]"},
+			{"other name 400", &api.ExportedServicesConfigEntry{Name: "other"}, nil, "Name"},
+			// The partition rule is package peering's: its answer names the field.
+			{"other partition 400", &api.ExportedServicesConfigEntry{Name: "default", Partition: "eng"}, nil, "Partition"},
+			{"other partition in the query 400", &api.ExportedServicesConfigEntry{Name: "default"}, &api.WriteOptions{Partition: "eng"}, "Partition"},
 		} {
-			if _, _, err := a.client.ConfigEntries().Set(tt.entry, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("%s: error %v", tt.name, err)
+			_, _, err := a.client.ConfigEntries().Set(tt.entry, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), tt.field+": ") {
+				t.Errorf("%s: error %v, want a 400 naming %s", tt.name, err, tt.field)
 			}
 		}
 		if _, _, err := a.client.ConfigEntries().Get(api.ExportedServices, "other", nil); err == nil || !strings.Contains(err.Error(), "404") {

@@ -198,6 +198,7 @@ func TestRawHTTP(t *testing.T) {
 		{"bad index 400 text", http.MethodGet, "/v1/peerings?index=x", http.StatusBadRequest, "text/plain"},
 		{"bad wait 400 text", http.MethodGet, "/v1/peerings?wait=soon", http.StatusBadRequest, "text/plain"},
 		{"bad partition 400", http.MethodGet, "/v1/peerings?partition=eng", http.StatusBadRequest, "text/plain"},
+		{"bad partition of a delete 400", http.MethodDelete, "/v1/peering/x?partition=eng", http.StatusBadRequest, "text/plain"},
 		{"consistent accepted", http.MethodGet, "/v1/peerings?consistent", http.StatusOK, "application/json"},
 		{"bad body 400", http.MethodPost, "/v1/peering/token", http.StatusBadRequest, "text/plain"},
 		{"other paths untouched", http.MethodGet, "/v1/kv/x", http.StatusTeapot, ""},

@@ -33,6 +33,14 @@
 // a missing peering, 405 for another method, 409 for a peering being
 // deleted, 503 for an unreachable peer, 500 "internal error" otherwise.
 //
+// An invalid request's text names each field: the Go path that package
+// peering gives it in its input, which is also Consul's JSON name
+// ("PeerName", "Partition", "Services[0].Consumers[0].Peer"), so that no
+// table translates them. The rules of a peering and of the
+// exported-services entry (names, partition, meta, peers) are package
+// peering's; the adapter checks only what Consul has and keel does not
+// (other kinds, ?cas, namespaces, consumers other than peers).
+//
 // # Concurrency
 //
 // A Handler and an HTTPTransport are safe for concurrent use.

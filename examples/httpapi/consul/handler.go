@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -78,45 +79,22 @@ type establishRequest struct {
 }
 
 func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, "POST")
-		return
-	}
-	var req tokenRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	tok, err := h.svc.GenerateToken(r.Context(), peering.TokenRequest{
-		PeerName: req.PeerName, Partition: partition(r, req.Partition),
-		ServerExternalAddresses: req.ServerExternalAddresses, Meta: req.Meta,
+	serve(w, r, http.MethodPost, func(ctx context.Context, req *tokenRequest) (map[string]string, error) {
+		tok, err := h.svc.GenerateToken(ctx, peering.TokenRequest{
+			PeerName: req.PeerName, Partition: partition(r, req.Partition),
+			ServerExternalAddresses: req.ServerExternalAddresses, Meta: req.Meta,
+		})
+		return map[string]string{"PeeringToken": tok}, err
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, map[string]string{"PeeringToken": tok})
 }
 
 func (h *Handler) establish(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, "POST")
-		return
-	}
-	var req establishRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	err := h.svc.Establish(r.Context(), peering.EstablishRequest{
-		PeerName: req.PeerName, Partition: partition(r, req.Partition),
-		PeeringToken: req.PeeringToken, Meta: req.Meta,
+	serve(w, r, http.MethodPost, func(ctx context.Context, req *establishRequest) (struct{}, error) {
+		return struct{}{}, h.svc.Establish(ctx, peering.EstablishRequest{
+			PeerName: req.PeerName, Partition: partition(r, req.Partition),
+			PeeringToken: req.PeeringToken, Meta: req.Meta,
+		})
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, struct{}{})
 }
 
 func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
@@ -139,11 +117,7 @@ func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
 		setIndex(w, idx)
 		writeJSON(w, wirePeering(p))
 	case http.MethodDelete:
-		if p := r.URL.Query().Get("partition"); p != "" && p != peering.DefaultPartition {
-			writeError(w, keel.Invalid("partition", "partitions other than %q are not supported", peering.DefaultPartition))
-			return
-		}
-		if err := h.svc.Delete(r.Context(), name); err != nil {
+		if err := h.svc.Delete(r.Context(), name, &peering.DeleteOptions{Partition: r.URL.Query().Get("partition")}); err != nil {
 			writeError(w, err)
 			return
 		}

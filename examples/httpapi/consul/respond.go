@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -60,6 +61,27 @@ func writeError(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	io.WriteString(w, msg)
+}
+
+// serve serves a request of method whose body is a JSON Req (an empty
+// body is the zero Req): fn answers it with a Resp, written as JSON, or
+// an error. Another method is 405.
+func serve[Req, Resp any](w http.ResponseWriter, r *http.Request, method string, fn func(context.Context, *Req) (Resp, error)) {
+	if r.Method != method {
+		methodNotAllowed(w, method)
+		return
+	}
+	var req Req
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := fn(r.Context(), &req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, resp)
 }
 
 // methodNotAllowed answers 405 naming the allowed methods.

@@ -98,34 +98,15 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 }
 
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
-	serveMessage(w, r, h.svc.HandleExchange)
+	serve(w, r, http.MethodPost, h.svc.HandleExchange)
 }
 
 func (h *Handler) heartbeat(w http.ResponseWriter, r *http.Request) {
-	serveMessage(w, r, h.svc.HandleHeartbeat)
+	serve(w, r, http.MethodPost, h.svc.HandleHeartbeat)
 }
 
 func (h *Handler) terminate(w http.ResponseWriter, r *http.Request) {
-	serveMessage(w, r, func(ctx context.Context, req *peering.TerminateRequest) (struct{}, error) {
+	serve(w, r, http.MethodPost, func(ctx context.Context, req *peering.TerminateRequest) (struct{}, error) {
 		return struct{}{}, h.svc.HandleTerminate(ctx, req)
 	})
-}
-
-// serveMessage decodes a peer's message, calls fn and answers its result.
-func serveMessage[Req, Resp any](w http.ResponseWriter, r *http.Request, fn func(context.Context, *Req) (Resp, error)) {
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, "POST")
-		return
-	}
-	var req Req
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	resp, err := fn(r.Context(), &req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, resp)
 }

@@ -2,6 +2,7 @@ package tfe
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/keelhq/keel"
@@ -20,22 +21,12 @@ func orgDoc(o project.Organization) map[string]any {
 }
 
 func (h *Handler) createOrganization(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "organizations")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	var v keel.Validation
-	name, email := res.attrString(&v, "name"), res.attrString(&v, "email")
-	if name == nil {
-		v.Add("data.attributes.name", "is required")
-	}
-	if err := v.Err(); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	o, err := h.catalog.CreateOrganization(r.Context(), *name, deref(email))
-	h.writeData(w, r, http.StatusCreated, err, func() any { return orgDoc(o) })
+	type input struct{ name, email *string }
+	serve(h, w, r, "organizations", func(v *keel.Validation, res *reqResource) input {
+		return input{res.attrString(v, "Name"), res.attrString(v, "Email")}
+	}, func(in input) (project.Organization, error) {
+		return h.catalog.CreateOrganization(r.Context(), deref(in.name), deref(in.email))
+	}, http.StatusCreated, orgDoc)
 }
 
 func deref(s *string) string {
@@ -52,26 +43,11 @@ func (h *Handler) readOrganization(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) listOrganizations(w http.ResponseWriter, r *http.Request) {
 	orgs, err := h.catalog.Organizations(r.Context())
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	data := make([]any, 0, len(orgs))
-	for _, o := range orgs {
-		data = append(data, orgDoc(o))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(orgs), 1), len(orgs)))},
-	})
+	h.writeList(w, r, docs(orgs, orgDoc), err)
 }
 
 func (h *Handler) deleteOrganization(w http.ResponseWriter, r *http.Request) {
-	if err := h.catalog.DeleteOrganization(r.Context(), r.PathValue("org")); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	h.writeNoContent(w, r, h.catalog.DeleteOrganization(r.Context(), r.PathValue("org")))
 }
 
 func workspaceDoc(ws project.Workspace) map[string]any {
@@ -87,27 +63,15 @@ func workspaceDoc(ws project.Workspace) map[string]any {
 }
 
 func (h *Handler) createWorkspace(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "workspaces")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
+	type input struct {
+		name      *string
+		projectID string
 	}
-	var v keel.Validation
-	name := res.attrString(&v, "name")
-	prj := res.relIDs(&v, "project", "projects")
-	if name == nil {
-		v.Add("data.attributes.name", "is required")
-	}
-	if err := v.Err(); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	prjID := ""
-	if len(prj) > 0 {
-		prjID = prj[0]
-	}
-	ws, err := h.catalog.CreateWorkspace(r.Context(), r.PathValue("org"), *name, prjID)
-	h.writeData(w, r, http.StatusCreated, err, func() any { return workspaceDoc(ws) })
+	serve(h, w, r, "workspaces", func(v *keel.Validation, res *reqResource) input {
+		return input{res.attrString(v, "Name"), res.relID(v, "ProjectID", "projects")}
+	}, func(in input) (project.Workspace, error) {
+		return h.catalog.CreateWorkspace(r.Context(), r.PathValue("org"), deref(in.name), in.projectID)
+	}, http.StatusCreated, workspaceDoc)
 }
 
 func (h *Handler) readWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -146,29 +110,20 @@ func (h *Handler) updateWorkspaceByName(w http.ResponseWriter, r *http.Request) 
 }
 
 func (h *Handler) moveOne(w http.ResponseWriter, r *http.Request, ws project.Workspace) {
-	res, err := readDoc(w, r, "workspaces")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	var v keel.Validation
-	prj := res.relIDs(&v, "project", "projects")
-	if err := v.Err(); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if len(prj) > 0 && prj[0] != ws.ProjectID {
-		if err := h.catalog.MoveWorkspaces(r.Context(), prj[0], []string{ws.ID}); err != nil {
-			h.writeError(w, r, err)
-			return
+	serve(h, w, r, "workspaces", func(v *keel.Validation, res *reqResource) string {
+		return res.relID(v, "ProjectID", "projects")
+	}, func(prj string) (project.Workspace, error) {
+		if prj != "" && prj != ws.ProjectID {
+			if err := h.catalog.MoveWorkspaces(r.Context(), prj, []string{ws.ID}); err != nil {
+				return project.Workspace{}, err
+			}
 		}
-	}
-	ws, err = h.catalog.Workspace(r.Context(), ws.ID)
-	h.writeWorkspace(w, r, ws, err)
+		return h.catalog.Workspace(r.Context(), ws.ID)
+	}, http.StatusOK, workspaceDoc)
 }
 
 func (h *Handler) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
-	h.writeDeleted(w, r, h.catalog.DeleteWorkspace(r.Context(), r.PathValue("id")))
+	h.writeNoContent(w, r, h.catalog.DeleteWorkspace(r.Context(), r.PathValue("id")))
 }
 
 func (h *Handler) deleteWorkspaceByName(w http.ResponseWriter, r *http.Request) {
@@ -176,10 +131,11 @@ func (h *Handler) deleteWorkspaceByName(w http.ResponseWriter, r *http.Request) 
 	if err == nil {
 		err = h.catalog.DeleteWorkspace(r.Context(), ws.ID)
 	}
-	h.writeDeleted(w, r, err)
+	h.writeNoContent(w, r, err)
 }
 
-func (h *Handler) writeDeleted(w http.ResponseWriter, r *http.Request, err error) {
+// writeNoContent answers err when it is not nil, else 204 with no body.
+func (h *Handler) writeNoContent(w http.ResponseWriter, r *http.Request, err error) {
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -200,20 +156,8 @@ func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 		prj = o.DefaultProjectID
 	}
 	list, err := h.catalog.Workspaces(r.Context(), prj)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	data := make([]any, 0, len(list))
-	for _, ws := range list {
-		if ws.Org == r.PathValue("org") {
-			data = append(data, workspaceDoc(ws))
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(data), 1), len(data)))},
-	})
+	list = slices.DeleteFunc(list, func(ws project.Workspace) bool { return ws.Org != r.PathValue("org") })
+	h.writeList(w, r, docs(list, workspaceDoc), err)
 }
 
 func teamDoc(t project.Team) map[string]any {
@@ -225,22 +169,11 @@ func teamDoc(t project.Team) map[string]any {
 }
 
 func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "teams")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	var v keel.Validation
-	name := res.attrString(&v, "name")
-	if name == nil {
-		v.Add("data.attributes.name", "is required")
-	}
-	if err := v.Err(); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	t, err := h.catalog.CreateTeam(r.Context(), r.PathValue("org"), *name)
-	h.writeData(w, r, http.StatusCreated, err, func() any { return teamDoc(t) })
+	serve(h, w, r, "teams", func(v *keel.Validation, res *reqResource) *string {
+		return res.attrString(v, "Name")
+	}, func(name *string) (project.Team, error) {
+		return h.catalog.CreateTeam(r.Context(), r.PathValue("org"), deref(name))
+	}, http.StatusCreated, teamDoc)
 }
 
 func (h *Handler) readTeam(w http.ResponseWriter, r *http.Request) {
@@ -263,42 +196,19 @@ func accessDoc(a project.TeamAccess) map[string]any {
 }
 
 func (h *Handler) addTeamAccess(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "team-projects")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	var v keel.Validation
-	access := res.attrString(&v, "access")
-	team, prj := res.relIDs(&v, "team", "teams"), res.relIDs(&v, "project", "projects")
-	if len(team) != 1 {
-		v.Add("data.relationships.team.data", "is required")
-	}
-	if len(prj) != 1 {
-		v.Add("data.relationships.project.data", "is required")
-	}
-	if err := v.Err(); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	a, err := h.catalog.SetTeamAccess(r.Context(), prj[0], team[0], deref(access))
-	h.writeData(w, r, http.StatusCreated, err, func() any { return accessDoc(a) })
+	serve(h, w, r, "team-projects", func(v *keel.Validation, res *reqResource) project.TeamAccess {
+		return project.TeamAccess{
+			ProjectID: res.relID(v, "ProjectID", "projects"), TeamID: res.relID(v, "TeamID", "teams"),
+			Access: deref(res.attrString(v, "Access")),
+		}
+	}, func(in project.TeamAccess) (project.TeamAccess, error) {
+		return h.catalog.SetTeamAccess(r.Context(), in.ProjectID, in.TeamID, in.Access)
+	}, http.StatusCreated, accessDoc)
 }
 
 func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {
 	list, err := h.catalog.TeamAccesses(r.Context(), r.URL.Query().Get("filter[project][id]"))
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	data := make([]any, 0, len(list))
-	for _, a := range list {
-		data = append(data, accessDoc(a))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(data), 1), len(data)))},
-	})
+	h.writeList(w, r, docs(list, accessDoc), err)
 }
 
 func (h *Handler) removeTeamAccess(w http.ResponseWriter, r *http.Request) {
@@ -307,5 +217,5 @@ func (h *Handler) removeTeamAccess(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, keel.ErrNotFound)
 		return
 	}
-	h.writeDeleted(w, r, h.catalog.RemoveTeamAccess(r.Context(), parts[2], parts[1]))
+	h.writeNoContent(w, r, h.catalog.RemoveTeamAccess(r.Context(), parts[2], parts[1]))
 }

@@ -59,18 +59,47 @@
 //
 // Errors are JSON:API error documents {"errors":[{"status":"422","title":
 // ...,"detail":...,"source":{"pointer":"/data/attributes/name"}}]}, with
-// status as a string and one error per invalid field (a query parameter is
-// named by source.parameter). Kinds map to statuses in one table
-// (statusOf): invalid and already-exists 422 (HCP Terraform's "has already
-// been taken"), not found 404 (title "not found", no detail), forbidden
-// 403 (the detail of a refused move lists the workspace ids), conflict 409
-// (deleting a project that holds workspaces: HCP Terraform does not
-// document the status; 409 is keel's choice), too large 413. A malformed
-// body is 422 on /data.
+// status as a string and one error per invalid field. Kinds map to
+// statuses in one table (statusOf): invalid and already-exists 422 (HCP
+// Terraform's "has already been taken"), not found 404 (title "not found",
+// no detail), forbidden 403 (the detail of a refused move lists the
+// workspace ids), conflict 409 (deleting a project that holds workspaces:
+// HCP Terraform does not document the status; 409 is keel's choice), too
+// large 413. A malformed or empty body is 422 on /data.
+//
+// The packages project and policy name an invalid field by its Go path
+// in the operation's input (keel.FieldError); the adapter maps it to its
+// source in one table (wireOf, in respond.go), which it also reads
+// requests through:
+//
+//	Name, Description, Kind, Query,   /data/attributes/name, ...
+//	Email, Access
+//	EnforcementLevel                  /data/attributes/enforcement-level
+//	Enforce, Enforce[0].Mode          /data/attributes/enforce, /data/attributes/enforce/0/mode
+//	PolicySetIDs[2]                   /data/relationships/policy-sets/data/2/id
+//	PolicyIDs[2]                      /data/relationships/policies/data/2/id
+//	TeamID, ProjectID                 /data/relationships/team/data/id, /data/relationships/project/data/id
+//	Sort, PageNumber, PageSize,       parameters sort, page[number], page[size],
+//	Search, Include                   search[name], include
+//
+// A Go name the table lacks is taken for an attribute named in kebab
+// case ("MaxCount" → /data/attributes/max-count); indexes and sub-fields
+// follow as pointer segments. The shape of a document (no data, a wrong
+// type, an attribute of the wrong JSON type, a to-one relationship given
+// several identifiers) is checked by the adapter; every rule on the
+// values (a name required, its characters, a level, a team of the
+// organization) is the domain's, answered with the domain's words.
 //
 // Not shown by the specification, done as HCP Terraform does: project,
 // organization, workspace and team creates answer 201; a policy upload
 // answers 204 with no body; the maximum page size is 100.
+//
+// Not shown by the specification, keel's choices: an enforce element
+// with an empty or missing path is refused (422 on
+// /data/attributes/enforce/0/path); a team access without a team or a
+// project is 422 on /data/relationships/team/data/id or
+// /data/relationships/project/data/id; error details are keel's words,
+// not HCP Terraform's.
 //
 // # Caveats
 //

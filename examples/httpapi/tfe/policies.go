@@ -53,54 +53,34 @@ func policyDoc(p policy.Policy, shape policyShape) map[string]any {
 	return map[string]any{"id": p.ID, "type": "policies", "attributes": attrs, "relationships": rels, "links": links}
 }
 
-// enforceAttr reads data.attributes.enforce.
+// enforceAttr reads the attribute of Enforce, an array of {path, mode}; a
+// path or mode not sent is "" (whether it is required is the domain's
+// rule).
 func enforceAttr(v *keel.Validation, res *reqResource) *[]policy.Enforce {
-	raw, ok := res.Attributes["enforce"]
-	if !ok || string(raw) == "null" {
+	raw := res.attr("Enforce")
+	if raw == nil {
 		return nil
 	}
-	var list []struct {
-		Path *string `json:"path"`
-		Mode *string `json:"mode"`
-	}
+	var list []policy.Enforce
 	if err := json.Unmarshal(raw, &list); err != nil {
-		v.Add("data.attributes.enforce", "must be an array of {path, mode}")
+		v.Add("Enforce", "must be an array of {path, mode}")
 		return nil
 	}
-	out := make([]policy.Enforce, len(list))
-	for i, e := range list {
-		if e.Path == nil {
-			v.Add(fmt.Sprintf("data.attributes.enforce.%d.path", i), "is required")
-		}
-		out[i] = policy.Enforce{Path: deref(e.Path), Mode: deref(e.Mode)}
-	}
-	return &out
+	return &list
 }
 
 func (h *Handler) createPolicy(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "policies")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	var v keel.Validation
-	in := policy.CreateInput{
-		Name: res.attrString(&v, "name"), Description: res.attrString(&v, "description"),
-		Kind: res.attrString(&v, "kind"), Query: res.attrString(&v, "query"),
-		EnforcementLevel: res.attrString(&v, "enforcement-level"), Enforce: enforceAttr(&v, res),
-		PolicySetIDs: res.relIDs(&v, "policy-sets", "policy-sets"),
-	}
-	if err := v.Err(); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	p, err := h.policies.Create(r.Context(), r.PathValue("org"), in)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	// The specification answers 200 (not 201) to a policy create.
-	writeJSON(w, http.StatusOK, map[string]any{"data": policyDoc(p, shapeCreate)})
+	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.CreateInput {
+		return policy.CreateInput{
+			Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description"),
+			Kind: res.attrString(v, "Kind"), Query: res.attrString(v, "Query"),
+			EnforcementLevel: res.attrString(v, "EnforcementLevel"), Enforce: enforceAttr(v, res),
+			PolicySetIDs: res.relIDs(v, "PolicySetIDs", "policy-sets"),
+		}
+	}, func(in policy.CreateInput) (policy.Policy, error) {
+		return h.policies.Create(r.Context(), r.PathValue("org"), in)
+	}, http.StatusOK, // the specification answers 200 (not 201) to a policy create
+		func(p policy.Policy) map[string]any { return policyDoc(p, shapeCreate) })
 }
 
 func (h *Handler) readPolicy(w http.ResponseWriter, r *http.Request) {
@@ -122,12 +102,12 @@ func (h *Handler) readPolicy(w http.ResponseWriter, r *http.Request) {
 // included returns the policy sets of ps when the request asks for
 // include=policy_sets, else nil.
 func (h *Handler) included(r *http.Request, ps []policy.Policy) ([]any, error) {
-	switch r.URL.Query().Get("include") {
+	switch param(r, "Include") {
 	case "":
 		return nil, nil
 	case "policy_sets":
 	default:
-		return nil, keel.Invalid("include", "must be policy_sets")
+		return nil, keel.Invalid("Include", "must be policy_sets")
 	}
 	out := []any{}
 	seen := map[string]bool{}
@@ -156,23 +136,15 @@ func (h *Handler) included(r *http.Request, ps []policy.Policy) ([]any, error) {
 }
 
 func (h *Handler) updatePolicy(w http.ResponseWriter, r *http.Request) {
-	res, err := readDoc(w, r, "policies")
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	var v keel.Validation
-	// data.attributes.name is ignored: a policy cannot be renamed.
-	in := policy.UpdateInput{
-		Description: res.attrString(&v, "description"), Query: res.attrString(&v, "query"),
-		EnforcementLevel: res.attrString(&v, "enforcement-level"), Enforce: enforceAttr(&v, res),
-	}
-	if err := v.Err(); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	p, err := h.policies.Update(r.Context(), r.PathValue("id"), in)
-	h.writeData(w, r, http.StatusOK, err, func() any { return policyDoc(p, shapeUpdate) })
+	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.UpdateInput {
+		// A name sent is ignored: a policy cannot be renamed.
+		return policy.UpdateInput{
+			Description: res.attrString(v, "Description"), Query: res.attrString(v, "Query"),
+			EnforcementLevel: res.attrString(v, "EnforcementLevel"), Enforce: enforceAttr(v, res),
+		}
+	}, func(in policy.UpdateInput) (policy.Policy, error) {
+		return h.policies.Update(r.Context(), r.PathValue("id"), in)
+	}, http.StatusOK, func(p policy.Policy) map[string]any { return policyDoc(p, shapeUpdate) })
 }
 
 func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
@@ -182,22 +154,13 @@ func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := h.policies.List(r.Context(), r.PathValue("org"), policy.ListOptions{
-		PageNumber: number, PageSize: size, Search: r.URL.Query().Get("search[name]"),
+		PageNumber: number, PageSize: size, Search: param(r, "Search"),
 	})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	data := make([]any, 0, len(page.Policies))
-	for _, p := range page.Policies {
-		data = append(data, policyDoc(p, shapeList))
-	}
-	pg := page.Pagination
-	doc := map[string]any{
-		"data":  data,
-		"links": pageLinks(r, pg),
-		"meta":  map[string]any{"pagination": paginationMeta(pg)},
-	}
+	doc := pageDoc(r, docs(page.Policies, func(p policy.Policy) map[string]any { return policyDoc(p, shapeList) }), page.Pagination)
 	if inc, err := h.included(r, page.Policies); err != nil {
 		h.writeError(w, r, err)
 		return
@@ -208,7 +171,7 @@ func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) deletePolicy(w http.ResponseWriter, r *http.Request) {
-	h.writeDeleted(w, r, h.policies.Delete(r.Context(), r.PathValue("id")))
+	h.writeNoContent(w, r, h.policies.Delete(r.Context(), r.PathValue("id")))
 }
 
 // uploadPolicy stores the raw body; more than policy.MaxCodeSize bytes is
@@ -225,7 +188,7 @@ func (h *Handler) uploadPolicy(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	h.writeDeleted(w, r, h.policies.Upload(r.Context(), r.PathValue("id"), code))
+	h.writeNoContent(w, r, h.policies.Upload(r.Context(), r.PathValue("id"), code))
 }
 
 func (h *Handler) downloadPolicy(w http.ResponseWriter, r *http.Request) {

@@ -1,8 +1,8 @@
 package tfe
 
 import (
-	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/keelhq/keel"
@@ -35,49 +35,33 @@ func projectDoc(p project.Project, full bool) map[string]any {
 	}
 }
 
-// readProjectInput reads the projects document of r's body (w caps its
-// size, see readDoc) and its attributes.
-func readProjectInput(w http.ResponseWriter, r *http.Request) (project.Input, error) {
-	res, err := readDoc(w, r, "projects")
-	if err != nil {
-		return project.Input{}, err
-	}
-	var v keel.Validation
-	in := project.Input{Name: res.attrString(&v, "name"), Description: res.attrString(&v, "description")}
-	return in, v.Err()
+// projectInput reads the attributes of a projects document.
+func projectInput(v *keel.Validation, res *reqResource) project.Input {
+	return project.Input{Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description")}
 }
 
 func (h *Handler) createProject(w http.ResponseWriter, r *http.Request) {
-	in, err := readProjectInput(w, r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	p, err := h.catalog.Create(r.Context(), r.PathValue("org"), in)
-	h.writeData(w, r, http.StatusCreated, err, func() any { return projectDoc(p, false) })
+	serve(h, w, r, "projects", projectInput, func(in project.Input) (project.Project, error) {
+		return h.catalog.Create(r.Context(), r.PathValue("org"), in)
+	}, http.StatusCreated, func(p project.Project) map[string]any { return projectDoc(p, false) })
 }
 
 func (h *Handler) updateProject(w http.ResponseWriter, r *http.Request) {
-	in, err := readProjectInput(w, r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	p, err := h.catalog.Update(r.Context(), r.PathValue("id"), in)
-	h.writeData(w, r, http.StatusOK, err, func() any { return projectDoc(p, true) })
+	serve(h, w, r, "projects", projectInput, func(in project.Input) (project.Project, error) {
+		return h.catalog.Update(r.Context(), r.PathValue("id"), in)
+	}, http.StatusOK, fullProjectDoc)
 }
+
+// fullProjectDoc renders a project with every attribute.
+func fullProjectDoc(p project.Project) map[string]any { return projectDoc(p, true) }
 
 func (h *Handler) readProject(w http.ResponseWriter, r *http.Request) {
 	p, err := h.catalog.Get(r.Context(), r.PathValue("id"))
-	h.writeData(w, r, http.StatusOK, err, func() any { return projectDoc(p, true) })
+	h.writeData(w, r, http.StatusOK, err, func() any { return fullProjectDoc(p) })
 }
 
 func (h *Handler) deleteProject(w http.ResponseWriter, r *http.Request) {
-	if err := h.catalog.Delete(r.Context(), r.PathValue("id")); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	h.writeNoContent(w, r, h.catalog.Delete(r.Context(), r.PathValue("id")))
 }
 
 // present reports whether a flag parameter was given and is not "false".
@@ -94,7 +78,7 @@ func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	opts := project.ListOptions{
-		PageNumber: number, PageSize: size, Query: q.Get("q"), Sort: q.Get("sort"),
+		PageNumber: number, PageSize: size, Query: q.Get("q"), Sort: param(r, "Sort"),
 		CanUpdate:          present(r, "filter[permissions][update]"),
 		CanCreateWorkspace: present(r, "filter[permissions][create-workspace]"),
 	}
@@ -106,19 +90,9 @@ func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	data := make([]any, 0, len(page.Projects))
-	for _, p := range page.Projects {
-		data = append(data, projectDoc(p, true))
-	}
-	pg := page.Pagination
-	writeJSON(w, http.StatusOK, map[string]any{
-		"data":  data,
-		"links": pageLinks(r, pg),
-		"meta": map[string]any{
-			"status-counts": map[string]int{"total": page.Total, "matching": page.Matching},
-			"pagination":    paginationMeta(pg),
-		},
-	})
+	doc := pageDoc(r, docs(page.Projects, fullProjectDoc), page.Pagination)
+	doc["meta"].(map[string]any)["status-counts"] = map[string]int{"total": page.Total, "matching": page.Matching}
+	writeJSON(w, http.StatusOK, doc)
 }
 
 func (h *Handler) moveWorkspaces(w http.ResponseWriter, r *http.Request) {
@@ -133,7 +107,7 @@ func (h *Handler) moveWorkspaces(w http.ResponseWriter, r *http.Request) {
 	ids := make([]string, 0, len(doc.Data))
 	for i, d := range doc.Data {
 		if d.Type != "workspaces" {
-			v.Add("data."+itoa(i)+".type", "must be workspaces")
+			v.Add("/data/"+strconv.Itoa(i)+"/type", "must be workspaces")
 		}
 		ids = append(ids, d.ID)
 	}
@@ -141,14 +115,5 @@ func (h *Handler) moveWorkspaces(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	if err := h.catalog.MoveWorkspaces(r.Context(), r.PathValue("id"), ids); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
+	h.writeNoContent(w, r, h.catalog.MoveWorkspaces(r.Context(), r.PathValue("id"), ids))
 }

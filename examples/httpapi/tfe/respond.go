@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/keelhq/keel"
 )
@@ -51,7 +52,6 @@ func writeJSON(w http.ResponseWriter, status int, doc any) {
 	_ = json.NewEncoder(w).Encode(doc)
 }
 
-// writeError writes the error document of err: one error per field problem,
 // writeData answers with err when it is not nil, else with status and the
 // document {"data": data()}.
 func (h *Handler) writeData(w http.ResponseWriter, r *http.Request, status int, err error, data func() any) {
@@ -62,7 +62,63 @@ func (h *Handler) writeData(w http.ResponseWriter, r *http.Request, status int, 
 	writeJSON(w, status, map[string]any{"data": data()})
 }
 
-// else one error whose title is the kind's name.
+// serve serves a request whose body is a one-resource document of type
+// typ: read turns the resource into the operation's input, recording in v
+// the problems of its form, and run runs the operation. A problem of the
+// document or of its form, or the operation's error, is answered as an
+// error document; else the result as doc renders it, with status.
+func serve[In, Out any](h *Handler, w http.ResponseWriter, r *http.Request, typ string,
+	read func(v *keel.Validation, res *reqResource) In, run func(In) (Out, error),
+	status int, doc func(Out) map[string]any) {
+	res, err := readDoc(w, r, typ)
+	var in In
+	if err == nil {
+		var v keel.Validation
+		in = read(&v, res)
+		err = v.Err()
+	}
+	var out Out
+	if err == nil {
+		out, err = run(in)
+	}
+	h.writeData(w, r, status, err, func() any { return doc(out) })
+}
+
+// docs renders each element of list with doc.
+func docs[T any](list []T, doc func(T) map[string]any) []any {
+	out := make([]any, 0, len(list))
+	for _, x := range list {
+		out = append(out, doc(x))
+	}
+	return out
+}
+
+// writeList answers the documents of a list that is served on one page
+// (data and meta.pagination), or err when it is not nil.
+func (h *Handler) writeList(w http.ResponseWriter, r *http.Request, data []any, err error) {
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"data": data,
+		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(data), 1), len(data)))},
+	})
+}
+
+// pageDoc is the document of one page pg of a list: data, links and
+// meta.pagination.
+func pageDoc(r *http.Request, data []any, pg keel.Pagination) map[string]any {
+	return map[string]any{
+		"data":  data,
+		"links": pageLinks(r, pg),
+		"meta":  map[string]any{"pagination": paginationMeta(pg)},
+	}
+}
+
+// writeError writes the error document of err: one error per field
+// problem, its source from the field (see source), else one error whose
+// title is the kind's name.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	kind := keel.KindOf(err)
 	status, ok := statusOf[kind]
@@ -90,17 +146,146 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	writeJSON(w, status, map[string]any{"errors": errs})
 }
 
-// source is the JSON:API source of a field: a pointer for document fields
-// ("data.attributes.name" → "/data/attributes/name"), a parameter for query
-// parameters.
+// place is where a field of an operation's input travels in a request.
+type place uint8
+
+const (
+	attribute place = iota // /data/attributes/<name>
+	toOne                  // /data/relationships/<name>/data: one resource identifier
+	toMany                 // /data/relationships/<name>/data: resource identifiers
+	parameter              // the query parameter <name>
+)
+
+// wire is where a field travels: its place, and its name there.
+type wire struct {
+	place place
+	name  string
+}
+
+// wireOf is the one table from the Go names of the domain's inputs to
+// their JSON:API names: the first segment of a keel.FieldError's field
+// ("Enforce" of "Enforce[0].Mode"). The adapter also reads requests
+// through it (attrString, relIDs, relID, param), so that each wire name is
+// written here only. Go names shared by several inputs ("Name") travel
+// alike in all of them. A name missing from the table is an attribute
+// named in kebab case (see locate).
+var wireOf = map[string]wire{
+	// policy.CreateInput and policy.UpdateInput.
+	"Name":             {attribute, "name"},
+	"Description":      {attribute, "description"},
+	"Kind":             {attribute, "kind"},
+	"Query":            {attribute, "query"},
+	"Enforce":          {attribute, "enforce"},
+	"EnforcementLevel": {attribute, "enforcement-level"},
+	"PolicySetIDs":     {toMany, "policy-sets"},
+	// policy.Service.CreateSet's policyIDs (a policy set's document).
+	"PolicyIDs": {toMany, "policies"},
+	// The arguments of the project.Catalog's operations.
+	"Email":     {attribute, "email"},
+	"Access":    {attribute, "access"},
+	"TeamID":    {toOne, "team"},
+	"ProjectID": {toOne, "project"},
+	// project.ListOptions and policy.ListOptions. The project list's
+	// Query (q) and filters break no rule and are read by their names.
+	"Sort":       {parameter, "sort"},
+	"PageNumber": {parameter, "page[number]"},
+	"PageSize":   {parameter, "page[size]"},
+	"Search":     {parameter, "search[name]"},
+	// The adapter's own parameter, which no input holds.
+	"Include": {parameter, "include"},
+}
+
+// locate returns where the field named by the Go name head travels: its
+// entry in wireOf, or else an attribute whose name is head in kebab case
+// ("MaxCount" → "max-count"), JSON:API's convention for HCP Terraform's
+// attributes.
+func locate(head string) wire {
+	if w, ok := wireOf[head]; ok {
+		return w
+	}
+	return wire{attribute, kebab(head)}
+}
+
+// source is the JSON:API source of a keel.FieldError's field; nil for ""
+// (the request as a whole). A field that starts with "/" is a JSON pointer
+// already: the adapter names so the problems of a document's shape that no
+// input field holds ("/data", "/data/type"). Any other field is a Go path
+// ("Enforce[0].Mode", "PolicySetIDs[2]", "Sort"): its first segment is
+// located in wireOf (locate), its indexes and sub-fields follow as pointer
+// segments, sub-fields in kebab case:
+//
+//	"EnforcementLevel" → {"pointer": "/data/attributes/enforcement-level"}
+//	"Enforce[0].Mode"  → {"pointer": "/data/attributes/enforce/0/mode"}
+//	"PolicySetIDs[2]"  → {"pointer": "/data/relationships/policy-sets/data/2/id"}
+//	"TeamID"           → {"pointer": "/data/relationships/team/data/id"}
+//	"Sort"             → {"parameter": "sort"}
 func source(field string) map[string]string {
-	if field == "data" || strings.HasPrefix(field, "data.") {
-		return map[string]string{"pointer": "/" + strings.ReplaceAll(field, ".", "/")}
-	}
-	if field == "" {
+	switch {
+	case field == "":
 		return nil
+	case strings.HasPrefix(field, "/"):
+		return map[string]string{"pointer": field}
 	}
-	return map[string]string{"parameter": field}
+	head, rest := splitPath(field)
+	w := locate(head)
+	switch w.place {
+	case parameter:
+		return map[string]string{"parameter": w.name}
+	case toOne:
+		return map[string]string{"pointer": relPointer(head) + rest + "/id"}
+	case toMany:
+		if rest != "" {
+			rest += "/id" // one element: its id
+		}
+		return map[string]string{"pointer": relPointer(head) + rest}
+	}
+	return map[string]string{"pointer": "/data/attributes/" + w.name + rest}
+}
+
+// relPointer is the pointer of the data of the relationship of the Go
+// name head: "/data/relationships/<name>/data".
+func relPointer(head string) string {
+	return "/data/relationships/" + locate(head).name + "/data"
+}
+
+// splitPath splits a Go path into its first name and the rest as JSON
+// pointer segments: "Enforce[0].Mode" → "Enforce", "/0/mode".
+func splitPath(field string) (head, rest string) {
+	i := strings.IndexAny(field, "[.")
+	if i < 0 {
+		return field, ""
+	}
+	head = field[:i]
+	var b strings.Builder
+	for _, seg := range strings.FieldsFunc(field[i:], func(c rune) bool { return c == '[' || c == ']' || c == '.' }) {
+		b.WriteString("/" + kebab(seg))
+	}
+	return head, b.String()
+}
+
+// kebab writes a Go name in kebab case, lower case with a "-" before
+// each word: a word starts at an upper-case letter that follows a
+// lower-case letter or a digit, or that ends an initialism before a
+// lower-case letter other than a plural "s" ("EnforcementLevel" →
+// "enforcement-level", "TTLSeconds" → "ttl-seconds", "PolicySetIDs" →
+// "policy-set-ids").
+func kebab(name string) string {
+	rs := []rune(name)
+	var b strings.Builder
+	for i, c := range rs {
+		if i > 0 && unicode.IsUpper(c) {
+			prev, next := rs[i-1], rune(0)
+			if i+1 < len(rs) {
+				next = rs[i+1]
+			}
+			plural := next == 's' && (i+2 == len(rs) || !unicode.IsLower(rs[i+2]))
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural {
+				b.WriteByte('-')
+			}
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
 }
 
 // reqDoc is a request document whose data is one resource.
@@ -131,10 +316,10 @@ func readDoc(w http.ResponseWriter, r *http.Request, typ string) (*reqResource, 
 		return nil, err
 	}
 	if doc.Data == nil {
-		return nil, keel.Invalid("data", "is required")
+		return nil, keel.Invalid("/data", "is required")
 	}
 	if doc.Data.Type != typ {
-		return nil, keel.Invalid("data.type", "must be %s", typ)
+		return nil, keel.Invalid("/data/type", "must be %s", typ)
 	}
 	return doc.Data, nil
 }
@@ -147,41 +332,53 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 			return fmt.Errorf("document larger than %d bytes: %w", maxDocument, keel.ErrTooLarge)
 		}
 		if errors.Is(err, io.EOF) {
-			return keel.Invalid("data", "the body is empty")
+			return keel.Invalid("/data", "the body is empty")
 		}
-		return keel.Invalid("data", "malformed JSON:API document: %v", err)
+		return keel.Invalid("/data", "malformed JSON:API document: %v", err)
 	}
 	return nil
 }
 
-// attrString reads a string attribute: nil when absent or null; a value of
-// another type is a problem recorded in v.
-func (res *reqResource) attrString(v *keel.Validation, name string) *string {
-	raw, ok := res.Attributes[name]
-	if !ok || string(raw) == "null" {
+// attr returns the raw value of the attribute of the Go name field; nil
+// when absent or null.
+func (res *reqResource) attr(field string) json.RawMessage {
+	raw := res.Attributes[locate(field).name]
+	if string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// attrString reads the string attribute of the Go name field: nil when
+// absent or null; a value of another type is a problem recorded in v, on
+// field.
+func (res *reqResource) attrString(v *keel.Validation, field string) *string {
+	raw := res.attr(field)
+	if raw == nil {
 		return nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		v.Add("data.attributes."+name, "must be a string")
+		v.Add(field, "must be a string")
 		return nil
 	}
 	return &s
 }
 
-// relIDs reads the ids of a to-many (or to-one) relationship whose
-// elements must be of type typ.
-func (res *reqResource) relIDs(v *keel.Validation, name, typ string) []string {
-	rel, ok := res.Relationships[name]
+// relIDs reads the ids of the to-many relationship of the Go name field
+// (a single identifier is taken as a list of one), whose elements must be
+// of type typ; nil when absent or null.
+func (res *reqResource) relIDs(v *keel.Validation, field, typ string) []string {
+	rel, ok := res.Relationships[locate(field).name]
 	if !ok || len(rel.Data) == 0 || string(rel.Data) == "null" {
 		return nil
 	}
-	field := "data.relationships." + name + ".data"
+	at := relPointer(field)
 	var many []ref
 	if err := json.Unmarshal(rel.Data, &many); err != nil {
 		var one ref
 		if err := json.Unmarshal(rel.Data, &one); err != nil {
-			v.Add(field, "must be resource identifiers")
+			v.Add(at, "must be resource identifiers")
 			return nil
 		}
 		many = []ref{one}
@@ -189,11 +386,31 @@ func (res *reqResource) relIDs(v *keel.Validation, name, typ string) []string {
 	ids := make([]string, 0, len(many))
 	for i, m := range many {
 		if m.Type != typ {
-			v.Add(fmt.Sprintf("%s.%d.type", field, i), "must be %s", typ)
+			v.Add(at+"/"+strconv.Itoa(i)+"/type", "must be %s", typ)
 		}
 		ids = append(ids, m.ID)
 	}
 	return ids
+}
+
+// relID reads the id of the to-one relationship of the Go name field, of
+// type typ; "" when absent or null (whether it is required is the
+// domain's rule). More than one identifier is a problem recorded in v.
+func (res *reqResource) relID(v *keel.Validation, field, typ string) string {
+	ids := res.relIDs(v, field, typ)
+	switch len(ids) {
+	case 0:
+		return ""
+	case 1:
+		return ids[0]
+	}
+	v.Add(relPointer(field), "must be one resource identifier")
+	return ""
+}
+
+// param returns the query parameter of the Go name field.
+func param(r *http.Request, field string) string {
+	return r.URL.Query().Get(locate(field).name)
 }
 
 // timestamp formats t as HCP Terraform does: UTC, milliseconds, "Z".
@@ -202,19 +419,18 @@ func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // pageQuery reads page[number] and page[size]; 0 means not given.
 func pageQuery(r *http.Request) (number, size int, err error) {
 	var v keel.Validation
-	q := r.URL.Query()
-	parse := func(name string) int {
-		s := q.Get(name)
+	parse := func(field string) int {
+		s := param(r, field)
 		if s == "" {
 			return 0
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			v.Add(name, "must be a positive integer")
+			v.Add(field, "must be a positive integer")
 		}
 		return n
 	}
-	number, size = parse("page[number]"), parse("page[size]")
+	number, size = parse("PageNumber"), parse("PageSize")
 	return number, size, v.Err()
 }
 
@@ -228,8 +444,8 @@ func pageLinks(r *http.Request, pg keel.Pagination) map[string]any {
 	at := func(n int) string {
 		u := *r.URL
 		q := u.Query()
-		q.Set("page[number]", strconv.Itoa(n))
-		q.Set("page[size]", strconv.Itoa(pg.PageSize))
+		q.Set(locate("PageNumber").name, strconv.Itoa(n))
+		q.Set(locate("PageSize").name, strconv.Itoa(pg.PageSize))
 		u.RawQuery = q.Encode()
 		return scheme + "://" + r.Host + u.RequestURI()
 	}
