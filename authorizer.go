@@ -3,6 +3,7 @@ package keel
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -96,23 +97,24 @@ type compiledRule struct {
 
 // NewRuleAuthorizer checks and compiles policies. It refuses (KindInvalid)
 // an empty path, a "*" anywhere but at the end, a "+" that is not a whole
-// segment, an empty capability list, and a policy named RootPolicy.
+// segment, an empty capability list, and a policy named RootPolicy,
+// reporting every problem at once, policies in the order of their names.
+// Fields are Go paths into policies, a map entry named by its quoted key
+// (see FieldError): `Policies["dev"][0].Path`,
+// `Policies["dev"][0].Capabilities`, `Policies["root"]`.
 func NewRuleAuthorizer(policies map[string][]Rule) (*RuleAuthorizer, error) {
 	var v Validation
 	out := &RuleAuthorizer{policies: make(map[string][]compiledRule, len(policies))}
-	for name, rules := range policies {
+	for _, name := range slices.Sorted(maps.Keys(policies)) {
+		field := fmt.Sprintf("Policies[%q]", name)
 		if name == RootPolicy {
-			v.Add("policies."+name, "the root policy is built in and cannot be redefined")
+			v.Add(field, "the root policy is built in and cannot be redefined")
 			continue
 		}
-		for i, r := range rules {
-			field := fmt.Sprintf("policies.%s[%d]", name, i)
-			cr, err := compileRule(r)
-			if err != nil {
-				v.Add(field, "%s", err)
-				continue
+		for i, r := range policies[name] {
+			if cr, ok := compileRule(&v, fmt.Sprintf("%s[%d]", field, i), r); ok {
+				out.policies[name] = append(out.policies[name], cr)
 			}
-			out.policies[name] = append(out.policies[name], cr)
 		}
 	}
 	if err := v.Err(); err != nil {
@@ -121,33 +123,50 @@ func NewRuleAuthorizer(policies map[string][]Rule) (*RuleAuthorizer, error) {
 	return out, nil
 }
 
-func compileRule(r Rule) (compiledRule, error) {
+// compileRule compiles r, the rule at the Go path field; it adds every
+// problem of r to v and reports whether there was none.
+func compileRule(v *Validation, field string, r Rule) (compiledRule, bool) {
+	problems := v.Len()
 	p := r.Path
-	if p == "" {
-		return compiledRule{}, fmt.Errorf("path is empty")
+	if why := pathProblem(p); why != "" {
+		v.Add(field+".Path", "%s", why)
 	}
 	if len(r.Capabilities) == 0 {
-		return compiledRule{}, fmt.Errorf("path %q: no capabilities", p)
+		v.Add(field+".Capabilities", "no capabilities: a rule must list at least one")
+	}
+	if v.Len() > problems {
+		return compiledRule{}, false
 	}
 	cr := compiledRule{caps: slices.Clone(r.Capabilities)}
 	if strings.HasSuffix(p, "*") {
 		cr.prefix = true
 		p = strings.TrimSuffix(p, "*")
 	}
-	if strings.Contains(p, "*") {
-		return compiledRule{}, fmt.Errorf("path %q: \"*\" is allowed only at the end", r.Path)
-	}
 	cr.segments = strings.Split(p, "/")
-	for i, s := range cr.segments {
+	cr.deny = slices.Contains(cr.caps, CapDeny)
+	return cr, true
+}
+
+// pathProblem returns the rule the pattern p of a Rule breaks, or "".
+func pathProblem(p string) string {
+	if p == "" {
+		return "is empty"
+	}
+	prefix := strings.HasSuffix(p, "*")
+	rest := strings.TrimSuffix(p, "*")
+	if strings.Contains(rest, "*") {
+		return fmt.Sprintf("%q: \"*\" is allowed only at the end", p)
+	}
+	segments := strings.Split(rest, "/")
+	for i, s := range segments {
 		if strings.Contains(s, "+") && s != "+" {
-			return compiledRule{}, fmt.Errorf("path %q: \"+\" must be a whole segment", r.Path)
+			return fmt.Sprintf("%q: \"+\" must be a whole segment", p)
 		}
-		if cr.prefix && i == len(cr.segments)-1 && s == "+" {
-			return compiledRule{}, fmt.Errorf("path %q: \"+*\" is not a pattern", r.Path)
+		if prefix && i == len(segments)-1 && s == "+" {
+			return fmt.Sprintf("%q: \"+*\" is not a pattern", p)
 		}
 	}
-	cr.deny = slices.Contains(cr.caps, CapDeny)
-	return cr, nil
+	return ""
 }
 
 func (cr compiledRule) matches(resource string) bool {

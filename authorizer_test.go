@@ -222,52 +222,65 @@ func TestNewRuleAuthorizerRejects(t *testing.T) {
 		{
 			"empty path",
 			map[string][]keel.Rule{"p": {{Path: "", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.p[0]", Rule: "path is empty"}},
+			[]keel.FieldError{{Field: `Policies["p"][0].Path`, Rule: "is empty"}},
 		},
 		{
 			"star in the middle",
 			map[string][]keel.Rule{"p": {{Path: "secret/a", Capabilities: read}, {Path: "a/*/b", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.p[1]", Rule: `"*" is allowed only at the end`}},
+			[]keel.FieldError{{Field: `Policies["p"][1].Path`, Rule: `"*" is allowed only at the end`}},
 		},
 		{
 			"double star at the end",
 			map[string][]keel.Rule{"p": {{Path: "a/**", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.p[0]", Rule: `"*" is allowed only at the end`}},
+			[]keel.FieldError{{Field: `Policies["p"][0].Path`, Rule: `"*" is allowed only at the end`}},
 		},
 		{
 			"plus inside a segment",
 			map[string][]keel.Rule{"p": {{Path: "x/a+b/c", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.p[0]", Rule: `"+" must be a whole segment`}},
+			[]keel.FieldError{{Field: `Policies["p"][0].Path`, Rule: `"+" must be a whole segment`}},
 		},
 		{
 			"plus at the end of a segment",
 			map[string][]keel.Rule{"p": {{Path: "x/a+", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.p[0]", Rule: `"+" must be a whole segment`}},
+			[]keel.FieldError{{Field: `Policies["p"][0].Path`, Rule: `"+" must be a whole segment`}},
 		},
 		{
 			"plus star",
 			map[string][]keel.Rule{"p": {{Path: "x/+*", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.p[0]", Rule: `"+*" is not a pattern`}},
+			[]keel.FieldError{{Field: `Policies["p"][0].Path`, Rule: `"+*" is not a pattern`}},
 		},
 		{
 			"nil capabilities",
 			map[string][]keel.Rule{"p": {{Path: "secret/*"}}},
-			[]keel.FieldError{{Field: "policies.p[0]", Rule: "no capabilities"}},
+			[]keel.FieldError{{Field: `Policies["p"][0].Capabilities`, Rule: "no capabilities"}},
 		},
 		{
 			"empty capabilities",
 			map[string][]keel.Rule{"p": {{Path: "secret/a", Capabilities: read}, {Path: "secret/b", Capabilities: read}, {Path: "secret/*", Capabilities: []keel.Capability{}}}},
-			[]keel.FieldError{{Field: "policies.p[2]", Rule: "no capabilities"}},
+			[]keel.FieldError{{Field: `Policies["p"][2].Capabilities`, Rule: "no capabilities"}},
 		},
 		{
 			"policy named root",
 			map[string][]keel.Rule{keel.RootPolicy: {{Path: "*", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.root", Rule: "cannot be redefined"}},
+			[]keel.FieldError{{Field: `Policies["root"]`, Rule: "cannot be redefined"}},
 		},
 		{
 			"every problem of a policy, in order",
 			map[string][]keel.Rule{"p": {{Path: ""}, {Path: "ok", Capabilities: read}, {Path: "a*b", Capabilities: read}}},
-			[]keel.FieldError{{Field: "policies.p[0]", Rule: "path is empty"}, {Field: "policies.p[2]", Rule: `"*" is allowed only at the end`}},
+			[]keel.FieldError{
+				{Field: `Policies["p"][0].Path`, Rule: "is empty"},
+				{Field: `Policies["p"][0].Capabilities`, Rule: "no capabilities"},
+				{Field: `Policies["p"][2].Path`, Rule: `"*" is allowed only at the end`},
+			},
+		},
+		{
+			"every policy, in the order of their names",
+			map[string][]keel.Rule{"b": {{Path: "x*y", Capabilities: read}}, "a b": {{Path: "", Capabilities: read}}, keel.RootPolicy: nil},
+			[]keel.FieldError{
+				{Field: `Policies["a b"][0].Path`, Rule: "is empty"},
+				{Field: `Policies["b"][0].Path`, Rule: `"x*y": "*" is allowed only at the end`},
+				{Field: `Policies["root"]`, Rule: "cannot be redefined"},
+			},
 		},
 	}
 	for _, tc := range tests {

@@ -112,7 +112,8 @@ func KindOf(err error) Kind {
 //   - a field of an input struct is named as in Go: "Name", "BindDN",
 //     "MemberEntityIDs";
 //   - a nested field follows a dot, a slice element its index in
-//     brackets: "Enforce[0].Mode", "PolicySetIDs[2]", "Meta";
+//     brackets, a map entry its key quoted as Go quotes it:
+//     "Enforce[0].Mode", "PolicySetIDs[2]", `Options["version"]`;
 //   - a plain argument is named by its parameter, with its first letter
 //     upper-cased as if the arguments were a struct: "LeaseID" for
 //     leaseID, "Increment", "Prefix";

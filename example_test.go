@@ -98,7 +98,7 @@ func ExampleRuleAuthorizer() {
 	// alice lacks "read" on "secret/prod/db": forbidden
 	// alice lacks "read" on "secretx": forbidden
 	// invalid
-	// policies.bad[0]: path "secret/*/db": "*" is allowed only at the end
+	// Policies["bad"][0].Path: "secret/*/db": "*" is allowed only at the end
 }
 
 func ExampleFakeClock() {

@@ -22,26 +22,30 @@
 // ListNames complete them. A field sent replaces the stored one: an empty
 // MemberGroupIDs removes every member group.
 //
-// Rules, each refused with keel.KindInvalid on the wire field it concerns:
+// Rules, each refused with keel.KindInvalid on the field of Input it
+// concerns, named by its Go path (see keel.FieldError; an adapter maps it
+// to its wire name):
 //
-//   - type ("type"): "internal" (the default) or "external"; it cannot
-//     change once the group exists. "" counts as not sent.
-//   - name ("name"): unique among groups ignoring case (Unicode lower
-//     case, strings.ToLower, as Vault's index), stored with its case;
-//     non-empty valid UTF-8 without ASCII control characters; its length
-//     is bounded only by the store's key limit. "" counts as not sent.
-//   - an external group takes no member ids ("member_group_ids",
-//     "member_entity_ids"); an empty list is accepted.
-//   - member groups ("member_group_ids"): each must exist, a group cannot
-//     contain itself, and no write may create a cycle in the membership
-//     graph. Ids are de-duplicated; the empty id is refused.
-//   - member entities ("member_entity_ids"): de-duplicated and sorted;
-//     checked by Options.Entities when the program provides one,
-//     accepted as given otherwise.
-//   - policies ("policies"): trimmed, lower-cased, de-duplicated and
-//     sorted, empty names dropped (Vault's handling); "root" is refused.
-//   - metadata ("metadata"): at most 64 pairs, keys of 1 to 128
-//     characters, values of at most 512 (characters are runes).
+//   - Type: "internal" (the default) or "external"; it cannot change
+//     once the group exists. "" counts as not sent.
+//   - Name: unique among groups ignoring case (Unicode lower case,
+//     strings.ToLower, as Vault's index), stored with its case; non-empty
+//     valid UTF-8 without ASCII control characters; its length is bounded
+//     only by the store's key limit. "" counts as not sent. The name
+//     argument of UpsertByName is checked as Name.
+//   - an external group takes no member ids (MemberGroupIDs,
+//     MemberEntityIDs); an empty list is accepted.
+//   - MemberGroupIDs: each must exist, a group cannot contain itself,
+//     and no write may create a cycle in the membership graph. Ids are
+//     de-duplicated; the empty id is refused, on its element
+//     ("MemberGroupIDs[2]"), as in MemberEntityIDs.
+//   - MemberEntityIDs: de-duplicated and sorted; checked by
+//     Options.Entities when the program provides one, accepted as given
+//     otherwise.
+//   - Policies: trimmed, lower-cased, de-duplicated and sorted, empty
+//     names dropped (Vault's handling); "root" is refused.
+//   - Metadata: at most 64 pairs, keys of 1 to 128 characters, values of
+//     at most 512 (characters are runes).
 //
 // Every rule that fails is reported at once, in one keel.ValidationError.
 //

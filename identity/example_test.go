@@ -48,7 +48,7 @@ func Example() {
 	fmt.Println(names)
 	// Output:
 	// Engineering [ci dev] true
-	// true member_group_ids
+	// true MemberGroupIDs
 	// 0
 	// [Engineering]
 }

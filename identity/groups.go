@@ -21,8 +21,8 @@ const (
 )
 
 // EntityDirectory tells whether identity entities exist. A program that
-// keeps entities provides one in Options.Entities so that member_entity_ids
-// are checked; without it any id is accepted.
+// keeps entities provides one in Options.Entities so that the ids of
+// Input.MemberEntityIDs are checked; without it any id is accepted.
 //
 // Implementations must be safe for concurrent use. Exists is called
 // outside any transaction of the Groups' store.
@@ -39,11 +39,11 @@ type Options struct {
 	// Authorizer decides the caller's rights on each operation. Nil
 	// allows everything.
 	Authorizer keel.Authorizer
-	// Clock gives creation_time and last_update_time. Nil:
+	// Clock gives Group.CreationTime and LastUpdateTime. Nil:
 	// keel.SystemClock{}.
 	Clock keel.Clock
-	// Entities, when not nil, checks every member_entity_ids value that
-	// a write sends. Nil: entity ids are stored as given.
+	// Entities, when not nil, checks every id of Input.MemberEntityIDs
+	// that a write sends. Nil: entity ids are stored as given.
 	Entities EntityDirectory
 }
 

@@ -129,24 +129,24 @@ func TestRules(t *testing.T) {
 		"type cannot change": {
 			setup: func(e *env) string { return e.create(t, "g") },
 			in:    func(*env, string) Input { return Input{Type: new(External)} },
-			field: "type", rule: "cannot be changed",
+			field: "Type", rule: "cannot be changed",
 		},
 		"unknown type": {
 			in:    func(*env, string) Input { return Input{Type: new("team")} },
-			field: "type", rule: `invalid group type "team"`,
+			field: "Type", rule: `invalid group type "team"`,
 		},
 		"name taken ignoring case": {
 			setup: func(e *env) string { e.create(t, "Admins"); return e.create(t, "other") },
 			in:    func(*env, string) Input { return Input{Name: new("ADMINS")} },
-			field: "name", rule: "already in use",
+			field: "Name", rule: "already in use",
 		},
 		"name with a control character": {
 			in:    func(*env, string) Input { return Input{Name: new("a\nb")} },
-			field: "name", rule: "control characters",
+			field: "Name", rule: "control characters",
 		},
 		"name not UTF-8": {
 			in:    func(*env, string) Input { return Input{Name: new("a\xffb")} },
-			field: "name", rule: "UTF-8",
+			field: "Name", rule: "UTF-8",
 		},
 		"external group takes no member groups": {
 			setup: func(e *env) string { e.create(t, "m"); return "" },
@@ -154,7 +154,7 @@ func TestRules(t *testing.T) {
 				m, _ := e.g.ReadByName(context.Background(), "m")
 				return Input{Type: new(External), MemberGroupIDs: &[]string{m.ID}}
 			},
-			field: "member_group_ids", rule: "external",
+			field: "MemberGroupIDs", rule: "external",
 		},
 		"external group takes no member entities": {
 			setup: func(e *env) string {
@@ -165,20 +165,20 @@ func TestRules(t *testing.T) {
 				return res.ID
 			},
 			in:    func(*env, string) Input { return Input{MemberEntityIDs: &[]string{"e1"}} },
-			field: "member_entity_ids", rule: "external",
+			field: "MemberEntityIDs", rule: "external",
 		},
 		"group cannot contain itself": {
 			setup: func(e *env) string { return e.create(t, "g") },
 			in:    func(_ *env, id string) Input { return Input{MemberGroupIDs: &[]string{id}} },
-			field: "member_group_ids", rule: "cannot contain itself",
+			field: "MemberGroupIDs", rule: "cannot contain itself",
 		},
 		"member group must exist": {
 			in:    func(*env, string) Input { return Input{MemberGroupIDs: &[]string{"no-such-group"}} },
-			field: "member_group_ids", rule: `"no-such-group"`,
+			field: "MemberGroupIDs", rule: `"no-such-group"`,
 		},
 		"empty member id": {
-			in:    func(*env, string) Input { return Input{MemberGroupIDs: &[]string{""}} },
-			field: "member_group_ids", rule: "must not be empty",
+			in:    func(*env, string) Input { return Input{MemberGroupIDs: &[]string{"b", "a", ""}} },
+			field: "MemberGroupIDs[2]", rule: "must not be empty",
 		},
 		"direct cycle": {
 			setup: func(e *env) string {
@@ -190,7 +190,7 @@ func TestRules(t *testing.T) {
 				b, _ := e.g.ReadByName(context.Background(), "b")
 				return Input{MemberGroupIDs: &[]string{b.ID}}
 			},
-			field: "member_group_ids", rule: "cyclic relationship",
+			field: "MemberGroupIDs", rule: "cyclic relationship",
 		},
 		"cycle three deep": {
 			setup: func(e *env) string {
@@ -203,27 +203,27 @@ func TestRules(t *testing.T) {
 				c, _ := e.g.ReadByName(context.Background(), "c")
 				return Input{MemberGroupIDs: &[]string{c.ID}}
 			},
-			field: "member_group_ids", rule: "cyclic relationship",
+			field: "MemberGroupIDs", rule: "cyclic relationship",
 		},
 		"root policy": {
 			in:    func(*env, string) Input { return Input{Policies: &[]string{"dev", " Root "}} },
-			field: "policies", rule: "cannot contain root",
+			field: "Policies", rule: "cannot contain root",
 		},
 		"too many metadata pairs": {
 			in:    func(*env, string) Input { return Input{Metadata: &tooMany} },
-			field: "metadata", rule: "at most 64 pairs",
+			field: "Metadata", rule: "at most 64 pairs",
 		},
 		"metadata key too long": {
 			in:    func(*env, string) Input { return Input{Metadata: &map[string]string{long(129): "v"}} },
-			field: "metadata", rule: "longer than 128",
+			field: "Metadata", rule: "longer than 128",
 		},
 		"metadata value too long": {
 			in:    func(*env, string) Input { return Input{Metadata: &map[string]string{"k": long(513)}} },
-			field: "metadata", rule: "longer than 512",
+			field: "Metadata", rule: "longer than 512",
 		},
 		"metadata empty key": {
 			in:    func(*env, string) Input { return Input{Metadata: &map[string]string{"": "v"}} },
-			field: "metadata", rule: "must not be empty",
+			field: "Metadata", rule: "must not be empty",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -359,7 +359,7 @@ func TestEntityDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.g.Upsert(ctx, "", Input{MemberEntityIDs: &[]string{"e1", "e9"}})
-	wantInvalid(t, err, "member_entity_ids", `"e9"`)
+	wantInvalid(t, err, "MemberEntityIDs", `"e9"`)
 	_, err = e.g.Upsert(ctx, "", Input{MemberEntityIDs: &[]string{"broken"}})
 	wantKind(t, err, keel.KindUnavailable)
 }

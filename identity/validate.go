@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -36,23 +37,23 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // checkMetadata adds to v every rule m breaks.
 func checkMetadata(v *keel.Validation, m map[string]string) {
 	if len(m) > MaxMetadataPairs {
-		v.Add("metadata", "must hold at most %d pairs, not %d", MaxMetadataPairs, len(m))
+		v.Add("Metadata", "must hold at most %d pairs, not %d", MaxMetadataPairs, len(m))
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
 		switch {
 		case k == "":
-			v.Add("metadata", "keys must not be empty")
+			v.Add("Metadata", "keys must not be empty")
 		case !utf8.ValidString(k):
-			v.Add("metadata", "key %q is not valid UTF-8", k)
+			v.Add("Metadata", "key %q is not valid UTF-8", k)
 		case utf8.RuneCountInString(k) > MaxMetadataKeyLen:
-			v.Add("metadata", "key %.32q... is longer than %d characters", k, MaxMetadataKeyLen)
+			v.Add("Metadata", "key %.32q... is longer than %d characters", k, MaxMetadataKeyLen)
 		}
 		switch {
 		case !utf8.ValidString(val):
-			v.Add("metadata", "value of %.32q is not valid UTF-8", k)
+			v.Add("Metadata", "value of %.32q is not valid UTF-8", k)
 		case utf8.RuneCountInString(val) > MaxMetadataValueLen:
-			v.Add("metadata", "value of %.32q is longer than %d characters", k, MaxMetadataValueLen)
+			v.Add("Metadata", "value of %.32q is longer than %d characters", k, MaxMetadataValueLen)
 		}
 	}
 }
@@ -70,19 +71,19 @@ func normalizePolicies(v *keel.Validation, ps []string) []string {
 	slices.Sort(out)
 	out = slices.Compact(out)
 	if slices.Contains(out, keel.RootPolicy) {
-		v.Add("policies", "policies cannot contain root")
+		v.Add("Policies", "policies cannot contain root")
 	}
 	return out
 }
 
 // normalizeIDs returns ids without duplicates, sorted, and adds to v an
-// empty id.
+// empty id, named by its index in ids: field[i].
 func normalizeIDs(v *keel.Validation, field string, ids []string) []string {
 	out := slices.Clone(ids)
 	slices.Sort(out)
 	out = slices.Compact(out)
 	if len(out) > 0 && out[0] == "" {
-		v.Add(field, "ids must not be empty")
+		v.Add(fmt.Sprintf("%s[%d]", field, slices.Index(ids, "")), "must not be empty")
 		out = out[1:]
 	}
 	return out
@@ -102,11 +103,11 @@ func normalize(in Input) normalized {
 	out := Input{Name: in.Name, Type: in.Type}
 	if in.Name != nil && *in.Name != "" {
 		if rule := nameRule(*in.Name); rule != "" {
-			v.Add("name", "%s", rule)
+			v.Add("Name", "%s", rule)
 		}
 	}
 	if in.Type != nil && *in.Type != "" && *in.Type != Internal && *in.Type != External {
-		v.Add("type", "invalid group type %q", *in.Type)
+		v.Add("Type", "invalid group type %q", *in.Type)
 	}
 	if in.Metadata != nil {
 		checkMetadata(&v, *in.Metadata)
@@ -121,11 +122,11 @@ func normalize(in Input) normalized {
 		out.Policies = &ps
 	}
 	if in.MemberGroupIDs != nil {
-		ids := normalizeIDs(&v, "member_group_ids", *in.MemberGroupIDs)
+		ids := normalizeIDs(&v, "MemberGroupIDs", *in.MemberGroupIDs)
 		out.MemberGroupIDs = &ids
 	}
 	if in.MemberEntityIDs != nil {
-		ids := normalizeIDs(&v, "member_entity_ids", *in.MemberEntityIDs)
+		ids := normalizeIDs(&v, "MemberEntityIDs", *in.MemberEntityIDs)
 		out.MemberEntityIDs = &ids
 	}
 	return normalized{in: out, problems: keel.FieldErrors(v.Err())}

@@ -63,7 +63,7 @@ func (g *Groups) UpdateByID(ctx context.Context, id string, in Input) (Result, e
 // It needs keel.CapCreate on "identity/group/name/<name>" when it creates
 // and keel.CapUpdate there when it updates, chosen inside the
 // transaction. It fails as Upsert does; an invalid name is reported on the
-// field "name".
+// field "Name".
 func (g *Groups) UpsertByName(ctx context.Context, name string, in Input) (Result, error) {
 	in.Name = &name
 	t := target{name: name, resource: resourceName + name, byNamePath: true}
@@ -79,7 +79,7 @@ func (g *Groups) write(ctx context.Context, t target, in Input) (Result, error) 
 	if t.byNamePath && nameRule(t.name) != "" {
 		// A path name that is empty or malformed names no resource
 		// worth asking about.
-		return Result{}, keel.Invalid("name", "%s", nameRule(t.name))
+		return Result{}, keel.Invalid("Name", "%s", nameRule(t.name))
 	}
 	entityErr := g.checkEntities(ctx, n)
 	// Decided once, outside the closure, so that a rerun of the closure
@@ -160,7 +160,7 @@ func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Inpu
 		case created:
 			rec.Type = *in.Type // invalid values are already reported
 		case *in.Type != rec.Type:
-			v.Add("type", "group type cannot be changed")
+			v.Add("Type", "group type cannot be changed")
 		}
 	}
 	// Name: unique ignoring case.
@@ -170,7 +170,7 @@ func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Inpu
 			return err
 		}
 		if owner != "" && owner != rec.ID {
-			v.Add("name", "group name is already in use")
+			v.Add("Name", "group name is already in use")
 		} else {
 			if !created && foldName(*in.Name) != foldName(rec.Name) {
 				if err := tx.Delete(nameKey(rec.Name)); err != nil {
@@ -186,7 +186,7 @@ func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Inpu
 			return err
 		}
 		if owner != "" {
-			v.Add("name", "group name is already in use")
+			v.Add("Name", "group name is already in use")
 		}
 	}
 	if in.Metadata != nil {
@@ -197,7 +197,7 @@ func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Inpu
 	}
 	if in.MemberEntityIDs != nil {
 		if rec.Type == External && len(*in.MemberEntityIDs) > 0 {
-			v.Add("member_entity_ids", "member entities can't be set manually for external groups")
+			v.Add("MemberEntityIDs", "member entities can't be set manually for external groups")
 		}
 		rec.MemberEntityIDs = *in.MemberEntityIDs
 	}
@@ -206,7 +206,7 @@ func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Inpu
 	}
 	want := *in.MemberGroupIDs
 	if rec.Type == External && len(want) > 0 {
-		v.Add("member_group_ids", "member groups can't be set for external groups")
+		v.Add("MemberGroupIDs", "member groups can't be set for external groups")
 		return nil
 	}
 	return setMembers(tx, v, rec.ID, created, want)
@@ -241,7 +241,7 @@ func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want
 	bad := false
 	for _, c := range added {
 		if c == id {
-			v.Add("member_group_ids", "a group cannot contain itself")
+			v.Add("MemberGroupIDs", "a group cannot contain itself")
 			bad = true
 			continue
 		}
@@ -249,7 +249,7 @@ func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want
 			if !errors.Is(err, keel.ErrNotFound) {
 				return err
 			}
-			v.Add("member_group_ids", "invalid member group ID %q: no such group", c)
+			v.Add("MemberGroupIDs", "invalid member group ID %q: no such group", c)
 			bad = true
 		}
 	}
@@ -262,7 +262,7 @@ func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want
 			return err
 		}
 		if c != "" {
-			v.Add("member_group_ids", "cyclic relationship detected for member group ID %q", c)
+			v.Add("MemberGroupIDs", "cyclic relationship detected for member group ID %q", c)
 			return nil
 		}
 	}
@@ -327,7 +327,7 @@ func (g *Groups) checkEntities(ctx context.Context, n normalized) error {
 			return fmt.Errorf("entity directory: %w", err)
 		}
 		if !ok {
-			v.Add("member_entity_ids", "invalid member entity ID %q: no such entity", id)
+			v.Add("MemberEntityIDs", "invalid member entity ID %q: no such entity", id)
 		}
 	}
 	return v.Err()

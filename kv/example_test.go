@@ -68,7 +68,7 @@ func Example() {
 	// [app/] [api db]
 	// map[password:n3w]
 	// true
-	// kv: write "app/db": invalid request: ttl: must be a duration: whole seconds ("3600") or a number with a unit ("1h", "90m", "30s", "7d")
+	// kv: write "app/db": invalid request: Data["ttl"]: must be a duration: whole seconds ("3600") or a number with a unit ("1h", "90m", "30s", "7d")
 }
 
 // A caller allowed only to create can add secrets but not change them.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -108,13 +109,13 @@ func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
 	}
 	var v keel.Validation
 	if store == nil {
-		v.Add("store", "is required")
+		v.Add("Store", "is required")
 	}
 	if rule := pathRule(mount); rule != "" {
-		v.Add("mount", "%s", rule)
+		v.Add("Mount", "%s", rule)
 	}
 	if o.DefaultTTL < 0 {
-		v.Add("DefaultTTL", "must not be negative")
+		v.Add("Opts.DefaultTTL", "must not be negative")
 	}
 	if err := v.Err(); err != nil {
 		return nil, fmt.Errorf("kv: %w", err)
@@ -279,7 +280,7 @@ func (c *collector) all() []string {
 // It fails with keel.KindInvalid for a malformed path, empty data ("missing
 // data fields"), a key that is not valid UTF-8, a value that cannot be
 // encoded as JSON, or a "ttl" that is not a duration of zero or more
-// (field "ttl"); keel.KindForbidden without the right; keel.KindTooLarge
+// (field Data["ttl"]); keel.KindForbidden without the right; keel.KindTooLarge
 // when the path or the encoded data exceeds the store's limits. On any
 // error nothing is written.
 func (e *Engine) Write(ctx context.Context, path string, data map[string]any) error {
@@ -367,16 +368,27 @@ func (e *Engine) leaseDuration(data map[string]any) time.Duration {
 	return d
 }
 
+// The fields of Write's data in errors, as Go paths (see keel.FieldError):
+// the argument data is "Data", its entry of key k is Data[k] with k quoted
+// as Go quotes it (entryField).
+const (
+	dataField = "Data"
+	ttlField  = `Data["` + ttlKey + `"]`
+)
+
+// entryField is the Go path of the entry k of Write's data: Data["k"].
+func entryField(k string) string { return dataField + "[" + strconv.Quote(k) + "]" }
+
 // encodeData returns the JSON encoding of data, or an error of kind
 // keel.KindInvalid listing what keeps data from being stored.
 func encodeData(data map[string]any) ([]byte, error) {
 	if len(data) == 0 {
-		return nil, keel.Invalid("", "missing data fields")
+		return nil, keel.Invalid(dataField, "missing data fields")
 	}
 	var v keel.Validation
 	for k := range data {
 		if !utf8.ValidString(k) {
-			v.Add("", "key %q is not valid UTF-8", k)
+			v.Add(dataField, "key %q is not valid UTF-8", k)
 		}
 	}
 	if err := v.Err(); err != nil {
@@ -387,17 +399,17 @@ func encodeData(data map[string]any) ([]byte, error) {
 		// Find the culprits, to name them.
 		for _, k := range slices.Sorted(maps.Keys(data)) {
 			if _, err := json.Marshal(data[k]); err != nil {
-				v.Add(k, "cannot be encoded as JSON: %v", err)
+				v.Add(entryField(k), "cannot be encoded as JSON: %v", err)
 			}
 		}
 		if v.Len() == 0 {
-			v.Add("", "cannot be encoded as JSON: %v", err)
+			v.Add(dataField, "cannot be encoded as JSON: %v", err)
 		}
 		return nil, v.Err()
 	}
 	if raw, ok := data[ttlKey]; ok {
 		if err := checkTTL(raw); err != nil {
-			return nil, keel.Invalid(ttlKey, "%v", err)
+			return nil, keel.Invalid(ttlField, "%v", err)
 		}
 	}
 	return value, nil

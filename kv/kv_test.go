@@ -33,15 +33,15 @@ func TestNew(t *testing.T) {
 		"nested mount":         {store: mem, mount: "team/secret"},
 		"nil options":          {store: mem, mount: "kv", opts: nil},
 		"default ttl set":      {store: mem, mount: "kv", opts: &kv.Options{DefaultTTL: time.Hour}},
-		"nil store":            {mount: "secret", wantField: "store"},
-		"empty mount":          {store: mem, mount: "", wantField: "mount"},
-		"leading slash":        {store: mem, mount: "/secret", wantField: "mount"},
-		"trailing slash":       {store: mem, mount: "secret/", wantField: "mount"},
-		"empty segment":        {store: mem, mount: "team//secret", wantField: "mount"},
-		"dot-dot segment":      {store: mem, mount: "team/../secret", wantField: "mount"},
-		"dot segment":          {store: mem, mount: "./secret", wantField: "mount"},
-		"invalid UTF-8":        {store: mem, mount: "se\xffcret", wantField: "mount"},
-		"negative default ttl": {store: mem, mount: "secret", opts: &kv.Options{DefaultTTL: -time.Second}, wantField: "DefaultTTL"},
+		"nil store":            {mount: "secret", wantField: "Store"},
+		"empty mount":          {store: mem, mount: "", wantField: "Mount"},
+		"leading slash":        {store: mem, mount: "/secret", wantField: "Mount"},
+		"trailing slash":       {store: mem, mount: "secret/", wantField: "Mount"},
+		"empty segment":        {store: mem, mount: "team//secret", wantField: "Mount"},
+		"dot-dot segment":      {store: mem, mount: "team/../secret", wantField: "Mount"},
+		"dot segment":          {store: mem, mount: "./secret", wantField: "Mount"},
+		"invalid UTF-8":        {store: mem, mount: "se\xffcret", wantField: "Mount"},
+		"negative default ttl": {store: mem, mount: "secret", opts: &kv.Options{DefaultTTL: -time.Second}, wantField: "Opts.DefaultTTL"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -266,8 +266,8 @@ func TestBadTTL(t *testing.T) {
 				err := e.Write(context.Background(), path, map[string]any{"k": "v2", "ttl": ttl})
 				wantKind(t, err, keel.KindInvalid)
 				fields := keel.FieldErrors(err)
-				if len(fields) != 1 || fields[0].Field != "ttl" {
-					t.Fatalf("field errors %v, want one for \"ttl\"", fields)
+				if len(fields) != 1 || fields[0].Field != `Data["ttl"]` {
+					t.Fatalf("field errors %v, want one for Data[\"ttl\"]", fields)
 				}
 			}
 			wantUnchanged(t, store, before)
@@ -286,24 +286,24 @@ func TestBadInput(t *testing.T) {
 		wantField string
 		wantRule  string
 	}{
-		"nil data":           {path: "p", data: nil, wantKind: keel.KindInvalid, wantRule: "missing data fields"},
-		"empty data":         {path: "p", data: map[string]any{}, wantKind: keel.KindInvalid, wantRule: "missing data fields"},
-		"empty path":         {path: "", wantKind: keel.KindInvalid, wantField: "path"},
-		"trailing slash":     {path: "app/", wantKind: keel.KindInvalid, wantField: "path"},
-		"leading slash":      {path: "/app", wantKind: keel.KindInvalid, wantField: "path"},
-		"double slash":       {path: "app//db", wantKind: keel.KindInvalid, wantField: "path"},
-		"dot segment":        {path: "app/./db", wantKind: keel.KindInvalid, wantField: "path"},
-		"dot alone":          {path: ".", wantKind: keel.KindInvalid, wantField: "path"},
-		"last dot":           {path: "app/.", wantKind: keel.KindInvalid, wantField: "path"},
-		"dot-dot segment":    {path: "app/../db", wantKind: keel.KindInvalid, wantField: "path"},
-		"dot-dot alone":      {path: "..", wantKind: keel.KindInvalid, wantField: "path"},
-		"dot-dot in segment": {path: "a..b", wantKind: keel.KindInvalid, wantField: "path"},
-		"invalid UTF-8 path": {path: "app/\xc3\x28", wantKind: keel.KindInvalid, wantField: "path"},
-		"control character":  {path: "app/d\nb", wantKind: keel.KindInvalid, wantField: "path"},
-		"invalid UTF-8 key":  {path: "p", data: map[string]any{"\xff": "v"}, wantKind: keel.KindInvalid},
-		"func value":         {path: "p", data: map[string]any{"ok": "v", "f": func() {}}, wantKind: keel.KindInvalid, wantField: "f"},
-		"NaN value":          {path: "p", data: map[string]any{"n": math.NaN()}, wantKind: keel.KindInvalid, wantField: "n"},
-		"bad json.Number":    {path: "p", data: map[string]any{"n": json.Number("12abc")}, wantKind: keel.KindInvalid, wantField: "n"},
+		"nil data":           {path: "p", data: nil, wantKind: keel.KindInvalid, wantField: "Data", wantRule: "missing data fields"},
+		"empty data":         {path: "p", data: map[string]any{}, wantKind: keel.KindInvalid, wantField: "Data", wantRule: "missing data fields"},
+		"empty path":         {path: "", wantKind: keel.KindInvalid, wantField: "Path"},
+		"trailing slash":     {path: "app/", wantKind: keel.KindInvalid, wantField: "Path"},
+		"leading slash":      {path: "/app", wantKind: keel.KindInvalid, wantField: "Path"},
+		"double slash":       {path: "app//db", wantKind: keel.KindInvalid, wantField: "Path"},
+		"dot segment":        {path: "app/./db", wantKind: keel.KindInvalid, wantField: "Path"},
+		"dot alone":          {path: ".", wantKind: keel.KindInvalid, wantField: "Path"},
+		"last dot":           {path: "app/.", wantKind: keel.KindInvalid, wantField: "Path"},
+		"dot-dot segment":    {path: "app/../db", wantKind: keel.KindInvalid, wantField: "Path"},
+		"dot-dot alone":      {path: "..", wantKind: keel.KindInvalid, wantField: "Path"},
+		"dot-dot in segment": {path: "a..b", wantKind: keel.KindInvalid, wantField: "Path"},
+		"invalid UTF-8 path": {path: "app/\xc3\x28", wantKind: keel.KindInvalid, wantField: "Path"},
+		"control character":  {path: "app/d\nb", wantKind: keel.KindInvalid, wantField: "Path"},
+		"invalid UTF-8 key":  {path: "p", data: map[string]any{"\xff": "v"}, wantKind: keel.KindInvalid, wantField: "Data"},
+		"func value":         {path: "p", data: map[string]any{"ok": "v", "f": func() {}}, wantKind: keel.KindInvalid, wantField: `Data["f"]`},
+		"NaN value":          {path: "p", data: map[string]any{"n": math.NaN()}, wantKind: keel.KindInvalid, wantField: `Data["n"]`},
+		"bad json.Number":    {path: "p", data: map[string]any{"n": json.Number("12abc")}, wantKind: keel.KindInvalid, wantField: `Data["n"]`},
 		"value too large":    {path: "p", data: map[string]any{"k": big}, wantKind: keel.KindTooLarge},
 		"path too large":     {path: strings.Repeat("p", 100), wantKind: keel.KindTooLarge},
 	}
@@ -329,7 +329,7 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 			wantUnchanged(t, store, before)
-			if tc.wantField != "path" {
+			if tc.wantField != "Path" {
 				return
 			}
 			// The other operations refuse the path alike.

@@ -32,10 +32,11 @@ func pathRule(p string) string {
 }
 
 // checkPath returns an error of kind keel.KindInvalid, for the field
-// "path", when p is not a valid secret path.
+// "Path" (the argument path of Read, Write, List and Delete), when p is not
+// a valid secret path.
 func checkPath(p string) error {
 	if rule := pathRule(p); rule != "" {
-		return keel.Invalid("path", "%s", rule)
+		return keel.Invalid("Path", "%s", rule)
 	}
 	return nil
 }

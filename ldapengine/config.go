@@ -79,13 +79,13 @@ func defaultUserAttr(schema string) string {
 func (e *Engine) validate(c *Config) error {
 	var v keel.Validation
 	if c.BindDN == "" {
-		v.Add("binddn", "is required")
+		v.Add("BindDN", "is required")
 	}
 	if e.flavor == FlavorOpenLDAP {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"userdn", c.UserDN != ""}, {"userattr", c.UserAttr != ""}, {"upndomain", c.UPNDomain != ""}, {"connection_timeout", c.ConnectionTimeout != 0}} {
+		}{{"UserDN", c.UserDN != ""}, {"UserAttr", c.UserAttr != ""}, {"UPNDomain", c.UPNDomain != ""}, {"ConnectionTimeout", c.ConnectionTimeout != 0}} {
 			if f.set {
 				v.Add(f.name, "is only supported by the ldap engine, not by openldap")
 			}
@@ -97,7 +97,7 @@ func (e *Engine) validate(c *Config) error {
 	for u := range strings.SplitSeq(c.URL, ",") {
 		pu, err := url.Parse(strings.TrimSpace(u))
 		if err != nil || (pu.Scheme != "ldap" && pu.Scheme != "ldaps") || pu.Host == "" {
-			v.Add("url", "%q is not an ldap:// or ldaps:// URL", strings.TrimSpace(u))
+			v.Add("URL", "%q is not an ldap:// or ldaps:// URL", strings.TrimSpace(u))
 		}
 	}
 	if c.Schema == "" {
@@ -106,7 +106,7 @@ func (e *Engine) validate(c *Config) error {
 	switch c.Schema {
 	case SchemaOpenLDAP, SchemaAD, SchemaRACF:
 	default:
-		v.Add("schema", "must be %q, %q or %q", SchemaOpenLDAP, SchemaAD, SchemaRACF)
+		v.Add("Schema", "must be %q, %q or %q", SchemaOpenLDAP, SchemaAD, SchemaRACF)
 	}
 	if e.flavor == FlavorLDAP {
 		if c.UserAttr == "" {
@@ -117,21 +117,21 @@ func (e *Engine) validate(c *Config) error {
 		}
 	}
 	if c.ConnectionTimeout < 0 {
-		v.Add("connection_timeout", "must not be negative")
+		v.Add("ConnectionTimeout", "must not be negative")
 	}
 	if c.RequestTimeout < 0 {
-		v.Add("request_timeout", "must not be negative")
+		v.Add("RequestTimeout", "must not be negative")
 	} else if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
 	if c.Length != 0 && c.PasswordPolicy != "" {
-		v.Add("length", "cannot be set together with password_policy")
+		v.Add("Length", "cannot be set together with a password policy")
 	}
 	if c.Length < 0 {
-		v.Add("length", "must not be negative")
+		v.Add("Length", "must not be negative")
 	}
 	if c.PasswordPolicy != "" && !passwordpolicy.ValidName(c.PasswordPolicy) {
-		v.Add("password_policy", "is not a valid policy name")
+		v.Add("PasswordPolicy", "is not a valid policy name")
 	}
 	if c.TLSMinVersion == "" {
 		c.TLSMinVersion = DefaultTLSVersion
@@ -142,13 +142,13 @@ func (e *Engine) validate(c *Config) error {
 	lo, okMin := tlsVersions[c.TLSMinVersion]
 	hi, okMax := tlsVersions[c.TLSMaxVersion]
 	if !okMin {
-		v.Add("tls_min_version", "must be tls10, tls11, tls12 or tls13")
+		v.Add("TLSMinVersion", "must be tls10, tls11, tls12 or tls13")
 	}
 	if !okMax {
-		v.Add("tls_max_version", "must be tls10, tls11, tls12 or tls13")
+		v.Add("TLSMaxVersion", "must be tls10, tls11, tls12 or tls13")
 	}
 	if okMin && okMax && lo > hi {
-		v.Add("tls_max_version", "must not be below tls_min_version")
+		v.Add("TLSMaxVersion", "must not be below the minimum TLS version")
 	}
 	if _, err := tlsConfig(c.conn()); err != nil {
 		for _, fe := range keel.FieldErrors(err) {
@@ -179,7 +179,7 @@ func (e *Engine) WriteConfig(ctx context.Context, c Config) error {
 		nc := c
 		if nc.BindPass == "" {
 			if !found || old.BindPass == "" {
-				return keel.Invalid("bindpass", "is required")
+				return keel.Invalid("BindPass", "is required")
 			}
 			nc.BindPass = old.BindPass
 		} else if err := tx.Delete(keyRootWAL); err != nil {

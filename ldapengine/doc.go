@@ -124,8 +124,8 @@
 //     errors. Any other failed entry fails the revocation, which the lease
 //     manager retries until the lease is irrevocable.
 //   - The caller's display name (keel.Principal.DisplayName) and the
-//     generated username are refused (keel.ErrInvalid, fields
-//     "display_name" and "username_template") when they hold control
+//     generated username are refused (keel.ErrInvalid; at role write,
+//     field "UsernameTemplate") when they hold control
 //     characters (line breaks among them), a DN special (, = + < > # ; "
 //     \), a leading or trailing space or a leading ':': such a value could
 //     otherwise add LDIF lines or move an entry to another DN. Vault does

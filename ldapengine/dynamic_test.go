@@ -81,7 +81,7 @@ func TestDynamicRolePartialUpdate(t *testing.T) {
 	}
 	// Clearing a required field is refused and changes nothing.
 	err := v.e.PutDynamicRole(ctx, "app", DynamicRoleRequest{CreationLDIF: strp(""), MaxTTL: &hour})
-	wantField(t, err, "creation_ldif", "is required")
+	wantField(t, err, "CreationLDIF", "is required")
 	r2, _ := v.e.DynamicRole(ctx, "app")
 	if r2 != r {
 		t.Fatalf("refused update changed the role: %+v", r2)
@@ -110,27 +110,27 @@ func TestDynamicRoleValidation(t *testing.T) {
 		alsoField    string // a second problem reported at once, when set
 		alsoRuleText string
 	}{
-		{"creation required", DynamicRoleRequest{DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "is required", "", ""},
-		{"deletion required", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF)}, "deletion_ldif", "is required", "", ""},
-		{"both required, reported together", DynamicRoleRequest{}, "creation_ldif", "is required", "deletion_ldif", "is required"},
-		{"template syntax", DynamicRoleRequest{CreationLDIF: strp("dn: cn={{.Username"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "template", "", ""},
-		{"unknown field", DynamicRoleRequest{CreationLDIF: strp("dn: cn={{.Nope}},dc=x\ncn: a\n"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "Nope", "", ""},
-		{"unknown function", DynamicRoleRequest{CreationLDIF: strp("dn: cn={{nope}},dc=x\ncn: a\n"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "nope", "", ""},
-		{"LDIF error names entry and line", DynamicRoleRequest{CreationLDIF: strp("dn: cn=a,dc=x\ncn: a\n\n\ncn: b\n"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "entry 2 (line 5)", "", ""},
-		{"LDIF modify without dash", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp("dn: cn=a,dc=x\nchangetype: modify\nadd: member\nmember: x\n")}, "deletion_ldif", "entry 1 (line 1)", "", ""},
-		{"LDIF empty", DynamicRoleRequest{CreationLDIF: strp("# only a comment\n"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "no entry", "", ""},
-		{"LDIF URL value", DynamicRoleRequest{CreationLDIF: strp("dn: cn=a,dc=x\ncn:< file:///etc/passwd\n"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "URL", "", ""},
-		{"LDIF bad dn", DynamicRoleRequest{CreationLDIF: strp("dn: not a dn\ncn: a\n"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "dn", "", ""},
-		{"rollback checked too", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), RollbackLDIF: strp("garbage")}, "rollback_ldif", "entry 1", "", ""},
-		{"range refused", DynamicRoleRequest{CreationLDIF: strp("{{range 3}}x{{end}}"), DeletionLDIF: strp(testDeletionLDIF)}, "creation_ldif", "range", "", ""},
-		{"username template unsafe", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), UsernameTemplate: strp("a,b")}, "username_template", "must not hold", "", ""},
-		{"username template has no utf16le", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), UsernameTemplate: strp(`{{utf16le "a"}}`)}, "username_template", "utf16le", "", ""},
-		{"username template has no LDIF fields", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), UsernameTemplate: strp(`{{.Password}}`)}, "username_template", "Password", "", ""},
-		{"negative default_ttl", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), DefaultTTL: &neg}, "default_ttl", "negative", "", ""},
-		{"negative max_ttl", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), MaxTTL: &neg}, "max_ttl", "negative", "", ""},
-		{"default above max", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), DefaultTTL: &day, MaxTTL: &hour}, "default_ttl", "max_ttl", "", ""},
-		{"max above mount maximum", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), MaxTTL: ptrDur(3 * time.Hour)}, "max_ttl", "mount maximum", "", ""},
-		{"default above mount maximum", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), DefaultTTL: ptrDur(3 * time.Hour)}, "default_ttl", "mount maximum", "", ""},
+		{"creation required", DynamicRoleRequest{DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "is required", "", ""},
+		{"deletion required", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF)}, "DeletionLDIF", "is required", "", ""},
+		{"both required, reported together", DynamicRoleRequest{}, "CreationLDIF", "is required", "DeletionLDIF", "is required"},
+		{"template syntax", DynamicRoleRequest{CreationLDIF: strp("dn: cn={{.Username"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "template", "", ""},
+		{"unknown field", DynamicRoleRequest{CreationLDIF: strp("dn: cn={{.Nope}},dc=x\ncn: a\n"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "Nope", "", ""},
+		{"unknown function", DynamicRoleRequest{CreationLDIF: strp("dn: cn={{nope}},dc=x\ncn: a\n"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "nope", "", ""},
+		{"LDIF error names entry and line", DynamicRoleRequest{CreationLDIF: strp("dn: cn=a,dc=x\ncn: a\n\n\ncn: b\n"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "entry 2 (line 5)", "", ""},
+		{"LDIF modify without dash", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp("dn: cn=a,dc=x\nchangetype: modify\nadd: member\nmember: x\n")}, "DeletionLDIF", "entry 1 (line 1)", "", ""},
+		{"LDIF empty", DynamicRoleRequest{CreationLDIF: strp("# only a comment\n"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "no entry", "", ""},
+		{"LDIF URL value", DynamicRoleRequest{CreationLDIF: strp("dn: cn=a,dc=x\ncn:< file:///etc/passwd\n"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "URL", "", ""},
+		{"LDIF bad dn", DynamicRoleRequest{CreationLDIF: strp("dn: not a dn\ncn: a\n"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "dn", "", ""},
+		{"rollback checked too", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), RollbackLDIF: strp("garbage")}, "RollbackLDIF", "entry 1", "", ""},
+		{"range refused", DynamicRoleRequest{CreationLDIF: strp("{{range 3}}x{{end}}"), DeletionLDIF: strp(testDeletionLDIF)}, "CreationLDIF", "range", "", ""},
+		{"username template unsafe", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), UsernameTemplate: strp("a,b")}, "UsernameTemplate", "must not hold", "", ""},
+		{"username template has no utf16le", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), UsernameTemplate: strp(`{{utf16le "a"}}`)}, "UsernameTemplate", "utf16le", "", ""},
+		{"username template has no LDIF fields", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), UsernameTemplate: strp(`{{.Password}}`)}, "UsernameTemplate", "Password", "", ""},
+		{"negative default_ttl", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), DefaultTTL: &neg}, "DefaultTTL", "negative", "", ""},
+		{"negative max_ttl", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), MaxTTL: &neg}, "MaxTTL", "negative", "", ""},
+		{"default above max", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), DefaultTTL: &day, MaxTTL: &hour}, "DefaultTTL", "maximum TTL", "", ""},
+		{"max above mount maximum", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), MaxTTL: ptrDur(3 * time.Hour)}, "MaxTTL", "mount maximum", "", ""},
+		{"default above mount maximum", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF), DefaultTTL: ptrDur(3 * time.Hour)}, "DefaultTTL", "mount maximum", "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestDynamicRoleValidation(t *testing.T) {
 	t.Run("bad role name", func(t *testing.T) {
 		v := newDynEnv(t, FlavorLDAP, nil)
 		err := v.e.PutDynamicRole(context.Background(), "a\nb", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF)})
-		wantField(t, err, "name", "")
+		wantField(t, err, "Name", "")
 	})
 }
 
@@ -446,7 +446,7 @@ func TestCredsLDIFInjection(t *testing.T) {
 	v.putTestRole(t, "app", nil)
 	// The role name is the only other field; it cannot hold a line break.
 	err := v.e.PutDynamicRole(context.Background(), "x\ndn: cn=admin", DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF)})
-	wantField(t, err, "name", "")
+	wantField(t, err, "Name", "")
 	for _, display := range []string{
 		"eve\nuserPassword: known",       // adds an attribute line
 		"eve\n\ndn: cn=admin,dc=example", // adds an entry
@@ -461,7 +461,7 @@ func TestCredsLDIFInjection(t *testing.T) {
 	} {
 		n := v.dir.Applied()
 		_, err := v.e.Creds(asCaller(display), "app")
-		wantField(t, err, "display_name", "must")
+		wantField(t, err, "", "display name must")
 		if v.dir.Applied() != n {
 			t.Fatalf("display name %q reached the directory", display)
 		}
@@ -470,7 +470,7 @@ func TestCredsLDIFInjection(t *testing.T) {
 	// syntax is caught on the generated username too.
 	v.putTestRole(t, "app2", func(r *DynamicRoleRequest) { r.UsernameTemplate = strp(`{{.DisplayName | replace "_" "\n"}}`) })
 	_, err = v.e.Creds(asCaller("eve_userPassword: x"), "app2")
-	wantField(t, err, "username_template", "must not hold")
+	wantField(t, err, "", "username template gives")
 	if dns := v.dir.DNs(); len(dns) != 2 {
 		t.Fatalf("directory %v", dns)
 	}
@@ -481,7 +481,7 @@ func TestCredsRefusals(t *testing.T) {
 		v := newDynEnv(t, FlavorOpenLDAP, nil)
 		v.putTestRole(t, "app", nil) // roles exist in both flavors
 		_, err := v.e.Creds(asCaller("alice"), "app")
-		wantField(t, err, "path", "ldap engine only")
+		wantField(t, err, "", "ldap engine only")
 	})
 	t.Run("no lease manager", func(t *testing.T) {
 		v := newDynEnv(t, FlavorLDAP, func(o *Options) { o.Leases = nil })

@@ -108,14 +108,14 @@ type Engine struct {
 func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engine, error) {
 	var v keel.Validation
 	if store == nil {
-		v.Add("store", "is required")
+		v.Add("Store", "is required")
 	}
 	if flavor != FlavorLDAP && flavor != FlavorOpenLDAP {
-		v.Add("type", "must be %q or %q", FlavorLDAP, FlavorOpenLDAP)
+		v.Add("Flavor", "must be %q or %q", FlavorLDAP, FlavorOpenLDAP)
 	}
 	mount = strings.Trim(mount, "/")
 	if mount == "" {
-		v.Add("path", "mount path must not be empty")
+		v.Add("Mount", "must not be empty")
 	}
 	if err := v.Err(); err != nil {
 		return nil, fmt.Errorf("ldapengine: %w", err)

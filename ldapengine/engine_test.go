@@ -23,21 +23,21 @@ func TestConfigRules(t *testing.T) {
 		field  string // "" means accepted
 	}{
 		"defaults accepted":                {FlavorOpenLDAP, func(*Config) {}, ""},
-		"binddn required":                  {FlavorLDAP, func(c *Config) { c.BindDN = "" }, "binddn"},
-		"length with password_policy":      {FlavorLDAP, func(c *Config) { c.Length = 20; c.PasswordPolicy = "p" }, "length"},
-		"bad schema":                       {FlavorLDAP, func(c *Config) { c.Schema = "novell" }, "schema"},
-		"bad url":                          {FlavorLDAP, func(c *Config) { c.URL = "http://x" }, "url"},
+		"binddn required":                  {FlavorLDAP, func(c *Config) { c.BindDN = "" }, "BindDN"},
+		"length with password_policy":      {FlavorLDAP, func(c *Config) { c.Length = 20; c.PasswordPolicy = "p" }, "Length"},
+		"bad schema":                       {FlavorLDAP, func(c *Config) { c.Schema = "novell" }, "Schema"},
+		"bad url":                          {FlavorLDAP, func(c *Config) { c.URL = "http://x" }, "URL"},
 		"url list":                         {FlavorLDAP, func(c *Config) { c.URL = "ldap://a:389, ldaps://b" }, ""},
-		"openldap refuses userdn":          {FlavorOpenLDAP, func(c *Config) { c.UserDN = "ou=users" }, "userdn"},
-		"openldap refuses userattr":        {FlavorOpenLDAP, func(c *Config) { c.UserAttr = "uid" }, "userattr"},
-		"openldap refuses upndomain":       {FlavorOpenLDAP, func(c *Config) { c.UPNDomain = "x.org" }, "upndomain"},
-		"openldap refuses connection time": {FlavorOpenLDAP, func(c *Config) { c.ConnectionTimeout = time.Second }, "connection_timeout"},
+		"openldap refuses userdn":          {FlavorOpenLDAP, func(c *Config) { c.UserDN = "ou=users" }, "UserDN"},
+		"openldap refuses userattr":        {FlavorOpenLDAP, func(c *Config) { c.UserAttr = "uid" }, "UserAttr"},
+		"openldap refuses upndomain":       {FlavorOpenLDAP, func(c *Config) { c.UPNDomain = "x.org" }, "UPNDomain"},
+		"openldap refuses connection time": {FlavorOpenLDAP, func(c *Config) { c.ConnectionTimeout = time.Second }, "ConnectionTimeout"},
 		"ldap accepts search settings":     {FlavorLDAP, func(c *Config) { c.UserDN = "ou=users"; c.UPNDomain = "x.org" }, ""},
-		"tls min above max":                {FlavorLDAP, func(c *Config) { c.TLSMinVersion = "tls13"; c.TLSMaxVersion = "tls12" }, "tls_max_version"},
-		"bad tls version":                  {FlavorLDAP, func(c *Config) { c.TLSMinVersion = "ssl3" }, "tls_min_version"},
-		"certificate not PEM":              {FlavorLDAP, func(c *Config) { c.Certificate = "nope" }, "certificate"},
-		"negative request timeout":         {FlavorLDAP, func(c *Config) { c.RequestTimeout = -1 }, "request_timeout"},
-		"bindpass required on first write": {FlavorLDAP, func(c *Config) { c.BindPass = "" }, "bindpass"},
+		"tls min above max":                {FlavorLDAP, func(c *Config) { c.TLSMinVersion = "tls13"; c.TLSMaxVersion = "tls12" }, "TLSMaxVersion"},
+		"bad tls version":                  {FlavorLDAP, func(c *Config) { c.TLSMinVersion = "ssl3" }, "TLSMinVersion"},
+		"certificate not PEM":              {FlavorLDAP, func(c *Config) { c.Certificate = "nope" }, "Certificate"},
+		"negative request timeout":         {FlavorLDAP, func(c *Config) { c.RequestTimeout = -1 }, "RequestTimeout"},
+		"bindpass required on first write": {FlavorLDAP, func(c *Config) { c.BindPass = "" }, "BindPass"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -187,10 +187,10 @@ func TestStaticRoleRules(t *testing.T) {
 		kind   keel.Kind
 		field  string
 	}{
-		"username required":    {FlavorLDAP, StaticRoleRequest{DN: aliceDN, RotationPeriod: time.Hour}, keel.KindInvalid, "username"},
-		"period required":      {FlavorLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN}, keel.KindInvalid, "rotation_period"},
-		"period at least 5s":   {FlavorLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 4 * time.Second}, keel.KindInvalid, "rotation_period"},
-		"openldap dn required": {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindInvalid, "dn"},
+		"username required":    {FlavorLDAP, StaticRoleRequest{DN: aliceDN, RotationPeriod: time.Hour}, keel.KindInvalid, "Username"},
+		"period required":      {FlavorLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN}, keel.KindInvalid, "RotationPeriod"},
+		"period at least 5s":   {FlavorLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 4 * time.Second}, keel.KindInvalid, "RotationPeriod"},
+		"openldap dn required": {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindInvalid, "DN"},
 		"ldap dn optional":     {FlavorLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindNone, ""},
 		"ldap unknown user":    {FlavorLDAP, StaticRoleRequest{Username: "zed", RotationPeriod: time.Hour}, keel.KindNotFound, ""},
 		"period exactly 5s":    {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 5 * time.Second}, keel.KindNone, ""},

@@ -204,14 +204,14 @@ func tlsConfig(c Conn) (*tls.Config, error) {
 	if c.Certificate != "" {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM([]byte(c.Certificate)) {
-			return nil, keel.Invalid("certificate", "holds no PEM certificate")
+			return nil, keel.Invalid("Certificate", "holds no PEM certificate")
 		}
 		tc.RootCAs = pool
 	}
 	if c.ClientTLSCert != "" || c.ClientTLSKey != "" {
 		cert, err := tls.X509KeyPair([]byte(c.ClientTLSCert), []byte(c.ClientTLSKey))
 		if err != nil {
-			return nil, keel.Invalid("client_tls_cert", "with client_tls_key is not a PEM key pair: %v", err)
+			return nil, keel.Invalid("ClientTLSCert", "and the client key are not a PEM key pair: %v", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}

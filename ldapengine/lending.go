@@ -36,26 +36,27 @@ type checkOutData struct {
 	Account string `json:"account"`
 }
 
-// CheckOut checks out the first available account of the set for the
+// CheckOut checks out the first available account of the library set
+// name for the
 // caller (keel.PrincipalFrom: its ClientTokenID and EntityID are recorded
 // as the borrower) and issues a renewable lease for it, in one
 // transaction. The lease's TTL is ttl capped at the set's ttl (zero: the
 // set's ttl), its max TTL the set's max_ttl. It needs update on
-// "MOUNT/library/SET/check-out". No available account is
+// "MOUNT/library/NAME/check-out". No available account is
 // ErrNoAccountAvailable (keel.ErrConflict); a nil Options.Leases is
 // keel.ErrUnavailable too. CheckOut is safe for concurrent use: concurrent
 // check-outs never get the same account.
-func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (CheckOut, error) {
+func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (CheckOut, error) {
 	if err := e.libraryOnly(); err != nil {
 		return CheckOut{}, err
 	}
-	if err := checkSetName(set); err != nil {
+	if err := checkSetName(name); err != nil {
 		return CheckOut{}, err
 	}
 	if ttl < 0 {
-		return CheckOut{}, keel.Invalid("ttl", "must not be negative")
+		return CheckOut{}, keel.Invalid("TTL", "must not be negative")
 	}
-	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("library", set, "check-out")); err != nil {
+	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("library", name, "check-out")); err != nil {
 		return CheckOut{}, err
 	}
 	if e.leases == nil {
@@ -66,7 +67,7 @@ func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (C
 	var out CheckOut
 	err := e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, issue lease.IssueFunc) error {
 		out = CheckOut{}
-		rec, err := loadSet(tx, set)
+		rec, err := loadSet(tx, name)
 		if err != nil {
 			return err
 		}
@@ -75,31 +76,31 @@ func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (C
 			eff = ttl
 		}
 		for _, n := range rec.Accounts {
-			a, ok, err := loadAccount(tx, set, n)
+			a, ok, err := loadAccount(tx, name, n)
 			if err != nil {
 				return err
 			}
 			if !ok || !a.available() {
 				continue
 			}
-			data, err := json.Marshal(checkOutData{Set: set, Account: n})
+			data, err := json.Marshal(checkOutData{Set: name, Account: n})
 			if err != nil {
 				return fmt.Errorf("ldapengine: encode check-out data: %v: %w", err, keel.ErrInternal)
 			}
 			l, err := issue(lease.IssueRequest{
-				Path: e.resource("library", set, "check-out"), TTL: eff, MaxTTL: rec.MaxTTL, Renewable: true, Data: data,
+				Path: e.resource("library", name, "check-out"), TTL: eff, MaxTTL: rec.MaxTTL, Renewable: true, Data: data,
 			})
 			if err != nil {
 				return err
 			}
 			a.CheckedOut, a.ClientToken, a.EntityID, a.LeaseID, a.CheckedOutAt = true, p.ClientTokenID, p.EntityID, l.ID, now
-			if err := putJSON(tx, acctKey(set, n), &a); err != nil {
+			if err := putJSON(tx, acctKey(name, n), &a); err != nil {
 				return err
 			}
 			out = CheckOut{ServiceAccountName: n, Password: a.Password, Lease: l}
 			return nil
 		}
-		return fmt.Errorf("library set %q: %w", set, ErrNoAccountAvailable)
+		return fmt.Errorf("library set %q: %w", name, ErrNoAccountAvailable)
 	})
 	if err != nil {
 		return CheckOut{}, err
@@ -107,37 +108,38 @@ func (e *Engine) CheckOut(ctx context.Context, set string, ttl time.Duration) (C
 	return out, nil
 }
 
-// CheckIn checks accounts of the set back in, gives each a new password
-// (the one the borrower had stops working), removes its lease, and returns
-// the names it checked in. With names empty it checks in the one account
+// CheckIn checks the accounts serviceAccountNames of the library set name
+// back in, gives each a new password (the one the borrower had stops
+// working), removes its lease, and returns the names it checked in. With
+// serviceAccountNames empty it checks in the one account
 // of the set that the caller may check in; several are keel.ErrInvalid.
 // An account already checked in is not an error and is not returned.
 //
-// Without manage, it needs update on "MOUNT/library/SET/check-in", and,
+// Without manage, it needs update on "MOUNT/library/NAME/check-in", and,
 // unless the set disables check-in enforcement, only the borrower (same
 // EntityID or ClientTokenID of keel.PrincipalFrom) may check an account
 // in: another caller's account is keel.ErrForbidden. With manage (the
-// path "library/manage/SET/check-in") it needs update on
-// "MOUNT/library/manage/SET/check-in" and checks in any account.
+// path "library/manage/NAME/check-in") it needs update on
+// "MOUNT/library/manage/NAME/check-in" and checks in any account.
 //
 // Each account is checked in on its own; when the password change of one
 // fails, it stays checked out (its lease end tries again), the error is
 // returned with the names checked in before it.
-func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage bool) ([]string, error) {
+func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames []string, manage bool) ([]string, error) {
 	if err := e.libraryOnly(); err != nil {
 		return nil, err
 	}
-	if err := checkSetName(set); err != nil {
+	if err := checkSetName(name); err != nil {
 		return nil, err
 	}
 	var v keel.Validation
-	checkAccountNames(&v, names)
+	checkAccountNames(&v, serviceAccountNames)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	res := e.resource("library", set, "check-in")
+	res := e.resource("library", name, "check-in")
 	if manage {
-		res = e.resource("library", "manage", set, "check-in")
+		res = e.resource("library", "manage", name, "check-in")
 	}
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, res); err != nil {
 		return nil, err
@@ -146,15 +148,15 @@ func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage
 	var enforce bool
 	var todo []string
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		rec, err := loadSet(tx, set)
+		rec, err := loadSet(tx, name)
 		if err != nil {
 			return err
 		}
 		enforce = !manage && !rec.DisableEnforcement
 		todo = todo[:0]
-		if len(names) == 0 {
+		if len(serviceAccountNames) == 0 {
 			for _, n := range rec.Accounts {
-				a, _, err := loadAccount(tx, set, n)
+				a, _, err := loadAccount(tx, name, n)
 				if err != nil {
 					return err
 				}
@@ -163,15 +165,15 @@ func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage
 				}
 			}
 			if len(todo) > 1 {
-				return keel.Invalid("service_account_names", "must be given when several accounts are checked out (%s)", strings.Join(todo, ", "))
+				return keel.Invalid("ServiceAccountNames", "must be given when several accounts are checked out (%s)", strings.Join(todo, ", "))
 			}
 			return nil
 		}
-		for _, n := range names {
+		for _, n := range serviceAccountNames {
 			if !slices.Contains(rec.Accounts, n) {
-				return keel.Invalid("service_account_names", "%q is not an account of library set %q", n, set)
+				return keel.Invalid(fmt.Sprintf("ServiceAccountNames[%d]", slices.Index(serviceAccountNames, n)), "%q is not an account of library set %q", n, name)
 			}
-			a, _, err := loadAccount(tx, set, n)
+			a, _, err := loadAccount(tx, name, n)
 			if err != nil {
 				return err
 			}
@@ -191,7 +193,7 @@ func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage
 	var leaseIDs []string
 	var failure error
 	for _, n := range todo {
-		in, leaseID, err := e.changePassword(ctx, set, n, func(a *libAccount) (bool, error) {
+		in, leaseID, err := e.changePassword(ctx, name, n, func(a *libAccount) (bool, error) {
 			if a.CheckedOut && enforce && !isBorrower(p, a) {
 				return false, fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
 			}
@@ -213,12 +215,12 @@ func (e *Engine) CheckIn(ctx context.Context, set string, names []string, manage
 	if e.leases != nil {
 		for _, id := range leaseIDs {
 			if err := e.leases.Manager().Revoke(ctx, id, true); err != nil {
-				e.log.Warn("library check-in: removing the lease failed; it ends harmlessly later", "set", set, "lease_id", id, "error", err)
+				e.log.Warn("library check-in: removing the lease failed; it ends harmlessly later", "set", name, "lease_id", id, "error", err)
 			}
 		}
 	}
 	if failure != nil {
-		return checkIns, fmt.Errorf("library set %q: check-in: %w", set, failure)
+		return checkIns, fmt.Errorf("library set %q: check-in: %w", name, failure)
 	}
 	return checkIns, nil
 }

@@ -117,24 +117,25 @@ func (e *Engine) libraryOnly() error {
 
 func checkSetName(name string) error {
 	if !roleName.MatchString(name) {
-		return keel.Invalid("name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
+		return keel.Invalid("Name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
 	}
 	return nil
 }
 
-// checkAccountNames checks names given as service_account_names.
+// checkAccountNames checks names given as ServiceAccountNames.
 func checkAccountNames(v *keel.Validation, names []string) {
 	seen := make(map[string]bool, len(names))
-	for _, n := range names {
+	for i, n := range names {
+		field := fmt.Sprintf("ServiceAccountNames[%d]", i)
 		switch {
 		case n == "":
-			v.Add("service_account_names", "must not contain an empty name")
+			v.Add(field, "must not be empty")
 		case len(n) > MaxServiceAccountNameLen:
-			v.Add("service_account_names", "%.40q…: names are at most %d bytes", n, MaxServiceAccountNameLen)
+			v.Add(field, "%.40q…: names are at most %d bytes", n, MaxServiceAccountNameLen)
 		case !utf8.ValidString(n) || strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-			v.Add("service_account_names", "%q: names must be UTF-8 without control characters", n)
+			v.Add(field, "%q: names must be UTF-8 without control characters", n)
 		case seen[n]:
-			v.Add("service_account_names", "%q is given twice", n)
+			v.Add(field, "%q is given twice", n)
 		}
 		seen[n] = true
 	}
@@ -159,7 +160,7 @@ func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
 // or update (decided in the transaction) on "MOUNT/library/NAME". The
 // engine must be configured (keel.ErrNotFound otherwise). An account that
 // does not exist in the directory is a keel.ErrInvalid on
-// service_account_names; one that belongs to another set or to a static
+// ServiceAccountNames; one that belongs to another set or to a static
 // role is a keel.ErrConflict, as is removing a checked-out account; in
 // these cases nothing changes. Accounts that join the set get a new
 // password before PutLibrarySet returns; when that fails, the set is
@@ -176,10 +177,10 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	var v keel.Validation
 	checkAccountNames(&v, r.ServiceAccountNames)
 	if r.TTL != nil && *r.TTL < 0 {
-		v.Add("ttl", "must not be negative")
+		v.Add("TTL", "must not be negative")
 	}
 	if r.MaxTTL != nil && *r.MaxTTL < 0 {
-		v.Add("max_ttl", "must not be negative")
+		v.Add("MaxTTL", "must not be negative")
 	}
 	if err := v.Err(); err != nil {
 		return err
@@ -212,12 +213,12 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	if !found {
 		next = setRecord{TTL: DefaultLibraryTTL, MaxTTL: DefaultLibraryTTL}
 		if r.ServiceAccountNames == nil {
-			v.Add("service_account_names", "is required")
+			v.Add("ServiceAccountNames", "is required")
 		}
 	}
 	if r.ServiceAccountNames != nil {
 		if len(r.ServiceAccountNames) == 0 {
-			v.Add("service_account_names", "must name at least one account")
+			v.Add("ServiceAccountNames", "must name at least one account")
 		}
 		next.Accounts = slices.Clone(r.ServiceAccountNames)
 	}
@@ -231,7 +232,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 		next.DisableEnforcement = *r.DisableCheckInEnforcement
 	}
 	if next.MaxTTL > 0 && next.TTL > next.MaxTTL {
-		v.Add("max_ttl", "(%s) must not be below ttl (%s)", next.MaxTTL, next.TTL)
+		v.Add("MaxTTL", "(%s) must not be below the TTL (%s)", next.MaxTTL, next.TTL)
 	}
 	if err := v.Err(); err != nil {
 		return err
@@ -253,7 +254,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	for _, n := range added {
 		dn, err := e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, n)
 		if errors.Is(err, keel.ErrNotFound) {
-			return fmt.Errorf("library set %q: %w", name, keel.Invalid("service_account_names",
+			return fmt.Errorf("library set %q: %w", name, keel.Invalid(fmt.Sprintf("ServiceAccountNames[%d]", slices.Index(r.ServiceAccountNames, n)),
 				"%q does not exist in the directory (%s=%s under %q)", n, cfg.UserAttr, n, cfg.UserDN))
 		}
 		if err != nil {
@@ -444,27 +445,28 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 	})
 }
 
-// LibraryStatus returns the check-out state of every account of the set,
-// by account name. It needs read on "MOUNT/library/SET/status".
-func (e *Engine) LibraryStatus(ctx context.Context, set string) (map[string]AccountStatus, error) {
+// LibraryStatus returns the check-out state of every account of the
+// library set name, by account name. It needs read on
+// "MOUNT/library/NAME/status".
+func (e *Engine) LibraryStatus(ctx context.Context, name string) (map[string]AccountStatus, error) {
 	if err := e.libraryOnly(); err != nil {
 		return nil, err
 	}
-	if err := checkSetName(set); err != nil {
+	if err := checkSetName(name); err != nil {
 		return nil, err
 	}
-	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("library", set, "status")); err != nil {
+	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("library", name, "status")); err != nil {
 		return nil, err
 	}
 	var out map[string]AccountStatus
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		rec, err := loadSet(tx, set)
+		rec, err := loadSet(tx, name)
 		if err != nil {
 			return err
 		}
 		out = make(map[string]AccountStatus, len(rec.Accounts))
 		for _, n := range rec.Accounts {
-			a, _, err := loadAccount(tx, set, n)
+			a, _, err := loadAccount(tx, name, n)
 			if err != nil {
 				return err
 			}

@@ -80,18 +80,18 @@ func TestLibrarySetRules(t *testing.T) {
 		req   LibrarySetRequest
 		field string
 	}{
-		"bad set name":             {"a/b", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}}, "name"},
-		"accounts required":        {"s", LibrarySetRequest{}, "service_account_names"},
-		"at least one account":     {"s", LibrarySetRequest{ServiceAccountNames: []string{}}, "service_account_names"},
-		"empty account name":       {"s", LibrarySetRequest{ServiceAccountNames: []string{""}}, "service_account_names"},
-		"account named twice":      {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0", "svc0"}}, "service_account_names"},
-		"control character":        {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc\n0"}}, "service_account_names"},
-		"name too long":            {"s", LibrarySetRequest{ServiceAccountNames: []string{strings.Repeat("x", MaxServiceAccountNameLen+1)}}, "service_account_names"},
-		"account not in directory": {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0", "nobody"}}, "service_account_names"},
-		"negative ttl":             {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, TTL: libPtr(-time.Second)}, "ttl"},
-		"negative max_ttl":         {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, MaxTTL: libPtr(-time.Second)}, "max_ttl"},
-		"max_ttl below ttl":        {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, TTL: libPtr(2 * time.Hour), MaxTTL: libPtr(time.Hour)}, "max_ttl"},
-		"ttl above default max":    {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, TTL: libPtr(25 * time.Hour)}, "max_ttl"},
+		"bad set name":             {"a/b", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}}, "Name"},
+		"accounts required":        {"s", LibrarySetRequest{}, "ServiceAccountNames"},
+		"at least one account":     {"s", LibrarySetRequest{ServiceAccountNames: []string{}}, "ServiceAccountNames"},
+		"empty account name":       {"s", LibrarySetRequest{ServiceAccountNames: []string{""}}, "ServiceAccountNames[0]"},
+		"account named twice":      {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0", "svc0"}}, "ServiceAccountNames[1]"},
+		"control character":        {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc\n0"}}, "ServiceAccountNames[0]"},
+		"name too long":            {"s", LibrarySetRequest{ServiceAccountNames: []string{strings.Repeat("x", MaxServiceAccountNameLen+1)}}, "ServiceAccountNames[0]"},
+		"account not in directory": {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0", "nobody"}}, "ServiceAccountNames[1]"},
+		"negative ttl":             {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, TTL: libPtr(-time.Second)}, "TTL"},
+		"negative max_ttl":         {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, MaxTTL: libPtr(-time.Second)}, "MaxTTL"},
+		"max_ttl below ttl":        {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, TTL: libPtr(2 * time.Hour), MaxTTL: libPtr(time.Hour)}, "MaxTTL"},
+		"ttl above default max":    {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, TTL: libPtr(25 * time.Hour)}, "MaxTTL"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -388,7 +388,7 @@ func TestCheckInNames(t *testing.T) {
 	// alice holds two: she must name them.
 	_, err := v.e.CheckIn(alice, "s", nil, false)
 	wantKind(t, err, keel.KindInvalid)
-	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "service_account_names" {
+	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "ServiceAccountNames" {
 		t.Fatalf("field errors %v", fe)
 	}
 	// bob holds one: no names needed.

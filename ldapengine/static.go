@@ -78,7 +78,7 @@ var roleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
 
 func checkRoleName(name string) error {
 	if !roleName.MatchString(name) {
-		return keel.Invalid("name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
+		return keel.Invalid("Name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
 	}
 	return nil
 }
@@ -98,10 +98,10 @@ func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleReq
 		return err
 	}
 	if r.RotationPeriod != 0 && r.RotationPeriod < MinRotationPeriod {
-		v.Add("rotation_period", "must be at least %s", MinRotationPeriod)
+		v.Add("RotationPeriod", "must be at least %s", MinRotationPeriod)
 	}
 	if e.flavor == FlavorOpenLDAP && r.DN == "" {
-		v.Add("dn", "is required")
+		v.Add("DN", "is required")
 	}
 	if err := v.Err(); err != nil {
 		return err
@@ -141,10 +141,10 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 		if found {
 			var v keel.Validation
 			if r.Username != "" && r.Username != rec.Username {
-				v.Add("username", "cannot be changed after creation")
+				v.Add("Username", "cannot be changed after creation")
 			}
 			if r.DN != "" && !strings.EqualFold(r.DN, rec.DN) {
-				v.Add("dn", "cannot be changed after creation")
+				v.Add("DN", "cannot be changed after creation")
 			}
 			if err := v.Err(); err != nil {
 				return err
@@ -161,10 +161,10 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 		}
 		var v keel.Validation
 		if r.Username == "" {
-			v.Add("username", "is required")
+			v.Add("Username", "is required")
 		}
 		if r.RotationPeriod == 0 {
-			v.Add("rotation_period", "is required")
+			v.Add("RotationPeriod", "is required")
 		}
 		if err := v.Err(); err != nil {
 			return err

@@ -61,20 +61,20 @@ func (m *Manager) issue(ctx context.Context, req IssueRequest) (Lease, error) {
 func (m *Manager) newEntry(req IssueRequest) (entry, error) {
 	var v keel.Validation
 	if why := checkPath(req.Path); why != "" {
-		v.Add("path", "%s", why)
+		v.Add("Path", "%s", why)
 	}
 	if req.TTL < 0 {
-		v.Add("ttl", "must not be negative")
+		v.Add("TTL", "must not be negative")
 	}
 	if req.MaxTTL < 0 {
-		v.Add("max_ttl", "must not be negative")
+		v.Add("MaxTTL", "must not be negative")
 	}
 	var name string
 	var mt mountEntry
 	if v.Len() == 0 {
 		var ok bool
 		if name, mt, ok = m.mountFor(req.Path); !ok {
-			v.Add("path", "%q lies under no registered mount", req.Path)
+			v.Add("Path", "%q lies under no registered mount", req.Path)
 		}
 	}
 	if err := v.Err(); err != nil {

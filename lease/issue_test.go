@@ -169,16 +169,16 @@ func TestIssueInvalid(t *testing.T) {
 		req   IssueRequest
 		field string
 	}{
-		"unknown mount":     {IssueRequest{Path: "db/creds/x"}, "path"},
-		"sibling of mount":  {IssueRequest{Path: "ldapx/creds"}, "path"},
-		"the mount itself":  {IssueRequest{Path: "ldap"}, "path"},
-		"empty":             {IssueRequest{Path: ""}, "path"},
-		"trailing slash":    {IssueRequest{Path: "ldap/creds/"}, "path"},
-		"double slash":      {IssueRequest{Path: "ldap//creds"}, "path"},
-		"dot dot":           {IssueRequest{Path: "ldap/../x"}, "path"},
-		"control character": {IssueRequest{Path: "ldap/a\x00b"}, "path"},
-		"negative ttl":      {IssueRequest{Path: "ldap/creds/app", TTL: -1}, "ttl"},
-		"negative max ttl":  {IssueRequest{Path: "ldap/creds/app", MaxTTL: -1}, "max_ttl"},
+		"unknown mount":     {IssueRequest{Path: "db/creds/x"}, "Path"},
+		"sibling of mount":  {IssueRequest{Path: "ldapx/creds"}, "Path"},
+		"the mount itself":  {IssueRequest{Path: "ldap"}, "Path"},
+		"empty":             {IssueRequest{Path: ""}, "Path"},
+		"trailing slash":    {IssueRequest{Path: "ldap/creds/"}, "Path"},
+		"double slash":      {IssueRequest{Path: "ldap//creds"}, "Path"},
+		"dot dot":           {IssueRequest{Path: "ldap/../x"}, "Path"},
+		"control character": {IssueRequest{Path: "ldap/a\x00b"}, "Path"},
+		"negative ttl":      {IssueRequest{Path: "ldap/creds/app", TTL: -1}, "TTL"},
+		"negative max ttl":  {IssueRequest{Path: "ldap/creds/app", MaxTTL: -1}, "MaxTTL"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil, nil)

@@ -10,27 +10,27 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// Lookup returns the lease id. It needs keel.CapUpdate on
+// Lookup returns the lease leaseID. It needs keel.CapUpdate on
 // "sys/leases/lookup" (Vault's lookup is a POST).
 //
 // It fails with an error of kind keel.KindInvalid for an empty id, and of
 // kind keel.KindNotFound when no lease has that id, or when the lease has
 // expired (its ExpireTime is not after now; the message says so), even if
 // the worker has not revoked it yet.
-func (m *Manager) Lookup(ctx context.Context, id string) (Lease, error) {
+func (m *Manager) Lookup(ctx context.Context, leaseID string) (Lease, error) {
 	if err := m.authorize(ctx, "lookup", keel.CapUpdate, "sys/leases/lookup"); err != nil {
 		return Lease{}, err
 	}
-	if err := requireID(id); err != nil {
+	if err := requireID(leaseID); err != nil {
 		return Lease{}, fmt.Errorf("lease: lookup: %w", err)
 	}
-	e, _, err := m.load(ctx, id)
+	e, _, err := m.load(ctx, leaseID)
 	if err != nil {
 		return Lease{}, fmt.Errorf("lease: lookup: %w", err)
 	}
 	now := m.now()
 	if !e.ExpireTime.After(now) {
-		return Lease{}, fmt.Errorf("lease: lookup: lease %q expired at %s: %w", id, e.ExpireTime.Format(timeFormat), keel.ErrNotFound)
+		return Lease{}, fmt.Errorf("lease: lookup: lease %q expired at %s: %w", leaseID, e.ExpireTime.Format(timeFormat), keel.ErrNotFound)
 	}
 	return e.Lease, nil
 }

@@ -31,7 +31,7 @@ func TestLookup(t *testing.T) {
 		kind    keel.Kind
 		message string
 	}{
-		"empty id":              {"", t0, keel.KindInvalid, "lease_id"},
+		"empty id":              {"", t0, keel.KindInvalid, "LeaseID"},
 		"unknown":               {"ldap/creds/app/nope", t0, keel.KindNotFound, "not found"},
 		"expired exactly now":   {short.ID, t0.Add(time.Minute), keel.KindNotFound, "expired"},
 		"expired before worker": {short.ID, t0.Add(time.Hour), keel.KindNotFound, "expired"},

@@ -164,7 +164,7 @@ const maxBatch = 256
 // New fails with an error of kind keel.KindInvalid when store is nil.
 func New(store storage.Store, opts *Options) (*Manager, error) {
 	if store == nil {
-		return nil, keel.Invalid("store", "is required")
+		return nil, keel.Invalid("Store", "is required")
 	}
 	var o Options
 	if opts != nil {
@@ -452,10 +452,11 @@ func classify(err error) error {
 	return fmt.Errorf("%w: %w", err, keel.ErrUnavailable)
 }
 
-// requireID checks that a lease id was given.
+// requireID checks that a lease id was given, as the argument leaseID of
+// the exported methods.
 func requireID(id string) error {
 	if id == "" {
-		return keel.Invalid("lease_id", "is required")
+		return keel.Invalid("LeaseID", "is required")
 	}
 	return nil
 }

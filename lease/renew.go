@@ -23,11 +23,11 @@ type Renewal struct {
 	Warnings []string
 }
 
-// Renew extends the lease id to now+increment, and needs keel.CapUpdate on
-// "sys/leases/renew". An increment of 0 grants again the TTL the lease was
-// issued with (Vault asks the engine, which usually answers with its
-// default TTL; keel's engines gave that TTL at issue). The new expiry is
-// capped at IssueTime+MaxTTL, with the warning
+// Renew extends the lease leaseID to now+increment, and needs
+// keel.CapUpdate on "sys/leases/renew". An increment of 0 grants again the
+// TTL the lease was issued with (Vault asks the engine, which usually
+// answers with its default TTL; keel's engines gave that TTL at issue).
+// The new expiry is capped at IssueTime+MaxTTL, with the warning
 //
 //	TTL of "<increment>" exceeded the effective max_ttl of "<what is left>"; TTL value is capped accordingly
 //
@@ -43,33 +43,34 @@ type Renewal struct {
 // caller may try again.
 //
 // Renew fails with an error of kind keel.KindInvalid, and changes nothing,
-// for an empty id, a negative increment, a token lease ("use the token
-// renew endpoint"), an irrevocable, expired or non-renewable lease, and a
-// lease past its max TTL; of kind keel.KindNotFound for an unknown id; of
+// for an empty leaseID, a negative increment (fields "LeaseID",
+// "Increment"), and on the field "LeaseID" for a token lease ("use the
+// token renew endpoint"), an irrevocable, expired or non-renewable lease,
+// and a lease past its max TTL; of kind keel.KindNotFound for an unknown id; of
 // kind keel.KindUnavailable when no Revoker is registered for the lease's
 // mount; with the Renewer's error, classified as keel.KindUnavailable
 // unless it has a kind.
-func (m *Manager) Renew(ctx context.Context, id string, increment time.Duration) (Renewal, error) {
+func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Duration) (Renewal, error) {
 	if err := m.authorize(ctx, "renew", keel.CapUpdate, "sys/leases/renew"); err != nil {
 		return Renewal{}, err
 	}
 	var v keel.Validation
-	if id == "" {
-		v.Add("lease_id", "is required")
+	if leaseID == "" {
+		v.Add("LeaseID", "is required")
 	}
 	if increment < 0 {
-		v.Add("increment", "must not be negative")
+		v.Add("Increment", "must not be negative")
 	}
 	if err := v.Err(); err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
-	e, raw, err := m.load(ctx, id)
+	e, raw, err := m.load(ctx, leaseID)
 	if err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
 	now := m.now()
 	refuse := func(format string, args ...any) (Renewal, error) {
-		return Renewal{}, fmt.Errorf("lease: renew %q: %w", id, keel.Invalid("lease_id", format, args...))
+		return Renewal{}, fmt.Errorf("lease: renew %q: %w", leaseID, keel.Invalid("LeaseID", format, args...))
 	}
 	switch {
 	case e.Token:
@@ -94,13 +95,13 @@ func (m *Manager) Renew(ctx context.Context, id string, increment time.Duration)
 		warnings = append(warnings, fmt.Sprintf("TTL of %q exceeded the effective max_ttl of %q; TTL value is capped accordingly", ttl.String(), left.String()))
 		ttl = left
 	}
-	_, mt, ok := m.mountFor(id)
+	_, mt, ok := m.mountFor(leaseID)
 	if !ok {
-		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", id, keel.ErrUnavailable)
+		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.ErrUnavailable)
 	}
 	if rn, ok := mt.revoker.(Renewer); ok {
 		if err := callRenewer(ctx, rn, e.Lease, ttl); err != nil {
-			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", id, classify(err))
+			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", leaseID, classify(err))
 		}
 	}
 	ne := e
@@ -108,15 +109,15 @@ func (m *Manager) Renew(ctx context.Context, id string, increment time.Duration)
 	ne.NextAttempt = ne.ExpireTime
 	ne.LastRenewalTime = now
 	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		cur, err := tx.Get(idKey(id))
+		cur, err := tx.Get(idKey(leaseID))
 		if errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("lease %q was revoked during its renewal: %w", id, keel.ErrNotFound)
+			return fmt.Errorf("lease %q was revoked during its renewal: %w", leaseID, keel.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(cur, raw) {
-			return fmt.Errorf("lease %q changed during its renewal; try again: %w", id, keel.ErrConflict)
+			return fmt.Errorf("lease %q changed during its renewal; try again: %w", leaseID, keel.ErrConflict)
 		}
 		return putEntry(tx, &e, &ne)
 	})

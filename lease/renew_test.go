@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestRenewRefused(t *testing.T) {
 		},
 		"negative increment": {
 			req:       IssueRequest{Path: "ldap/creds/app", Renewable: true, TTL: time.Hour},
-			increment: -time.Second, kind: keel.KindInvalid, message: "increment",
+			increment: -time.Second, kind: keel.KindInvalid, message: "Increment",
 		},
 		"unregistered mount": {
 			req:     IssueRequest{Path: "ldap/creds/app", Renewable: true, TTL: time.Hour},
@@ -100,6 +101,38 @@ func TestRenewUnknownAndEmpty(t *testing.T) {
 	wantKind(t, err, keel.KindNotFound)
 	_, err = e.m.Renew(context.Background(), "", 0)
 	wantKind(t, err, keel.KindInvalid)
+}
+
+// TestInvalidFields checks that refusals name the Go path of the input:
+// the argument leaseID as "LeaseID", and so on (see keel.FieldError).
+func TestInvalidFields(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	l := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Hour})
+	_, renewEmpty := e.m.Renew(ctx, "", -time.Second)
+	_, renewRefused := e.m.Renew(ctx, l.ID, 0) // not renewable
+	_, lookup := e.m.Lookup(ctx, "")
+	_, newNil := New(nil, nil)
+	for name, tc := range map[string]struct {
+		err  error
+		want []string
+	}{
+		"renew empty":        {renewEmpty, []string{"LeaseID", "Increment"}},
+		"renew refused":      {renewRefused, []string{"LeaseID"}},
+		"lookup empty":       {lookup, []string{"LeaseID"}},
+		"revoke empty":       {e.m.Revoke(ctx, "", true), []string{"LeaseID"}},
+		"revoke-prefix none": {e.m.RevokePrefix(ctx, "", false), []string{"Prefix"}},
+		"revoke-force none":  {e.m.RevokeForce(ctx, ""), []string{"Prefix"}},
+		"new without store":  {newNil, []string{"Store"}},
+	} {
+		var got []string
+		for _, fe := range keel.FieldErrors(tc.err) {
+			got = append(got, fe.Field)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: fields %q (%v), want %q", name, got, tc.err, tc.want)
+		}
+	}
 }
 
 func TestRenew(t *testing.T) {
@@ -191,7 +224,7 @@ func TestRenewCallsRenewer(t *testing.T) {
 			kind keel.Kind
 		}{
 			"plain error":     {errors.New("db down"), keel.KindUnavailable},
-			"classified kept": {keel.Invalid("role", "is gone"), keel.KindInvalid},
+			"classified kept": {keel.Invalid("Role", "is gone"), keel.KindInvalid},
 		} {
 			t.Run(name, func(t *testing.T) {
 				rr.renewErr = tc.err

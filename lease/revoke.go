@@ -12,7 +12,7 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// Revoke revokes the lease id, and needs keel.CapUpdate on
+// Revoke revokes the lease leaseID, and needs keel.CapUpdate on
 // "sys/leases/revoke".
 //
 // With sync false the revocation is queued: in one transaction the lease
@@ -31,17 +31,17 @@ import (
 // As in Vault, revoking an id that names no lease succeeds and does
 // nothing. Revoke fails with an error of kind keel.KindInvalid for an
 // empty id.
-func (m *Manager) Revoke(ctx context.Context, id string, sync bool) error {
+func (m *Manager) Revoke(ctx context.Context, leaseID string, sync bool) error {
 	if err := m.authorize(ctx, "revoke", keel.CapUpdate, "sys/leases/revoke"); err != nil {
 		return err
 	}
-	if err := requireID(id); err != nil {
+	if err := requireID(leaseID); err != nil {
 		return fmt.Errorf("lease: revoke: %w", err)
 	}
 	if sync {
-		return m.revokeNow(ctx, id)
+		return m.revokeNow(ctx, leaseID)
 	}
-	return m.queue(ctx, id)
+	return m.queue(ctx, leaseID)
 }
 
 // queue makes the lease id due for revocation now, if it exists.
@@ -294,7 +294,7 @@ func (m *Manager) RevokeForce(ctx context.Context, prefix string) error {
 // "/" or is the id of a stored lease (exact), prefix+"/" otherwise.
 func (m *Manager) resolvePrefix(ctx context.Context, prefix string) (string, bool, error) {
 	if prefix == "" {
-		return "", false, keel.Invalid("prefix", "is required")
+		return "", false, keel.Invalid("Prefix", "is required")
 	}
 	if strings.HasSuffix(prefix, "/") {
 		return prefix, false, nil

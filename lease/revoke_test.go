@@ -100,7 +100,7 @@ func TestRevokeSyncFailure(t *testing.T) {
 		irrevocable bool
 	}{
 		"plain error":     {errors.New("ldap: connection refused"), keel.KindUnavailable, false},
-		"classified kept": {keel.Invalid("dn", "malformed"), keel.KindInvalid, false},
+		"classified kept": {keel.Invalid("DN", "malformed"), keel.KindInvalid, false},
 		"permanent":       {Permanent(errors.New("no such user")), keel.KindUnavailable, true},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -40,8 +40,9 @@
 // # Errors
 //
 // Refused requests are of kind keel.KindInvalid with one problem per field
-// (keel.FieldErrors; fields are named as in EnableRequest and TuneRequest:
-// "Path", "Type", "Options.version", "DefaultTTL", "MaxTTL"). Missing
+// (keel.FieldErrors; fields are the Go paths of EnableRequest and
+// TuneRequest: "Path", "Type", "DefaultTTL", "MaxTTL", and an option by
+// its key, Options["version"]). Missing
 // rights are keel.KindForbidden: Enable needs keel.CapCreate on
 // "sys/mounts/PATH", Disable keel.CapDelete on it, Tune keel.CapUpdate on
 // "sys/mounts/PATH/tune", List and Get keel.CapRead on "sys/mounts" and

@@ -265,6 +265,10 @@ func pathRule(path string) string {
 	return ""
 }
 
+// optionField is the Go path of the option k of EnableRequest.Options, a
+// map entry: Options["k"] (see keel.FieldError).
+func optionField(k string) string { return "Options[" + strconv.Quote(k) + "]" }
+
 // checkOptions checks a type and its options, and returns the options to
 // store with the defaults filled in, or the problems as field/message
 // pairs.
@@ -278,20 +282,20 @@ func checkOptions(typ string, in map[string]string) (map[string]string, [][2]str
 			switch k {
 			case "version":
 				if val != "1" && val != "" {
-					errs = append(errs, [2]string{"Options.version", "only kv version 1 is available"})
+					errs = append(errs, [2]string{optionField("version"), "only kv version 1 is available"})
 				}
 			case "leased_passthrough":
 				if _, err := strconv.ParseBool(val); err != nil {
-					errs = append(errs, [2]string{"Options.leased_passthrough", "must be a boolean"})
+					errs = append(errs, [2]string{optionField("leased_passthrough"), "must be a boolean"})
 				}
 				opts[k] = val
 			default:
-				errs = append(errs, [2]string{"Options." + k, "unknown option"})
+				errs = append(errs, [2]string{optionField(k), "unknown option"})
 			}
 		}
 	case string(ldapengine.FlavorLDAP), string(ldapengine.FlavorOpenLDAP):
 		for k := range in {
-			errs = append(errs, [2]string{"Options." + k, "unknown option"})
+			errs = append(errs, [2]string{optionField(k), "unknown option"})
 		}
 	default:
 		errs = append(errs, [2]string{"Type", fmt.Sprintf("only kv, ldap and openldap engines can be mounted, not %q", typ)})

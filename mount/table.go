@@ -146,7 +146,7 @@ type Table struct {
 // store fails.
 func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, error) {
 	if store == nil {
-		return nil, keel.Invalid("store", "is required")
+		return nil, keel.Invalid("Store", "is required")
 	}
 	var o Options
 	if opts != nil {

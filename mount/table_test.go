@@ -122,7 +122,7 @@ func TestEnableReportsEveryField(t *testing.T) {
 	for _, fe := range keel.FieldErrors(err) {
 		fields = append(fields, fe.Field)
 	}
-	if got := strings.Join(fields, " "); got != "Path Options.version" && got != "Path Options.version MaxTTL" {
+	if got := strings.Join(fields, " "); got != `Path Options["version"]` && got != `Path Options["version"] MaxTTL` {
 		t.Fatalf("fields %q", got)
 	}
 }

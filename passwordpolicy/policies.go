@@ -40,7 +40,7 @@ type Policies struct {
 // "store").
 func New(store storage.Store, opts *Options) (*Policies, error) {
 	if store == nil {
-		return nil, keel.Invalid("store", "is required")
+		return nil, keel.Invalid("Store", "is required")
 	}
 	var o Options
 	if opts != nil {
@@ -55,26 +55,26 @@ type storedPolicy struct {
 
 func checkName(name string) error {
 	if !ValidName(name) {
-		return keel.Invalid("name", "must be 1 to 128 letters, digits, '_', '.', '-', starting with a letter or digit")
+		return keel.Invalid("Name", "must be 1 to 128 letters, digits, '_', '.', '-', starting with a letter or digit")
 	}
 	return nil
 }
 
-// Put creates or replaces the policy name with text, which must parse
-// (Parse). It needs update on "sys/policies/password/NAME". An invalid
-// name or text is an error of kind keel.ErrInvalid (field "name" or
-// "policy").
-func (p *Policies) Put(ctx context.Context, name, text string) error {
+// Put creates or replaces the policy name with the text policy, which must
+// parse (Parse). It needs update on "sys/policies/password/NAME". An
+// invalid name or policy is an error of kind keel.ErrInvalid (field "Name"
+// or "Policy").
+func (p *Policies) Put(ctx context.Context, name, policy string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
 	if err := keel.Authorize(ctx, p.auth, keel.CapUpdate, "sys/policies/password/"+name); err != nil {
 		return err
 	}
-	if _, err := Parse(text); err != nil {
+	if _, err := Parse(policy); err != nil {
 		return err
 	}
-	raw, _ := json.Marshal(storedPolicy{Policy: text})
+	raw, _ := json.Marshal(storedPolicy{Policy: policy})
 	return p.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return tx.Put(name, raw)
 	})

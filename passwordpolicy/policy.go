@@ -75,15 +75,15 @@ type Policy struct {
 // length must be 4 to 100; at least one charset rule; each charset not
 // empty; min-chars not negative; the sum of min-chars at most length. Any
 // other rule type or attribute is refused. Errors are of kind
-// keel.ErrInvalid with the field "policy".
-func Parse(text string) (*Policy, error) {
-	file, err := parseHCL(text)
+// keel.ErrInvalid with the field "Policy".
+func Parse(policy string) (*Policy, error) {
+	file, err := parseHCL(policy)
 	if err != nil {
-		return nil, keel.Invalid("policy", "is not valid HCL: %v", err)
+		return nil, keel.Invalid("Policy", "is not valid HCL: %v", err)
 	}
 	list, ok := file.Node.(*ast.ObjectList)
 	if !ok {
-		return nil, keel.Invalid("policy", "is not an HCL body")
+		return nil, keel.Invalid("Policy", "is not an HCL body")
 	}
 	var v keel.Validation
 	p := &Policy{}
@@ -97,19 +97,19 @@ func Parse(text string) (*Policy, error) {
 		case key == "length" && len(item.Keys) == 1:
 			var n int
 			if err := hcl.DecodeObject(&n, item.Val); err != nil {
-				v.Add("policy", "length must be an integer")
+				v.Add("Policy", "length must be an integer")
 				continue
 			}
 			p.Length, sawLength = n, true
 		case key == "rule" && len(item.Keys) == 2:
 			typ, _ := item.Keys[1].Token.Value().(string)
 			if typ != "charset" {
-				v.Add("policy", "rule %q is not supported (only \"charset\")", typ)
+				v.Add("Policy", "rule %q is not supported (only \"charset\")", typ)
 				continue
 			}
 			obj, ok := item.Val.(*ast.ObjectType)
 			if !ok {
-				v.Add("policy", "rule \"charset\" must be a block")
+				v.Add("Policy", "rule \"charset\" must be a block")
 				continue
 			}
 			var r CharsetRule
@@ -121,41 +121,41 @@ func Parse(text string) (*Policy, error) {
 				switch name {
 				case "charset":
 					if err := hcl.DecodeObject(&r.Charset, f.Val); err != nil {
-						v.Add("policy", "charset must be a string")
+						v.Add("Policy", "charset must be a string")
 					}
 				case "min-chars", "min_chars":
 					if err := hcl.DecodeObject(&r.MinChars, f.Val); err != nil {
-						v.Add("policy", "min-chars must be an integer")
+						v.Add("Policy", "min-chars must be an integer")
 					}
 				default:
-					v.Add("policy", "rule \"charset\" has no attribute %q", name)
+					v.Add("Policy", "rule \"charset\" has no attribute %q", name)
 				}
 			}
 			if r.Charset == "" || !utf8.ValidString(r.Charset) {
-				v.Add("policy", "rule \"charset\" needs a non-empty charset")
+				v.Add("Policy", "rule \"charset\" needs a non-empty charset")
 			}
 			if r.MinChars < 0 {
-				v.Add("policy", "min-chars must not be negative")
+				v.Add("Policy", "min-chars must not be negative")
 			}
 			p.Rules = append(p.Rules, r)
 		default:
-			v.Add("policy", "unknown key %v", key)
+			v.Add("Policy", "unknown key %v", key)
 		}
 	}
 	if !sawLength {
-		v.Add("policy", "length is required")
+		v.Add("Policy", "length is required")
 	} else if p.Length < MinLength || p.Length > MaxLength {
-		v.Add("policy", "length must be %d to %d, got %d", MinLength, MaxLength, p.Length)
+		v.Add("Policy", "length must be %d to %d, got %d", MinLength, MaxLength, p.Length)
 	}
 	if len(p.Rules) == 0 {
-		v.Add("policy", "needs at least one charset rule")
+		v.Add("Policy", "needs at least one charset rule")
 	}
 	sum := 0
 	for _, r := range p.Rules {
 		sum += r.MinChars
 	}
 	if sawLength && sum > p.Length {
-		v.Add("policy", "is impossible: the rules need %d characters, length is %d", sum, p.Length)
+		v.Add("Policy", "is impossible: the rules need %d characters, length is %d", sum, p.Length)
 	}
 	if err := v.Err(); err != nil {
 		return nil, err

@@ -44,8 +44,8 @@ func TestParseRules(t *testing.T) {
 			if !errors.Is(err, keel.ErrInvalid) {
 				t.Fatalf("Parse = %+v, %v; want an error of kind ErrInvalid", p, err)
 			}
-			if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != "policy" {
-				t.Fatalf("field errors %v, want field \"policy\"", fe)
+			if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != "Policy" {
+				t.Fatalf("field errors %v, want field \"Policy\"", fe)
 			}
 		})
 	}

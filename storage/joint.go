@@ -28,10 +28,10 @@ func Join(a, b Store) (*Joint, error) {
 	ba, pa := Split(a)
 	bb, pb := Split(b)
 	if !sameStore(ba, bb) {
-		return nil, fmt.Errorf("storage: join %q and %q: %w", pa, pb, keel.Invalid("store", "the two views are not of one store (a different store, or one sealed and one not)"))
+		return nil, fmt.Errorf("storage: join %q and %q: %w", pa, pb, keel.Invalid("", "the two views are not of one store (a different store, or one sealed and one not)"))
 	}
 	if strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa) {
-		return nil, fmt.Errorf("storage: join %q and %q: %w", pa, pb, keel.Invalid("store", "the two views overlap: one would write the other's keys"))
+		return nil, fmt.Errorf("storage: join %q and %q: %w", pa, pb, keel.Invalid("", "the two views overlap: one would write the other's keys"))
 	}
 	return &Joint{base: ba, pa: pa, pb: pb}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/keelhq/keel"
@@ -75,7 +76,10 @@ func loadAuth(path, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error)
 }
 
 // buildAuth checks cfg and builds from it a RuleAuthorizer and a table of
-// its tokens and the root token. It reports every problem at once.
+// its tokens and the root token. It reports every problem at once, each on
+// the Go path of its field in cfg ("Tokens[1].Principal.ID", and those of
+// keel.NewRuleAuthorizer, whose argument is cfg.Policies) or "RootToken";
+// problems names them as the file and the flags do.
 func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error) {
 	var v keel.Validation
 
@@ -83,7 +87,7 @@ func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable
 	if err != nil {
 		fields := keel.FieldErrors(err)
 		if len(fields) == 0 {
-			v.Add("policies", "%s", err)
+			v.Add("Policies", "%s", err)
 		}
 		for _, fe := range fields {
 			v.Add(fe.Field, "%s", fe.Rule)
@@ -92,17 +96,17 @@ func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable
 
 	tokens := newTokenTable()
 	if !tokens.add(rootToken, rootPrincipal()) {
-		v.Add("root token", "must not be empty")
+		v.Add("RootToken", "must not be empty")
 	}
 	seen := make(map[string]int, len(cfg.Tokens)) // token -> index of its entry
 	for i, tc := range cfg.Tokens {
-		field := fmt.Sprintf("tokens[%d]", i)
+		field := fmt.Sprintf("Tokens[%d]", i)
 		if tc.Principal.ID == "" {
-			v.Add(field+".principal.id", "is required")
+			v.Add(field+".Principal.ID", "is required")
 		}
 		for _, name := range tc.Policies {
 			if _, ok := cfg.Policies[name]; !ok && name != keel.RootPolicy {
-				v.Add(field+".policies", "policy %q is not defined", name)
+				v.Add(field+".Policies", "policy %q is not defined", name)
 			}
 		}
 		p := keel.Principal{
@@ -117,11 +121,11 @@ func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable
 		first, dup := seen[tc.Token]
 		switch {
 		case tc.Token == "":
-			v.Add(field+".token", "is required")
+			v.Add(field+".Token", "is required")
 		case tc.Token == rootToken:
-			v.Add(field+".token", "is the root token")
+			v.Add(field+".Token", "is the root token")
 		case dup:
-			v.Add(field+".token", "duplicates the token of tokens[%d]", first)
+			v.Add(field+".Token", "duplicates the token of the entry at index %d", first)
 		default:
 			seen[tc.Token] = i
 			tokens.add(tc.Token, p)
@@ -134,11 +138,59 @@ func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable
 	return authz, tokens, nil
 }
 
-// problems lists the field errors of err as "field: rule; field: rule".
+// configNames maps the Go names of the fields of config (and of
+// buildAuth's rootToken) to what the server's users write: the keys of the
+// config file, and the flag.
+var configNames = map[string]string{
+	"Policies": "policies", "Path": "path", "Capabilities": "capabilities",
+	"Tokens": "tokens", "Token": "token", "Principal": "principal",
+	"ID": "id", "DisplayName": "display_name", "EntityID": "entity_id",
+	"RootToken": "-root-token",
+}
+
+// configPath returns the Go path of a field of config as the file names
+// it: each name through configNames (a name it lacks stays as it is),
+// indices and quoted map keys as they are (`policies["dev"][0].path`).
+func configPath(path string) string {
+	var b strings.Builder
+	for path != "" {
+		n := strings.IndexAny(path, ".[")
+		switch {
+		case n < 0:
+			n = len(path)
+		case n == 0 && path[0] == '[':
+			if q, err := strconv.QuotedPrefix(path[1:]); err == nil {
+				n = 1 + len(q) // past the key, which may hold '.' or '['
+			}
+			if end := strings.IndexByte(path[n:], ']'); end >= 0 {
+				n += end + 1
+			} else {
+				n = len(path)
+			}
+			b.WriteString(path[:n])
+			path = path[n:]
+			continue
+		case n == 0:
+			b.WriteByte('.')
+			path = path[1:]
+			continue
+		}
+		name := path[:n]
+		if wire, ok := configNames[name]; ok {
+			name = wire
+		}
+		b.WriteString(name)
+		path = path[n:]
+	}
+	return b.String()
+}
+
+// problems lists the field errors of err as "field: rule; field: rule",
+// fields named by configPath.
 func problems(err error) string {
 	var parts []string
 	for _, fe := range keel.FieldErrors(err) {
-		parts = append(parts, fe.Error())
+		parts = append(parts, (&keel.FieldError{Field: configPath(fe.Field), Rule: fe.Rule}).Error())
 	}
 	return strings.Join(parts, "; ")
 }

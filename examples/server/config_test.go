@@ -104,16 +104,16 @@ func TestConfigErrors(t *testing.T) {
 			{"token": "t-same", "principal": {"id": "a"}},
 			{"token": "t-other", "principal": {"id": "b"}},
 			{"token": "t-same", "principal": {"id": "c"}}]}`,
-			[]string{"tokens[2].token: duplicates the token of tokens[0]"}},
+			[]string{"tokens[2].token: duplicates the token of the entry at index 0"}},
 		{"root token again", `{"tokens": [{"token": "kr.root", "principal": {"id": "a"}}]}`, []string{"tokens[0].token: is the root token"}},
 		{"empty token", `{"tokens": [{"principal": {"id": "a"}}]}`, []string{"tokens[0].token: is required"}},
 		{"principal without id", `{"tokens": [{"token": "t", "principal": {"display_name": "A"}}]}`, []string{"tokens[0].principal.id: is required"}},
-		{"star inside a path", `{"policies": {"p": [{"path": "secret/*/x", "capabilities": ["read"]}]}}`, []string{"policies.p[0]", `"*" is allowed only at the end`}},
-		{"no capabilities", `{"policies": {"p": [{"path": "secret/*", "capabilities": []}]}}`, []string{"policies.p[0]", "no capabilities"}},
-		{"root policy redefined", `{"policies": {"root": [{"path": "*", "capabilities": ["read"]}]}}`, []string{"policies.root", "built in"}},
+		{"star inside a path", `{"policies": {"p": [{"path": "secret/*/x", "capabilities": ["read"]}]}}`, []string{`policies["p"][0].path: "secret/*/x": "*" is allowed only at the end`}},
+		{"no capabilities", `{"policies": {"p": [{"path": "secret/*", "capabilities": []}]}}`, []string{`policies["p"][0].capabilities: no capabilities`}},
+		{"root policy redefined", `{"policies": {"root": [{"path": "*", "capabilities": ["read"]}]}}`, []string{`policies["root"]: the root policy is built in`}},
 		{"every problem at once", `{"policies": {"p": [{"path": "", "capabilities": ["read"]}]},
 			"tokens": [{"token": "t", "principal": {"id": "a"}, "policies": ["q"]}]}`,
-			[]string{"policies.p[0]: path is empty", `policy "q" is not defined`}},
+			[]string{`policies["p"][0].path: is empty`, `tokens[0].policies: policy "q" is not defined`}},
 		{"not JSON", `policies: {}`, []string{"invalid character"}},
 		{"wrong type", `{"tokens": {}}`, []string{"cannot unmarshal"}},
 		{"empty file", ``, []string{"empty file"}},
@@ -158,5 +158,32 @@ func TestNoConfig(t *testing.T) {
 	}
 	if err := authz.Authorize(context.Background(), keel.Principal{}, keel.CapRead, "secret/x"); !errors.Is(err, keel.ErrForbidden) {
 		t.Errorf("anonymous read: %v, want forbidden", err)
+	}
+}
+
+func TestEmptyRootToken(t *testing.T) {
+	_, _, err := loadAuth("", "")
+	if err == nil || err.Error() != "-root-token: must not be empty" {
+		t.Errorf("loadAuth with an empty root token = %v, want the flag named", err)
+	}
+}
+
+func TestConfigPath(t *testing.T) {
+	for path, want := range map[string]string{
+		"":                                "",
+		"RootToken":                       "-root-token",
+		"Tokens[3].Principal.ID":          "tokens[3].principal.id",
+		`Policies["p"][0].Path`:           `policies["p"][0].path`,
+		`Policies["a.b[1]\"c"].Path`:      `policies["a.b[1]\"c"].path`, // a key is kept whole
+		`Policies["Tokens"]`:              `policies["Tokens"]`,
+		"Unknown.Name":                    "Unknown.Name",
+		"Tokens[":                         "tokens[",
+		`Policies["open`:                  `policies["open`,
+		"Tokens[0].Principal.EntityID":    "tokens[0].principal.entity_id",
+		"Tokens[0].Principal.DisplayName": "tokens[0].principal.display_name",
+	} {
+		if got := configPath(path); got != want {
+			t.Errorf("configPath(%q) = %q, want %q", path, got, want)
+		}
 	}
 }

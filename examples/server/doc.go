@@ -84,8 +84,10 @@
 // The file is checked as a whole and every problem is reported at once: a
 // field the format does not have, a rule NewRuleAuthorizer refuses, a token
 // that names a policy the file does not define, an empty or repeated token
-// (or the root token again), and a principal without an "id". The
-// "display_name" defaults to the "id"; "entity_id" is optional.
+// (or the root token again), and a principal without an "id". Each
+// problem names its place in the file: tokens[1].principal.id,
+// policies["dev"][0].path. The "display_name" defaults to the "id";
+// "entity_id" is optional.
 //
 // # Tokens
 //

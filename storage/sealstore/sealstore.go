@@ -50,7 +50,11 @@ type sealKey struct {
 func New(inner storage.Store, active []byte, previous ...[]byte) (*Store, error) {
 	s := &Store{inner: inner, keys: make(map[[idSize]byte]*sealKey, 1+len(previous))}
 	for i, k := range append([][]byte{active}, previous...) {
-		sk, err := newKey(k)
+		field := "Active"
+		if i > 0 {
+			field = fmt.Sprintf("Previous[%d]", i-1)
+		}
+		sk, err := newKey(field, k)
 		if err != nil {
 			return nil, fmt.Errorf("sealstore: key %d: %w", i, err)
 		}
@@ -64,9 +68,11 @@ func New(inner storage.Store, active []byte, previous ...[]byte) (*Store, error)
 	return s, nil
 }
 
-func newKey(k []byte) (*sealKey, error) {
+// newKey checks and prepares k, the argument field of New ("Active" or
+// "Previous[i]", as a Go path for keel.FieldError).
+func newKey(field string, k []byte) (*sealKey, error) {
 	if len(k) != KeySize {
-		return nil, keel.Invalid("key", "must be %d bytes, not %d", KeySize, len(k))
+		return nil, keel.Invalid(field, "must be %d bytes, not %d", KeySize, len(k))
 	}
 	block, err := aes.NewCipher(k)
 	if err != nil {
@@ -100,7 +106,8 @@ func GenerateKey() []byte {
 
 // ParseKeys reads keys from text: one key per line, in standard base64 or in
 // hex; blank lines and lines starting with "#" are skipped. The first key is
-// the active one, the others are previous keys.
+// the active one, the others are previous keys. A refusal is of kind
+// keel.KindInvalid on the field "Text", naming the line.
 func ParseKeys(text []byte) (active []byte, previous [][]byte, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	line := 0
@@ -116,16 +123,16 @@ func ParseKeys(text []byte) (active []byte, previous [][]byte, err error) {
 			var berr error
 			k, berr = base64.StdEncoding.DecodeString(l)
 			if berr != nil {
-				return nil, nil, keel.Invalid(fmt.Sprintf("line %d", line), "not a key in base64 or hex")
+				return nil, nil, keel.Invalid("Text", "line %d: not a key in base64 or hex", line)
 			}
 		}
 		if len(k) != KeySize {
-			return nil, nil, keel.Invalid(fmt.Sprintf("line %d", line), "key is %d bytes, must be %d", len(k), KeySize)
+			return nil, nil, keel.Invalid("Text", "line %d: key is %d bytes, must be %d", line, len(k), KeySize)
 		}
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, nil, keel.Invalid("keys", "no key found")
+		return nil, nil, keel.Invalid("Text", "no key found")
 	}
 	return keys[0], keys[1:], nil
 }

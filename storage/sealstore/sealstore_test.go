@@ -190,11 +190,13 @@ func TestLimitsLeaveRoomForOverhead(t *testing.T) {
 }
 
 func TestNewRefusesBadKeys(t *testing.T) {
-	if _, err := sealstore.New(memstore.New(nil), make([]byte, 16)); !errors.Is(err, keel.ErrInvalid) {
-		t.Fatalf("16-byte key: err = %v, want kind invalid", err)
+	_, err := sealstore.New(memstore.New(nil), make([]byte, 16))
+	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Active" {
+		t.Fatalf("16-byte key: err = %v, want kind invalid on Active", err)
 	}
-	if _, err := sealstore.New(memstore.New(nil), sealstore.GenerateKey(), []byte("short")); !errors.Is(err, keel.ErrInvalid) {
-		t.Fatalf("short previous key: err = %v, want kind invalid", err)
+	_, err = sealstore.New(memstore.New(nil), sealstore.GenerateKey(), sealstore.GenerateKey(), []byte("short"))
+	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Previous[1]" {
+		t.Fatalf("short previous key: err = %v, want kind invalid on Previous[1]", err)
 	}
 }
 
@@ -215,8 +217,9 @@ func TestParseKeys(t *testing.T) {
 		"second bad": hex.EncodeToString(k1) + "\nabc\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, _, err := sealstore.ParseKeys([]byte(text)); !errors.Is(err, keel.ErrInvalid) {
-				t.Fatalf("err = %v, want kind invalid", err)
+			_, _, err := sealstore.ParseKeys([]byte(text))
+			if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Text" {
+				t.Fatalf("err = %v, want kind invalid on Text", err)
 			}
 		})
 	}

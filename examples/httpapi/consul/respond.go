@@ -9,20 +9,19 @@ import (
 	"strconv"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/internal/kindstatus"
 )
 
-// statusOf is the one table from error kinds to Consul's status codes.
+// statusOf is the one table from the error kinds Consul answers in its own
+// way to its status codes. The kinds every adapter answers alike (too
+// large, unavailable, canceled, deadline) are in kindstatus.
 var statusOf = map[keel.Kind]int{
-	keel.KindNotFound:         http.StatusNotFound,
-	keel.KindAlreadyExists:    http.StatusBadRequest,
-	keel.KindInvalid:          http.StatusBadRequest,
-	keel.KindConflict:         http.StatusConflict,
-	keel.KindForbidden:        http.StatusForbidden,
-	keel.KindUnauthenticated:  http.StatusForbidden,
-	keel.KindTooLarge:         http.StatusRequestEntityTooLarge,
-	keel.KindUnavailable:      http.StatusServiceUnavailable,
-	keel.KindCanceled:         499, // the client went away; nobody reads it
-	keel.KindDeadlineExceeded: http.StatusGatewayTimeout,
+	keel.KindNotFound:        http.StatusNotFound,
+	keel.KindAlreadyExists:   http.StatusBadRequest,
+	keel.KindInvalid:         http.StatusBadRequest,
+	keel.KindConflict:        http.StatusConflict,
+	keel.KindForbidden:       http.StatusForbidden,
+	keel.KindUnauthenticated: http.StatusForbidden,
 }
 
 // kindOf is the reverse of statusOf, for the HTTP transport.
@@ -47,10 +46,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // text body. Forbidden answers say "Permission denied" and no more.
 func writeError(w http.ResponseWriter, err error) {
 	kind := keel.KindOf(err)
-	status, ok := statusOf[kind]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := kindstatus.Of(statusOf, kind)
 	msg := err.Error()
 	switch {
 	case kind == keel.KindForbidden || kind == keel.KindUnauthenticated:

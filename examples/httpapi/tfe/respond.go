@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/internal/kindstatus"
 )
 
 // mediaType is the JSON:API media type of every request and response
@@ -22,19 +23,17 @@ const mediaType = "application/vnd.api+json"
 // maxDocument bounds a JSON request body.
 const maxDocument = 1 << 20
 
-// statusOf maps each error kind to its HTTP status: the one table of the
-// adapter.
+// statusOf maps the error kinds HCP Terraform answers in its own way to
+// their HTTP status: the one table of the adapter. The kinds every adapter
+// answers alike (too large, unavailable, canceled, deadline) are in
+// kindstatus.
 var statusOf = map[keel.Kind]int{
-	keel.KindNotFound:         http.StatusNotFound,
-	keel.KindAlreadyExists:    http.StatusUnprocessableEntity, // HCP Terraform: "has already been taken"
-	keel.KindInvalid:          http.StatusUnprocessableEntity,
-	keel.KindConflict:         http.StatusConflict,
-	keel.KindForbidden:        http.StatusForbidden,
-	keel.KindUnauthenticated:  http.StatusUnauthorized,
-	keel.KindTooLarge:         http.StatusRequestEntityTooLarge,
-	keel.KindUnavailable:      http.StatusServiceUnavailable,
-	keel.KindCanceled:         http.StatusServiceUnavailable,
-	keel.KindDeadlineExceeded: http.StatusGatewayTimeout,
+	keel.KindNotFound:        http.StatusNotFound,
+	keel.KindAlreadyExists:   http.StatusUnprocessableEntity, // HCP Terraform: "has already been taken"
+	keel.KindInvalid:         http.StatusUnprocessableEntity,
+	keel.KindConflict:        http.StatusConflict,
+	keel.KindForbidden:       http.StatusForbidden,
+	keel.KindUnauthenticated: http.StatusUnauthorized,
 }
 
 // errObject is one JSON:API error.
@@ -121,10 +120,7 @@ func pageDoc(r *http.Request, data []any, pg keel.Pagination) map[string]any {
 // title is the kind's name.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	kind := keel.KindOf(err)
-	status, ok := statusOf[kind]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := kindstatus.Of(statusOf, kind)
 	code := strconv.Itoa(status)
 	var errs []errObject
 	for _, fe := range keel.FieldErrors(err) {

@@ -71,24 +71,38 @@
 // As Vault: 200 with a body; 204 without one (writes, deletes, sync
 // revocations); 202 for queued revocations and tidy; 404 with
 // {"errors":[]} for a missing secret or an empty listing; 400
-// {"errors":["invalid lease"]} for an unknown or expired lease; 400 with
-// the message for an invalid request; 403 {"errors":["permission
-// denied"]}; 413 for a body over 32 MiB. Error kinds map to statuses in
-// one table (statusOf). Identity groups: every write answers 200 with data
-// {id, name}, as the service's document states for creates and updates
-// alike (Vault answers an update with 204); an update of an unknown id
-// answers 400 "invalid group ID", an empty name 400 "empty group name", a
-// broken rule 400 with one message per problem ("field: rule"); a delete
-// answers 204, the group existing or not.
+// {"errors":["invalid lease"]} for an unknown or expired lease; 400 for an
+// invalid request, with one message per broken rule, "wire_name: rule"
+// ("lease_id: lease expired", "member_group_ids: cyclic relationship
+// detected for member group ID …"; the rule alone when it concerns the
+// request as a whole, as "missing data fields"); 403
+// {"errors":["permission denied"]}; 413 for a body over 32 MiB. Error
+// kinds map to statuses in one table (statusOf). Identity groups: every
+// write answers 200 with data {id, name}, as the service's document states
+// for creates and updates alike (Vault answers an update with 204); an
+// update of an unknown id answers 400 "invalid group ID", an empty name 400
+// "empty group name"; a delete answers 204, the group existing or not.
+//
+// # Field names
+//
+// keel names the field of a broken rule by its Go path in the operation's
+// input (keel.FieldError: "MemberGroupIDs", "ServiceAccountNames[2]",
+// Data["ttl"]); the adapter answers with Vault's wire names, translated in
+// one table (wireNames, applied by wirePath when an error is answered):
+// each name maps to its wire name (BindDN to binddn, LeaseID to lease_id;
+// a name not in the table is lower-cased), slice indices are dropped
+// (Vault's lists are flat: service_account_names), map keys are kept
+// (options.version), and kv's data map is the body itself (ttl). The
+// adapter's own problems with the body name the wire keys they read,
+// which the table leaves as they are.
 //
 // # Caveats
 //
 // Only kv version 1 and the ldap and openldap engines can be mounted; the
 // engines' rotation workers run until the table is closed; tuning endpoints
 // (mount.Table.Tune has no route yet), namespaces, response wrapping and
-// the legacy sys/renew and sys/revoke paths are not served. Field names in
-// errors are the library's (DefaultTTL, Options.version) where Vault's
-// would be snake_case: one mapping table per adapter is the next step.
+// the legacy sys/renew and sys/revoke paths are not served. Messages are
+// keel's rules after Vault's wire names, not always Vault's own words.
 // GET sys/mounts also lists the stored mounts that are not served (no
 // longer valid, or an unmount that did not finish), with an "error" member
 // Vault does not have: an operator must see them to remove them.

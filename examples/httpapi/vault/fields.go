@@ -202,6 +202,9 @@ func (f *fields) integer(k string) int {
 	return n
 }
 
+// duration reads the field k as ldapengine.ParseDuration does. Its problem
+// names k, a wire key like every problem of fields: the translation of
+// writeError (wirePath) leaves it as it is.
 func (f *fields) duration(k string) time.Duration {
 	d, err := ldapengine.ParseDuration(k, f.m[k])
 	for _, fe := range keel.FieldErrors(err) {

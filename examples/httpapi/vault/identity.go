@@ -30,21 +30,6 @@ func (h *Handler) groupRoutes() []route {
 	}
 }
 
-// groupErr is err, except that a broken rule answers 400 with one message
-// per problem, "field: rule" ("member_group_ids: cyclic relationship
-// detected for member group ID …"), without the package's context.
-func groupErr(err error) error {
-	fes := keel.FieldErrors(err)
-	if keel.KindOf(err) != keel.KindInvalid || len(fes) == 0 {
-		return err
-	}
-	msgs := make([]string, len(fes))
-	for i, fe := range fes {
-		msgs[i] = fe.Error()
-	}
-	return &vaultError{http.StatusBadRequest, msgs}
-}
-
 // named is serve, except for an empty :name: 400 "empty group name".
 func named(serve http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +79,7 @@ func groupWrite(from string, write func(context.Context, string, identity.Input)
 		if from != "name" && keel.KindOf(err) == keel.KindNotFound {
 			err = &vaultError{http.StatusBadRequest, []string{"invalid group ID"}}
 		}
-		writeData(w, groupErr(err), newResponse(map[string]any{"id": res.ID, "name": res.Name}))
+		writeData(w, err, newResponse(map[string]any{"id": res.ID, "name": res.Name}))
 	}
 }
 
@@ -114,7 +99,7 @@ func groupRead(from string, read func(context.Context, string) (identity.Group, 
 			}
 			return s
 		}
-		writeRead(w, groupErr(err), map[string]any{
+		writeRead(w, err, map[string]any{
 			"id": g.ID, "name": g.Name, "type": g.Type, "metadata": g.Metadata, "policies": g.Policies,
 			"member_group_ids": orNil(g.MemberGroupIDs), "member_entity_ids": g.MemberEntityIDs,
 			"parent_group_ids": orNil(g.ParentGroupIDs), "alias": map[string]any{},
@@ -129,7 +114,7 @@ func groupRead(from string, read func(context.Context, string) (identity.Group, 
 func groupDelete(from string, del func(context.Context, string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := del(r.Context(), r.PathValue(from)); keel.KindOf(err) != keel.KindNotFound {
-			writeDone(w, groupErr(err))
+			writeDone(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)

@@ -113,40 +113,49 @@ func TestIdentityGroupErrors(t *testing.T) {
 	bID := b.Data["id"].(string)
 
 	for name, tc := range map[string]struct {
-		path string
-		body map[string]any
-		want string
+		path  string
+		body  map[string]any
+		field string // the wire name of the broken rule; "" for none
+		want  string // part of the message
 	}{
-		"cycle":           {"identity/group/id/" + aID, map[string]any{"member_group_ids": []string{bID}}, "cyclic relationship"},
-		"itself":          {"identity/group/id/" + aID, map[string]any{"member_group_ids": aID}, "cannot contain itself"},
-		"missing member":  {"identity/group", map[string]any{"member_group_ids": []string{"nope"}}, `invalid member group ID "nope"`},
-		"type change":     {"identity/group/name/a", map[string]any{"type": "external"}, "group type cannot be changed"},
-		"unknown type":    {"identity/group", map[string]any{"type": "team"}, "invalid group type"},
-		"name taken":      {"identity/group/id/" + bID, map[string]any{"name": "A"}, "group name is already in use"},
-		"root policy":     {"identity/group", map[string]any{"policies": "root"}, "policies cannot contain root"},
-		"unknown id":      {"identity/group/id/nope", map[string]any{"policies": "x"}, "invalid group ID"},
-		"unknown id body": {"identity/group", map[string]any{"id": "nope"}, "invalid group ID"},
-		"external member": {"identity/group", map[string]any{"type": "external", "member_entity_ids": []string{"e"}}, "external groups"},
-		"metadata":        {"identity/group", map[string]any{"metadata": map[string]string{strings.Repeat("k", 129): "v"}}, "longer than 128"},
-		"bad body":        {"identity/group", map[string]any{"member_group_ids": 7}, "failed to parse JSON input"},
+		"cycle":           {"identity/group/id/" + aID, map[string]any{"member_group_ids": []string{bID}}, "member_group_ids", "cyclic relationship"},
+		"itself":          {"identity/group/id/" + aID, map[string]any{"member_group_ids": aID}, "member_group_ids", "cannot contain itself"},
+		"missing member":  {"identity/group", map[string]any{"member_group_ids": []string{"nope"}}, "member_group_ids", `invalid member group ID "nope"`},
+		"empty member":    {"identity/group", map[string]any{"member_group_ids": []string{aID, ""}}, "member_group_ids", "must not be empty"},
+		"type change":     {"identity/group/name/a", map[string]any{"type": "external"}, "type", "group type cannot be changed"},
+		"unknown type":    {"identity/group", map[string]any{"type": "team"}, "type", "invalid group type"},
+		"name taken":      {"identity/group/id/" + bID, map[string]any{"name": "A"}, "name", "group name is already in use"},
+		"name control":    {"identity/group/name/a\x01b", nil, "name", "control characters"},
+		"root policy":     {"identity/group", map[string]any{"policies": "root"}, "policies", "policies cannot contain root"},
+		"unknown id":      {"identity/group/id/nope", map[string]any{"policies": "x"}, "", "invalid group ID"},
+		"unknown id body": {"identity/group", map[string]any{"id": "nope"}, "", "invalid group ID"},
+		"external member": {"identity/group", map[string]any{"type": "external", "member_entity_ids": []string{"e"}}, "member_entity_ids", "external groups"},
+		"metadata":        {"identity/group", map[string]any{"metadata": map[string]string{strings.Repeat("k", 129): "v"}}, "metadata", "longer than 128"},
+		"bad body":        {"identity/group", map[string]any{"member_group_ids": 7}, "", "failed to parse JSON input: member_group_ids: must be"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := c.Write(tc.path, tc.body)
+			if tc.field != "" {
+				wantField(t, err, tc.field, tc.want)
+				return
+			}
 			var re *api.ResponseError
 			if statusOf(err) != http.StatusBadRequest || !errors.As(err, &re) || len(re.Errors) == 0 || !strings.Contains(strings.Join(re.Errors, "|"), tc.want) {
 				t.Fatalf("error %v, want 400 with %q", err, tc.want)
 			}
 		})
 	}
-	// Nothing changed.
-	s, err := c.Read("identity/group/id/" + aID)
-	if err != nil || s.Data["modify_index"].(interface{ String() string }).String() != "1" {
-		t.Fatalf("a after refused writes = %v, %v", s, err)
+	// Every problem is answered at once, one message each.
+	_, err = c.Write("identity/group", map[string]any{"type": "team", "policies": "root", "metadata": map[string]string{"": "v"}})
+	var re *api.ResponseError
+	if !errors.As(err, &re) || len(re.Errors) != 3 {
+		t.Fatalf("three problems: %v, want three messages", err)
+	}
+	for _, f := range []string{"type", "policies", "metadata"} {
+		wantField(t, err, f, "")
 	}
 }
 
-// TestIdentityGroupReaderCannotChangeMembership: a token that may read and
-// list groups is refused every write, with Vault's 403.
 func TestIdentityGroupReaderCannotChangeMembership(t *testing.T) {
 	e := newEnv(t, memstore.New(nil))
 	root := e.client(t, rootToken).Logical()

@@ -65,8 +65,10 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		m.del = func() { writeDone(w, eng.DeleteConfig(ctx)) }
 	case rest == "rotate-root":
 		m.write = func() { writeDone(w, eng.RotateRoot(ctx)) }
-	case section == "static-role" && name == "":
-		listing("LIST", eng.ListStaticRoles)(w, r)
+	case name == "" && (section == "static-role" || section == "role" || section == "library"):
+		listing("LIST", map[string]func(context.Context) ([]string, error){
+			"static-role": eng.ListStaticRoles, "role": eng.ListDynamicRoles, "library": eng.ListLibrarySets,
+		}[section])(w, r)
 		return
 	case section == "static-role":
 		m.write = func() { writeWith(w, r, name, staticRoleFrom, eng.PutStaticRole) }
@@ -88,9 +90,6 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		}
 	case section == "rotate-role" && name != "":
 		m.write = func() { writeDone(w, eng.RotateRole(ctx, name)) }
-	case section == "role" && name == "":
-		listing("LIST", eng.ListDynamicRoles)(w, r)
-		return
 	case section == "role":
 		m.write = func() { writeWith(w, r, name, dynamicRoleFrom, eng.PutDynamicRole) }
 		m.get = func() {
@@ -109,9 +108,6 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 				"username": cred.Username, "password": cred.Password, "distinguished_names": cred.DistinguishedNames,
 			}))
 		}
-	case section == "library" && name == "":
-		listing("LIST", eng.ListLibrarySets)(w, r)
-		return
 	case section == "library" && len(parts) == 1:
 		m.write = func() { writeWith(w, r, name, librarySetFrom, eng.PutLibrarySet) }
 		m.get = func() {

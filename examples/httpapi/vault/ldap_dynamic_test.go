@@ -58,23 +58,21 @@ func TestLDAPDynamicRolesAndCreds(t *testing.T) {
 	})
 	t.Run("refusals", func(t *testing.T) {
 		for _, tc := range []struct {
-			body map[string]any
-			want string
+			body       map[string]any
+			field, has string // the wire name of the problem, part of its rule
 		}{
-			{map[string]any{"creation_ldif": "dn: cn=x\nchangetype: frobnicate\n"}, "creation_ldif"},
-			{map[string]any{"deletion_ldif": "dn: cn={{.Nope}}\nchangetype: delete\n"}, "deletion_ldif"},
-			{map[string]any{"max_ttl": "forever"}, "max_ttl"},
-			{map[string]any{"default_ttl": "3h"}, "default_ttl"}, // above max_ttl
+			{map[string]any{"creation_ldif": "dn: cn=x\nchangetype: frobnicate\n"}, "creation_ldif", "LDIF entry 1"},
+			{map[string]any{"deletion_ldif": "dn: cn={{.Nope}}\nchangetype: delete\n"}, "deletion_ldif", ""},
+			{map[string]any{"rollback_ldif": "not ldif"}, "rollback_ldif", ""},
+			{map[string]any{"username_template": "{{.Nope}}"}, "username_template", ""},
+			{map[string]any{"max_ttl": "forever"}, "max_ttl", "must be a duration"}, // the adapter's
+			{map[string]any{"default_ttl": "3h"}, "default_ttl", "must not exceed the maximum TTL"},
 		} {
 			_, err := c.Write("ldap/role/dev", tc.body)
-			if statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("write %v: %v, want 400 naming %s", tc.body, err, tc.want)
-			}
+			wantField(t, err, tc.field, tc.has)
 		}
-		if _, err := c.Write("ldap/role/new", map[string]any{"creation_ldif": creationLDIF}); statusOf(err) != http.StatusBadRequest ||
-			!strings.Contains(err.Error(), "deletion_ldif") {
-			t.Errorf("create without deletion_ldif: %v", err)
-		}
+		_, err := c.Write("ldap/role/new", map[string]any{"creation_ldif": creationLDIF})
+		wantField(t, err, "deletion_ldif", "is required")
 	})
 	if l, err := c.List("ldap/role"); err != nil || l == nil || fmt.Sprint(l.Data["keys"]) != "[dev]" {
 		t.Fatalf("list: %v, %v", l, err)

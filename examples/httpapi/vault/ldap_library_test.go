@@ -51,10 +51,13 @@ func TestLDAPLibrarySets(t *testing.T) {
 		for _, tc := range []struct {
 			path string
 			body map[string]any
-			want string
+			want string // the wire name of a broken rule, or part of the message
 		}{
-			{"ldap/library/bad", map[string]any{"service_account_names": "nobody"}, "nobody"},
-			{"ldap/library/bad", map[string]any{"service_account_names": "svc1", "ttl": "soon"}, "ttl"},
+			{"ldap/library/bad", map[string]any{"service_account_names": "svc2, nobody"}, "service_account_names: \"nobody\" does not exist"},
+			{"ldap/library/bad", map[string]any{"service_account_names": []string{"svc1", "svc1"}}, "service_account_names: \"svc1\" is given twice"},
+			{"ldap/library/bad", map[string]any{"ttl": "1h"}, "service_account_names: is required"},
+			{"ldap/library/bad", map[string]any{"service_account_names": "svc1", "ttl": "2h", "max_ttl": "1h"}, "max_ttl: (1h0m0s) must not be below the TTL"},
+			{"ldap/library/bad", map[string]any{"service_account_names": "svc1", "ttl": "soon"}, "ttl: must be a duration"}, // the adapter's
 			{"ldap/library/bad", map[string]any{"service_account_names": "svc1"}, "already"},
 			{"openldap/library/bad", map[string]any{"service_account_names": "svc1"}, "openldap"},
 		} {
@@ -98,6 +101,9 @@ func TestLDAPLibrarySets(t *testing.T) {
 		svc2["borrower_entity_id"] != "entity-root2" {
 		t.Fatalf("status = %v", st.Data)
 	}
+
+	_, err = c.Write("ldap/library/manage/team/check-in", map[string]any{"service_account_names": "svc1,nobody"})
+	wantField(t, err, "service_account_names", `"nobody" is not an account of library set "team"`)
 
 	// Only the borrower checks in, unless through the manage path.
 	_, err = e.client(t, root2Token).Logical().Write("ldap/library/team/check-in", map[string]any{"service_account_names": "svc1"})

@@ -1,6 +1,7 @@
 package vault_test
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -79,22 +80,36 @@ func TestLDAPConfigRefusals(t *testing.T) {
 	e := newLDAPEnv(t)
 	c := e.client(t, rootToken).Logical()
 
+	ok := map[string]any{"binddn": adminDN, "bindpass": "x"}
+	with := func(kv ...any) map[string]any {
+		m := maps.Clone(ok)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
 	for _, tc := range []struct {
-		path string
-		body map[string]any
-		want string
+		path       string
+		body       map[string]any
+		field, has string // the wire name of the problem, part of its rule
 	}{
-		{"ldap/config", map[string]any{"binddn": adminDN, "bindpass": "x", "length": 20, "password_policy": "p"}, "password_policy"},
-		{"ldap/config", map[string]any{"bindpass": "x"}, "binddn"},
-		{"ldap/config", map[string]any{"binddn": adminDN, "bindpass": "x", "request_timeout": "soon"}, "request_timeout"},
-		{"ldap/config", map[string]any{"binddn": adminDN, "bindpass": "x", "starttls": "maybe"}, "starttls"},
-		{"openldap/config", map[string]any{"binddn": adminDN, "bindpass": "x", "userdn": "ou=users,dc=example,dc=org"}, "userdn"},
-		{"openldap/config", map[string]any{"binddn": adminDN, "bindpass": "x", "connection_timeout": "10s"}, "connection_timeout"},
+		{"ldap/config", with("length", 20, "password_policy", "p"), "length", "cannot be set together with a password policy"},
+		{"ldap/config", map[string]any{"bindpass": "x"}, "binddn", "is required"},
+		{"ldap/config", map[string]any{"binddn": adminDN}, "bindpass", "is required"},
+		{"ldap/config", with("url", "http://ldap.example.org"), "url", "is not an ldap:// or ldaps:// URL"},
+		{"ldap/config", with("schema", "x500"), "schema", "must be"},
+		{"ldap/config", with("password_policy", "bad name!"), "password_policy", "not a valid policy name"},
+		{"ldap/config", with("length", -1), "length", "must not be negative"},
+		{"ldap/config", with("tls_min_version", "tls13", "tls_max_version", "tls12"), "tls_max_version", "must not be below"},
+		{"ldap/config", with("tls_min_version", "ssl3"), "tls_min_version", "must be tls10"},
+		{"ldap/config", with("certificate", "not PEM"), "certificate", "holds no PEM certificate"},
+		{"ldap/config", with("request_timeout", "soon"), "request_timeout", "must be a duration"}, // the adapter's
+		{"ldap/config", with("starttls", "maybe"), "starttls", "must be a boolean"},               // the adapter's
+		{"openldap/config", with("userdn", "ou=users,dc=example,dc=org"), "userdn", "only supported by the ldap engine"},
+		{"openldap/config", with("connection_timeout", "10s"), "connection_timeout", "only supported by the ldap engine"},
 	} {
 		_, err := c.Write(tc.path, tc.body)
-		if statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("write %s %v: %v; want 400 naming %s", tc.path, tc.body, err, tc.want)
-		}
+		wantField(t, err, tc.field, tc.has)
 	}
 	if s, err := c.Read("openldap/config"); err != nil || s != nil {
 		t.Fatalf("a refused config was stored: %v, %v", s, err)
@@ -174,12 +189,16 @@ func TestLDAPStaticRoles(t *testing.T) {
 		t.Fatalf("static role before config: %v; want 404", err)
 	}
 	configure(t, e.client(t, rootToken), "openldap")
-	if _, err := c.Write("openldap/static-role/app", map[string]any{"username": "app", "rotation_period": "1h"}); statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "dn") {
-		t.Fatalf("openldap static role without dn: %v; want 400 naming dn", err)
-	}
-	if _, err := c.Write("openldap/static-role/app", map[string]any{"username": "app", "dn": appDN, "rotation_period": "2s"}); statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "rotation_period") {
-		t.Fatalf("rotation period of 2s: %v; want 400 naming rotation_period", err)
-	}
+	_, err := c.Write("openldap/static-role/app", map[string]any{"username": "app", "rotation_period": "1h"})
+	wantField(t, err, "dn", "is required")
+	_, err = c.Write("openldap/static-role/app", map[string]any{"username": "app", "dn": appDN, "rotation_period": "2s"})
+	wantField(t, err, "rotation_period", "must be at least")
+	_, err = c.Write("openldap/static-role/app", map[string]any{"dn": appDN, "rotation_period": "1h"})
+	wantField(t, err, "username", "is required")
+	_, err = c.Write("openldap/static-role/app", map[string]any{"username": "app", "dn": appDN})
+	wantField(t, err, "rotation_period", "is required")
+	_, err = c.Write("openldap/static-role/-app", map[string]any{"username": "app", "dn": appDN, "rotation_period": "1h"})
+	wantField(t, err, "name", "must be 1 to 128 letters")
 	if list, err := c.List("openldap/static-role"); err != nil || list != nil {
 		t.Fatalf("empty list = %v, %v; want nothing (404)", list, err)
 	}

@@ -82,8 +82,8 @@ func (h *Handler) leaseRenew(w http.ResponseWriter, r *http.Request) {
 	id, err := leaseRequest(w, r, func(f *fields) {
 		s, ok := f.text("increment")
 		var err error
-		if inc, err = strconv.Atoi(s); !ok || err != nil && s != "" || inc < 0 {
-			f.v.Add("increment", "must be a non-negative number of seconds")
+		if inc, err = strconv.Atoi(s); !ok || err != nil && s != "" {
+			f.v.Add("increment", "must be a number of seconds") // lease.Renew refuses a negative one
 		}
 	})
 	var ren lease.Renewal

@@ -66,7 +66,9 @@ type mountInput struct {
 }
 
 // mount answers POST sys/mounts/:path: enable a kv version 1, ldap or
-// openldap engine.
+// openldap engine. Its problems, the adapter's TTLs included, name the
+// fields of mount.EnableRequest, answered in the scope of that type
+// ("DefaultTTL" is config.default_lease_ttl there).
 func (h *Handler) mount(w http.ResponseWriter, r *http.Request) {
 	var in mountInput
 	err := decodeBody(w, r, &in)
@@ -74,19 +76,20 @@ func (h *Handler) mount(w http.ResponseWriter, r *http.Request) {
 		var v keel.Validation
 		req := mount.EnableRequest{
 			Path: r.PathValue("path"), Type: in.Type, Description: in.Description, Options: in.Options,
-			DefaultTTL: parseTTL(&v, "config.default_lease_ttl", in.Config.DefaultLeaseTTL),
-			MaxTTL:     parseTTL(&v, "config.max_lease_ttl", in.Config.MaxLeaseTTL),
+			DefaultTTL: parseTTL(&v, "DefaultTTL", in.Config.DefaultLeaseTTL),
+			MaxTTL:     parseTTL(&v, "MaxTTL", in.Config.MaxLeaseTTL),
 		}
 		if err = v.Err(); err == nil {
 			_, err = h.mounts.Enable(r.Context(), req)
 		}
 	}
-	writeDone(w, err)
+	writeDone(w, wireError("EnableRequest", err))
 }
 
-// parseTTL reads the TTL s of field as Vault does: empty (or "system") is
-// zero, the system value; else integer seconds or a duration string. A
-// value that is not, or is beyond what a duration holds, is recorded in v.
+// parseTTL reads the TTL s of field, a Go path into mount.EnableRequest,
+// as Vault does: empty (or "system") is zero, the system value; else
+// integer seconds or a duration string. A value that is not, or is beyond
+// what a duration holds, is recorded in v.
 func parseTTL(v *keel.Validation, field, s string) time.Duration {
 	if s == "" || s == "system" {
 		return 0

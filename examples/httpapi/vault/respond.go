@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/internal/kindstatus"
 )
 
 // response is Vault's envelope of secrets endpoints. writeJSON encodes it
@@ -267,17 +268,15 @@ type errorBody struct {
 // Vault answers 400 where the state of an object refuses a request (no
 // free account to check out, an entry managed by another role): so does
 // KindConflict here.
+// The kinds every adapter answers alike (too large, unavailable, canceled,
+// deadline) are in kindstatus.
 var statusOf = map[keel.Kind]int{
-	keel.KindNotFound:         http.StatusNotFound,
-	keel.KindAlreadyExists:    http.StatusBadRequest,
-	keel.KindInvalid:          http.StatusBadRequest,
-	keel.KindConflict:         http.StatusBadRequest,
-	keel.KindForbidden:        http.StatusForbidden,
-	keel.KindUnauthenticated:  http.StatusForbidden,
-	keel.KindTooLarge:         http.StatusRequestEntityTooLarge,
-	keel.KindUnavailable:      http.StatusServiceUnavailable,
-	keel.KindCanceled:         499, // the client went away; nobody reads it
-	keel.KindDeadlineExceeded: http.StatusGatewayTimeout,
+	keel.KindNotFound:        http.StatusNotFound,
+	keel.KindAlreadyExists:   http.StatusBadRequest,
+	keel.KindInvalid:         http.StatusBadRequest,
+	keel.KindConflict:        http.StatusBadRequest,
+	keel.KindForbidden:       http.StatusForbidden,
+	keel.KindUnauthenticated: http.StatusForbidden,
 }
 
 // vaultError is an answer of Vault's own: its status and errors list.
@@ -288,20 +287,24 @@ type vaultError struct {
 
 func (e *vaultError) Error() string { return strings.Join(e.msgs, "; ") }
 
-// writeError answers err as Vault would: a vaultError as it is; else the
-// status of err's kind (500 "internal error" for a kind without one) and
-// its message in the errors list, or "permission denied" alone for
-// forbidden answers, as Vault's, so that they reveal nothing.
+// writeError answers err as Vault would: a vaultError as it is; a broken
+// rule with one "wire_name: rule" per problem (wireError); else the status
+// of err's kind (500 "internal error" for a kind without one) and its
+// message in the errors list, or "permission denied" alone for forbidden
+// answers, as Vault's, so that they reveal nothing.
 func writeError(w http.ResponseWriter, err error) {
 	ve, ok := err.(*vaultError) // never wrapped
 	if !ok {
+		ve, ok = wireError("", err).(*vaultError)
+	}
+	if !ok {
 		kind := keel.KindOf(err)
-		ve = &vaultError{statusOf[kind], []string{err.Error()}}
+		ve = &vaultError{kindstatus.Of(statusOf, kind), []string{err.Error()}}
 		switch {
 		case kind == keel.KindForbidden || kind == keel.KindUnauthenticated:
 			ve.msgs[0] = "permission denied"
-		case ve.status == 0:
-			ve.status, ve.msgs[0] = http.StatusInternalServerError, "internal error"
+		case ve.status == http.StatusInternalServerError:
+			ve.msgs[0] = "internal error"
 		}
 	}
 	writeJSON(w, ve.status, errorBody{Errors: ve.msgs})

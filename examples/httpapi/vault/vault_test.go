@@ -109,6 +109,23 @@ func statusOf(err error) int {
 	return 0
 }
 
+// wantField reports an error on t unless err is a 400 whose errors list
+// holds a message "wire: …" (Vault's wire name of a broken rule's field)
+// containing rule.
+func wantField(t *testing.T, err error, wire, rule string) {
+	t.Helper()
+	var re *api.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusBadRequest {
+		t.Errorf("error %v, want 400 with %q", err, wire+": …"+rule)
+		return
+	}
+	if !slices.ContainsFunc(re.Errors, func(m string) bool {
+		return strings.HasPrefix(m, wire+": ") && strings.Contains(m, rule)
+	}) {
+		t.Errorf("errors %q, want one %q", re.Errors, wire+": …"+rule)
+	}
+}
+
 func TestKVv1ReadWriteListDelete(t *testing.T) {
 	e := newEnv(t, memstore.New(nil))
 	ctx := context.Background()
@@ -168,9 +185,12 @@ func TestKVErrorsAndRights(t *testing.T) {
 	if _, err := root.Write("secret/empty", map[string]any{}); statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "missing data fields") {
 		t.Fatalf("empty write: %v, want 400 missing data fields", err)
 	}
-	if _, err := root.Write("secret/bad", map[string]any{"ttl": "soon"}); statusOf(err) != http.StatusBadRequest {
-		t.Fatalf("bad ttl: %v, want 400", err)
-	}
+	_, err := root.Write("secret/bad", map[string]any{"ttl": "soon"})
+	wantField(t, err, "ttl", "must be a duration")
+	_, err = root.Write("secret/bad", map[string]any{"ttl": -5})
+	wantField(t, err, "ttl", "must not be negative")
+	_, err = root.Write("secret/a\x01b", map[string]any{"k": "v"})
+	wantField(t, err, "path", "control characters")
 	if _, err := e.client(t, readerToken).Logical().Write("secret/x", map[string]any{"a": "b"}); statusOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("write by a reader: %v, want 403 permission denied", err)
 	}

@@ -194,9 +194,11 @@ func parseTemplate(field, text string, kind Kind, now time.Time) (*template.Temp
 	if len(text) > maxTemplateLen {
 		return nil, keel.Invalid(field, "must be at most %d bytes", maxTemplateLen)
 	}
-	t, err := template.New(field).Funcs(templateFuncs(kind, now)).Parse(text)
+	// The template is named "template", not after the field, so that
+	// errors ("template: template:1: unclosed action") name no field.
+	t, err := template.New("template").Funcs(templateFuncs(kind, now)).Parse(text)
 	if err != nil {
-		return nil, keel.Invalid(field, "template: %v", err)
+		return nil, keel.Invalid(field, "%v", err)
 	}
 	if len(t.Templates()) > 1 {
 		return nil, keel.Invalid(field, "template: define and block are not allowed")
@@ -266,7 +268,7 @@ func Render(field, text string, kind Kind, data any, now time.Time) (string, err
 	}
 	w := &limitedWriter{max: maxRenderLen}
 	if err := t.Execute(w, data); err != nil {
-		return "", keel.Invalid(field, "template: %v", err)
+		return "", keel.Invalid(field, "%v", err)
 	}
 	return w.b.String(), nil
 }
