@@ -159,7 +159,7 @@ func newFieldError(field, format string, args []any) *FieldError {
 //
 //	var v keel.Validation
 //	if name == "" {
-//		v.Add("name", "is required")
+//		v.Add("Name", "is required")
 //	}
 //	if err := v.Err(); err != nil {
 //		return err
