@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-multierror"
 )
@@ -239,4 +240,34 @@ func FieldErrors(err error) []*FieldError {
 		return []*FieldError{fe}
 	}
 	return nil
+}
+
+// retryAfter is an error that tells when trying again may succeed.
+type retryAfter struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfter) Error() string { return e.err.Error() }
+func (e *retryAfter) Unwrap() error { return e.err }
+
+// WithRetryAfter returns err with a hint that the same request may succeed
+// after d: a state that settles by itself (a password change whose outcome
+// is being checked, a dependency coming back). err keeps its kind and
+// message; an adapter may send the hint (HTTP's Retry-After). A nil err
+// stays nil; d below one second is one second.
+func WithRetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &retryAfter{err: err, after: max(d, time.Second)}
+}
+
+// RetryAfterOf returns the hint of WithRetryAfter found in err's tree.
+func RetryAfterOf(err error) (time.Duration, bool) {
+	var ra *retryAfter
+	if errors.As(err, &ra) {
+		return ra.after, true
+	}
+	return 0, false
 }

@@ -333,3 +333,23 @@ func deref(fes []*keel.FieldError) []keel.FieldError {
 	}
 	return out
 }
+
+func TestWithRetryAfter(t *testing.T) {
+	base := fmt.Errorf("role r: outcome unknown: %w", keel.ErrUnavailable)
+	err := fmt.Errorf("static-cred: %w", keel.WithRetryAfter(base, 3*time.Second))
+	if keel.KindOf(err) != keel.KindUnavailable || err.Error() != "static-cred: role r: outcome unknown: unavailable" {
+		t.Fatalf("kind %v, message %q", keel.KindOf(err), err)
+	}
+	if d, ok := keel.RetryAfterOf(err); !ok || d != 3*time.Second {
+		t.Fatalf("RetryAfterOf = %v, %v", d, ok)
+	}
+	if d, _ := keel.RetryAfterOf(keel.WithRetryAfter(base, time.Millisecond)); d != time.Second {
+		t.Fatalf("a hint below a second: %v", d)
+	}
+	if _, ok := keel.RetryAfterOf(base); ok {
+		t.Fatal("a hint without WithRetryAfter")
+	}
+	if keel.WithRetryAfter(nil, time.Second) != nil {
+		t.Fatal("nil error got a hint")
+	}
+}
