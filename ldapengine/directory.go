@@ -2,6 +2,7 @@ package ldapengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,9 +39,15 @@ type Conn struct {
 // with c, binds as c.BindDN (except Bind), does its work and disconnects.
 //
 // Errors wrap keel.ErrUnavailable when no server of c.URLs can be reached
-// or a request fails, keel.ErrUnauthenticated when a bind is refused, and
-// keel.ErrNotFound when an entry is missing. Implementations must be safe
-// for concurrent use.
+// or a request fails, keel.ErrUnauthenticated when Bind's dn is refused,
+// keel.ErrConflict when the directory refuses c.BindDN itself (the
+// configuration is wrong, not the caller), and keel.ErrNotFound when an
+// entry is missing. An error of a change (SetPassword, Apply) also wraps
+// ErrNotApplied when the change was certainly not made: the call failed
+// before sending it, or the server answered it with an error. Without
+// ErrNotApplied the outcome is unknown (a timeout, a lost connection after
+// the request went out): the engine then treats the change as possibly
+// made. Implementations must be safe for concurrent use.
 type Directory interface {
 	// Bind checks that dn binds with password on the servers of c.
 	Bind(ctx context.Context, c Conn, dn, password string) error
@@ -64,6 +71,11 @@ type Directory interface {
 	// keel.ErrAlreadyExists.
 	Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool) error
 }
+
+// ErrNotApplied marks the error of a directory change that was certainly
+// not made (see Directory). It carries no kind of its own: the error also
+// wraps one of package keel.
+var ErrNotApplied = errors.New("ldapengine: the change was not made")
 
 // The types of Change, those of LDIF change records (RFC 2849).
 const (

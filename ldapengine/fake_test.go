@@ -3,6 +3,7 @@ package ldapengine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/keelhq/keel/ldapengine/internal/fakedir"
 )
@@ -25,22 +26,32 @@ func (f *fakeDirectory) Bind(_ context.Context, _ Conn, dn, password string) err
 }
 
 func (f *fakeDirectory) FindDN(_ context.Context, c Conn, base, attr, value string) (string, error) {
-	return f.Directory.FindDN(c.BindDN, c.BindPass, base, attr, value)
+	dn, err := f.Directory.FindDN(c.BindDN, c.BindPass, base, attr, value)
+	return dn, notApplied(err)
 }
 
 func (f *fakeDirectory) SetPassword(_ context.Context, c Conn, dn, password string) error {
-	return f.Directory.SetPassword(c.BindDN, c.BindPass, dn, password)
+	return notApplied(f.Directory.SetPassword(c.BindDN, c.BindPass, dn, password))
+}
+
+// notApplied marks with ErrNotApplied an error of a change the directory
+// certainly did not make.
+func notApplied(err error) error {
+	if errors.Is(err, fakedir.ErrNotSent) {
+		return fmt.Errorf("%w: %w", err, ErrNotApplied)
+	}
+	return err
 }
 
 func (f *fakeDirectory) Apply(_ context.Context, c Conn, changes []Change, keepGoing bool) error {
 	failed, err := f.Directory.Apply(c.BindDN, c.BindPass, changes, keepGoing)
 	if err != nil {
-		return err
+		return notApplied(err)
 	}
 	errs := make([]error, len(failed))
 	for i, fl := range failed {
 		ch := changes[fl.Index]
-		errs[i] = &ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: fl.Err}
+		errs[i] = &ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: notApplied(fl.Err)}
 	}
 	return errors.Join(errs...)
 }

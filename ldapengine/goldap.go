@@ -84,12 +84,25 @@ func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) error 
 		_, err = conn.PasswordModify(ldap.NewPasswordModifyRequest(dn, "", password))
 	}
 	if ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject) {
-		return fmt.Errorf("ldap: entry %q: %w", dn, keel.ErrNotFound)
+		return fmt.Errorf("ldap: entry %q: %w: %w", dn, keel.ErrNotFound, ErrNotApplied)
 	}
 	if err != nil {
-		return reqErr("password change of "+dn, err)
+		return changeErr("password change of "+dn, err)
 	}
 	return nil
+}
+
+// changeErr is the error of a change request: reqErr, marked
+// ErrNotApplied when the server answered it with an error (an LDAP result
+// code; go-ldap's own codes, from 200 on, are failures on the client's
+// side, such as a timeout or a lost connection, after which the change may
+// have been made).
+func changeErr(what string, err error) error {
+	var le *ldap.Error
+	if errors.As(err, &le) && le.ResultCode < ldap.ErrorNetwork {
+		return fmt.Errorf("%w: %w", reqErr(what, err), ErrNotApplied)
+	}
+	return reqErr(what, err)
 }
 
 // encodeUnicodePwd returns the quoted password in UTF-16LE, as Active
@@ -103,19 +116,24 @@ func encodeUnicodePwd(password string) string {
 	return string(b)
 }
 
-// open dials and binds as the manager account of c.
+// open dials and binds as the manager account of c. Its errors wrap
+// ErrNotApplied: nothing was sent but the bind. A refused bind is of kind
+// keel.ErrConflict: the configured account is wrong, not the caller.
 func open(ctx context.Context, c Conn) (*ldap.Conn, error) {
 	conn, err := dial(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", err, ErrNotApplied)
 	}
 	user := c.BindDN
 	if c.Schema == SchemaAD && c.UPNDomain != "" {
 		user = c.BindDN + "@" + c.UPNDomain
 	}
-	if err := bindErr(user, conn.Bind(user, c.BindPass)); err != nil {
+	if err := conn.Bind(user, c.BindPass); err != nil {
 		conn.Close()
-		return nil, err
+		if ldap.IsErrorWithCode(err, ldap.LDAPResultInvalidCredentials) {
+			return nil, fmt.Errorf("ldap: the directory refuses the configured bind account %q (binddn and bindpass): %v: %w: %w", user, err, keel.ErrConflict, ErrNotApplied)
+		}
+		return nil, fmt.Errorf("%w: %w", bindErr(user, err), ErrNotApplied)
 	}
 	return conn, nil
 }
@@ -228,7 +246,7 @@ func (LDAP) Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool)
 	var errs []error
 	for i, ch := range changes {
 		if err := ctx.Err(); err != nil {
-			errs = append(errs, &ChangeError{Index: i, Type: ch.Type, DN: ch.DN, Err: err})
+			errs = append(errs, &ChangeError{Index: i, Type: ch.Type, DN: ch.DN, Err: fmt.Errorf("%w: %w", err, ErrNotApplied)})
 			break
 		}
 		if err := applyOne(conn, ch); err != nil {
@@ -274,9 +292,9 @@ func applyOne(conn *ldap.Conn, ch Change) error {
 	case err == nil:
 		return nil
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject), ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchAttribute):
-		return fmt.Errorf("ldap: %v: %w", err, keel.ErrNotFound)
+		return fmt.Errorf("ldap: %v: %w: %w", err, keel.ErrNotFound, ErrNotApplied)
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultEntryAlreadyExists), ldap.IsErrorWithCode(err, ldap.LDAPResultAttributeOrValueExists):
-		return fmt.Errorf("ldap: %v: %w", err, keel.ErrAlreadyExists)
+		return fmt.Errorf("ldap: %v: %w: %w", err, keel.ErrAlreadyExists, ErrNotApplied)
 	}
-	return reqErr(ch.Type, err)
+	return changeErr(ch.Type, err)
 }

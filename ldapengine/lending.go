@@ -7,6 +7,7 @@ package ldapengine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -257,12 +258,19 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	e.rotMu.Lock()
 	defer e.rotMu.Unlock()
 	var before libAccount
-	var skip bool
+	var skip, fresh bool
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var ok bool
 		var err error
 		if before, ok, err = loadAccount(tx, set, name); err != nil {
 			return err
+		}
+		if pending, _ := pendingOnly(&before); !ok || !pending {
+			// Keep the pending index exact: no entry for an account
+			// that is gone or settled.
+			if err := tx.Delete(pendingKey(set, name)); err != nil {
+				return err
+			}
 		}
 		if !ok {
 			skip = true
@@ -274,8 +282,11 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 		if skip = !skip; skip {
 			return nil
 		}
-		if before.New == "" {
+		if fresh = before.New == ""; fresh {
 			before.New = candidate
+			if err := putJSON(tx, pendingKey(set, name), &pendingAccount{Set: set, Account: name}); err != nil {
+				return err
+			}
 			return putJSON(tx, acctKey(set, name), &before)
 		}
 		return nil
@@ -286,8 +297,17 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	if skip {
 		return false, "", nil
 	}
-	if err := e.dir.SetPassword(ctx, cfg.conn(), before.DN, before.New); err != nil {
-		return false, "", fmt.Errorf("account %q: password change failed, the account stays out of circulation: %w", name, err)
+	if !fresh && e.dir.Bind(ctx, cfg.conn(), before.DN, before.New) == nil {
+		err = nil // an earlier attempt made the change
+	} else {
+		err = e.dir.SetPassword(ctx, cfg.conn(), before.DN, before.New)
+	}
+	if err != nil {
+		if fresh && errors.Is(err, ErrNotApplied) {
+			e.dropNew(ctx, set, name, before.New)
+			return false, "", fmt.Errorf("account %q: password change failed, nothing changed: %w", name, err)
+		}
+		return false, "", fmt.Errorf("account %q: password change failed, the account stays out of circulation until the worker settles it: %w", name, err)
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		a, ok, err := loadAccount(tx, set, name)
@@ -298,6 +318,9 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 			return fmt.Errorf("changed during the password change: %w", keel.ErrConflict)
 		}
 		a = libAccount{DN: a.DN, Password: a.New, Ready: true}
+		if err := tx.Delete(pendingKey(set, name)); err != nil {
+			return err
+		}
 		return putJSON(tx, acctKey(set, name), &a)
 	})
 	if err != nil {
@@ -305,6 +328,80 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	}
 	e.log.Info("library account password changed", "set", set, "account", name, "checked_in", before.CheckedOut)
 	return before.CheckedOut, before.LeaseID, nil
+}
+
+// dropNew drops the write-ahead record pw of account name of set, when
+// it is still the account's, after a change the directory certainly did
+// not make: the account is as before the attempt. It stays in the pending
+// index only when it has no password yet.
+func (e *Engine) dropNew(ctx context.Context, set, name, pw string) {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		a, ok, err := loadAccount(tx, set, name)
+		if err != nil || !ok || a.New != pw {
+			return err
+		}
+		a.New = ""
+		if a.Ready || a.CheckedOut {
+			if err := tx.Delete(pendingKey(set, name)); err != nil {
+				return err
+			}
+		}
+		return putJSON(tx, acctKey(set, name), &a)
+	})
+	if err != nil {
+		e.log.Error("library account: dropping an unsent password change failed; the worker settles it", "set", set, "account", name, "error", err)
+	}
+}
+
+// pendingOnly selects an account whose password change is pending: a
+// write-ahead record (of a check-in, a lease end or a join), or no
+// password yet since it joined its set.
+func pendingOnly(a *libAccount) (bool, error) {
+	return a.New != "" || (!a.Ready && !a.CheckedOut), nil
+}
+
+// settleAccounts finishes the pending password changes of library
+// accounts (the pending index), at most batch of them: each gets its
+// password, and one that was checked out is checked in and its lease
+// removed, as its check-in or lease end asked. It returns how many it
+// tried and whether one failed (logged; the next Step tries again).
+func (e *Engine) settleAccounts(ctx context.Context, batch int) (int, bool, error) {
+	var todo []pendingAccount
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		todo = todo[:0]
+		return tx.Scan(prefixLibPending, storage.ScanOptions{}, func(key string, raw []byte) error {
+			var p pendingAccount
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return fmt.Errorf("ldapengine: stored record %q: %v: %w", key, err, keel.ErrInternal)
+			}
+			todo = append(todo, p)
+			if len(todo) == batch {
+				return storage.StopScan
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	failed := false
+	for _, p := range todo {
+		in, leaseID, err := e.changePassword(ctx, p.Set, p.Account, pendingOnly)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, false, ctx.Err()
+			}
+			failed = true
+			e.log.Error("library account: settling a password change failed", "set", p.Set, "account", p.Account, "error", err)
+			continue
+		}
+		if in && leaseID != "" && e.leases != nil {
+			if err := e.leases.Manager().Revoke(ctx, leaseID, true); err != nil {
+				e.log.Warn("library account checked in by the worker: removing the lease failed; it ends harmlessly later", "set", p.Set, "lease_id", leaseID, "error", err)
+			}
+		}
+	}
+	return len(todo), failed, nil
 }
 
 // revokeCheckOut ends the check-out of lease l: when the account is still

@@ -27,7 +27,22 @@ const (
 	prefixLibSet  = "library/set/"
 	prefixLibAcct = "library/acct/"
 	libOwnerTag   = "library:"
+	// prefixLibPending indexes the accounts whose password change is
+	// pending (a write-ahead record, or none yet since they joined their
+	// set): the worker settles them.
+	prefixLibPending = "library/pending/"
 )
+
+// pendingKey is the key of account name of set in the pending index; its
+// value is a pendingAccount.
+func pendingKey(set, name string) string { return prefixLibPending + set + "/" + name }
+
+// pendingAccount names an account of the pending index, so that the worker
+// need not parse keys.
+type pendingAccount struct {
+	Set     string `json:"set"`
+	Account string `json:"account"`
+}
 
 // LibrarySetRequest creates or updates a library set ({mount}/library/:name).
 // A nil field keeps the stored value on update and takes the default on
@@ -300,6 +315,9 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 			if err := putJSON(tx, acctKey(name, n), &libAccount{DN: dn}); err != nil {
 				return err
 			}
+			if err := putJSON(tx, pendingKey(name, n), &pendingAccount{Set: name, Account: n}); err != nil {
+				return err
+			}
 		}
 		for _, n := range next.Accounts {
 			a, _, err := loadAccount(tx, name, n)
@@ -365,6 +383,9 @@ func (e *Engine) dropAccount(tx storage.Tx, set, n string, a *libAccount) error 
 		if err := tx.Delete(accountKey(a.DN)); err != nil {
 			return err
 		}
+	}
+	if err := tx.Delete(pendingKey(set, n)); err != nil {
+		return err
 	}
 	return tx.Delete(acctKey(set, n))
 }

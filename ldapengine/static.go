@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"time"
@@ -37,7 +38,19 @@ type StaticRole struct {
 	DN             string // as given; in ldap possibly empty
 	RotationPeriod time.Duration
 	LastRotation   time.Time // zero before the first rotation
-	NextRotation   time.Time
+	// NextRotation is when the next rotation is due: a period after the
+	// last, or the next attempt after a failure.
+	NextRotation time.Time
+	// Failures counts the attempts that failed since the last rotation,
+	// and LastError says why the last one failed; both are zero once a
+	// rotation succeeds. Failed attempts are retried with a backoff
+	// capped at Options.RetryInterval.
+	Failures  int
+	LastError string
+	// Pending reports a password change whose outcome is not known yet
+	// (its reply was lost, or it is under way); StaticCred refuses to
+	// answer until it is settled.
+	Pending bool
 }
 
 // StaticCred is the current credential of a static role
@@ -53,6 +66,10 @@ type StaticCred struct {
 }
 
 type roleRecord struct {
+	// Failures counts the failed attempts since the last rotation;
+	// LastError is why the last one failed.
+	Failures     int           `json:"failures,omitempty"`
+	LastError    string        `json:"last_error,omitempty"`
 	Username     string        `json:"username"`
 	DN           string        `json:"dn,omitempty"`
 	EntryDN      string        `json:"entry_dn"`
@@ -224,23 +241,33 @@ func (e *Engine) putRecord(tx storage.Tx, name string, old, rec *roleRecord) err
 	return tx.Put(dueKey(rec.NextRotation, name), nil)
 }
 
-func (rec *roleRecord) view(name string) StaticRole {
+func (rec *roleRecord) view(name string, pending bool) StaticRole {
 	return StaticRole{Name: name, Username: rec.Username, DN: rec.DN, RotationPeriod: rec.Period,
-		LastRotation: rec.LastRotation, NextRotation: rec.NextRotation}
+		LastRotation: rec.LastRotation, NextRotation: rec.NextRotation,
+		Failures: rec.Failures, LastError: rec.LastError, Pending: pending}
 }
 
-func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, error) {
+// loadRole reads the role name, and whether a write-ahead record of it is
+// pending.
+func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, bool, error) {
 	var rec roleRecord
-	var found bool
+	var found, pending bool
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		found, err = getJSON(tx, prefixRole+name, &rec)
+		if found, err = getJSON(tx, prefixRole+name, &rec); err != nil || !found {
+			return err
+		}
+		_, err = tx.Get(prefixWAL + name)
+		pending = err == nil
+		if errors.Is(err, storage.ErrNotFound) {
+			err = nil
+		}
 		return err
 	})
 	if err == nil && !found {
 		err = fmt.Errorf("static role %q: %w", name, keel.ErrNotFound)
 	}
-	return rec, err
+	return rec, pending, err
 }
 
 // StaticRole reads the static role name. It needs read on
@@ -252,11 +279,11 @@ func (e *Engine) StaticRole(ctx context.Context, name string) (StaticRole, error
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("static-role", name)); err != nil {
 		return StaticRole{}, err
 	}
-	rec, err := e.loadRole(ctx, name)
+	rec, pending, err := e.loadRole(ctx, name)
 	if err != nil {
 		return StaticRole{}, err
 	}
-	return rec.view(name), nil
+	return rec.view(name, pending), nil
 }
 
 // ListStaticRoles returns the names of the static roles, sorted. It needs
@@ -303,7 +330,14 @@ func (e *Engine) DeleteStaticRole(ctx context.Context, name string) error {
 }
 
 // StaticCred returns the current credential of the static role name. It
-// needs read on "MOUNT/static-cred/NAME".
+// needs read on "MOUNT/static-cred/NAME". While a password change of the
+// role is pending (under way, or its outcome unknown after a timeout or a
+// lost connection), StaticCred fails with an error of kind
+// keel.ErrUnavailable that carries keel.RetryAfterOf: the directory may
+// hold either password, and handing out one that does not bind would be
+// worse than a refusal. The worker settles the change (binding with the
+// new password, or setting it again) within Options.RetryInterval of the
+// directory answering.
 func (e *Engine) StaticCred(ctx context.Context, name string) (StaticCred, error) {
 	if err := checkRoleName(name); err != nil {
 		return StaticCred{}, err
@@ -311,9 +345,15 @@ func (e *Engine) StaticCred(ctx context.Context, name string) (StaticCred, error
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("static-cred", name)); err != nil {
 		return StaticCred{}, err
 	}
-	rec, err := e.loadRole(ctx, name)
+	rec, pending, err := e.loadRole(ctx, name)
 	if err != nil {
 		return StaticCred{}, err
+	}
+	if pending {
+		// The directory may hold the old password or the new one: handing
+		// out either could give a password that does not bind.
+		wait := rec.NextRotation.Sub(e.clock.Now())
+		return StaticCred{}, keel.WithRetryAfter(fmt.Errorf("static role %q: a password change is being settled: %w", name, keel.ErrUnavailable), wait)
 	}
 	c := StaticCred{DN: rec.EntryDN, Username: rec.Username, Password: rec.Password,
 		LastRotation: rec.LastRotation, RotationPeriod: rec.Period,
@@ -325,8 +365,9 @@ func (e *Engine) StaticCred(ctx context.Context, name string) (StaticCred, error
 }
 
 // RotateRole rotates the password of the static role name now. It needs
-// update on "MOUNT/rotate-role/NAME". On failure the rotation is retried
-// by the worker after Options.RetryInterval.
+// update on "MOUNT/rotate-role/NAME". On failure the role records the
+// error and the worker retries, with a backoff from a second up to
+// Options.RetryInterval, until the rotation succeeds.
 func (e *Engine) RotateRole(ctx context.Context, name string) error {
 	if err := checkRoleName(name); err != nil {
 		return err
@@ -334,7 +375,7 @@ func (e *Engine) RotateRole(ctx context.Context, name string) error {
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("rotate-role", name)); err != nil {
 		return err
 	}
-	if _, err := e.loadRole(ctx, name); err != nil {
+	if _, _, err := e.loadRole(ctx, name); err != nil {
 		return err
 	}
 	return e.rotate(ctx, name, e.clock.Now(), false)
@@ -344,10 +385,18 @@ func (e *Engine) RotateRole(ctx context.Context, name string) error {
 // goes to a write-ahead record (and the role is rescheduled for a retry)
 // before the directory changes; the role takes it after. A pending record
 // is reused, so that a password the directory may already hold is never
-// lost. With onlyDue (the worker's rotations), a role whose next rotation
-// is after now is left alone: another caller rotated it after the worker
-// listed it as due, and rotating it again would change the password a
-// caller has just read.
+// lost: a reused record is first tried by binding with it, which settles a
+// change whose reply was lost without changing the password again. With
+// onlyDue (the worker's rotations), a role whose next rotation is after
+// now is left alone: another caller rotated it after the worker listed it
+// as due, and rotating it again would change the password a caller has
+// just read.
+//
+// A failed attempt is recorded on the role (Failures, LastError) and
+// retried after retryDelay; a change that was certainly not made
+// (ErrNotApplied) drops the record this attempt wrote, so that the
+// stored password stays the one to hand out. Either way the worker is
+// woken for the role's next due time.
 func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue bool) error {
 	e.rotMu.Lock()
 	defer e.rotMu.Unlock()
@@ -361,6 +410,8 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 		return fmt.Errorf("static role %q: %w", name, err)
 	}
 	var wal walRecord
+	var fresh bool
+	var failures int
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var rec roleRecord
 		found, err := getJSON(tx, prefixRole+name, &rec)
@@ -377,14 +428,18 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 		if err != nil {
 			return err
 		}
-		if !ok || !strings.EqualFold(wal.DN, rec.EntryDN) {
+		fresh = !ok || !strings.EqualFold(wal.DN, rec.EntryDN)
+		if fresh {
 			wal = walRecord{DN: rec.EntryDN, Password: candidate, Old: rec.Password, At: now}
 			if err := putJSON(tx, prefixWAL+name, &wal); err != nil {
 				return err
 			}
 		}
+		// Should the process stop before the outcome is stored, the
+		// worker takes the role up again then.
+		failures = rec.Failures
 		old := rec
-		rec.NextRotation = now.Add(e.retry)
+		rec.NextRotation = now.Add(e.retryDelay(failures + 1))
 		return e.putRecord(tx, name, &old, &rec)
 	})
 	if errors.Is(err, errNotDue) {
@@ -393,9 +448,15 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 	if err != nil {
 		return fmt.Errorf("static role %q: write-ahead record: %w", name, err)
 	}
-	if err := e.dir.SetPassword(ctx, cfg.conn(), wal.DN, wal.Password); err != nil {
-		return fmt.Errorf("static role %q: retried in %s: %w", name, e.retry, err)
+	if !fresh && e.dir.Bind(ctx, cfg.conn(), wal.DN, wal.Password) == nil {
+		err = nil // an earlier attempt made the change
+	} else {
+		err = e.dir.SetPassword(ctx, cfg.conn(), wal.DN, wal.Password)
 	}
+	if err != nil {
+		return e.rotationFailed(ctx, name, now, wal, fresh && errors.Is(err, ErrNotApplied), failures+1, err)
+	}
+	var next time.Time
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var rec roleRecord
 		found, err := getJSON(tx, prefixRole+name, &rec)
@@ -416,24 +477,79 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 		}
 		rec.LastRotation = now
 		rec.NextRotation = now.Add(rec.Period)
+		rec.Failures, rec.LastError = 0, ""
+		next = rec.NextRotation
 		if err := e.putRecord(tx, name, &old, &rec); err != nil {
 			return err
 		}
 		return tx.Delete(prefixWAL + name)
 	})
 	if err != nil {
+		e.worker.WakeFor(now.Add(e.retryDelay(failures + 1)))
 		return fmt.Errorf("static role %q: the directory holds the new password, storing it failed (retried in %s): %w", name, e.retry, err)
 	}
+	e.worker.WakeFor(next)
 	e.log.Info("static role rotated", "role", name)
 	return nil
+}
+
+// rotationFailed records the failed attempt number failures to rotate
+// the role name with wal (dropping wal when notMade: the directory
+// certainly does not hold it), schedules the next attempt and wakes the
+// worker for it. It returns cause, wrapped.
+func (e *Engine) rotationFailed(ctx context.Context, name string, now time.Time, wal walRecord, notMade bool, failures int, cause error) error {
+	delay := e.retryDelay(failures)
+	next := now.Add(delay)
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var rec roleRecord
+		found, err := getJSON(tx, prefixRole+name, &rec)
+		if err != nil || !found {
+			return err
+		}
+		old := rec
+		rec.Failures, rec.LastError = failures, cause.Error()
+		rec.NextRotation = next
+		if err := e.putRecord(tx, name, &old, &rec); err != nil {
+			return err
+		}
+		var cur walRecord
+		ok, err := getJSON(tx, prefixWAL+name, &cur)
+		if err != nil || !notMade || !ok || cur.Password != wal.Password {
+			return err
+		}
+		return tx.Delete(prefixWAL + name)
+	})
+	if err != nil {
+		e.log.Error("static role: recording a failed rotation failed", "role", name, "error", err)
+	}
+	e.worker.WakeFor(next)
+	return fmt.Errorf("static role %q: rotation failed, retried in %s: %w", name, delay.Round(time.Millisecond), cause)
+}
+
+// retryDelay is the wait before attempt number failures+1 of a rotation
+// that failed failures times: from a second (or RetryInterval when
+// shorter), doubled at each failure, capped at RetryInterval, then
+// jittered down by up to a fifth so that roles that failed together do
+// not retry together.
+func (e *Engine) retryDelay(failures int) time.Duration {
+	d := min(time.Second, e.retry)
+	for i := 1; i < failures && d < e.retry; i++ {
+		d *= 2
+	}
+	d = min(d, e.retry)
+	return d - time.Duration(rand.Int64N(int64(d)/5+1))
 }
 
 // RotateRoot changes the bind account's password to a new generated one
 // that can never be read back. It needs update on "MOUNT/rotate-root". The
 // new password is stored in a write-ahead record before the directory
 // changes; when storing it in the configuration fails, the old password is
-// put back in the directory. A record left by a crash is settled by the
-// next RotateRoot or Step.
+// put back in the directory. A change whose outcome is not known (a
+// timeout, a lost reply), or a record left by a crash, is settled by the
+// next RotateRoot or Step, which keeps the password the directory accepts;
+// the worker is woken to try within Options.RetryInterval. A directory
+// that refuses the configured bind account is an error of kind
+// keel.ErrConflict that names the directory's answer.
 func (e *Engine) RotateRoot(ctx context.Context) error {
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("rotate-root")); err != nil {
 		return err
@@ -458,7 +574,14 @@ func (e *Engine) RotateRoot(ctx context.Context) error {
 		return fmt.Errorf("rotate-root: write-ahead record: %w", err)
 	}
 	if err := e.dir.SetPassword(ctx, cfg.conn(), cfg.BindDN, pw); err != nil {
-		return fmt.Errorf("rotate-root: %w", err)
+		if errors.Is(err, ErrNotApplied) {
+			// Nothing changed: the record would only make the worker
+			// check what is known already.
+			_ = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(keyRootWAL) })
+			return fmt.Errorf("rotate-root: %w", err)
+		}
+		e.worker.WakeFor(e.clock.Now().Add(e.retry))
+		return fmt.Errorf("rotate-root: the outcome is not known; the worker settles it: %w", err)
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var cur Config

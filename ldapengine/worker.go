@@ -11,21 +11,38 @@ import (
 const stepBatch = 256
 
 // Step does what is due at now: it settles a pending root rotation record,
-// then rotates every static role whose rotation is due at or before now, in
-// order of due time, reading the store's due index only up to the first
-// role due after now (the cost follows the due roles, not all roles). A
-// rotation that fails is logged and rescheduled after
-// Options.RetryInterval. Step returns when the next rotation is due, or the
-// zero time when there is no role; it returns an error only for ctx or the
-// store. Steps run one at a time.
+// then rotates every static role whose rotation (or retry) is due at or
+// before now, in order of due time, reading the store's due index only up
+// to the first role due after now (the cost follows the due roles, not all
+// roles), then settles the library accounts whose password change is
+// pending. A rotation that fails is logged, recorded on the role and
+// retried with a backoff capped at Options.RetryInterval; anything else
+// that fails is tried again after Options.RetryInterval. Step returns when
+// it is next due, or the zero time when nothing is planned; it returns an
+// error only for ctx or the store. Steps run one at a time.
 func (e *Engine) Step(ctx context.Context, now time.Time) (time.Time, error) {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
+	failed := false
 	if err := e.recoverRoot(ctx); err != nil {
+		failed = true
 		e.log.Error("root rotation record not settled", "error", err)
 	}
+	if e.flavor == FlavorLDAP {
+		// Settled accounts leave the index, so each batch reads new ones;
+		// a batch that fails ends the settling until the retry.
+		for {
+			n, fail, err := e.settleAccounts(ctx, stepBatch)
+			if err != nil {
+				return time.Time{}, err
+			}
+			failed = failed || fail
+			if fail || n < stepBatch {
+				break
+			}
+		}
+	}
 	seen := map[string]bool{}
-	failed := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, err

@@ -33,6 +33,7 @@ package ldaptest
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/ldapengine/internal/fakedir"
@@ -76,6 +77,13 @@ func (f *Directory) FailSetPassword(dn string, err error) { f.d.FailSetPassword(
 // (nil: succeed again). The error is wrapped with keel.ErrUnavailable.
 func (f *Directory) FailApply(dn string, err error) { f.d.FailApply(dn, err) }
 
+// LoseReplies makes SetPassword of dn change the password and then fail
+// as if its reply were lost (lose true): an error of kind
+// keel.ErrUnavailable without ldapengine.ErrNotApplied, so that the
+// engine cannot know whether the change was made. LoseReplies(dn, false)
+// ends it.
+func (f *Directory) LoseReplies(dn string, lose bool) { f.d.LoseReplies(dn, lose) }
+
 // Changes returns how many passwords SetPassword has changed.
 func (f *Directory) Changes() int { return f.d.Changes() }
 
@@ -91,12 +99,22 @@ func (f *Directory) Bind(_ context.Context, _ ldapengine.Conn, dn, password stri
 // FindDN implements ldapengine.Directory; values are compared without
 // regard to case.
 func (f *Directory) FindDN(_ context.Context, c ldapengine.Conn, base, attr, value string) (string, error) {
-	return f.d.FindDN(c.BindDN, c.BindPass, base, attr, value)
+	dn, err := f.d.FindDN(c.BindDN, c.BindPass, base, attr, value)
+	return dn, notApplied(err)
 }
 
 // SetPassword implements ldapengine.Directory, whatever c.Schema.
 func (f *Directory) SetPassword(_ context.Context, c ldapengine.Conn, dn, password string) error {
-	return f.d.SetPassword(c.BindDN, c.BindPass, dn, password)
+	return notApplied(f.d.SetPassword(c.BindDN, c.BindPass, dn, password))
+}
+
+// notApplied marks with ldapengine.ErrNotApplied an error of a change the
+// directory certainly did not make.
+func notApplied(err error) error {
+	if errors.Is(err, fakedir.ErrNotSent) {
+		return fmt.Errorf("%w: %w", err, ldapengine.ErrNotApplied)
+	}
+	return err
 }
 
 // Apply implements ldapengine.Directory. An add or modify that sets
@@ -106,12 +124,12 @@ func (f *Directory) SetPassword(_ context.Context, c ldapengine.Conn, dn, passwo
 func (f *Directory) Apply(_ context.Context, c ldapengine.Conn, changes []ldapengine.Change, keepGoing bool) error {
 	failed, err := f.d.Apply(c.BindDN, c.BindPass, changes, keepGoing)
 	if err != nil {
-		return err
+		return notApplied(err)
 	}
 	errs := make([]error, len(failed))
 	for i, fl := range failed {
 		ch := changes[fl.Index]
-		errs[i] = &ldapengine.ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: fl.Err}
+		errs[i] = &ldapengine.ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: notApplied(fl.Err)}
 	}
 	return errors.Join(errs...)
 }

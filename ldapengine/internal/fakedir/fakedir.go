@@ -7,6 +7,7 @@
 package fakedir
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,6 +18,12 @@ import (
 	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
 )
 
+// ErrNotSent marks the error of a change that was certainly not made: the
+// bind before it failed, or the change was refused. The fakes wrap such
+// errors with ldapengine.ErrNotApplied. A change that fails without it
+// (FailSetPassword, FailApply, LoseReplies) may have been made.
+var ErrNotSent = errors.New("fake directory: the change was not made")
+
 // Directory is an in-memory directory: a flat set of entries with
 // attributes and a clear-text password. The zero value is not usable:
 // create one with New. A Directory is safe for concurrent use.
@@ -25,6 +32,7 @@ type Directory struct {
 	entries map[string]*fakeEntry // by lower-cased DN
 	down    bool
 	fail    map[string]error // SetPassword of a DN fails with the error
+	lose    map[string]bool  // SetPassword of a DN is made, its reply lost
 	failAp  map[string]error // a change of Apply on a DN fails with the error
 	changes int
 	applied int
@@ -38,7 +46,7 @@ type fakeEntry struct {
 
 // New returns an empty Directory.
 func New() *Directory {
-	return &Directory{entries: map[string]*fakeEntry{}, fail: map[string]error{}, failAp: map[string]error{}}
+	return &Directory{entries: map[string]*fakeEntry{}, fail: map[string]error{}, lose: map[string]bool{}, failAp: map[string]error{}}
 }
 
 // Add creates or replaces the entry dn with password and attributes given
@@ -85,6 +93,19 @@ func (f *Directory) FailSetPassword(dn string, err error) {
 	f.fail[strings.ToLower(dn)] = err
 }
 
+// LoseReplies makes SetPassword of dn change the password and then fail
+// as if its reply were lost (lose true): the error is of kind
+// keel.ErrUnavailable, without ErrNotSent. LoseReplies(dn, false) ends it.
+func (f *Directory) LoseReplies(dn string, lose bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if lose {
+		f.lose[strings.ToLower(dn)] = true
+	} else {
+		delete(f.lose, strings.ToLower(dn))
+	}
+}
+
 // Changes returns how many passwords SetPassword has changed.
 func (f *Directory) Changes() int {
 	f.mu.Lock()
@@ -115,6 +136,21 @@ func (f *Directory) bindLocked(dn, password string) error {
 	return nil
 }
 
+// manageLocked binds as the managing account of a change or search: as
+// bindLocked, except that a refused bind is of kind keel.ErrConflict (the
+// configuration is wrong, not the caller), and that every error wraps
+// ErrNotSent.
+func (f *Directory) manageLocked(bindDN, bindPass string) error {
+	err := f.bindLocked(bindDN, bindPass)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, keel.ErrUnauthenticated):
+		return fmt.Errorf("fake directory: the configured bind account %q is refused: %w: %w", bindDN, keel.ErrConflict, ErrNotSent)
+	}
+	return fmt.Errorf("%w: %w", err, ErrNotSent)
+}
+
 // Bind checks that dn binds with password: the entry exists and password
 // is its password, not empty. A refused bind is of kind
 // keel.ErrUnauthenticated; SetDown(true) makes it keel.ErrUnavailable.
@@ -131,7 +167,7 @@ func (f *Directory) Bind(dn, password string) error {
 func (f *Directory) FindDN(bindDN, bindPass, base, attr, value string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.bindLocked(bindDN, bindPass); err != nil {
+	if err := f.manageLocked(bindDN, bindPass); err != nil {
 		return "", err
 	}
 	var found []string
@@ -159,7 +195,7 @@ func (f *Directory) FindDN(bindDN, bindPass, base, attr, value string) (string, 
 func (f *Directory) SetPassword(bindDN, bindPass, dn, password string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.bindLocked(bindDN, bindPass); err != nil {
+	if err := f.manageLocked(bindDN, bindPass); err != nil {
 		return err
 	}
 	if err := f.fail[strings.ToLower(dn)]; err != nil {
@@ -167,10 +203,13 @@ func (f *Directory) SetPassword(bindDN, bindPass, dn, password string) error {
 	}
 	e, ok := f.entries[strings.ToLower(dn)]
 	if !ok {
-		return fmt.Errorf("fake directory: entry %q: %w", dn, keel.ErrNotFound)
+		return fmt.Errorf("fake directory: entry %q: %w: %w", dn, keel.ErrNotFound, ErrNotSent)
 	}
 	e.password = password
 	f.changes++
+	if f.lose[strings.ToLower(dn)] {
+		return fmt.Errorf("fake directory: password change of %q: reply lost: %w", dn, keel.ErrUnavailable)
+	}
 	return nil
 }
 
@@ -221,7 +260,7 @@ type Failure struct {
 func (f *Directory) Apply(bindDN, bindPass string, changes []ldifparse.Change, keepGoing bool) (failed []Failure, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.bindLocked(bindDN, bindPass); err != nil {
+	if err := f.manageLocked(bindDN, bindPass); err != nil {
 		return nil, err
 	}
 	for i, ch := range changes {
@@ -246,7 +285,7 @@ func (f *Directory) applyLocked(ch ldifparse.Change) error {
 	switch ch.Type {
 	case ldifparse.ChangeAdd:
 		if exists {
-			return fmt.Errorf("fake directory: entry %q exists: %w", ch.DN, keel.ErrAlreadyExists)
+			return fmt.Errorf("fake directory: entry %q exists: %w: %w", ch.DN, keel.ErrAlreadyExists, ErrNotSent)
 		}
 		e := &fakeEntry{dn: ch.DN, attrs: map[string][]string{}}
 		for _, a := range ch.Attributes {
@@ -257,12 +296,12 @@ func (f *Directory) applyLocked(ch ldifparse.Change) error {
 		f.entries[key] = e
 	case ldifparse.ChangeDelete:
 		if !exists {
-			return fmt.Errorf("fake directory: entry %q: %w", ch.DN, keel.ErrNotFound)
+			return fmt.Errorf("fake directory: entry %q: %w: %w", ch.DN, keel.ErrNotFound, ErrNotSent)
 		}
 		delete(f.entries, key)
 	case ldifparse.ChangeModify:
 		if !exists {
-			return fmt.Errorf("fake directory: entry %q: %w", ch.DN, keel.ErrNotFound)
+			return fmt.Errorf("fake directory: entry %q: %w: %w", ch.DN, keel.ErrNotFound, ErrNotSent)
 		}
 		attrs := maps.Clone(cur.attrs)
 		pwTouched := false
@@ -277,20 +316,20 @@ func (f *Directory) applyLocked(ch ldifparse.Change) error {
 			case ldifparse.ModAdd:
 				for _, v := range m.Values {
 					if has(v) {
-						return fmt.Errorf("fake directory: %q already has %s %q: %w", ch.DN, m.Name, v, keel.ErrAlreadyExists)
+						return fmt.Errorf("fake directory: %q already has %s %q: %w: %w", ch.DN, m.Name, v, keel.ErrAlreadyExists, ErrNotSent)
 					}
 					vals = append(vals, v)
 				}
 			case ldifparse.ModDelete:
 				if len(vals) == 0 {
-					return fmt.Errorf("fake directory: %q has no %s: %w", ch.DN, m.Name, keel.ErrNotFound)
+					return fmt.Errorf("fake directory: %q has no %s: %w: %w", ch.DN, m.Name, keel.ErrNotFound, ErrNotSent)
 				}
 				if len(m.Values) == 0 {
 					vals = nil
 				}
 				for _, v := range m.Values {
 					if !has(v) {
-						return fmt.Errorf("fake directory: %q has no %s %q: %w", ch.DN, m.Name, v, keel.ErrNotFound)
+						return fmt.Errorf("fake directory: %q has no %s %q: %w: %w", ch.DN, m.Name, v, keel.ErrNotFound, ErrNotSent)
 					}
 					vals = slices.DeleteFunc(vals, func(x string) bool { return strings.EqualFold(x, v) })
 				}
