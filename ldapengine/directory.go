@@ -55,6 +55,9 @@ type Directory interface {
 	// attr equals value; no entry is an error of kind keel.ErrNotFound,
 	// several of kind keel.ErrConflict.
 	FindDN(ctx context.Context, c Conn, base, attr, value string) (string, error)
+	// EntryExists returns nil when the entry dn exists, and an error of
+	// kind keel.ErrNotFound when it does not.
+	EntryExists(ctx context.Context, c Conn, dn string) error
 	// SetPassword sets the password of the entry dn by c.Schema: the
 	// Password Modify extended operation for SchemaOpenLDAP (the server
 	// stores a hash), a replace of unicodePwd for SchemaAD and of

@@ -192,7 +192,9 @@ func TestStaticRoleRules(t *testing.T) {
 		"period at least 5s":   {FlavorLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 4 * time.Second}, keel.KindInvalid, "RotationPeriod"},
 		"openldap dn required": {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindInvalid, "DN"},
 		"ldap dn optional":     {FlavorLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindNone, ""},
-		"ldap unknown user":    {FlavorLDAP, StaticRoleRequest{Username: "zed", RotationPeriod: time.Hour}, keel.KindNotFound, ""},
+		"ldap unknown user":    {FlavorLDAP, StaticRoleRequest{Username: "zed", RotationPeriod: time.Hour}, keel.KindInvalid, "Username"},
+		"dn not in directory":  {FlavorOpenLDAP, StaticRoleRequest{Username: "zed", DN: "uid=zed,ou=users,dc=example,dc=org", RotationPeriod: time.Hour}, keel.KindInvalid, "DN"},
+		"skipped import too":   {FlavorLDAP, StaticRoleRequest{Username: "zed", DN: "uid=zed,dc=x", RotationPeriod: time.Hour, SkipImportRotation: true}, keel.KindInvalid, "DN"},
 		"period exactly 5s":    {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 5 * time.Second}, keel.KindNone, ""},
 	}
 	for name, tc := range cases {
@@ -205,6 +207,9 @@ func TestStaticRoleRules(t *testing.T) {
 				if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != tc.field {
 					t.Fatalf("field errors %v, want %s", fe, tc.field)
 				}
+			}
+			if _, err := v.e.StaticRole(ctx, "r"); tc.kind != keel.KindNone && !errors.Is(err, keel.ErrNotFound) {
+				t.Fatalf("a refused role was stored: %v", err)
 			}
 		})
 	}

@@ -30,6 +30,10 @@ func (f *fakeDirectory) FindDN(_ context.Context, c Conn, base, attr, value stri
 	return dn, notApplied(err)
 }
 
+func (f *fakeDirectory) EntryExists(_ context.Context, c Conn, dn string) error {
+	return f.Directory.EntryExists(c.BindDN, c.BindPass, dn)
+}
+
 func (f *fakeDirectory) SetPassword(_ context.Context, c Conn, dn, password string) error {
 	return notApplied(f.Directory.SetPassword(c.BindDN, c.BindPass, dn, password))
 }

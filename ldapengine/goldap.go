@@ -64,6 +64,26 @@ func (LDAP) FindDN(ctx context.Context, c Conn, base, attr, value string) (strin
 	return res.Entries[0].DN, nil
 }
 
+// EntryExists implements Directory: a search of the entry itself (base
+// scope) that asks for no attribute.
+func (LDAP) EntryExists(ctx context.Context, c Conn, dn string) error {
+	conn, err := open(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	req := ldap.NewSearchRequest(dn, ldap.ScopeBaseObject, ldap.NeverDerefAliases, 1, 0, false,
+		"(objectClass=*)", []string{"1.1"}, nil)
+	res, err := conn.Search(req)
+	switch {
+	case ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject), err == nil && len(res.Entries) == 0:
+		return fmt.Errorf("ldap: no entry %q: %w", dn, keel.ErrNotFound)
+	case err != nil:
+		return reqErr("search of "+dn, err)
+	}
+	return nil
+}
+
 // SetPassword implements Directory.
 func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) error {
 	conn, err := open(ctx, c)

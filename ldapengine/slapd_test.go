@@ -2,6 +2,8 @@ package ldapengine
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +67,28 @@ func TestSlapd(t *testing.T) {
 		}
 		if err := (LDAP{}).Bind(ctx, conn, slapdtest.AliceDN, c.Password); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("static role of a missing entry refused and not stored", func(t *testing.T) {
+		err := e.PutStaticRole(ctx, "ghost", StaticRoleRequest{Username: "ghost", DN: "uid=ghost," + slapdtest.UsersDN, RotationPeriod: time.Minute})
+		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "DN" {
+			t.Fatalf("error %v, want one problem on DN", err)
+		}
+		if _, err := e.StaticRole(ctx, "ghost"); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("refused role stored: %v", err)
+		}
+	})
+	t.Run("a refused bind account is the configuration's fault", func(t *testing.T) {
+		other, err := New(memstore.New(nil), FlavorLDAP, "ldap", &Options{Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: "wrong", URL: srv.URL, RequestTimeout: 5 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		err = other.RotateRoot(ctx)
+		if keel.KindOf(err) != keel.KindConflict || !strings.Contains(err.Error(), "Invalid Credentials") {
+			t.Fatalf("rotate-root with a wrong bindpass: %v (kind %v), want a conflict naming the LDAP error", err, keel.KindOf(err))
 		}
 	})
 	t.Run("outage during rotation then recovery", func(t *testing.T) {

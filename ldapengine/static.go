@@ -191,13 +191,21 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 	if err != nil || !created {
 		return false, err
 	}
+	// The entry must exist before the role is stored, checked outside any
+	// transaction: ldap without dn searches under userdn by userattr.
 	if entryDN == "" {
-		// ldap without dn: search under userdn by userattr, outside any
-		// transaction.
 		entryDN, err = e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, r.Username)
-		if err != nil {
-			return false, fmt.Errorf("static role %q: %w", name, err)
+		if errors.Is(err, keel.ErrNotFound) {
+			return false, fmt.Errorf("static role %q: %w", name, keel.Invalid("Username", "does not resolve to a directory entry: %v", err))
 		}
+	} else {
+		err = e.dir.EntryExists(ctx, cfg.conn(), entryDN)
+		if errors.Is(err, keel.ErrNotFound) {
+			return false, fmt.Errorf("static role %q: %w", name, keel.Invalid("DN", "is not an entry of the directory: %v", err))
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("static role %q: %w", name, err)
 	}
 	now := e.clock.Now().UTC()
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {

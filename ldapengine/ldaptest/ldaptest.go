@@ -103,6 +103,11 @@ func (f *Directory) FindDN(_ context.Context, c ldapengine.Conn, base, attr, val
 	return dn, notApplied(err)
 }
 
+// EntryExists implements ldapengine.Directory.
+func (f *Directory) EntryExists(_ context.Context, c ldapengine.Conn, dn string) error {
+	return f.d.EntryExists(c.BindDN, c.BindPass, dn)
+}
+
 // SetPassword implements ldapengine.Directory, whatever c.Schema.
 func (f *Directory) SetPassword(_ context.Context, c ldapengine.Conn, dn, password string) error {
 	return notApplied(f.d.SetPassword(c.BindDN, c.BindPass, dn, password))

@@ -190,6 +190,20 @@ func (f *Directory) FindDN(bindDN, bindPass, base, attr, value string) (string, 
 	return "", fmt.Errorf("fake directory: several entries under %q with %s=%q: %w", base, attr, value, keel.ErrConflict)
 }
 
+// EntryExists binds as bindDN with bindPass, then reports whether the
+// entry dn exists: nil, or an error of kind keel.ErrNotFound.
+func (f *Directory) EntryExists(bindDN, bindPass, dn string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.manageLocked(bindDN, bindPass); err != nil {
+		return err
+	}
+	if _, ok := f.entries[strings.ToLower(dn)]; !ok {
+		return fmt.Errorf("fake directory: no entry %q: %w", dn, keel.ErrNotFound)
+	}
+	return nil
+}
+
 // SetPassword binds as bindDN with bindPass, then sets the password of
 // the entry dn; a missing entry is of kind keel.ErrNotFound.
 func (f *Directory) SetPassword(bindDN, bindPass, dn, password string) error {
