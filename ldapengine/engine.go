@@ -90,9 +90,13 @@ type Engine struct {
 	leases *lease.Issuer // nil without Options.Leases
 	maxTTL time.Duration // Options.MaxTTL; zero: unset
 
-	rotMu  sync.Mutex // one rotation (root or role) at a time
-	stepMu sync.Mutex // one Step at a time
-	worker *leader.Worker
+	// Password changes: each entry's one at a time (entries), and none
+	// while the bind account's password changes (rootMu, held for
+	// writing by RotateRoot and for reading by every other change).
+	entries entryLocks
+	rootMu  sync.RWMutex
+	stepMu  sync.Mutex // one Step at a time
+	worker  *leader.Worker
 }
 
 // New returns the engine of flavor for mount (such as "ldap" or

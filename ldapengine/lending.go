@@ -247,6 +247,9 @@ func settleOnly(a *libAccount) (bool, error) {
 // returns whether the account was checked out, and the id of the lease it
 // was checked out under. A missing set or account is not an error (false).
 func (e *Engine) changePassword(ctx context.Context, set, name string, match func(*libAccount) (bool, error)) (bool, string, error) {
+	e.rootMu.RLock()
+	defer e.rootMu.RUnlock()
+	defer e.entries.lock("library/" + set + "/" + name)()
 	cfg, err := e.loadConfig(ctx)
 	if err != nil {
 		return false, "", fmt.Errorf("account %q: %w", name, err)
@@ -255,8 +258,6 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	if err != nil {
 		return false, "", fmt.Errorf("account %q: %w", name, err)
 	}
-	e.rotMu.Lock()
-	defer e.rotMu.Unlock()
 	var before libAccount
 	var skip, fresh bool
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {

@@ -38,9 +38,21 @@ func BenchmarkLibraryCheckOutCheckIn(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 	})
-	b.Run("check-out+check-in", func(b *testing.B) {
+	for _, latency := range []time.Duration{0, time.Millisecond} {
+		b.Run(fmt.Sprintf("check-out+check-in/directory-latency=%s", latency), func(b *testing.B) {
+			benchCheckOutCheckIn(b, par, latency)
+		})
+	}
+}
+
+// benchCheckOutCheckIn runs check-out+check-in pairs of par×GOMAXPROCS
+// callers on a 100-account set, each password change taking latency more
+// in the fake directory.
+func benchCheckOutCheckIn(b *testing.B, par int, latency time.Duration) {
+	{
 		v := newLibEnv(b, 100, libOptions{})
 		v.putSet(b, "s", libSvcNames(100)...)
+		v.dir.SetLatency(latency)
 		var callers, unavailable, outNS, inNS atomic.Int64
 		b.SetParallelism(par)
 		b.ResetTimer()
@@ -70,5 +82,5 @@ func BenchmarkLibraryCheckOutCheckIn(b *testing.B) {
 		b.ReportMetric(float64(outNS.Load())/float64(b.N), "checkout-ns/op")
 		b.ReportMetric(float64(inNS.Load())/float64(b.N), "checkin-ns/op")
 		b.ReportMetric(float64(unavailable.Load()), "unavailable")
-	})
+	}
 }

@@ -406,8 +406,9 @@ func (e *Engine) RotateRole(ctx context.Context, name string) error {
 // stored password stays the one to hand out. Either way the worker is
 // woken for the role's next due time.
 func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue bool) error {
-	e.rotMu.Lock()
-	defer e.rotMu.Unlock()
+	e.rootMu.RLock()
+	defer e.rootMu.RUnlock()
+	defer e.entries.lock("role/" + name)()
 	now = now.UTC()
 	cfg, err := e.loadConfig(ctx)
 	if err != nil {
@@ -565,8 +566,8 @@ func (e *Engine) RotateRoot(ctx context.Context) error {
 	if err := e.recoverRoot(ctx); err != nil {
 		return err
 	}
-	e.rotMu.Lock()
-	defer e.rotMu.Unlock()
+	e.rootMu.Lock()
+	defer e.rootMu.Unlock()
 	cfg, err := e.loadConfig(ctx)
 	if err != nil {
 		return err
@@ -622,8 +623,11 @@ func (e *Engine) RotateRoot(ctx context.Context) error {
 }
 
 // recoverRoot settles a root write-ahead record: the password the bind
-// account accepts is kept.
+// account accepts is kept. It holds rootMu: no other change uses the bind
+// password meanwhile.
 func (e *Engine) recoverRoot(ctx context.Context) error {
+	e.rootMu.Lock()
+	defer e.rootMu.Unlock()
 	var wal walRecord
 	var cfg Config
 	var found, hasCfg bool

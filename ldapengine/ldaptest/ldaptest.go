@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/ldapengine/internal/fakedir"
@@ -76,6 +77,10 @@ func (f *Directory) FailSetPassword(dn string, err error) { f.d.FailSetPassword(
 // FailApply makes every change of Apply on the entry dn fail with err
 // (nil: succeed again). The error is wrapped with keel.ErrUnavailable.
 func (f *Directory) FailApply(dn string, err error) { f.d.FailApply(dn, err) }
+
+// SetLatency makes every later password change take d more (a server's
+// round trip), during which changes of other entries proceed.
+func (f *Directory) SetLatency(d time.Duration) { f.d.SetLatency(d) }
 
 // LoseReplies makes SetPassword of dn change the password and then fail
 // as if its reply were lost (lose true): an error of kind

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine/internal/ldifparse"
@@ -36,6 +38,7 @@ type Directory struct {
 	failAp  map[string]error // a change of Apply on a DN fails with the error
 	changes int
 	applied int
+	latency atomic.Int64 // of each password change, in nanoseconds
 }
 
 type fakeEntry struct {
@@ -92,6 +95,11 @@ func (f *Directory) FailSetPassword(dn string, err error) {
 	}
 	f.fail[strings.ToLower(dn)] = err
 }
+
+// SetLatency makes every later password change take d more, spent
+// outside the directory's lock as a server's round trip would be, so that
+// changes of different entries overlap.
+func (f *Directory) SetLatency(d time.Duration) { f.latency.Store(int64(d)) }
 
 // LoseReplies makes SetPassword of dn change the password and then fail
 // as if its reply were lost (lose true): the error is of kind
@@ -207,6 +215,9 @@ func (f *Directory) EntryExists(bindDN, bindPass, dn string) error {
 // SetPassword binds as bindDN with bindPass, then sets the password of
 // the entry dn; a missing entry is of kind keel.ErrNotFound.
 func (f *Directory) SetPassword(bindDN, bindPass, dn, password string) error {
+	if d := f.latency.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.manageLocked(bindDN, bindPass); err != nil {
