@@ -45,7 +45,9 @@
 // Reads enforce time: a lease whose ExpireTime is not after now reads as
 // gone (Lookup: not found, "expired"; Renew: refused) before the worker has
 // revoked it. It stays stored until then, and an irrevocable lease stays
-// listed.
+// listed. A lease whose revocation failed stays visible to Lookup too
+// (expired, with its attempts and last error) until a revocation succeeds:
+// its secret still exists, and its owner can see why.
 //
 // # Storage
 //
@@ -102,8 +104,10 @@
 //     204, or 202 when queued).
 //   - Lookup and Renew of an unknown id fail with keel.ErrNotFound (Vault
 //     answers 400 "invalid lease" and "lease not found"; an adapter may
-//     render it so). Lookup of an expired lease fails the same way, where
-//     Vault shows it with ttl 0 until it is revoked.
+//     render it so). Lookup of an expired lease fails the same way until
+//     a revocation of it fails, where Vault shows it with ttl 0 until it
+//     is revoked: the moment between expiry and the worker's revocation
+//     is not shown.
 //   - List adds a trailing "/" to its prefix and lists what is stored,
 //     expired and irrevocable leases included.
 //   - RevokePrefix and RevokeForce: a prefix without a trailing "/" is the

@@ -17,8 +17,9 @@ type Lease struct {
 	IssueTime time.Time
 	// ExpireTime is when the lease ends. A lease whose ExpireTime is not
 	// after the current time is expired: reads treat it as gone, even
-	// before the worker has revoked it. A queued revocation sets it to
-	// the time of the request.
+	// before the worker has revoked it, unless a revocation of it has
+	// failed (see Manager.Lookup). A queued revocation sets it to the
+	// time of the request.
 	ExpireTime time.Time
 	// LastRenewalTime is when the lease was last renewed; zero until then
 	// (an adapter renders it as null).

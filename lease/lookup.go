@@ -15,8 +15,11 @@ import (
 //
 // It fails with an error of kind keel.KindInvalid for an empty id, and of
 // kind keel.KindNotFound when no lease has that id, or when the lease has
-// expired (its ExpireTime is not after now; the message says so), even if
-// the worker has not revoked it yet.
+// expired (its ExpireTime is not after now; the message says so) and no
+// revocation of it has failed yet, even if the worker has not revoked it.
+// A lease whose revocation failed stays visible until a revocation
+// succeeds, as in Vault: expired, with its Attempts, LastError and
+// NextAttempt, so that its owner can see why the secret still exists.
 func (m *Manager) Lookup(ctx context.Context, leaseID string) (Lease, error) {
 	if err := m.authorize(ctx, "lookup", keel.CapUpdate, "sys/leases/lookup"); err != nil {
 		return Lease{}, err
@@ -29,7 +32,7 @@ func (m *Manager) Lookup(ctx context.Context, leaseID string) (Lease, error) {
 		return Lease{}, fmt.Errorf("lease: lookup: %w", err)
 	}
 	now := m.now()
-	if !e.ExpireTime.After(now) {
+	if !e.ExpireTime.After(now) && e.Attempts == 0 {
 		return Lease{}, fmt.Errorf("lease: lookup: lease %q expired at %s: %w", leaseID, e.ExpireTime.Format(timeFormat), keel.ErrNotFound)
 	}
 	return e.Lease, nil

@@ -120,6 +120,17 @@ func TestRevokeSyncFailure(t *testing.T) {
 				!got.NextAttempt.After(t0) || got.LastError == "" {
 				t.Fatalf("after a failed sync revocation: %+v", got)
 			}
+			// Still visible to its owner until a revocation succeeds.
+			if seen, err := e.m.Lookup(context.Background(), l.ID); err != nil || seen.Attempts != 1 || seen.LastError == "" || seen.TTL(t0) != 0 {
+				t.Fatalf("lookup after a failed revocation: %+v, %v", seen, err)
+			}
+			e.rev.setFail(nil)
+			if err := e.m.Revoke(context.Background(), l.ID, true); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.m.Lookup(context.Background(), l.ID); !errors.Is(err, keel.ErrNotFound) {
+				t.Fatalf("lookup after the revocation: %v", err)
+			}
 		})
 	}
 }
