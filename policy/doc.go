@@ -29,9 +29,13 @@
 //   - Enforce: exactly one element ("Enforce"), whose Path is required
 //     ("Enforce[0].Path") and whose Mode ("Enforce[0].Mode") is
 //     hard-mandatory (the default), soft-mandatory or advisory; a path
-//     other than "<name>.policy" (the original name on update) is
-//     accepted and gets the mode hard-mandatory, as the specification
-//     says. Update replaces it whole.
+//     that does not name the policy's own file is accepted and gets the
+//     mode hard-mandatory, as the specification says. The policy's own
+//     file is the specification's "<name>.policy" (the original name on
+//     update) and, an extension of the specification's rule, the names
+//     HCP Terraform's clients give it: "<name>.sentinel" for a Sentinel
+//     policy, "<name>.rego" for an OPA one (the tfe provider sends
+//     these). Update replaces it whole.
 //   - the current API's Kind ("sentinel", the default, or "opa"), Query
 //     (required for opa, refused for sentinel) and EnforcementLevel (used
 //     when Enforce is not sent; for opa: advisory or mandatory). One of

@@ -24,7 +24,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := orgs.CreateOrganization(ctx, "acme", ""); err != nil {
+	if _, err := orgs.CreateOrganization(ctx, "acme", "", nil); err != nil {
 		panic(err)
 	}
 
@@ -54,7 +54,7 @@ func Example() {
 	if err := orgs.DeleteOrganization(ctx, "acme"); err != nil {
 		panic(err)
 	}
-	if _, err := orgs.CreateOrganization(ctx, "acme", ""); err != nil {
+	if _, err := orgs.CreateOrganization(ctx, "acme", "", nil); err != nil {
 		panic(err)
 	}
 	page, _ := policies.List(ctx, "acme", policy.ListOptions{})

@@ -32,7 +32,7 @@ func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storag
 	}
 	clock := keel.NewFakeClock(t0)
 	cat := project.New(storage.Sub(store, "project/"), &project.Options{Clock: clock})
-	if _, err := cat.CreateOrganization(context.Background(), "acme", ""); err != nil {
+	if _, err := cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(storage.Sub(store, "policy/"), &Options{Authorizer: authz, Clock: clock, Organizations: cat})

@@ -11,7 +11,8 @@ import (
 
 // ListOptions are the query parameters of a policy list.
 type ListOptions struct {
-	// PageNumber is page[number]; below 1 means the first page.
+	// PageNumber is page[number]; below 1 means the first page, above
+	// MaxPageNumber is refused.
 	PageNumber int
 	// PageSize is page[size]; below 1 means DefaultPageSize, above
 	// MaxPageSize means MaxPageSize.
@@ -27,10 +28,15 @@ type Page struct {
 }
 
 // List returns a page of the policies of org, in name order (case
-// folded). A page past the end is empty.
+// folded). A page past the end is empty, its pagination true; a page
+// number above MaxPageNumber is refused ("PageNumber") once the caller is
+// known to manage the organization's policies.
 func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page, error) {
 	if err := s.allowed(ctx, org); err != nil {
 		return Page{}, err
+	}
+	if opts.PageNumber > MaxPageNumber {
+		return Page{}, keel.Invalid("PageNumber", "must be at most %d", MaxPageNumber)
 	}
 	if opts.PageNumber < 1 {
 		opts.PageNumber = 1

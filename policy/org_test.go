@@ -81,7 +81,7 @@ type held struct {
 func populate(t testing.TB, s services, workspaces, policies int) held {
 	t.Helper()
 	ctx := context.Background()
-	org, err := s.cat.CreateOrganization(ctx, "acme", "")
+	org, err := s.cat.CreateOrganization(ctx, "acme", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,18 +91,18 @@ func populate(t testing.TB, s services, workspaces, policies int) held {
 	}
 	h := held{projects: []string{org.DefaultProjectID, p.ID}}
 	for i := range workspaces {
-		w, err := s.cat.CreateWorkspace(ctx, "acme", fmt.Sprintf("ws-%03d", i), p.ID)
+		w, err := s.cat.CreateWorkspace(ctx, "acme", fmt.Sprintf("ws-%03d", i), p.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.workspaces = append(h.workspaces, w.ID)
 	}
-	team, err := s.cat.CreateTeam(ctx, "acme", "devs")
+	team, err := s.cat.CreateTeam(ctx, "acme", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.teams = append(h.teams, team.ID)
-	if _, err := s.cat.SetTeamAccess(ctx, p.ID, team.ID, "write"); err != nil {
+	if _, err := s.cat.SetTeamAccess(ctx, project.TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range policies {
@@ -136,7 +136,7 @@ func checkNothingVisible(t *testing.T, s services, h held) {
 		_, errs["workspaces of project "+id] = s.cat.Workspaces(ctx, id)
 		_, errs["team accesses of project "+id] = s.cat.TeamAccesses(ctx, id)
 		if i == 1 {
-			_, errs["set team access "+id] = s.cat.SetTeamAccess(ctx, id, h.teams[0], "read")
+			_, errs["set team access "+id] = s.cat.SetTeamAccess(ctx, project.TeamAccess{ProjectID: id, TeamID: h.teams[0], Access: "read"})
 		}
 	}
 	for _, id := range h.workspaces[:min(len(h.workspaces), 3)] {
@@ -186,10 +186,10 @@ func checkNewOrgIsNew(t *testing.T, s services, h held) {
 	if _, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: ptr("pol-000"), EnforcementLevel: ptr(policy.Advisory)}); err != nil {
 		t.Errorf("create a policy of an old name: %v", err)
 	}
-	if _, err := s.cat.CreateWorkspace(ctx, "acme", "ws-000", ""); err != nil {
+	if _, err := s.cat.CreateWorkspace(ctx, "acme", "ws-000", "", nil); err != nil {
 		t.Errorf("create a workspace of an old name: %v", err)
 	}
-	if _, err := s.cat.CreateTeam(ctx, "acme", "devs"); err != nil {
+	if _, err := s.cat.CreateTeam(ctx, "acme", "devs", nil); err != nil {
 		t.Errorf("create a team of an old name: %v", err)
 	}
 }
@@ -211,7 +211,7 @@ func TestRecreatedOrganizationShowsNothingOld(t *testing.T) {
 				t.Fatalf("keys left: %v", left)
 			}
 			checkNothingVisible(t, s, h)
-			if _, err := s.cat.CreateOrganization(context.Background(), "acme", ""); err != nil {
+			if _, err := s.cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
 				t.Fatal(err)
 			}
 			checkNewOrgIsNew(t, s, h)

@@ -34,6 +34,9 @@ const (
 	MaxCodeSize     = 10 << 20 // bytes of uploaded code, at most (10 MiB)
 	DefaultPageSize = 20       // policies per page when page[size] is not given
 	MaxPageSize     = 100      // policies per page, at most
+	// MaxPageNumber is the largest page number of a list, as in package
+	// project: a larger one is refused, so that no position overflows.
+	MaxPageNumber = project.MaxPageNumber
 )
 
 // Options configure a Service. The zero value (or nil) allows everything,

@@ -26,7 +26,7 @@ func TestDeletionFindsSetsStoredWithoutIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.cat.CreateOrganization(ctx, "beta", ""); err != nil {
+	if _, err := e.cat.CreateOrganization(ctx, "beta", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := e.s.Create(ctx, "beta", CreateInput{Name: ptr("b"), EnforcementLevel: ptr(Advisory)})

@@ -44,6 +44,18 @@ func levels(kind string) []string {
 	return []string{HardMandatory, SoftMandatory, Advisory}
 }
 
+// ownFile reports whether path names the policy's own file: the
+// specification's "<name>.policy", or, as HCP Terraform's clients name
+// it, "<name>.sentinel" for a Sentinel policy and "<name>.rego" for an OPA
+// policy.
+func ownFile(path, name, kind string) bool {
+	ext := ".sentinel"
+	if kind == OPA {
+		ext = ".rego"
+	}
+	return path == name+".policy" || path == name+ext
+}
+
 // resolveEnforce returns the enforcement of a policy named name from what
 // was sent, recording broken rules in v; nil when nothing was sent.
 func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, level *string) []Enforce {
@@ -67,7 +79,7 @@ func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, l
 		if !slices.Contains(valid, e.Mode) {
 			v.Add("Enforce[0].Mode", "must be one of %v", valid)
 		}
-		if e.Path != name+".policy" {
+		if !ownFile(e.Path, name, kind) {
 			// The specification: a path that does not match the policy
 			// file name gets the hard-mandatory mode.
 			e.Mode = valid[0]

@@ -39,19 +39,19 @@ func populate(t testing.TB, c *Catalog, n int) old {
 	}
 	o := old{project: p.ID, defaultProject: org.DefaultProjectID, workspaceName: "ws-000"}
 	for i := range n {
-		w, err := c.CreateWorkspace(ctx, "acme", fmt.Sprintf("ws-%03d", i), p.ID)
+		w, err := c.CreateWorkspace(ctx, "acme", fmt.Sprintf("ws-%03d", i), p.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.workspaces = append(o.workspaces, w.ID)
 	}
 	o.workspace = o.workspaces[0]
-	team, err := c.CreateTeam(ctx, "acme", "devs")
+	team, err := c.CreateTeam(ctx, "acme", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.team = team.ID
-	if _, err := c.SetTeamAccess(ctx, p.ID, team.ID, "write"); err != nil {
+	if _, err := c.SetTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
 		t.Fatal(err)
 	}
 	return o
@@ -69,7 +69,7 @@ func checkGone(t *testing.T, c *Catalog, o old) {
 	_, notFound["workspaces of the project"] = c.Workspaces(ctx, o.project)
 	_, notFound["team"] = c.Team(ctx, o.team)
 	_, notFound["team accesses"] = c.TeamAccesses(ctx, o.project)
-	_, notFound["set team access"] = c.SetTeamAccess(ctx, o.project, o.team, "read")
+	_, notFound["set team access"] = c.SetTeamAccess(ctx, TeamAccess{ProjectID: o.project, TeamID: o.team, Access: "read"})
 	notFound["delete workspace"] = c.DeleteWorkspace(ctx, o.workspace)
 	notFound["move workspaces"] = c.MoveWorkspaces(ctx, o.defaultProject, []string{o.workspace})
 	for op, err := range notFound {
@@ -92,10 +92,10 @@ func checkNothingOld(t *testing.T, c *Catalog, o old) {
 		t.Errorf("workspace by its old name: %v", err)
 	}
 	// The old names are free.
-	if _, err := c.CreateWorkspace(ctx, "acme", o.workspaceName, ""); err != nil {
+	if _, err := c.CreateWorkspace(ctx, "acme", o.workspaceName, "", nil); err != nil {
 		t.Errorf("create a workspace of an old name: %v", err)
 	}
-	if _, err := c.CreateTeam(ctx, "acme", "devs"); err != nil {
+	if _, err := c.CreateTeam(ctx, "acme", "devs", nil); err != nil {
 		t.Errorf("create a team of an old name: %v", err)
 	}
 	if _, err := c.Create(ctx, "acme", Input{Name: ptr("infra")}); err != nil {
@@ -130,7 +130,7 @@ func TestRecreatedOrganizationShowsNothingOld(t *testing.T) {
 		t.Fatalf("keys left: %v", slices.Sorted(maps.Keys(left)))
 	}
 	checkGone(t, e.c, o)
-	if _, err := e.c.CreateOrganization(root(), "acme", ""); err != nil {
+	if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	checkNothingOld(t, e.c, o)
@@ -179,7 +179,7 @@ func stopMidway(t *testing.T) (*faultstore.Store, *memstore.Store, *Catalog, old
 	t.Cleanup(func() { mem.Close() })
 	fs := faultstore.New(mem)
 	c := New(storage.Sub(fs, "project/"), nil)
-	if _, err := c.CreateOrganization(root(), "acme", ""); err != nil {
+	if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	o := populate(t, c, 3)
@@ -228,7 +228,7 @@ func TestDeletionStoppedMidway(t *testing.T) {
 			return c
 		}, 0},
 		{"create again", func(t *testing.T, _ *faultstore.Store, c *Catalog) *Catalog {
-			if _, err := c.CreateOrganization(root(), "acme", ""); err != nil {
+			if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
 				t.Fatal(err)
 			}
 			return c
@@ -256,8 +256,8 @@ func TestDeletionStoppedMidway(t *testing.T) {
 			}
 			checkGone(t, c, o)
 			adds := map[string]error{}
-			_, adds["workspace"] = c.CreateWorkspace(ctx, "acme", "late", "")
-			_, adds["team"] = c.CreateTeam(ctx, "acme", "late")
+			_, adds["workspace"] = c.CreateWorkspace(ctx, "acme", "late", "", nil)
+			_, adds["team"] = c.CreateTeam(ctx, "acme", "late", nil)
 			_, adds["project"] = c.Create(ctx, "acme", Input{Name: ptr("late")})
 			for what, err := range adds {
 				if !errors.Is(err, keel.ErrNotFound) {
@@ -289,7 +289,7 @@ func TestLateFinisherSparesNewOrganization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.CreateOrganization(root(), "acme", ""); err != nil {
+	if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	fresh := populate(t, e.c, 2)
@@ -357,7 +357,7 @@ func TestPendingDeletionWaitsForItsServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateOrganization(root(), "acme", ""); err != nil {
+	if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	err = reg.Update(root(), func(ctx context.Context, tx storage.Tx, orgs Orgs) error {
@@ -384,13 +384,13 @@ func TestPendingDeletionWaitsForItsServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := New(storage.Sub(fs, "project/"), nil)
-	if _, err := restarted.CreateOrganization(root(), "acme", ""); !errors.Is(err, keel.ErrConflict) {
+	if _, err := restarted.CreateOrganization(root(), "acme", "", nil); !errors.Is(err, keel.ErrConflict) {
 		t.Fatalf("create without the service: %v", err)
 	}
 	if _, err := restarted.Register(svc, purge); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restarted.CreateOrganization(root(), "acme", ""); err != nil {
+	if _, err := restarted.CreateOrganization(root(), "acme", "", nil); err != nil {
 		t.Fatalf("create with the service: %v", err)
 	}
 	for k := range storagetest.Dump(t, mem) {

@@ -96,6 +96,7 @@ type Registration struct {
 	base   storage.Store  // the store under both views
 	prefix string         // the service's view in base
 	purge  PurgeFunc
+	forget ForgetFunc // guarded by c.mu
 }
 
 // Orgs reads the organizations of a Catalog inside a transaction of a

@@ -11,9 +11,9 @@
 // id, and workspaces moved between them:
 //
 //	cat := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
-//	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test")
+//	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test", nil)
 //	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
-//	ws, err := cat.CreateWorkspace(ctx, "acme", "network", prj.ID)
+//	ws, err := cat.CreateWorkspace(ctx, "acme", "network", prj.ID, nil)
 //	err = cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID})
 //	page, err := cat.List(ctx, "acme", project.ListOptions{Query: "net", Sort: "-name"})
 //
@@ -39,6 +39,23 @@
 //     access ("Access") is read (the default), write, maintain, admin or
 //     custom.
 //   - List's Sort: "name", "-name" or "".
+//   - every list's PageNumber: at most MaxPageNumber (a larger one would
+//     overflow a position and read as another page).
+//   - the settings HCP Terraform's clients send (OrganizationSettings,
+//     WorkspaceSettings, TeamSettings), stored with HCP Terraform's
+//     defaults and rendered; keel enforces none of them. Their rules:
+//     CollaboratorAuthPolicy password or two_factor_mandatory;
+//     SessionTimeout and SessionRemember at least 1; DefaultExecutionMode
+//     and a workspace's ExecutionMode remote or local (keel keeps no
+//     agent pools); AggregatedCommitStatusEnabled not with
+//     SendPassingStatusesForUntriggeredSpeculativePlans; a workspace's
+//     TriggerPatterns not with TriggerPrefixes; a team's Visibility
+//     secret or organization, its OrganizationAccess keys among
+//     OrganizationAccessNames (`OrganizationAccess["x"]`); a custom team
+//     access's values among HCP Terraform's ("WorkspaceAccess.Runs").
+//   - UpdateOrganization's Name: the organization's own (keel does not
+//     rename organizations). UpdateWorkspace and UpdateTeam rename, with
+//     the rules of the create's name.
 //
 // Fields are never named by a wire name: an adapter maps these paths to
 // its own (package examples/httpapi/tfe to JSON:API pointers and query
@@ -64,6 +81,18 @@
 // the object); the default project of an organization cannot be deleted
 // (keel.KindConflict), as HCP Terraform refuses it; workspaces already in
 // the destination of a move stay where they are and count once.
+//
+// Organizations, workspaces and teams carry the caller's permissions too
+// (OrganizationPermissions, WorkspacePermissions, Team.CanUpdate and
+// CanDestroy). keel keeps no state or runs: HCP Terraform's safe delete
+// of a workspace (refused while it manages resources) and its force
+// delete are both DeleteWorkspace, and WorkspacePermissions.CanForceDelete
+// is CanDestroy.
+//
+// A service registered with the Catalog (see below) may also hear, with
+// Registration.OnForget, of every workspace and project the Catalog
+// deletes, in the deleting transaction, so that it keeps no reference to
+// them.
 //
 // # Deleting an organization
 //
@@ -139,7 +168,8 @@
 //
 //	CreateOrganization  create            organizations
 //	Organization        read              organizations/<org>
-//	Organizations       list              organizations
+//	UpdateOrganization  update            organizations/<org> (and read)
+//	Organizations       read              each organizations/<org>: those the caller cannot read are not listed
 //	DeleteOrganization  delete            organizations/<org>
 //	Create              manage-projects   organizations/<org>/projects (and read on the organization)
 //	List                list              organizations/<org>/projects (and read on the organization)
@@ -147,15 +177,26 @@
 //	Update              update            organizations/<org>/projects/<id>
 //	Delete              force-delete      organizations/<org>/projects/<id>
 //	MoveWorkspaces      move-workspaces   the destination and every source project
-//	SetTeamAccess       manage-projects   organizations/<org>/projects/<id>
-//	CreateWorkspace     create            organizations/<org>/projects/<id>/workspaces
+//	SetTeamAccess,      manage-projects   organizations/<org>/projects/<id>
+//	UpdateTeamAccess,
+//	RemoveTeamAccess
+//	TeamAccess(es)      read              organizations/<org>/projects/<id>
+//	CreateWorkspace     create            organizations/<org>/projects/<id>/workspaces (and read on the organization)
 //	Workspace           read              organizations/<org>/workspaces/<id>
+//	UpdateWorkspace     update            organizations/<org>/workspaces/<id>; a move, move-workspaces on both projects
+//	ListWorkspaces,     read              the organization, then each workspace: those the caller
+//	Workspaces                            cannot read are not listed
 //	DeleteWorkspace     delete            organizations/<org>/workspaces/<id>
-//	CreateTeam          create            organizations/<org>/teams
+//	CreateTeam          create            organizations/<org>/teams (and read on the organization)
+//	Team                read              organizations/<org>/teams
+//	UpdateTeam          update            organizations/<org>/teams
+//	DeleteTeam          delete            organizations/<org>/teams
 //	FinishDeletions     none: it finishes deletions a caller with delete started
 //
-// Operations on a project first need read on it: without it the project is
-// not found (404), as HCP Terraform answers; with read and without the
+// Operations on an organization, project, workspace or team first need
+// read on it: without it the object is not found (404), as HCP Terraform
+// answers, before any rule of the input is checked, so that no answer
+// tells whether it exists; with read and without the
 // operation's right, keel.KindForbidden (403). A destination of a move
 // without move-workspaces is not found, as the specification says.
 //

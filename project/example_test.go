@@ -18,7 +18,7 @@ func Example() {
 
 	// The catalog keeps its keys in the view of the store it is given.
 	cat := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
-	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test")
+	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test", nil)
 	if err != nil {
 		panic(err)
 	}
@@ -27,7 +27,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	ws, err := cat.CreateWorkspace(ctx, "acme", "vpc", prj.ID)
+	ws, err := cat.CreateWorkspace(ctx, "acme", "vpc", prj.ID, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -18,7 +18,7 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 	e := newEnv(t, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
 	src, dst := e.mkProject(t, "source"), e.mkProject(t, "target")
 	w := e.mkWorkspace(t, "a", src.ID)
-	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +27,17 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 		name string
 		op   func() error
 	}{
-		{"create organization", func() error { _, err := e.c.CreateOrganization(root(), "beta", ""); return err }},
+		{"create organization", func() error { _, err := e.c.CreateOrganization(root(), "beta", "", nil); return err }},
 		{"create project", func() error { _, err := e.c.Create(root(), "acme", Input{Name: ptr("new")}); return err }},
 		{"update project", func() error { _, err := e.c.Update(root(), src.ID, Input{Name: ptr("renamed")}); return err }},
 		{"delete project", func() error { return e.c.Delete(root(), dst.ID) }},
 		{"move workspaces", func() error { return e.c.MoveWorkspaces(root(), dst.ID, []string{w.ID}) }},
-		{"create workspace", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "b", ""); return err }},
+		{"create workspace", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "b", "", nil); return err }},
 		{"delete workspace", func() error { return e.c.DeleteWorkspace(root(), w.ID) }},
-		{"set team access", func() error { _, err := e.c.SetTeamAccess(root(), src.ID, team.ID, "read"); return err }},
+		{"set team access", func() error {
+			_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: src.ID, TeamID: team.ID, Access: "read"})
+			return err
+		}},
 		{"delete organization", func() error { return e.c.DeleteOrganization(root(), "acme") }},
 	}
 	for _, tt := range tests {
@@ -62,11 +65,11 @@ func TestWritesAreRetrySafe(t *testing.T) {
 	if err := e.c.MoveWorkspaces(root(), dst.ID, []string{w.ID}); err != nil {
 		t.Fatal(err)
 	}
-	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.SetTeamAccess(root(), dst.ID, team.ID, "read"); err != nil {
+	if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: dst.ID, TeamID: team.ID, Access: "read"}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -34,7 +34,7 @@ func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storag
 	}
 	clock := keel.NewFakeClock(t0)
 	e := &env{c: New(storage.Sub(store, "project/"), &Options{Authorizer: authz, Clock: clock}), mem: mem, clock: clock}
-	org, err := e.c.CreateOrganization(root(), "acme", "ops@acme.test")
+	org, err := e.c.CreateOrganization(root(), "acme", "ops@acme.test", nil)
 	if err != nil {
 		t.Fatalf("create organization: %v", err)
 	}
@@ -75,7 +75,7 @@ func (e *env) mkProject(t testing.TB, name string) Project {
 // mkWorkspace creates a workspace in a project of acme, or fails t.
 func (e *env) mkWorkspace(t testing.TB, name, projectID string) Workspace {
 	t.Helper()
-	w, err := e.c.CreateWorkspace(root(), "acme", name, projectID)
+	w, err := e.c.CreateWorkspace(root(), "acme", name, projectID, nil)
 	if err != nil {
 		t.Fatalf("create workspace %q: %v", name, err)
 	}

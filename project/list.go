@@ -44,19 +44,33 @@ type Page struct {
 
 // normalize applies the defaults and bounds of page numbers and sizes.
 func (o *ListOptions) normalize() error {
-	if o.PageNumber < 1 {
-		o.PageNumber = 1
+	var err error
+	if o.PageNumber, o.PageSize, err = pageBounds(o.PageNumber, o.PageSize); err != nil {
+		return err
 	}
-	if o.PageSize < 1 {
-		o.PageSize = DefaultPageSize
-	}
-	o.PageSize = min(o.PageSize, MaxPageSize)
 	switch o.Sort {
 	case "", "name", "-name":
 	default:
 		return keel.Invalid("Sort", "must be name or -name")
 	}
 	return nil
+}
+
+// pageBounds applies the defaults and bounds of a page number and size:
+// a number below 1 is the first page, one above MaxPageNumber is refused
+// ("PageNumber"), so that no position in a list overflows; a size below 1
+// is DefaultPageSize, one above MaxPageSize is MaxPageSize.
+func pageBounds(number, size int) (int, int, error) {
+	if number > MaxPageNumber {
+		return 0, 0, keel.Invalid("PageNumber", "must be at most %d", MaxPageNumber)
+	}
+	if number < 1 {
+		number = 1
+	}
+	if size < 1 {
+		size = DefaultPageSize
+	}
+	return number, min(size, MaxPageSize), nil
 }
 
 // List returns one page of the projects of org. It needs list on

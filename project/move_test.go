@@ -47,10 +47,10 @@ func TestMoveWorkspacesRules(t *testing.T) {
 	src, dst, locked := e.mkProject(t, "source"), e.mkProject(t, "target"), e.mkProject(t, "locked")
 	a := e.mkWorkspace(t, "a", src.ID)
 	l := e.mkWorkspace(t, "l", locked.ID)
-	if _, err := e.c.CreateOrganization(root(), "other", ""); err != nil {
+	if _, err := e.c.CreateOrganization(root(), "other", "", nil); err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := e.c.CreateWorkspace(root(), "other", "f", "")
+	foreign, err := e.c.CreateWorkspace(root(), "other", "f", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,9 @@ const (
 	MaxDescriptionLen = 256 // characters in a description, at most
 	DefaultPageSize   = 20  // projects per page when page[size] is not given
 	MaxPageSize       = 100 // projects per page, at most
+	// MaxPageNumber is the largest page number of any list: a larger
+	// one is refused, so that no position in a list overflows.
+	MaxPageNumber = 1 << 24
 )
 
 // Permissions are the caller's rights on a project, as the project
@@ -240,9 +243,10 @@ func (c *Catalog) Get(ctx context.Context, id string) (Project, error) {
 // Delete deletes an empty project. A project the caller cannot read is
 // keel.KindNotFound; without force-delete on it, keel.KindForbidden; with
 // workspaces inside, keel.KindConflict; the organization's default project,
-// keel.KindConflict too.
+// keel.KindConflict too. The services registered with the Catalog forget
+// the project in the same transaction (Registration.OnForget).
 func (c *Catalog) Delete(ctx context.Context, id string) error {
-	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	return c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -276,7 +280,10 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 		if err := tx.Delete(prjNames(rec.Org) + fold(rec.Name)); err != nil {
 			return err
 		}
-		return tx.Delete(prjKey(id))
+		if err := tx.Delete(prjKey(id)); err != nil {
+			return err
+		}
+		return forget(Forgotten{Kind: ForgetProject, Org: rec.Org, ID: id})
 	})
 }
 

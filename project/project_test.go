@@ -39,7 +39,7 @@ func TestCreateOrganizationRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.c.CreateOrganization(root(), tt.org, "")
+			_, err := e.c.CreateOrganization(root(), tt.org, "", nil)
 			if !errors.Is(err, tt.wantErr) && (err != nil || tt.wantErr != nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -63,15 +63,15 @@ func fields(err error) []string {
 func TestCatalogRulesNameGoFields(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	p := e.mkProject(t, "infra")
-	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := e.c.CreateOrganization(root(), "other", "")
+	other, err := e.c.CreateOrganization(root(), "other", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := e.c.CreateTeam(root(), "other", "devs")
+	foreign, err := e.c.CreateTeam(root(), "other", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,21 +81,36 @@ func TestCatalogRulesNameGoFields(t *testing.T) {
 		fields []string
 		rule   string
 	}{
-		{"organization name required", func() error { _, err := e.c.CreateOrganization(root(), "", ""); return err }, []string{"Name"}, "is required"},
-		{"organization name", func() error { _, err := e.c.CreateOrganization(root(), "a b", ""); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
-		{"team name required", func() error { _, err := e.c.CreateTeam(root(), "acme", ""); return err }, []string{"Name"}, "is required"},
-		{"team name", func() error { _, err := e.c.CreateTeam(root(), "acme", "a.b"); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
-		{"workspace name required", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "", ""); return err }, []string{"Name"}, "is required"},
-		{"workspace name 91", func() error { _, err := e.c.CreateWorkspace(root(), "acme", strings.Repeat("w", 91), ""); return err }, []string{"Name"}, "must be at most 90 characters"},
-		{"workspace in unknown project", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "w", "prj-nope"); return err }, []string{"ProjectID"}, ""},
+		{"organization name required", func() error { _, err := e.c.CreateOrganization(root(), "", "", nil); return err }, []string{"Name"}, "is required"},
+		{"organization name", func() error { _, err := e.c.CreateOrganization(root(), "a b", "", nil); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
+		{"team name required", func() error { _, err := e.c.CreateTeam(root(), "acme", "", nil); return err }, []string{"Name"}, "is required"},
+		{"team name", func() error { _, err := e.c.CreateTeam(root(), "acme", "a.b", nil); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
+		{"workspace name required", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "", "", nil); return err }, []string{"Name"}, "is required"},
+		{"workspace name 91", func() error {
+			_, err := e.c.CreateWorkspace(root(), "acme", strings.Repeat("w", 91), "", nil)
+			return err
+		}, []string{"Name"}, "must be at most 90 characters"},
+		{"workspace in unknown project", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "w", "prj-nope", nil); return err }, []string{"ProjectID"}, ""},
 		{"workspace in another organization's project", func() error {
-			_, err := e.c.CreateWorkspace(root(), "acme", "w", other.DefaultProjectID)
+			_, err := e.c.CreateWorkspace(root(), "acme", "w", other.DefaultProjectID, nil)
 			return err
 		}, []string{"ProjectID"}, ""},
-		{"access without project, team and level", func() error { _, err := e.c.SetTeamAccess(root(), "", "", "owner"); return err }, []string{"ProjectID", "TeamID", "Access"}, ""},
-		{"access level", func() error { _, err := e.c.SetTeamAccess(root(), p.ID, team.ID, "owner"); return err }, []string{"Access"}, "must be one of read, write, maintain, admin, custom"},
-		{"unknown team", func() error { _, err := e.c.SetTeamAccess(root(), p.ID, "team-nope", "read"); return err }, []string{"TeamID"}, ""},
-		{"team of another organization", func() error { _, err := e.c.SetTeamAccess(root(), p.ID, foreign.ID, "read"); return err }, []string{"TeamID"}, ""},
+		{"access without project, team and level", func() error {
+			_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: "", TeamID: "", Access: "owner"})
+			return err
+		}, []string{"ProjectID", "TeamID", "Access"}, ""},
+		{"access level", func() error {
+			_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"})
+			return err
+		}, []string{"Access"}, "must be one of read, write, maintain, admin, custom"},
+		{"unknown team", func() error {
+			_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "read"})
+			return err
+		}, []string{"TeamID"}, ""},
+		{"team of another organization", func() error {
+			_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: foreign.ID, Access: "read"})
+			return err
+		}, []string{"TeamID"}, ""},
 		{"sort", func() error { _, err := e.c.List(root(), "acme", ListOptions{Sort: "id"}); return err }, []string{"Sort"}, "must be name or -name"},
 	}
 	for _, tt := range tests {
@@ -118,11 +133,11 @@ func TestDeleteOrganizationRemovesEverything(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	p := e.mkProject(t, "infra")
 	e.mkWorkspace(t, "net", p.ID)
-	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.SetTeamAccess(root(), p.ID, team.ID, "write"); err != nil {
+	if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.DeleteOrganization(root(), "acme"); err != nil {
@@ -268,12 +283,12 @@ func TestProjectCounts(t *testing.T) {
 	p := e.mkProject(t, "infra")
 	e.mkWorkspace(t, "a", p.ID)
 	w := e.mkWorkspace(t, "b", p.ID)
-	team, err := e.c.CreateTeam(root(), "acme", "devs")
+	team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // setting access twice counts the team once
-		if _, err := e.c.SetTeamAccess(root(), p.ID, team.ID, "admin"); err != nil {
+		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -291,7 +306,7 @@ func TestProjectCounts(t *testing.T) {
 	if got.WorkspaceCount != 1 || got.TeamCount != 0 {
 		t.Fatalf("counts after removal = %d %d", got.WorkspaceCount, got.TeamCount)
 	}
-	if _, err := e.c.SetTeamAccess(root(), p.ID, team.ID, "owner"); !errors.Is(err, keel.ErrInvalid) {
+	if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"}); !errors.Is(err, keel.ErrInvalid) {
 		t.Fatalf("bad access level: %v", err)
 	}
 }

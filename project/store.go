@@ -61,6 +61,9 @@ type orgRecord struct {
 	CreatedAt      time.Time `json:"created_at"`
 	DefaultProject string    `json:"default_project"`
 	ProjectCount   int       `json:"project_count"`
+	// Settings holds the settings sent; a nil field is HCP Terraform's
+	// default, applied when read (OrganizationSettings.resolved).
+	Settings OrganizationSettings `json:"settings"`
 }
 
 // prjRecord is a project as stored.
@@ -81,13 +84,19 @@ type wsRecord struct {
 	Name      string    `json:"name"`
 	ProjectID string    `json:"project_id"`
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is nil until the first update.
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// Settings holds the settings sent; a nil field is HCP Terraform's
+	// default, applied when read (WorkspaceSettings.resolved).
+	Settings WorkspaceSettings `json:"settings"`
 }
 
 // teamRecord is a team as stored.
 type teamRecord struct {
-	ID   string `json:"id"`
-	Org  string `json:"org"`
-	Name string `json:"name"`
+	ID       string       `json:"id"`
+	Org      string       `json:"org"`
+	Name     string       `json:"name"`
+	Settings TeamSettings `json:"settings"`
 }
 
 // getJSON reads key into v; a missing key is keel.KindNotFound with what
@@ -175,6 +184,9 @@ func liveOrg(tx storage.Tx, org, what string) error {
 }
 
 // lookup returns the value of an index key, or "" when it is absent.
+// isMissing reports whether err is the store's missing key.
+func isMissing(err error) bool { return errors.Is(err, storage.ErrNotFound) }
+
 func lookup(tx storage.Tx, key string) (string, error) {
 	raw, err := tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {

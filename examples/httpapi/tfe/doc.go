@@ -9,8 +9,9 @@
 // Register adds the routes to an http.ServeMux, all under /api/v2:
 //
 //	GET    /ping                                        204
-//	POST   /organizations                               create (201)
-//	GET    /organizations, /organizations/:org          list, read
+//	POST   /organizations                               create (201), with the settings sent
+//	GET    /organizations, /organizations/:org          list (those the caller may read), read
+//	PATCH  /organizations/:org                          update email and settings (no rename)
 //	DELETE /organizations/:org                          204
 //	POST   /organizations/:org/projects                 create (201)
 //	GET    /organizations/:org/projects                 list: page[number], page[size], q,
@@ -19,11 +20,16 @@
 //	GET, PATCH, DELETE /projects/:id                    show, update, delete (204)
 //	POST   /projects/:id/relationships/workspaces       move workspaces (204)
 //	POST   /organizations/:org/workspaces               create in relationships.project (201)
-//	GET    /organizations/:org/workspaces               filter[project][id] (default project)
+//	GET    /organizations/:org/workspaces               page[number], page[size], search[name],
+//	                                                    filter[project][id]
 //	GET, PATCH, DELETE /organizations/:org/workspaces/:name, /workspaces/:id
-//	                                                    read, update (relationships.project only), delete
-//	POST   /organizations/:org/teams, GET /teams/:id    teams
-//	POST, GET /team-projects, DELETE /team-projects/:id team access to projects
+//	                                                    read, update (rename, settings, move), delete
+//	POST   .../actions/safe-delete, .../actions/force-delete
+//	                                                    of both workspace paths: delete (204)
+//	POST   /organizations/:org/teams                    create (201)
+//	GET, PATCH, DELETE /teams/:id                       read, update, delete (204)
+//	POST, GET /team-projects                            add (201), list (filter[project][id])
+//	GET, PATCH, DELETE /team-projects/:id               read, update, remove (204)
 //	POST   /organizations/:org/policies                 create (200, as the specification says)
 //	GET    /organizations/:org/policies                 page[number], page[size], search[name], include
 //	GET, PATCH, DELETE /policies/:id                    show (include), update, delete (204)
@@ -73,7 +79,7 @@
 // requests through:
 //
 //	Name, Description, Kind, Query,   /data/attributes/name, ...
-//	Email, Access
+//	Email, Access, Visibility, ...    (the settings: kebab case, see below)
 //	EnforcementLevel                  /data/attributes/enforcement-level
 //	Enforce, Enforce[0].Mode          /data/attributes/enforce, /data/attributes/enforce/0/mode
 //	PolicySetIDs[2]                   /data/relationships/policy-sets/data/2/id
@@ -101,10 +107,40 @@
 // /data/relationships/project/data/id; error details are keel's words,
 // not HCP Terraform's.
 //
+// Settings (an organization's, a workspace's, a team's) are named by
+// their Go names, kebab case on the wire ("CollaboratorAuthPolicy" →
+// collaborator-auth-policy); map keys and sub-fields follow as pointer
+// segments (`OrganizationAccess["x"]` → /data/attributes/organization-access/x,
+// "WorkspaceAccess.Runs" → /data/attributes/workspace-access/runs).
+//
+// Every answer about an organization, project, workspace, team or policy
+// is given after the caller's read right is checked: a caller who may not
+// read it gets 404, whatever the body, and lists hold only what the
+// caller may read. Page numbers past the end give empty data with the
+// true meta.pagination; a page number above project.MaxPageNumber, or one
+// that is not an integer, is 422 on the parameter page[number].
+//
+// # Differences from HCP Terraform
+//
+// What remains different, and why:
+//
+//	what                                      keel                               why
+//	organization rename (PATCH, new name)     422 on /data/attributes/name        the name is the id in every key
+//	settings (organization, workspace, team)  stored, rendered, not enforced      keel runs no plans, sessions or VCS
+//	execution mode "agent"                    422                                 keel keeps no agent pools
+//	workspace safe-delete                     deletes                             keel keeps no state: nothing to protect
+//	can-force-delete                          = can-destroy (delete right)        the same operation
+//	resource-count, locked, tag-names         0, false, []                        no state, locks or tags
+//	team organization-access                  stored, not enforced                rights come from the Authorizer
+//	team-projects id                          tprj_<team>_<project>               an access is keyed by both
+//	project-access, workspace-access          custom defaults for every level     only "custom" keeps values sent
+//	GET /organizations                        one page, readable ones only        few organizations per caller
+//	policy file paths                         <name>.policy, .sentinel, .rego     the clients' names (see package policy)
+//	policy sets                               read through include only           no /policy-sets routes yet
+//
 // # Caveats
 //
-// Only the attributes keel keeps are rendered; the other attributes of
-// go-tfe's structs read as zero values. Workspace updates only move the
-// workspace; workspace and organization lists are one page. Rate-limit
-// headers are not sent.
+// Only the attributes keel keeps are rendered, with a few constants of
+// the table above; the other attributes of go-tfe's structs read as zero
+// values. Rate-limit headers are not sent.
 package tfe

@@ -249,3 +249,155 @@ func TestRecreatedOrganizationWithGoTFE(t *testing.T) {
 		}
 	}
 }
+
+// TestOrganizationsWithGoTFE: what the tfe provider does with an
+// organization: create, then PATCH its settings, then read them back,
+// with HCP Terraform's defaults for those never sent.
+func TestOrganizationsWithGoTFE(t *testing.T) {
+	s := newServer(t)
+	c := s.client(t, "root")
+	ctx := context.Background()
+	org, err := c.Organizations.Create(ctx, gotfe.OrganizationCreateOptions{Name: gotfe.String("beta"), Email: gotfe.String("a@b.test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if org.CollaboratorAuthPolicy != gotfe.AuthPolicyPassword || !org.SpeculativePlanManagementEnabled || !org.CostEstimationEnabled ||
+		org.Permissions == nil || !org.Permissions.CanUpdate || !org.Permissions.CanDestroy || org.DefaultProject == nil {
+		t.Fatalf("created %+v", org)
+	}
+	org, err = c.Organizations.Update(ctx, "beta", gotfe.OrganizationUpdateOptions{
+		Name: gotfe.String("beta"), Email: gotfe.String("new@b.test"),
+		CollaboratorAuthPolicy:           gotfe.AuthPolicy(gotfe.AuthPolicyTwoFactor),
+		SpeculativePlanManagementEnabled: gotfe.Bool(false), AllowForceDeleteWorkspaces: gotfe.Bool(true),
+		SessionTimeout: gotfe.Int(60),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := c.Organizations.Read(ctx, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*gotfe.Organization{org, read} {
+		if o.Email != "new@b.test" || o.CollaboratorAuthPolicy != gotfe.AuthPolicyTwoFactor || o.SpeculativePlanManagementEnabled ||
+			!o.AllowForceDeleteWorkspaces || o.SessionTimeout != 60 || o.UserTokensEnabled == nil || !*o.UserTokensEnabled {
+			t.Fatalf("after update %+v", o)
+		}
+	}
+	if _, err := c.Organizations.Update(ctx, "beta", gotfe.OrganizationUpdateOptions{Name: gotfe.String("gamma")}); err == nil {
+		t.Fatal("rename accepted")
+	}
+	list, err := s.client(t, "reader").Organizations.List(ctx, nil)
+	if err != nil || len(list.Items) != 2 || list.Items[0].Permissions.CanUpdate {
+		t.Fatalf("reader's list %+v, %v", list, err)
+	}
+}
+
+// TestWorkspacesWithGoTFE: what the tfe provider sends and reads of a
+// workspace: the settings of its create, rename through an update, the
+// permissions its delete reads, safe-delete, and the pages of the list.
+func TestWorkspacesWithGoTFE(t *testing.T) {
+	s := newServer(t)
+	c := s.client(t, "root")
+	ctx := context.Background()
+	ws, err := c.Workspaces.Create(ctx, "acme", gotfe.WorkspaceCreateOptions{
+		Name: gotfe.String("web"), AllowDestroyPlan: gotfe.Bool(false), FileTriggersEnabled: gotfe.Bool(false),
+		QueueAllRuns: gotfe.Bool(true), SpeculativeEnabled: gotfe.Bool(false), StructuredRunOutputEnabled: gotfe.Bool(false),
+		AutoApplyRunTrigger: gotfe.Bool(false), WorkingDirectory: gotfe.String("infra"), Description: gotfe.String("the web"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := c.Workspaces.ReadByIDWithOptions(ctx, ws.ID, &gotfe.WorkspaceReadOptions{Include: []gotfe.WSIncludeOpt{gotfe.WSEffectiveTagBindings}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*gotfe.Workspace{ws, read} {
+		if w.AllowDestroyPlan || w.FileTriggersEnabled || !w.QueueAllRuns || w.SpeculativeEnabled || w.StructuredRunOutputEnabled ||
+			w.WorkingDirectory != "infra" || w.Description != "the web" || w.ExecutionMode != "remote" || !w.Operations ||
+			w.Organization == nil || w.Organization.Name != "acme" || w.Permissions == nil || w.Permissions.CanForceDelete == nil || !*w.Permissions.CanForceDelete {
+			t.Fatalf("workspace %+v", w)
+		}
+	}
+	ws, err = c.Workspaces.UpdateByID(ctx, ws.ID, gotfe.WorkspaceUpdateOptions{Name: gotfe.String("frontend"), SpeculativeEnabled: gotfe.Bool(true)})
+	if err != nil || ws.Name != "frontend" || !ws.SpeculativeEnabled || ws.QueueAllRuns != true {
+		t.Fatalf("updated %+v, %v", ws, err)
+	}
+	if byName, err := c.Workspaces.Read(ctx, "acme", "frontend"); err != nil || byName.ID != ws.ID {
+		t.Fatalf("read by new name %+v, %v", byName, err)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := c.Workspaces.Create(ctx, "acme", gotfe.WorkspaceCreateOptions{Name: gotfe.String(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := c.Workspaces.List(ctx, "acme", &gotfe.WorkspaceListOptions{ListOptions: gotfe.ListOptions{PageNumber: 2, PageSize: 3}})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "frontend" || list.TotalCount != 4 || list.TotalPages != 2 {
+		t.Fatalf("page 2: %+v, %v", list, err)
+	}
+	list, err = c.Workspaces.List(ctx, "acme", &gotfe.WorkspaceListOptions{Search: "FRONT"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("search: %+v, %v", list, err)
+	}
+	if err := c.Workspaces.SafeDeleteByID(ctx, ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Workspaces.SafeDelete(ctx, "acme", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Workspaces.ReadByID(ctx, ws.ID); !errors.Is(err, gotfe.ErrResourceNotFound) {
+		t.Fatalf("read after safe delete: %v", err)
+	}
+}
+
+// TestTeamsAndProjectAccessWithGoTFE: what the tfe provider does with a
+// team and its project access: create with settings, update, read the
+// access back, change it to a custom level, remove it, delete the team.
+func TestTeamsAndProjectAccessWithGoTFE(t *testing.T) {
+	s := newServer(t)
+	c := s.client(t, "root")
+	ctx := context.Background()
+	team, err := c.Teams.Create(ctx, "acme", gotfe.TeamCreateOptions{Name: gotfe.String("devs"), AllowMemberTokenManagement: gotfe.Bool(false),
+		OrganizationAccess: &gotfe.OrganizationAccessOptions{ReadWorkspaces: gotfe.Bool(true)}})
+	if err != nil || team.AllowMemberTokenManagement || team.Visibility != "secret" || !team.OrganizationAccess.ReadWorkspaces {
+		t.Fatalf("team %+v, %v", team, err)
+	}
+	team, err = c.Teams.Update(ctx, team.ID, gotfe.TeamUpdateOptions{Name: gotfe.String("ops"), Visibility: gotfe.String("organization")})
+	if err != nil || team.Name != "ops" || team.Visibility != "organization" || !team.OrganizationAccess.ReadWorkspaces {
+		t.Fatalf("updated %+v, %v", team, err)
+	}
+	p, err := c.Projects.Create(ctx, "acme", gotfe.ProjectCreateOptions{Name: "apps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.TeamProjectAccess.Add(ctx, gotfe.TeamProjectAccessAddOptions{Access: gotfe.TeamProjectAccessRead,
+		Team: &gotfe.Team{ID: team.ID}, Project: &gotfe.Project{ID: p.ID},
+		ProjectAccess: &gotfe.TeamProjectAccessProjectPermissionsOptions{}, WorkspaceAccess: &gotfe.TeamProjectAccessWorkspacePermissionsOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := c.TeamProjectAccess.Read(ctx, a.ID)
+	if err != nil || read.Access != gotfe.TeamProjectAccessRead || read.Team.ID != team.ID || read.Project.ID != p.ID {
+		t.Fatalf("read %+v, %v", read, err)
+	}
+	custom := gotfe.TeamProjectAccessCustom
+	up, err := c.TeamProjectAccess.Update(ctx, a.ID, gotfe.TeamProjectAccessUpdateOptions{Access: &custom,
+		ProjectAccess:   &gotfe.TeamProjectAccessProjectPermissionsOptions{Teams: gotfe.ProjectTeamsPermission(gotfe.ProjectTeamsPermissionManage)},
+		WorkspaceAccess: &gotfe.TeamProjectAccessWorkspacePermissionsOptions{Runs: gotfe.WorkspaceRunsPermission(gotfe.WorkspaceRunsPermissionApply), Create: gotfe.Bool(true)}})
+	if err != nil || up.Access != custom || up.ProjectAccess.ProjectTeamsPermission != gotfe.ProjectTeamsPermissionManage ||
+		up.WorkspaceAccess.WorkspaceRunsPermission != gotfe.WorkspaceRunsPermissionApply || !up.WorkspaceAccess.WorkspaceCreatePermission {
+		t.Fatalf("custom %+v, %v", up, err)
+	}
+	if err := c.TeamProjectAccess.Remove(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TeamProjectAccess.Read(ctx, a.ID); !errors.Is(err, gotfe.ErrResourceNotFound) {
+		t.Fatalf("read removed: %v", err)
+	}
+	if err := c.Teams.Delete(ctx, team.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Teams.Read(ctx, team.ID); !errors.Is(err, gotfe.ErrResourceNotFound) {
+		t.Fatalf("read deleted team: %v", err)
+	}
+}

@@ -101,6 +101,17 @@ func TestErrorDocuments(t *testing.T) {
 		{"workspace project", "POST", "/api/v2/organizations/acme/workspaces", doc("workspaces", `"name":"w"`, `"project":{"data":{"type":"projects","id":"prj-nope"}}`), "422", []string{"pointer /data/relationships/project/data/id"}},
 		{"team access: all required", "POST", "/api/v2/team-projects", doc("team-projects", `"access":"owner"`, ""), "422", []string{"pointer /data/relationships/project/data/id", "pointer /data/relationships/team/data/id", "pointer /data/attributes/access"}},
 		{"team access: unknown team", "POST", "/api/v2/team-projects", doc("team-projects", `"access":"read"`, `"team":{"data":{"type":"teams","id":"team-nope"}},"project":{"data":{"type":"projects","id":"`+org.DefaultProjectID+`"}}`), "422", []string{"pointer /data/relationships/team/data/id"}},
+		{"organization settings", "PATCH", "/api/v2/organizations/acme", doc("organizations", `"name":"other","collaborator-auth-policy":"sso","default-execution-mode":"agent"`, ""), "422", []string{"pointer /data/attributes/name", "pointer /data/attributes/collaborator-auth-policy", "pointer /data/attributes/default-execution-mode"}},
+		{"organization setting type", "PATCH", "/api/v2/organizations/acme", doc("organizations", `"session-timeout":"x","cost-estimation-enabled":1`, ""), "422", []string{"pointer /data/attributes/session-timeout", "pointer /data/attributes/cost-estimation-enabled"}},
+		{"workspace settings", "POST", "/api/v2/organizations/acme/workspaces", doc("workspaces", `"name":"w","execution-mode":"agent","queue-all-runs":"yes"`, ""), "422", []string{"pointer /data/attributes/queue-all-runs"}},
+		{"workspace execution mode", "PATCH", "/api/v2/organizations/acme/workspaces/nope", doc("workspaces", `"execution-mode":"agent"`, ""), "404", nil},
+		{"huge page number: projects", "GET", "/api/v2/organizations/acme/projects?page%5Bnumber%5D=9223372036854775807", "", "422", []string{"parameter page[number]"}},
+		{"huge page number: policies", "GET", "/api/v2/organizations/acme/policies?page%5Bnumber%5D=9223372036854775807", "", "422", []string{"parameter page[number]"}},
+		{"huge page number: workspaces", "GET", "/api/v2/organizations/acme/workspaces?page%5Bnumber%5D=9223372036854775807", "", "422", []string{"parameter page[number]"}},
+		{"page number past int", "GET", "/api/v2/organizations/acme/workspaces?page%5Bnumber%5D=92233720368547758070", "", "422", []string{"parameter page[number]"}},
+		{"team settings", "POST", "/api/v2/organizations/acme/teams", doc("teams", `"name":"t","visibility":"public","organization-access":{"fly":true}`, ""), "422", []string{"pointer /data/attributes/visibility", "pointer /data/attributes/organization-access/fly"}},
+		{"custom access values", "POST", "/api/v2/team-projects", doc("team-projects", `"access":"custom","workspace-access":{"runs":"destroy"}`, `"project":{"data":{"type":"projects","id":"`+org.DefaultProjectID+`"}}`), "422", []string{"pointer /data/relationships/team/data/id", "pointer /data/attributes/workspace-access/runs"}},
+		{"unknown team access", "GET", "/api/v2/team-projects/tprj_team-x_prj-y", "", "404", nil},
 		{"bad sort", "GET", "/api/v2/organizations/acme/projects?sort=id", "", "422", []string{"parameter sort"}},
 
 		{"unknown organization", "GET", "/api/v2/organizations/nope/policies", "", "404", nil},
@@ -143,7 +154,7 @@ func TestMoveWorkspacesHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := s.catalog.CreateWorkspace(ctx, "acme", "w1", "")
+	ws, err := s.catalog.CreateWorkspace(ctx, "acme", "w1", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,6 +254,10 @@ func splitPath(field string) (head, rest string) {
 	head = field[:i]
 	var b strings.Builder
 	for _, seg := range strings.FieldsFunc(field[i:], func(c rune) bool { return c == '[' || c == ']' || c == '.' }) {
+		if k, err := strconv.Unquote(seg); err == nil {
+			b.WriteString("/" + k) // a map key, as it is
+			continue
+		}
 		b.WriteString("/" + kebab(seg))
 	}
 	return head, b.String()
@@ -359,6 +363,52 @@ func (res *reqResource) attrString(v *keel.Validation, field string) *string {
 		return nil
 	}
 	return &s
+}
+
+// attrBool reads the boolean attribute of the Go name field: nil when
+// absent or null; a value of another type is a problem recorded in v.
+func (res *reqResource) attrBool(v *keel.Validation, field string) *bool {
+	raw := res.attr(field)
+	if raw == nil {
+		return nil
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		v.Add(field, "must be a boolean")
+		return nil
+	}
+	return &b
+}
+
+// attrStrings reads the attribute of the Go name field, an array of
+// strings: nil when absent or null; a value of another type is a problem
+// recorded in v.
+func (res *reqResource) attrStrings(v *keel.Validation, field string) *[]string {
+	raw := res.attr(field)
+	if raw == nil {
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(raw, &l); err != nil {
+		v.Add(field, "must be an array of strings")
+		return nil
+	}
+	return &l
+}
+
+// attrInt reads the integer attribute of the Go name field: nil when
+// absent or null; a value of another type is a problem recorded in v.
+func (res *reqResource) attrInt(v *keel.Validation, field string) *int {
+	raw := res.attr(field)
+	if raw == nil {
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil {
+		v.Add(field, "must be an integer")
+		return nil
+	}
+	return &n
 }
 
 // relIDs reads the ids of the to-many relationship of the Go name field

@@ -1,0 +1,556 @@
+package project
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// Team visibilities, as HCP Terraform names them.
+const (
+	VisibilitySecret       = "secret" // the default
+	VisibilityOrganization = "organization"
+)
+
+// OrganizationAccessNames are the organization-level permissions a team
+// may hold, by their names in HCP Terraform.
+var OrganizationAccessNames = []string{
+	"access-secret-teams", "delegate-policy-overrides", "manage-agent-pools", "manage-membership",
+	"manage-modules", "manage-organization-access", "manage-policies", "manage-policy-overrides",
+	"manage-projects", "manage-providers", "manage-run-tasks", "manage-teams", "manage-vcs-settings",
+	"manage-workspaces", "read-projects", "read-workspaces",
+}
+
+// TeamSettings are the settings of a team that keel keeps. In an input a
+// nil field was not sent (create: the default; update: unchanged); in a
+// Team as read every field is set.
+//
+// keel stores them and enforces none of them: the caller's rights come
+// from the Authorizer, not from a team's organization access.
+type TeamSettings struct {
+	// Visibility is "secret" (the default) or "organization".
+	Visibility *string
+	// AllowMemberTokenManagement defaults to true.
+	AllowMemberTokenManagement *bool
+	// SSOTeamID is "" by default.
+	SSOTeamID *string
+	// OrganizationAccess holds organization-level permissions by their
+	// names (OrganizationAccessNames); those sent are changed, the
+	// others kept; every name is false until set.
+	OrganizationAccess map[string]bool
+}
+
+func (s TeamSettings) resolved() TeamSettings {
+	if s.Visibility == nil {
+		s.Visibility = ptrTo(VisibilitySecret)
+	}
+	if s.AllowMemberTokenManagement == nil {
+		s.AllowMemberTokenManagement = ptrTo(true)
+	}
+	if s.SSOTeamID == nil {
+		s.SSOTeamID = ptrTo("")
+	}
+	access := map[string]bool{}
+	for _, n := range OrganizationAccessNames {
+		access[n] = s.OrganizationAccess[n]
+	}
+	s.OrganizationAccess = access
+	return s
+}
+
+func (s *TeamSettings) merge(in TeamSettings) {
+	if in.Visibility != nil {
+		s.Visibility = in.Visibility
+	}
+	if in.AllowMemberTokenManagement != nil {
+		s.AllowMemberTokenManagement = in.AllowMemberTokenManagement
+	}
+	if in.SSOTeamID != nil {
+		s.SSOTeamID = in.SSOTeamID
+	}
+	if len(in.OrganizationAccess) > 0 {
+		if s.OrganizationAccess == nil {
+			s.OrganizationAccess = map[string]bool{}
+		} else {
+			s.OrganizationAccess = maps.Clone(s.OrganizationAccess)
+		}
+		maps.Copy(s.OrganizationAccess, in.OrganizationAccess)
+	}
+}
+
+func (s TeamSettings) validate(v *keel.Validation) {
+	if s.Visibility != nil && *s.Visibility != VisibilitySecret && *s.Visibility != VisibilityOrganization {
+		v.Add("Visibility", "must be %s or %s", VisibilitySecret, VisibilityOrganization)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.OrganizationAccess)) {
+		if !slices.Contains(OrganizationAccessNames, k) {
+			v.Add(fmt.Sprintf("OrganizationAccess[%q]", k), "is not an organization permission")
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// Team is a team of an organization as read.
+type Team struct {
+	ID   string
+	Org  string
+	Name string
+	// Settings has every field set: the value stored, or the default.
+	Settings TeamSettings
+	// CanDestroy and CanUpdate are the caller's rights on the team.
+	CanDestroy bool
+	CanUpdate  bool
+}
+
+// TeamInput is the body of a team update; a nil field was not sent.
+type TeamInput struct {
+	// Name renames the team: the rules of CreateTeam's name.
+	Name *string
+	TeamSettings
+}
+
+func (c *Catalog) publicTeam(ctx context.Context, r *teamRecord) (Team, error) {
+	t := Team{ID: r.ID, Org: r.Org, Name: r.Name, Settings: r.Settings.resolved()}
+	var err error
+	if t.CanUpdate, err = c.may(ctx, keel.CapUpdate, teamsResource(r.Org)); err != nil {
+		return Team{}, err
+	}
+	if t.CanDestroy, err = c.may(ctx, keel.CapDelete, teamsResource(r.Org)); err != nil {
+		return Team{}, err
+	}
+	return t, nil
+}
+
+// CreateTeam creates a team in org, with the settings sent (nil: the
+// defaults). It needs create on "organizations/<org>/teams"; an
+// organization the caller cannot read is not found. The name ("Name") is
+// required, letters, digits, "-" and "_", unique in the organization
+// ignoring case; Visibility is secret or organization; OrganizationAccess
+// holds only OrganizationAccessNames.
+func (c *Catalog) CreateTeam(ctx context.Context, org, name string, settings *TeamSettings) (Team, error) {
+	var v keel.Validation
+	if err := slugError(name, 0); err != nil {
+		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
+	}
+	var s TeamSettings
+	if settings != nil {
+		s.merge(*settings)
+	}
+	s.validate(&v)
+	invalid := v.Err()
+	rec := teamRecord{ID: NewID("team"), Org: org, Name: name, Settings: s}
+	var out Team
+	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapCreate, teamsResource(org)); err != nil {
+			return err
+		}
+		if invalid != nil {
+			return invalid
+		}
+		if id, err := lookup(tx, teamNames(org)+fold(name)); err != nil {
+			return err
+		} else if id != "" {
+			return fmt.Errorf("team %q: %w", name, keel.ErrAlreadyExists)
+		}
+		if err := putJSON(tx, teamKey(rec.ID), rec); err != nil {
+			return err
+		}
+		if err := tx.Put(teamNames(org)+fold(name), []byte(rec.ID)); err != nil {
+			return err
+		}
+		var err error
+		out, err = c.publicTeam(ctx, &rec)
+		return err
+	})
+	return out, err
+}
+
+// visibleTeam returns the team id, or keel.KindNotFound when it does not
+// exist, its organization is being deleted, or the caller lacks read on
+// "organizations/<org>/teams".
+func (c *Catalog) visibleTeam(ctx context.Context, tx storage.Tx, id string) (*teamRecord, error) {
+	rec, err := getTeam(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := liveOrg(tx, rec.Org, "team "+id); err != nil {
+		return nil, err
+	}
+	if err := keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(rec.Org)); err != nil {
+		return nil, hide(err, "team "+id)
+	}
+	return rec, nil
+}
+
+// Team returns the team id. It needs read on "organizations/<org>/teams";
+// without it the team is not found.
+func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
+	var out Team
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := c.visibleTeam(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out, err = c.publicTeam(ctx, rec)
+		return err
+	})
+	return out, err
+}
+
+// UpdateTeam renames the team and changes the settings sent. It needs
+// update on "organizations/<org>/teams" (keel.KindForbidden without it);
+// a team the caller cannot read is not found. The rules are CreateTeam's;
+// a name taken by another team is keel.KindAlreadyExists.
+func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team, error) {
+	var v keel.Validation
+	if in.Name != nil {
+		if err := slugError(*in.Name, 0); err != nil {
+			v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
+		}
+	}
+	in.validate(&v)
+	invalid := v.Err()
+	var out Team
+	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := c.visibleTeam(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapUpdate, teamsResource(rec.Org)); err != nil {
+			return err
+		}
+		if invalid != nil {
+			return invalid
+		}
+		if in.Name != nil && *in.Name != rec.Name {
+			key := teamNames(rec.Org) + fold(*in.Name)
+			if other, err := lookup(tx, key); err != nil {
+				return err
+			} else if other != "" && other != id {
+				return fmt.Errorf("team %q: %w", *in.Name, keel.ErrAlreadyExists)
+			}
+			if err := tx.Delete(teamNames(rec.Org) + fold(rec.Name)); err != nil {
+				return err
+			}
+			if err := tx.Put(key, []byte(id)); err != nil {
+				return err
+			}
+			rec.Name = *in.Name
+		}
+		rec.Settings.merge(in.TeamSettings)
+		if err := putJSON(tx, teamKey(id), rec); err != nil {
+			return err
+		}
+		out, err = c.publicTeam(ctx, rec)
+		return err
+	})
+	return out, err
+}
+
+// DeleteTeam deletes the team and its access to every project (whose team
+// counts drop). It needs delete on "organizations/<org>/teams"
+// (keel.KindForbidden without it); a team the caller cannot read is not
+// found.
+func (c *Catalog) DeleteTeam(ctx context.Context, id string) error {
+	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := c.visibleTeam(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapDelete, teamsResource(rec.Org)); err != nil {
+			return err
+		}
+		prefix := orgIx(rec.Org) + "access/"
+		keys, err := keysUnder(tx, prefix)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			prj, team, ok := strings.Cut(k, "/")
+			if !ok || team != id {
+				continue
+			}
+			p, err := getProject(tx, prj)
+			if err != nil {
+				return fmt.Errorf("project of an access of team %q: %v: %w", id, err, keel.ErrInternal)
+			}
+			p.TeamCount--
+			if err := putJSON(tx, prjKey(p.ID), p); err != nil {
+				return err
+			}
+			if err := tx.Delete(prefix + k); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(teamNames(rec.Org) + fold(rec.Name)); err != nil {
+			return err
+		}
+		return tx.Delete(teamKey(id))
+	})
+}
+
+// Team access levels, as HCP Terraform names them.
+var accessLevels = []string{"read", "write", "maintain", "admin", "custom"}
+
+// ProjectAccess is the project part of a custom access level, as HCP
+// Terraform names its values.
+type ProjectAccess struct {
+	Settings     string // read (the default), update, delete
+	Teams        string // none (the default), read, manage
+	VariableSets string // none (the default), read, write
+}
+
+// WorkspaceAccess is the workspace part of a custom access level, as HCP
+// Terraform names its values; the booleans default to false.
+type WorkspaceAccess struct {
+	Runs            string // read (the default), plan, apply
+	SentinelMocks   string // none (the default), read
+	StateVersions   string // none (the default), read-outputs, read, write
+	Variables       string // none (the default), read, write
+	Create          bool
+	Locking         bool
+	Move            bool
+	Delete          bool
+	RunTasks        bool
+	PolicyOverrides bool
+}
+
+// TeamAccess is one team's access to a project.
+type TeamAccess struct {
+	TeamID    string
+	ProjectID string
+	// Access is the level, as HCP Terraform names them ("read",
+	// "write", "maintain", "admin", "custom").
+	Access string
+	// ProjectAccess and WorkspaceAccess are the permissions of a custom
+	// level: read, they are set for every level (the custom defaults
+	// when the level is not custom); in an input they are used for
+	// "custom" only, an empty string keeping the value in force.
+	ProjectAccess   *ProjectAccess
+	WorkspaceAccess *WorkspaceAccess
+}
+
+// accessRecord is a team's access as stored at ix/<org>/access/<prj>/<team>:
+// JSON, or (written before custom levels) the bare level.
+type accessRecord struct {
+	Access    string          `json:"access"`
+	Project   ProjectAccess   `json:"project"`
+	Workspace WorkspaceAccess `json:"workspace"`
+}
+
+func defaultCustom() accessRecord {
+	return accessRecord{
+		Project:   ProjectAccess{Settings: "read", Teams: "none", VariableSets: "none"},
+		Workspace: WorkspaceAccess{Runs: "read", SentinelMocks: "none", StateVersions: "none", Variables: "none"},
+	}
+}
+
+func decodeAccess(raw []byte) accessRecord {
+	rec := defaultCustom()
+	if len(raw) > 0 && raw[0] == '{' {
+		if json.Unmarshal(raw, &rec) == nil {
+			return rec
+		}
+	}
+	rec.Access = string(raw)
+	return rec
+}
+
+func (r accessRecord) public(team, prj string) TeamAccess {
+	p, w := r.Project, r.Workspace
+	return TeamAccess{TeamID: team, ProjectID: prj, Access: r.Access, ProjectAccess: &p, WorkspaceAccess: &w}
+}
+
+// apply sets in r the custom permissions of in that are sent, recording
+// broken rules in v.
+func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
+	check := func(field string, dst *string, val string, allowed ...string) {
+		if val == "" {
+			return
+		}
+		if !slices.Contains(allowed, val) {
+			v.Add(field, "must be one of %s", strings.Join(allowed, ", "))
+			return
+		}
+		*dst = val
+	}
+	if p := in.ProjectAccess; p != nil {
+		check("ProjectAccess.Settings", &r.Project.Settings, p.Settings, "read", "update", "delete")
+		check("ProjectAccess.Teams", &r.Project.Teams, p.Teams, "none", "read", "manage")
+		check("ProjectAccess.VariableSets", &r.Project.VariableSets, p.VariableSets, "none", "read", "write")
+	}
+	if w := in.WorkspaceAccess; w != nil {
+		check("WorkspaceAccess.Runs", &r.Workspace.Runs, w.Runs, "read", "plan", "apply")
+		check("WorkspaceAccess.SentinelMocks", &r.Workspace.SentinelMocks, w.SentinelMocks, "none", "read")
+		check("WorkspaceAccess.StateVersions", &r.Workspace.StateVersions, w.StateVersions, "none", "read-outputs", "read", "write")
+		check("WorkspaceAccess.Variables", &r.Workspace.Variables, w.Variables, "none", "read", "write")
+		r.Workspace.Create, r.Workspace.Locking, r.Workspace.Move = w.Create, w.Locking, w.Move
+		r.Workspace.Delete, r.Workspace.RunTasks, r.Workspace.PolicyOverrides = w.Delete, w.RunTasks, w.PolicyOverrides
+	}
+}
+
+// SetTeamAccess gives a team access to a project, or changes it (in.Access
+// "" means "read"; in.ProjectAccess and in.WorkspaceAccess are used when
+// the level is "custom"). It needs manage-projects on the project;
+// without read on it the project is not found. The project and the team
+// are required ("ProjectID", "TeamID"), the level must be one of HCP
+// Terraform's ("Access") and the custom values theirs
+// ("WorkspaceAccess.Runs", ...), all checked at once, and the team must
+// be of the project's organization ("TeamID").
+func (c *Catalog) SetTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+	return c.setTeamAccess(ctx, in, false)
+}
+
+// UpdateTeamAccess changes an existing access of a team to a project,
+// with the rules of SetTeamAccess; a team without access to the project
+// is keel.KindNotFound. An empty in.Access keeps the level.
+func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+	return c.setTeamAccess(ctx, in, true)
+}
+
+func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, existing bool) (TeamAccess, error) {
+	var v keel.Validation
+	if in.ProjectID == "" {
+		v.Add("ProjectID", "is required")
+	}
+	if in.TeamID == "" {
+		v.Add("TeamID", "is required")
+	}
+	if in.Access != "" && !slices.Contains(accessLevels, in.Access) {
+		v.Add("Access", "must be one of %s", strings.Join(accessLevels, ", "))
+	}
+	probe := defaultCustom()
+	probe.apply(&v, in)
+	if err := v.Err(); err != nil {
+		return TeamAccess{}, err
+	}
+	var out TeamAccess
+	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		p, err := c.visibleProject(ctx, tx, in.ProjectID)
+		if err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapManageProjects, projectResource(p.Org, p.ID)); err != nil {
+			return err
+		}
+		t, err := getTeam(tx, in.TeamID)
+		if err != nil || t.Org != p.Org {
+			if existing {
+				return fmt.Errorf("team %q has no access to project %q: %w", in.TeamID, p.ID, keel.ErrNotFound)
+			}
+			return keel.Invalid("TeamID", "no team %q in organization %q", in.TeamID, p.Org)
+		}
+		key := prjAccess(p.Org, p.ID) + t.ID
+		raw, err := tx.Get(key)
+		switch {
+		case err == nil:
+		case !isMissing(err):
+			return err
+		case existing:
+			return fmt.Errorf("team %q has no access to project %q: %w", in.TeamID, p.ID, keel.ErrNotFound)
+		default:
+			p.TeamCount++
+			if err := putJSON(tx, prjKey(p.ID), p); err != nil {
+				return err
+			}
+		}
+		rec := defaultCustom()
+		if raw != nil {
+			rec = decodeAccess(raw)
+		}
+		switch {
+		case in.Access != "":
+			rec.Access = in.Access
+		case rec.Access == "":
+			rec.Access = "read"
+		}
+		if rec.Access == "custom" {
+			var v keel.Validation
+			rec.apply(&v, in)
+		}
+		if err := putJSON(tx, key, rec); err != nil {
+			return err
+		}
+		out = rec.public(t.ID, p.ID)
+		return nil
+	})
+	return out, err
+}
+
+// TeamAccess returns the access of the team teamID to the project
+// projectID. It needs read on the project; a team without access is
+// keel.KindNotFound.
+func (c *Catalog) TeamAccess(ctx context.Context, projectID, teamID string) (TeamAccess, error) {
+	var out TeamAccess
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		raw, err := tx.Get(prjAccess(p.Org, p.ID) + teamID)
+		if isMissing(err) || !validID(teamID) {
+			return fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		out = decodeAccess(raw).public(teamID, p.ID)
+		return nil
+	})
+	return out, err
+}
+
+// RemoveTeamAccess takes a team's access to a project away. It needs
+// manage-projects on the project; a team without access is
+// keel.KindNotFound.
+func (c *Catalog) RemoveTeamAccess(ctx context.Context, projectID, teamID string) error {
+	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapManageProjects, projectResource(p.Org, p.ID)); err != nil {
+			return err
+		}
+		key := prjAccess(p.Org, p.ID) + teamID
+		if old, err := lookup(tx, key); err != nil {
+			return err
+		} else if old == "" || !validID(teamID) {
+			return fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.ErrNotFound)
+		}
+		p.TeamCount--
+		if err := putJSON(tx, prjKey(p.ID), p); err != nil {
+			return err
+		}
+		return tx.Delete(key)
+	})
+}
+
+// TeamAccesses lists the teams with access to a project, by team id. It
+// needs read on the project.
+func (c *Catalog) TeamAccesses(ctx context.Context, projectID string) ([]TeamAccess, error) {
+	out := []TeamAccess{}
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = out[:0]
+		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		prefix := prjAccess(p.Org, p.ID)
+		return tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			out = append(out, decodeAccess(v).public(key[len(prefix):], p.ID))
+			return nil
+		})
+	})
+	return out, err
+}

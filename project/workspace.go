@@ -1,0 +1,565 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
+)
+
+// WorkspaceSettings are the settings of a workspace that keel keeps, as
+// HCP Terraform names them. In an input a nil field was not sent (create:
+// HCP Terraform's default; update: unchanged); in a Workspace as read
+// every field is set, to the value stored or to the default. keel stores
+// them and runs nothing by them.
+type WorkspaceSettings struct {
+	// Description is "" by default.
+	Description *string
+	// AllowDestroyPlan defaults to true.
+	AllowDestroyPlan *bool
+	// AutoApply, AutoApplyRunTrigger, AssessmentsEnabled,
+	// GlobalRemoteState and QueueAllRuns default to false.
+	AutoApply           *bool
+	AutoApplyRunTrigger *bool
+	AssessmentsEnabled  *bool
+	GlobalRemoteState   *bool
+	QueueAllRuns        *bool
+	// FileTriggersEnabled, SpeculativeEnabled and
+	// StructuredRunOutputEnabled default to true.
+	FileTriggersEnabled        *bool
+	SpeculativeEnabled         *bool
+	StructuredRunOutputEnabled *bool
+	// ExecutionMode is "remote" (the default) or "local"; keel keeps no
+	// agent pools, so "agent" is refused.
+	ExecutionMode *string
+	// TerraformVersion, WorkingDirectory, SourceName and SourceURL are ""
+	// by default.
+	TerraformVersion *string
+	WorkingDirectory *string
+	SourceName       *string
+	SourceURL        *string
+	// TriggerPrefixes and TriggerPatterns are empty by default.
+	TriggerPrefixes *[]string
+	TriggerPatterns *[]string
+}
+
+// resolved returns s with every nil field set to HCP Terraform's default.
+func (s WorkspaceSettings) resolved() WorkspaceSettings {
+	str := func(p **string, d string) {
+		if *p == nil {
+			*p = &d
+		}
+	}
+	flag := func(p **bool, d bool) {
+		if *p == nil {
+			*p = &d
+		}
+	}
+	list := func(p **[]string) {
+		if *p == nil {
+			*p = &[]string{}
+		} else {
+			l := slices.Clone(**p)
+			*p = &l
+		}
+	}
+	str(&s.Description, "")
+	flag(&s.AllowDestroyPlan, true)
+	flag(&s.AutoApply, false)
+	flag(&s.AutoApplyRunTrigger, false)
+	flag(&s.AssessmentsEnabled, false)
+	flag(&s.GlobalRemoteState, false)
+	flag(&s.QueueAllRuns, false)
+	flag(&s.FileTriggersEnabled, true)
+	flag(&s.SpeculativeEnabled, true)
+	flag(&s.StructuredRunOutputEnabled, true)
+	str(&s.ExecutionMode, ExecutionRemote)
+	str(&s.TerraformVersion, "")
+	str(&s.WorkingDirectory, "")
+	str(&s.SourceName, "")
+	str(&s.SourceURL, "")
+	list(&s.TriggerPrefixes)
+	list(&s.TriggerPatterns)
+	return s
+}
+
+// merge sets in s the fields sent in in.
+func (s *WorkspaceSettings) merge(in WorkspaceSettings) {
+	set := func(dst **string, src *string) {
+		if src != nil {
+			*dst = src
+		}
+	}
+	setB := func(dst **bool, src *bool) {
+		if src != nil {
+			*dst = src
+		}
+	}
+	setL := func(dst **[]string, src *[]string) {
+		if src != nil {
+			l := slices.Clone(*src)
+			*dst = &l
+		}
+	}
+	set(&s.Description, in.Description)
+	setB(&s.AllowDestroyPlan, in.AllowDestroyPlan)
+	setB(&s.AutoApply, in.AutoApply)
+	setB(&s.AutoApplyRunTrigger, in.AutoApplyRunTrigger)
+	setB(&s.AssessmentsEnabled, in.AssessmentsEnabled)
+	setB(&s.GlobalRemoteState, in.GlobalRemoteState)
+	setB(&s.QueueAllRuns, in.QueueAllRuns)
+	setB(&s.FileTriggersEnabled, in.FileTriggersEnabled)
+	setB(&s.SpeculativeEnabled, in.SpeculativeEnabled)
+	setB(&s.StructuredRunOutputEnabled, in.StructuredRunOutputEnabled)
+	set(&s.ExecutionMode, in.ExecutionMode)
+	set(&s.TerraformVersion, in.TerraformVersion)
+	set(&s.WorkingDirectory, in.WorkingDirectory)
+	set(&s.SourceName, in.SourceName)
+	set(&s.SourceURL, in.SourceURL)
+	setL(&s.TriggerPrefixes, in.TriggerPrefixes)
+	setL(&s.TriggerPatterns, in.TriggerPatterns)
+}
+
+// validate records the broken rules of the settings sent in v.
+func (s WorkspaceSettings) validate(v *keel.Validation) {
+	modes := []string{ExecutionRemote, ExecutionLocal}
+	if s.ExecutionMode != nil && !slices.Contains(modes, *s.ExecutionMode) {
+		v.Add("ExecutionMode", "must be one of %s (keel keeps no agent pools)", strings.Join(modes, ", "))
+	}
+	if s.TriggerPrefixes != nil && s.TriggerPatterns != nil && len(*s.TriggerPrefixes) > 0 && len(*s.TriggerPatterns) > 0 {
+		v.Add("TriggerPatterns", "cannot be used with trigger prefixes")
+	}
+}
+
+// WorkspacePermissions are the caller's rights on a workspace, as the
+// workspace document's "permissions" attribute shows them.
+type WorkspacePermissions struct {
+	CanUpdate bool // update on the workspace
+	// CanDestroy and CanForceDelete are delete on the workspace: keel
+	// keeps no state, so a safe delete and a force delete are one.
+	CanDestroy     bool
+	CanForceDelete bool
+}
+
+// Workspace is a workspace as read.
+type Workspace struct {
+	ID        string
+	Org       string
+	Name      string
+	ProjectID string
+	CreatedAt time.Time
+	// UpdatedAt is the time of the last update; CreatedAt until then.
+	UpdatedAt time.Time
+	// Settings has every field set: the value stored, or HCP
+	// Terraform's default.
+	Settings WorkspaceSettings
+	// Permissions are the caller's rights at the time of the read.
+	Permissions WorkspacePermissions
+}
+
+// WorkspaceInput is the body of a workspace update; a nil field was not
+// sent.
+type WorkspaceInput struct {
+	// Name renames the workspace: the rules of CreateWorkspace's name.
+	Name *string
+	// ProjectID moves the workspace into that project of its
+	// organization, with the rights of MoveWorkspaces.
+	ProjectID *string
+	WorkspaceSettings
+}
+
+// maxWorkspaceName is HCP Terraform's limit on workspace names.
+const maxWorkspaceName = 90
+
+func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord) (Workspace, error) {
+	w := Workspace{ID: r.ID, Org: r.Org, Name: r.Name, ProjectID: r.ProjectID, CreatedAt: r.CreatedAt, UpdatedAt: r.CreatedAt, Settings: r.Settings.resolved()}
+	if r.UpdatedAt != nil {
+		w.UpdatedAt = *r.UpdatedAt
+	}
+	var err error
+	if w.Permissions.CanUpdate, err = c.may(ctx, keel.CapUpdate, workspaceResource(r.Org, r.ID)); err != nil {
+		return Workspace{}, err
+	}
+	if w.Permissions.CanDestroy, err = c.may(ctx, keel.CapDelete, workspaceResource(r.Org, r.ID)); err != nil {
+		return Workspace{}, err
+	}
+	w.Permissions.CanForceDelete = w.Permissions.CanDestroy
+	return w, nil
+}
+
+// CreateWorkspace creates a workspace in a project of org (the default
+// project when projectID is ""), with the settings sent (nil: HCP
+// Terraform's defaults; see WorkspaceSettings). It needs create on
+// "organizations/<org>/projects/<project>/workspaces"; an organization the
+// caller cannot read is not found. The name ("Name") is required, at most
+// 90 letters, digits, "-" and "_", unique in the organization ignoring
+// case; the project ("ProjectID") must be of org; ExecutionMode is remote
+// or local; TriggerPrefixes and TriggerPatterns are not both set.
+func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID string, settings *WorkspaceSettings) (Workspace, error) {
+	var v keel.Validation
+	if err := slugError(name, maxWorkspaceName); err != nil {
+		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
+	}
+	var s WorkspaceSettings
+	if settings != nil {
+		s.merge(*settings)
+	}
+	s.validate(&v)
+	invalid := v.Err()
+	rec := wsRecord{ID: NewID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
+	var out Workspace
+	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
+		if err != nil {
+			return err
+		}
+		if invalid != nil {
+			return invalid
+		}
+		rec.ProjectID = projectID
+		if rec.ProjectID == "" {
+			rec.ProjectID = o.DefaultProject
+		}
+		p, err := getProject(tx, rec.ProjectID)
+		if err != nil || p.Org != org {
+			return keel.Invalid("ProjectID", "no project %q in organization %q", rec.ProjectID, org)
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapCreate, wsCreateResource(org, p.ID)); err != nil {
+			return err
+		}
+		if id, err := lookup(tx, wsNames(org)+fold(name)); err != nil {
+			return err
+		} else if id != "" {
+			return fmt.Errorf("workspace %q: %w", name, keel.ErrAlreadyExists)
+		}
+		p.WorkspaceCount++
+		if err := putJSON(tx, prjKey(p.ID), p); err != nil {
+			return err
+		}
+		if err := putJSON(tx, wsKey(rec.ID), rec); err != nil {
+			return err
+		}
+		if err := tx.Put(wsNames(org)+fold(name), []byte(rec.ID)); err != nil {
+			return err
+		}
+		if err := tx.Put(prjWorkspaces(org, p.ID)+rec.ID, nil); err != nil {
+			return err
+		}
+		out, err = c.publicWorkspace(ctx, &rec)
+		return err
+	})
+	return out, err
+}
+
+// UpdateWorkspace renames the workspace, moves it and changes the
+// settings sent, all in one transaction. It needs update on
+// "organizations/<org>/workspaces/<id>" (keel.KindForbidden without it);
+// a workspace the caller cannot read is not found. A new Name follows the
+// rules of CreateWorkspace's (keel.KindAlreadyExists when another
+// workspace has it); a ProjectID must be a project of the organization
+// the caller may read ("ProjectID"), and a move needs move-workspaces on
+// the source and the destination projects (keel.KindForbidden), as
+// MoveWorkspaces does. It sets UpdatedAt.
+func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceInput) (Workspace, error) {
+	var v keel.Validation
+	if in.Name != nil {
+		if err := slugError(*in.Name, maxWorkspaceName); err != nil {
+			v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
+		}
+	}
+	in.validate(&v)
+	invalid := v.Err()
+	now := c.clock.Now().UTC()
+	var out Workspace
+	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		w, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		if err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapUpdate, workspaceResource(w.Org, id)); err != nil {
+			return err
+		}
+		if invalid != nil {
+			return invalid
+		}
+		if in.Name != nil && *in.Name != w.Name {
+			key := wsNames(w.Org) + fold(*in.Name)
+			if other, err := lookup(tx, key); err != nil {
+				return err
+			} else if other != "" && other != id {
+				return fmt.Errorf("workspace %q: %w", *in.Name, keel.ErrAlreadyExists)
+			}
+			if err := tx.Delete(wsNames(w.Org) + fold(w.Name)); err != nil {
+				return err
+			}
+			if err := tx.Put(key, []byte(id)); err != nil {
+				return err
+			}
+			w.Name = *in.Name
+		}
+		if in.ProjectID != nil && *in.ProjectID != "" && *in.ProjectID != w.ProjectID {
+			if err := c.moveOne(ctx, tx, w, *in.ProjectID); err != nil {
+				return err
+			}
+		}
+		w.Settings.merge(in.WorkspaceSettings)
+		w.UpdatedAt = &now
+		if err := putJSON(tx, wsKey(id), w); err != nil {
+			return err
+		}
+		out, err = c.publicWorkspace(ctx, w)
+		return err
+	})
+	return out, err
+}
+
+// moveOne moves the workspace w into the project dest in tx, with the
+// rights of MoveWorkspaces; w.ProjectID is set, the caller writes w.
+func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest string) error {
+	p, err := getProject(tx, dest)
+	if err == nil && p.Org != w.Org {
+		err = keel.ErrNotFound
+	}
+	if err == nil {
+		err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(p.Org, p.ID)), "project "+dest)
+	}
+	if errors.Is(err, keel.ErrNotFound) {
+		return keel.Invalid("ProjectID", "no project %q in organization %q", dest, w.Org)
+	}
+	if err != nil {
+		return err
+	}
+	for _, pid := range []string{dest, w.ProjectID} {
+		if err := keel.Authorize(ctx, c.authz, keel.CapMoveWorkspaces, projectResource(w.Org, pid)); err != nil {
+			return err
+		}
+	}
+	src, err := getProject(tx, w.ProjectID)
+	if err != nil {
+		return fmt.Errorf("project of workspace %q: %v: %w", w.ID, err, keel.ErrInternal)
+	}
+	src.WorkspaceCount--
+	p.WorkspaceCount++
+	for _, q := range []*prjRecord{src, p} {
+		if err := putJSON(tx, prjKey(q.ID), q); err != nil {
+			return err
+		}
+	}
+	if err := tx.Delete(prjWorkspaces(w.Org, w.ProjectID) + w.ID); err != nil {
+		return err
+	}
+	w.ProjectID = dest
+	return tx.Put(prjWorkspaces(w.Org, dest)+w.ID, nil)
+}
+
+// Workspace returns the workspace id. It needs read on
+// "organizations/<org>/workspaces/<id>"; without it the workspace is not
+// found.
+func (c *Catalog) Workspace(ctx context.Context, id string) (Workspace, error) {
+	var out Workspace
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		rec, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		if err != nil {
+			return err
+		}
+		out, err = c.publicWorkspace(ctx, rec)
+		return err
+	})
+	return out, err
+}
+
+// WorkspaceByName returns the workspace of org named name, ignoring case,
+// with the rights of Workspace.
+func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Workspace, error) {
+	var out Workspace
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		id, err := c.workspaceID(tx, org, name)
+		if err != nil {
+			return err
+		}
+		rec, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		if err != nil {
+			return err
+		}
+		out, err = c.publicWorkspace(ctx, rec)
+		return err
+	})
+	return out, err
+}
+
+// WorkspaceID returns the id of the workspace of org named name, ignoring
+// case, with the rights of Workspace.
+func (c *Catalog) WorkspaceID(ctx context.Context, org, name string) (string, error) {
+	w, err := c.WorkspaceByName(ctx, org, name)
+	return w.ID, err
+}
+
+func (c *Catalog) workspaceID(tx storage.Tx, org, name string) (string, error) {
+	if !validID(org) || !validID(name) {
+		return "", fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.ErrNotFound)
+	}
+	id, err := lookup(tx, wsNames(org)+fold(name))
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.ErrNotFound)
+	}
+	return id, nil
+}
+
+func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string, capability keel.Capability) (*wsRecord, error) {
+	rec, err := getWorkspace(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := liveOrg(tx, rec.Org, "workspace "+id); err != nil {
+		return nil, err
+	}
+	if err := keel.Authorize(ctx, c.authz, capability, workspaceResource(rec.Org, id)); err != nil {
+		return nil, hide(err, "workspace "+id)
+	}
+	return rec, nil
+}
+
+// Workspaces lists the workspaces of a project the caller may read,
+// sorted by name. It needs read on the project.
+func (c *Catalog) Workspaces(ctx context.Context, projectID string) ([]Workspace, error) {
+	out := []Workspace{}
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = out[:0]
+		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		ids, err := keysUnder(tx, prjWorkspaces(p.Org, p.ID))
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			w, err := getWorkspace(tx, id)
+			if err != nil {
+				return fmt.Errorf("workspace index of project %q: %v: %w", p.ID, err, keel.ErrInternal)
+			}
+			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(w.Org, w.ID)); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
+			pw, err := c.publicWorkspace(ctx, w)
+			if err != nil {
+				return err
+			}
+			out = append(out, pw)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Workspace) int { return strings.Compare(fold(a.Name), fold(b.Name)) })
+	return out, err
+}
+
+// WorkspaceListOptions are the query parameters of a workspace list.
+type WorkspaceListOptions struct {
+	// PageNumber is page[number]; below 1 means the first page, above
+	// MaxPageNumber is refused.
+	PageNumber int
+	// PageSize is page[size]; below 1 means DefaultPageSize, above
+	// MaxPageSize means MaxPageSize.
+	PageSize int
+	// Search is search[name]: a case-insensitive substring of the name.
+	Search string
+	// ProjectID is filter[project][id]: only the workspaces of that
+	// project ("" all projects).
+	ProjectID string
+}
+
+// WorkspacePage is one page of workspaces, in name order.
+type WorkspacePage struct {
+	Workspaces []Workspace
+	Pagination keel.Pagination
+}
+
+// ListWorkspaces returns one page of the workspaces of org the caller may
+// read, in name order (case folded). It needs read on the organization;
+// an organization the caller cannot read is not found. A page past the
+// end is empty, its pagination true.
+func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts WorkspaceListOptions) (WorkspacePage, error) {
+	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
+	if err != nil {
+		return WorkspacePage{}, err
+	}
+	q := fold(opts.Search)
+	var out WorkspacePage
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = WorkspacePage{Workspaces: []Workspace{}}
+		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
+			return err
+		}
+		start, total := (number-1)*size, 0
+		prefix := wsNames(org)
+		err := tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			if !strings.Contains(key[len(prefix):], q) {
+				return nil
+			}
+			w, err := getWorkspace(tx, string(v))
+			if err != nil {
+				return fmt.Errorf("workspace index of %q: %v: %w", org, err, keel.ErrInternal)
+			}
+			if opts.ProjectID != "" && w.ProjectID != opts.ProjectID {
+				return nil
+			}
+			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(org, w.ID)); err != nil || !ok {
+				return err
+			}
+			if total >= start && total < start+size {
+				pw, err := c.publicWorkspace(ctx, w)
+				if err != nil {
+					return err
+				}
+				out.Workspaces = append(out.Workspaces, pw)
+			}
+			total++
+			return nil
+		})
+		out.Pagination = keel.NewPagination(number, size, total)
+		return err
+	})
+	return out, err
+}
+
+// DeleteWorkspace deletes a workspace. It needs delete on
+// "organizations/<org>/workspaces/<id>"; without read on it the workspace
+// is not found. keel keeps no state or runs, so that HCP Terraform's safe
+// delete (refused while the workspace manages resources) and force delete
+// are both this. The services registered with the Catalog forget the
+// workspace in the same transaction (Registration.OnForget).
+func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) error {
+	return c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
+		w, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		if err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapDelete, workspaceResource(w.Org, id)); err != nil {
+			return err
+		}
+		p, err := getProject(tx, w.ProjectID)
+		if err != nil {
+			return fmt.Errorf("project of workspace %q: %v: %w", id, err, keel.ErrInternal)
+		}
+		p.WorkspaceCount--
+		if err := putJSON(tx, prjKey(p.ID), p); err != nil {
+			return err
+		}
+		for _, k := range []string{wsKey(id), wsNames(w.Org) + fold(w.Name), prjWorkspaces(w.Org, p.ID) + id} {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return forget(Forgotten{Kind: ForgetWorkspace, Org: w.Org, ID: id})
+	})
+}
