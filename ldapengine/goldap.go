@@ -112,17 +112,26 @@ func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) error 
 	return nil
 }
 
-// changeErr is the error of a change request: reqErr, marked
-// ErrNotApplied when the server answered it with an error (an LDAP result
-// code; go-ldap's own codes, from 200 on, are failures on the client's
-// side, such as a timeout or a lost connection, after which the change may
-// have been made).
+// changeErr is the error of a change request. When the server answered
+// it with an error (an LDAP result code; go-ldap's own codes, from 200 on,
+// are failures on the client's side, such as a timeout or a lost
+// connection, after which the change may have been made) the change was
+// not made (ErrNotApplied), and the refusal is of kind keel.ErrConflict:
+// the directory's state or rules forbid it (not allowed on a non-leaf, a
+// constraint, missing rights), which trying again does not change. The
+// server's transient answers (busy, unavailable, a time or admin limit)
+// stay keel.ErrUnavailable.
 func changeErr(what string, err error) error {
 	var le *ldap.Error
-	if errors.As(err, &le) && le.ResultCode < ldap.ErrorNetwork {
+	if !errors.As(err, &le) || le.ResultCode >= ldap.ErrorNetwork {
+		return reqErr(what, err)
+	}
+	switch le.ResultCode {
+	case ldap.LDAPResultBusy, ldap.LDAPResultUnavailable, ldap.LDAPResultTimeLimitExceeded,
+		ldap.LDAPResultAdminLimitExceeded, ldap.LDAPResultUnwillingToPerform, ldap.LDAPResultOther:
 		return fmt.Errorf("%w: %w", reqErr(what, err), ErrNotApplied)
 	}
-	return reqErr(what, err)
+	return fmt.Errorf("ldap: %s: %v: %w: %w", what, err, keel.ErrConflict, ErrNotApplied)
 }
 
 // encodeUnicodePwd returns the quoted password in UTF-16LE, as Active

@@ -308,6 +308,7 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 			e.dropNew(ctx, set, name, before.New)
 			return false, "", fmt.Errorf("account %q: password change failed, nothing changed: %w", name, err)
 		}
+		e.worker.WakeFor(e.clock.Now().Add(e.retry))
 		return false, "", fmt.Errorf("account %q: password change failed, the account stays out of circulation until the worker settles it: %w", name, err)
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/storage"
 )
 
 // TestScheduleOverAThousandPeriods drives Step as the worker does (each
@@ -288,4 +289,38 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 	}
+}
+
+// TestFailedCheckInWakesTheWorker: a check-in whose outcome is unknown is
+// finished by the worker, woken for it, without waiting for the lease's end.
+func TestFailedCheckInWakesTheWorker(t *testing.T) {
+	v := newLibEnv(t, 1, libOptions{})
+	v.putSet(t, "s", "svc0")
+	alice := libCaller("a", "")
+	if _, err := v.e.CheckOut(alice, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	v.e.Start()
+	waitFor(t, "the worker sleeps with nothing planned", func() bool { return v.e.worker.Running() && v.e.worker.Planned().IsZero() })
+	v.dir.LoseReplies(libSvcDN(0), true)
+	if _, err := v.e.CheckIn(alice, "s", nil, false); err == nil {
+		t.Fatal("check-in with a lost reply succeeded")
+	}
+	v.dir.LoseReplies(libSvcDN(0), false)
+	// The worker, woken by the failure, settles at once or plans a retry
+	// within the retry interval: time moves, nothing else wakes it.
+	waitFor(t, "the account is checked in", func() bool {
+		if p := v.e.worker.Planned(); !p.IsZero() {
+			if p.After(v.clock.Now().Add(DefaultRetryInterval)) {
+				t.Fatalf("retry planned at %v, later than a retry interval", p)
+			}
+			v.clock.Set(p)
+		}
+		var a libAccount
+		_ = v.e.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+			a, _, _ = loadAccount(tx, "s", "svc0")
+			return nil
+		})
+		return a.available() && v.binds(libSvcDN(0), a.Password)
+	})
 }
