@@ -8,6 +8,7 @@
 package slapdtest
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,7 @@ type Server struct {
 	args   []string
 	tb     testing.TB
 	exited chan struct{}
+	paused bool // stopped with SIGSTOP by Pause
 }
 
 // An Option changes the slapd that Start starts.
@@ -247,14 +250,95 @@ func (s *Server) Restart() {
 }
 
 // Stop stops slapd and waits for it to exit; it does nothing when slapd
-// does not run.
+// does not run. A paused slapd is resumed first, so that no stopped
+// process is ever left behind.
 func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.Resume()
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Pause freezes slapd with SIGSTOP, as a server that hangs: the kernel
+// still accepts TCP connections on its port (up to the listen backlog),
+// but nothing is read or answered until Resume. It does nothing when
+// slapd does not run or is paused already. Stop (and so the cleanup of
+// Start) resumes a paused slapd before killing it.
+func (s *Server) Pause() {
+	s.tb.Helper()
+	if s.cmd == nil || s.paused {
+		return
+	}
+	if err := s.cmd.Process.Signal(sigStop); err != nil {
+		s.tb.Fatalf("slapdtest: pause: %v", err)
+	}
+	s.paused = true
+	// The signal is delivered asynchronously: wait until the kernel shows
+	// the process stopped, where /proc tells.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, ok := procState(s.cmd.Process.Pid)
+		if !ok || st == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.tb.Fatalf("slapdtest: slapd not stopped 5s after SIGSTOP (state %c)", st)
+		}
+		time.Sleep(time.Millisecond) // bounded polling of another process
+	}
+}
+
+// procState returns the state letter of process pid in /proc/PID/stat,
+// and false where there is no such file.
+func procState(pid int) (byte, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
+}
+
+// Resume lets a paused slapd run again (SIGCONT). It does nothing when
+// slapd is not paused.
+func (s *Server) Resume() {
+	s.tb.Helper()
+	if s.cmd == nil || !s.paused {
+		return
+	}
+	if err := s.cmd.Process.Signal(sigCont); err != nil {
+		s.tb.Errorf("slapdtest: resume: %v", err)
+	}
+	s.paused = false
+}
+
+// Kill ends slapd abruptly with SIGKILL, as a crash (also when paused),
+// and waits for it to exit. Its data stays: Restart starts it again on
+// the same port with the same database. It does nothing when slapd does
+// not run.
+func (s *Server) Kill() {
 	if s.cmd == nil {
 		return
 	}
 	_ = s.cmd.Process.Kill()
 	<-s.exited
-	s.cmd = nil
+	s.cmd, s.paused = nil, false
+}
+
+// Pid returns the process id of the running slapd, or 0 when it does not
+// run.
+func (s *Server) Pid() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 const configLDIF = `dn: cn=config
