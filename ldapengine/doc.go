@@ -28,16 +28,42 @@
 // before the directory changes, and the role takes it after; a pending
 // record is reused by the next attempt. Start runs a worker that calls
 // Step, which reads the store's due index in time order up to the first
-// role not yet due.
+// role not yet due. Every role's next rotation is stored; the worker
+// sleeps until the earliest one, and creating, updating or rotating a role
+// wakes it when needed.
+//
+// # Outages
+//
+// A password change whose outcome is not known (a timeout, a connection
+// lost after the request went out: an error without ErrNotApplied) is
+// settled by the worker, woken for it, within Options.RetryInterval of the
+// directory answering again: it first binds with the new password (the
+// change was made: it is adopted without changing it again), else sets it
+// again. Until then StaticCred fails with keel.ErrUnavailable carrying
+// keel.RetryAfterOf (the Vault adapter answers 503 with Retry-After)
+// rather than hand out a password that may not bind, and check-out skips
+// such accounts. A change the directory certainly did not make
+// (ErrNotApplied: it could not be reached, or refused the request) leaves
+// the stored password in place. A failed rotation is recorded on the role
+// (StaticRole.Failures, LastError, NextRotation) and retried with a
+// jittered backoff from a second up to Options.RetryInterval until it
+// succeeds. The same holds for root rotation (the worker keeps whichever
+// password the bind account accepts), check-ins and lease ends (the worker
+// finishes the check-in and removes the lease).
 //
 // # Errors
 //
-// Errors wrap the kinds of package keel: keel.ErrInvalid (with the wire
-// field, see keel.FieldErrors) for broken rules, keel.ErrNotFound for a
-// missing role, configuration or password policy, keel.ErrConflict for an
-// entry already managed by another role, keel.ErrUnavailable for a
-// directory that cannot be reached or refuses a request,
-// keel.ErrUnauthenticated for a refused bind.
+// Errors wrap the kinds of package keel: keel.ErrInvalid (with the Go
+// field path, see keel.FieldErrors) for broken rules, including a static
+// role whose dn or username does not resolve in the directory (the role is
+// not stored); keel.ErrNotFound for a missing role, configuration or
+// password policy; keel.ErrConflict for an entry already managed by
+// another role, for a directory that refuses the configured bind account,
+// and for a change the directory refuses (not allowed on a non-leaf, a
+// constraint, missing rights), each naming the directory's answer;
+// keel.ErrUnavailable for a directory that cannot be reached, times out or
+// answers that it is busy. Never keel.ErrUnauthenticated: that is the
+// caller's kind, and a directory's refusal is not the caller's.
 //
 // # Rights
 //
@@ -54,10 +80,11 @@
 //
 // # Concurrency
 //
-// Engine is safe for concurrent use. Rotations of one
-// Engine run one at a time; across processes, Options.Leader keeps one
-// worker, and the write-ahead record makes concurrent rotations of one role
-// set the same password.
+// Engine is safe for concurrent use. Password changes of one entry run one
+// at a time, those of different entries overlap, and none runs while the
+// bind account's password changes; across processes, Options.Leader keeps
+// one worker, and the write-ahead record makes concurrent rotations of one
+// role set the same password.
 //
 // # Caveats
 //
@@ -67,8 +94,9 @@
 // the configuration must exist before a static role is created; a static
 // role whose first rotation fails is kept and retried (Vault deletes it),
 // so that a password the directory may already hold is never lost;
-// tls_min_version and tls_max_version default to tls12. Between a directory change and the commit
-// that follows, static-cred still returns the previous password.
+// tls_min_version and tls_max_version default to tls12. While a change of
+// a role's password is under way or its outcome unknown, static-cred is
+// refused with a retry hint (Vault answers with the stored password).
 //
 // # Dynamic roles
 //
@@ -85,8 +113,8 @@
 // Choices where the spec says "not shown", following Vault's engine:
 //
 //   - Dynamic roles exist in both flavors; Creds (creds/:name) is refused by
-//     the openldap flavor with an error of kind keel.ErrInvalid (field
-//     "path"), as the spec lists the endpoint for ldap only.
+//     the openldap flavor with an error of kind keel.ErrInvalid, as the
+//     spec lists the endpoint for ldap only.
 //   - A role is created when missing and updated otherwise (Vault's
 //     existence check); only the fields sent change, and an empty string
 //     clears one. The merged role must still have creation_ldif and
@@ -166,7 +194,7 @@
 //     enforcement disabled, or by the end of its lease.
 //   - Check-in without names takes the accounts of the set that are
 //     checked out and that the caller may check in; more than one is an
-//     error (keel.ErrInvalid on service_account_names), none gives an empty
+//     error (keel.ErrInvalid on ServiceAccountNames), none gives an empty
 //     check_ins. A named account that is checked out by someone else is
 //     keel.ErrForbidden, and nothing is checked in; a name that is not in
 //     the set is keel.ErrInvalid. Names are checked in one at a time: when
@@ -187,17 +215,19 @@
 //   - Password changes never lose a password: the new password is written
 //     to the account's record (write-ahead) before the directory changes,
 //     and a retry reuses it. When the directory change (or storing its
-//     success) fails, the account stays out of circulation: a check-in
-//     fails and the account stays checked out to its borrower, who keeps
-//     the old password, and its lease stays, so that the lease's end, or
-//     another check-in, tries again; an account that joined a set stays
-//     unavailable until PutLibrarySet or a check-in naming it is called
-//     again. The alternative, making it available with the old password,
-//     could hand out a password the directory no longer accepts when the
-//     failed change did reach the server.
-//   - Password changes of an engine run one at a time (with the static
-//     roles'), so that a slow retry cannot overwrite a later password;
-//     engines of several processes sharing a store do not share that lock.
+//     success) fails with an unknown outcome, the account stays out of
+//     circulation (indexed as pending) until the worker settles it: the
+//     account then gets its password, a check-in or lease end is finished
+//     and its lease removed, and a joining account becomes available. The
+//     alternative, making it available with the old password, could hand
+//     out a password the directory no longer accepts when the failed change
+//     did reach the server. A change that certainly was not made leaves
+//     the account as it was (checked out to its borrower, who keeps the
+//     old password).
+//   - Password changes of one account run one at a time, so that a slow
+//     retry cannot overwrite a later password; engines of several
+//     processes sharing a store do not share that lock (the write-ahead
+//     record and the transactions keep them consistent).
 //   - An account whose lease has expired stays checked out until the lease
 //     manager has revoked the lease (rotated the password): handing it out
 //     earlier would share the password with its previous borrower.
