@@ -76,7 +76,15 @@ type Policy struct {
 // empty; min-chars not negative; the sum of min-chars at most length. Any
 // other rule type or attribute is refused. Errors are of kind
 // keel.ErrInvalid with the field "Policy".
-func Parse(policy string) (*Policy, error) {
+func Parse(policy string) (_ *Policy, err error) {
+	// The HCL library also panics while decoding some values it parsed
+	// (a string with an invalid escape, found by FuzzParse): such a value
+	// is malformed input too.
+	defer func() {
+		if r := recover(); r != nil {
+			err = keel.Invalid("Policy", "is not valid HCL: malformed input (decoder panic: %v)", r)
+		}
+	}()
 	file, err := parseHCL(policy)
 	if err != nil {
 		return nil, keel.Invalid("Policy", "is not valid HCL: %v", err)
