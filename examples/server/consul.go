@@ -20,13 +20,20 @@ type cluster struct {
 // peer-to-peer messages over HTTP, and runs the peering worker
 // (heartbeats, failure detection, clean-up after delete) until the server
 // stops; with -etcd, on one server of the deployment at a time (the
-// election "peering").
+// election "peering"). A server that serves TLS speaks to its peers over
+// https.
 func mountConsul(mux *http.ServeMux, d *deps) error {
 	var addrs []string
 	if d.cluster.advertise != "" {
 		addrs = []string{d.cluster.advertise}
 	}
-	svc := peering.New(storage.Sub(d.store, "peering/"), &consul.HTTPTransport{}, &peering.Options{
+	transport := &consul.HTTPTransport{}
+	if d.tls {
+		// Peer clusters of a TLS server serve TLS too; their CA must be
+		// trusted by this process (the system's roots, or SSL_CERT_FILE).
+		transport.Scheme = "https"
+	}
+	svc := peering.New(storage.Sub(d.store, "peering/"), transport, &peering.Options{
 		Datacenter: d.cluster.datacenter, Addresses: addrs,
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
 		Leader: d.leader("peering"), HeartbeatInterval: d.peeringHeartbeat,

@@ -43,6 +43,41 @@
 //	-pprof HOST:PORT       serve net/http/pprof's /debug/pprof/ on this address, on
 //	                       a listener of its own and without a token: use a loopback
 //	                       address (off by default; bench/http.sh's profiles use it)
+//	-tls-cert FILE         serve HTTPS with this PEM certificate (chain); needs -tls-key
+//	-tls-key FILE          the PEM private key of -tls-cert
+//	-dev-tls               serve HTTPS with a throwaway CA and server certificate made
+//	                       at start, for development (below); excludes -tls-cert
+//	-dev-tls-dir DIR       where -dev-tls writes its files (kept after the server
+//	                       stops); default: a new temporary directory, removed at stop
+//
+// # TLS
+//
+// With -tls-cert and -tls-key the server speaks only HTTPS (TLS 1.2 and
+// later, HTTP/2 too). -dev-tls is the development mode, as Vault's: at
+// every start it makes a new CA (ECDSA P-256, valid 30 days, its private
+// key never written) and a server certificate signed by it for localhost,
+// 127.0.0.1, ::1 and the hosts of -addr and -advertise, writes ca.pem,
+// cert.pem and key.pem (the key readable by its owner only) into a
+// directory, and prints where the CA is, once, on a line of its own:
+//
+//	Dev TLS CA: /tmp/keel-dev-tls-123456/ca.pem
+//
+// Clients trust that file: SSL_CERT_FILE for Terraform and go-tfe (and
+// any Go program on Linux), curl --cacert.
+// With TLS on, cluster peering speaks to peer servers over https too.
+//
+// The Terraform tfe provider finds the API through GET
+// https://HOSTNAME/.well-known/terraform.json, which the server answers
+// without a token (services tfe.v2, tfe.v2.1 and tfe.v2.2 at /api/v2/):
+// with TLS on, nothing but the provider's hostname and a token is needed.
+//
+//	go run ./examples/server -dev-tls -root-token "$TOKEN"
+//	export SSL_CERT_FILE=/tmp/keel-dev-tls-123456/ca.pem
+//
+//	provider "tfe" {
+//	  hostname = "localhost:8200"
+//	  token    = var.token
+//	}
 //
 // The root token holds the built-in "root" policy, which grants everything.
 // A token given with -root-token is visible in the process list to other
@@ -95,7 +130,7 @@
 //
 //	X-Secrets-Token: <token>         Vault-style API
 //	X-Cluster-Token: <token>         Consul-style API
-//	Authorization: Bearer <token>    TFE-style (JSON:API) API
+//	Authorization: Bearer <token>    TFE-style (JSON:API) API, and the tfe provider's token
 //
 // A known token puts its keel.Principal in the request's context
 // (keel.WithPrincipal), with the principal's policies and a ClientTokenID

@@ -85,6 +85,7 @@ type options struct {
 	configFile  string
 	pprofAddr   string
 	cluster     cluster
+	tls         tlsOptions
 }
 
 // usageError is a command line the flag package refused; it has already
@@ -107,6 +108,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cluster.datacenter, "datacenter", "dc1", "the `name` of this cluster's datacenter, for cluster peering")
 	fs.StringVar(&o.cluster.advertise, "advertise", "", "the `host:port` peer clusters reach this server at; when empty, -addr")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this `host:port` (a listener of its own, no token); empty: none")
+	fs.StringVar(&o.tls.certFile, "tls-cert", "", "serve TLS with the PEM certificate (chain) of this `file`; needs -tls-key")
+	fs.StringVar(&o.tls.keyFile, "tls-key", "", "the PEM private key of -tls-cert, in this `file`")
+	fs.BoolVar(&o.tls.dev, "dev-tls", false, "serve TLS with a throwaway CA and certificate for localhost, 127.0.0.1 and ::1 made at start; prints the CA file's path")
+	fs.StringVar(&o.tls.devDir, "dev-tls-dir", "", "write the -dev-tls CA and certificate into this `directory` (kept); empty: a temporary directory, removed at stop")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: server [flags]\n\nServes keel's HTTP adapters. Flags:\n\n")
 		fs.PrintDefaults()
@@ -121,6 +126,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
 	if dataSet && o.etcd != "" {
 		err := errors.New("-data and -etcd exclude each other")
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return o, usageError{err}
+	}
+	if err := o.tls.check(); err != nil {
 		fmt.Fprintln(stderr, err)
 		fs.Usage()
 		return o, usageError{err}
@@ -155,6 +165,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	if err != nil {
 		return err
 	}
+	tlsServer, err := loadTLS(opts.tls, devTLSHosts(opts.addr, opts.cluster.advertise), time.Now())
+	if err != nil {
+		return err
+	}
+	if tlsServer.cleanup != nil {
+		defer func() { err = errors.Join(err, tlsServer.cleanup()) }()
+	}
 
 	var store storage.Store
 	var leaders func(name string) leader.Leader // nil: this server alone runs background work
@@ -172,7 +189,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 
 	d := &deps{
 		store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger, cluster: opts.cluster,
-		leaders: leaders, peeringHeartbeat: h.peeringHeartbeat,
+		leaders: leaders, peeringHeartbeat: h.peeringHeartbeat, tls: opts.tls.enabled(),
 	}
 	if d.cluster.advertise == "" {
 		d.cluster.advertise = opts.addr
@@ -209,19 +226,31 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsServer.config,
 	}
 	if h.shutdown != nil {
 		srv.RegisterOnShutdown(h.shutdown)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			served <- srv.ServeTLS(ln, "", "")
+		} else {
+			served <- srv.Serve(ln)
+		}
+	}()
 
 	if generated {
 		// Printed once, on a line of its own, and never logged: this is
 		// the only time anyone sees it.
 		fmt.Fprintf(stderr, "Root Token: %s\n", rootToken)
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "data", where, "sealed", opts.sealKeyFile != "")
+	if tlsServer.caFile != "" {
+		// Clients trust the throwaway CA through this file: Terraform
+		// and go-tfe with SSL_CERT_FILE, curl with --cacert.
+		fmt.Fprintf(stderr, "Dev TLS CA: %s\n", tlsServer.caFile)
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "tls", tlsServer.config != nil, "data", where, "sealed", opts.sealKeyFile != "")
 	if h.ready != nil {
 		h.ready(ln.Addr().String())
 	}

@@ -20,6 +20,7 @@ type deps struct {
 	clock      keel.Clock      // keel.SystemClock{}; tests may use a keel.FakeClock
 	logger     *slog.Logger
 	cluster    cluster      // -datacenter and -advertise; see consul.go
+	tls        bool         // the server serves TLS (-tls-cert or -dev-tls)
 	mounts     *mount.Table // the mount table and its lease manager; see vault.go
 
 	// leaders gives the leader of the background worker name ("lease",

@@ -23,6 +23,11 @@ import (
 // finished here, before the routes serve; one that cannot be finished is
 // logged and left pending (its organization reads as not found, and
 // deleting or creating the name again finishes it).
+//
+// It also serves Terraform's remote service discovery document, GET
+// /.well-known/terraform.json (no token), which points the tfe provider at
+// /api/v2: the provider asks for it over https only, so a server that
+// Terraform talks to serves TLS (-tls-cert and -tls-key, or -dev-tls).
 func mountTFE(mux *http.ServeMux, d *deps) error {
 	catalog := project.New(storage.Sub(d.store, "project/"), &project.Options{Authorizer: d.authorizer, Clock: d.clock})
 	policies, err := policy.New(storage.Sub(d.store, "policy/"), &policy.Options{Authorizer: d.authorizer, Clock: d.clock, Organizations: catalog})
@@ -33,5 +38,6 @@ func mountTFE(mux *http.ServeMux, d *deps) error {
 		d.logger.Warn("tfe: organization deletions left unfinished", "error", err)
 	}
 	tfe.New(catalog, policies, &tfe.Options{Logger: d.logger}).Register(mux)
+	mux.Handle("GET "+tfe.DiscoveryPath, tfe.DiscoveryHandler())
 	return nil
 }
