@@ -38,7 +38,7 @@ func BenchmarkRotateStatic(b *testing.B) {
 	b.Run("fake", func(b *testing.B) {
 		v := newEnv(b, FlavorOpenLDAP, nil)
 		v.configure(b)
-		if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour, SkipImportRotation: true}); err != nil {
+		if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour, SkipImportRotation: libPtr(true)}); err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
@@ -55,7 +55,7 @@ func BenchmarkRotateStatic(b *testing.B) {
 		if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL}); err != nil {
 			b.Fatal(err)
 		}
-		if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: slapdtest.AliceDN, RotationPeriod: time.Hour, SkipImportRotation: true}); err != nil {
+		if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: slapdtest.AliceDN, RotationPeriod: time.Hour, SkipImportRotation: libPtr(true)}); err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
@@ -84,7 +84,7 @@ func BenchmarkStep(b *testing.B) {
 				if i%(total/due) == 0 {
 					p = period
 				}
-				if err := v.e.PutStaticRole(ctx, fmt.Sprintf("r%05d", i), StaticRoleRequest{Username: dn, DN: dn, RotationPeriod: p, SkipImportRotation: true}); err != nil {
+				if err := v.e.PutStaticRole(ctx, fmt.Sprintf("r%05d", i), StaticRoleRequest{Username: dn, DN: dn, RotationPeriod: p, SkipImportRotation: libPtr(true)}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -16,9 +17,37 @@ import (
 // password policy or a configured length.
 const DefaultPasswordLength = 64
 
+// The defaults of the settings of Vault's engine that keel stores and
+// reads back without using them (see Config).
+const (
+	DefaultGroupFilter        = "(|(memberUid={{.Username}})(member={{.UserDN}})(uniqueMember={{.UserDN}}))"
+	DefaultGroupAttr          = "cn"
+	DefaultUserFilter         = "({{.UserAttr}}={{.Username}})"
+	DefaultDereferenceAliases = "never"
+	// CredentialPassword is the one Config.CredentialType keel manages
+	// (and its default): the entries' passwords. Vault's "phrase" (RACF
+	// password phrases) is refused.
+	CredentialPassword = "password"
+)
+
 // Config is the bind configuration of an engine ({mount}/config). Field
 // comments name the wire field; a zero field means the default of the
-// spec, filled in by WriteConfig.
+// spec (or of Vault where the spec is silent), filled in by WriteConfig
+// and UpdateConfig. The zero Config is not valid: BindDN and BindPass are
+// required.
+//
+// The fields from GroupDN to DisableAutomatedRotation are Vault's settings
+// that keel's engines do not use: the group search, user filter and login settings of Vault's shared
+// LDAP configuration (keel binds only as BindDN and finds entries only by
+// UserDN and UserAttr), the password phrases of RACF, and Vault
+// Enterprise's automated root rotation. They are checked as Vault checks
+// them, stored and read back with Vault's defaults, so that a
+// configuration written for Vault, and its read-back by
+// infrastructure-as-code tools, round-trips; setting them changes nothing
+// else. A value keel cannot honour is refused rather than stored:
+// CredentialType other than "password", and a non-zero RotationPeriod,
+// RotationSchedule or RotationWindow (rotate the bind password with
+// RotateRoot).
 type Config struct {
 	BindDN            string        // binddn; required
 	BindPass          string        // bindpass; required on first write, kept when empty later; never read back
@@ -38,6 +67,141 @@ type Config struct {
 	TLSMinVersion     string        // tls_min_version; default tls12
 	TLSMaxVersion     string        // tls_max_version; default tls12
 	Length            int           // length; deprecated; excludes PasswordPolicy
+
+	// Stored and read back, not used (see above).
+	GroupDN                   string // groupdn
+	GroupFilter               string // groupfilter; a Go template; default DefaultGroupFilter
+	GroupAttr                 string // groupattr; default DefaultGroupAttr
+	UserFilter                string // userfilter; a Go template; default DefaultUserFilter
+	DenyNullBind              *bool  // deny_null_bind; nil means true (keel never binds without a password)
+	DiscoverDN                bool   // discoverdn
+	UseTokenGroups            bool   // use_token_groups
+	AnonymousGroupSearch      bool   // anonymous_group_search
+	UsernameAsAlias           bool   // username_as_alias
+	DereferenceAliases        string // dereference_aliases; never (default), finding, searching, always
+	MaxPageSize               int    // max_page_size
+	EnableSAMAccountNameLogin bool   // enable_samaccountname_login
+	CaseSensitiveNames        bool   // case_sensitive_names
+	UsePre111GroupCNBehavior  *bool  // use_pre111_group_cn_behavior; nil: not set, and not read back (as Vault)
+	CredentialType            string // credential_type; CredentialPassword (default) only
+	// SkipStaticRoleImportRotation is skip_static_role_import_rotation:
+	// the default of a static role's SkipImportRotation, as in Vault.
+	SkipStaticRoleImportRotation bool
+	RotationPeriod               time.Duration // rotation_period (of the bind password); zero only
+	RotationSchedule             string        // rotation_schedule; empty only
+	RotationWindow               time.Duration // rotation_window; zero only
+	DisableAutomatedRotation     bool          // disable_automated_rotation
+
+	// LastBindPasswordRotation is when RotateRoot last changed the bind
+	// password (last_bind_password_rotation), zero before. Writes leave
+	// it as it is stored.
+	LastBindPasswordRotation time.Time
+}
+
+// ConfigUpdate changes the stored configuration (UpdateConfig). Its fields
+// are those of Config, as pointers: a nil field keeps the stored value
+// (on the first write, the default), a non-nil one replaces it, and a
+// pointer to a zero value gives what a zero field of Config gives (the
+// default, where there is one); DenyNullBind and UsePre111GroupCNBehavior
+// take the value pointed to. BindPass nil or empty keeps the stored
+// password. LastBindPasswordRotation cannot be written. The zero
+// ConfigUpdate changes nothing (and creates no configuration: BindDN and
+// BindPass are required).
+type ConfigUpdate struct {
+	BindDN            *string
+	BindPass          *string
+	URL               *string
+	PasswordPolicy    *string
+	Schema            *string
+	UserDN            *string
+	UserAttr          *string
+	UPNDomain         *string
+	ConnectionTimeout *time.Duration
+	RequestTimeout    *time.Duration
+	StartTLS          *bool
+	InsecureTLS       *bool
+	Certificate       *string
+	ClientTLSCert     *string
+	ClientTLSKey      *string
+	TLSMinVersion     *string
+	TLSMaxVersion     *string
+	Length            *int
+
+	GroupDN                      *string
+	GroupFilter                  *string
+	GroupAttr                    *string
+	UserFilter                   *string
+	DenyNullBind                 *bool
+	DiscoverDN                   *bool
+	UseTokenGroups               *bool
+	AnonymousGroupSearch         *bool
+	UsernameAsAlias              *bool
+	DereferenceAliases           *string
+	MaxPageSize                  *int
+	EnableSAMAccountNameLogin    *bool
+	CaseSensitiveNames           *bool
+	UsePre111GroupCNBehavior     *bool
+	CredentialType               *string
+	SkipStaticRoleImportRotation *bool
+	RotationPeriod               *time.Duration
+	RotationSchedule             *string
+	RotationWindow               *time.Duration
+	DisableAutomatedRotation     *bool
+}
+
+// set replaces *dst with *src when src is not nil.
+func set[T any](dst *T, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// apply merges u into c.
+func (u *ConfigUpdate) apply(c *Config) {
+	set(&c.BindDN, u.BindDN)
+	if u.BindPass != nil && *u.BindPass != "" {
+		c.BindPass = *u.BindPass
+	}
+	set(&c.URL, u.URL)
+	set(&c.PasswordPolicy, u.PasswordPolicy)
+	set(&c.Schema, u.Schema)
+	set(&c.UserDN, u.UserDN)
+	set(&c.UserAttr, u.UserAttr)
+	set(&c.UPNDomain, u.UPNDomain)
+	set(&c.ConnectionTimeout, u.ConnectionTimeout)
+	set(&c.RequestTimeout, u.RequestTimeout)
+	set(&c.StartTLS, u.StartTLS)
+	set(&c.InsecureTLS, u.InsecureTLS)
+	set(&c.Certificate, u.Certificate)
+	set(&c.ClientTLSCert, u.ClientTLSCert)
+	set(&c.ClientTLSKey, u.ClientTLSKey)
+	set(&c.TLSMinVersion, u.TLSMinVersion)
+	set(&c.TLSMaxVersion, u.TLSMaxVersion)
+	set(&c.Length, u.Length)
+	set(&c.GroupDN, u.GroupDN)
+	set(&c.GroupFilter, u.GroupFilter)
+	set(&c.GroupAttr, u.GroupAttr)
+	set(&c.UserFilter, u.UserFilter)
+	if u.DenyNullBind != nil {
+		c.DenyNullBind = new(*u.DenyNullBind)
+	}
+	set(&c.DiscoverDN, u.DiscoverDN)
+	set(&c.UseTokenGroups, u.UseTokenGroups)
+	set(&c.AnonymousGroupSearch, u.AnonymousGroupSearch)
+	set(&c.UsernameAsAlias, u.UsernameAsAlias)
+	set(&c.DereferenceAliases, u.DereferenceAliases)
+	set(&c.MaxPageSize, u.MaxPageSize)
+	set(&c.EnableSAMAccountNameLogin, u.EnableSAMAccountNameLogin)
+	set(&c.CaseSensitiveNames, u.CaseSensitiveNames)
+	if u.UsePre111GroupCNBehavior != nil {
+		c.UsePre111GroupCNBehavior = new(*u.UsePre111GroupCNBehavior)
+	}
+	set(&c.CredentialType, u.CredentialType)
+	set(&c.SkipStaticRoleImportRotation, u.SkipStaticRoleImportRotation)
+	set(&c.RotationPeriod, u.RotationPeriod)
+	set(&c.RotationSchedule, u.RotationSchedule)
+	set(&c.RotationWindow, u.RotationWindow)
+	set(&c.DisableAutomatedRotation, u.DisableAutomatedRotation)
 }
 
 // conn returns the directory connection of c.
@@ -75,11 +239,46 @@ func defaultUserAttr(schema string) string {
 	return "cn"
 }
 
-// validate fills in the defaults of c and checks every rule.
+// fillDefaults sets the zero fields of c that have a default to it. It
+// also serves records stored before a field existed.
+func (e *Engine) fillDefaults(c *Config) {
+	def := func(s *string, d string) {
+		if *s == "" {
+			*s = d
+		}
+	}
+	def(&c.URL, DefaultURL)
+	def(&c.Schema, SchemaOpenLDAP)
+	if e.flavor == FlavorLDAP {
+		def(&c.UserAttr, defaultUserAttr(c.Schema))
+		if c.ConnectionTimeout == 0 {
+			c.ConnectionTimeout = DefaultConnectionTimeout
+		}
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	def(&c.TLSMinVersion, DefaultTLSVersion)
+	def(&c.TLSMaxVersion, DefaultTLSVersion)
+	def(&c.GroupFilter, DefaultGroupFilter)
+	def(&c.GroupAttr, DefaultGroupAttr)
+	def(&c.UserFilter, DefaultUserFilter)
+	def(&c.DereferenceAliases, DefaultDereferenceAliases)
+	def(&c.CredentialType, CredentialPassword)
+	if c.DenyNullBind == nil {
+		c.DenyNullBind = new(true)
+	}
+}
+
+// validate fills in the defaults of c and checks every rule, reporting
+// every broken one at once.
 func (e *Engine) validate(c *Config) error {
 	var v keel.Validation
 	if c.BindDN == "" {
 		v.Add("BindDN", "is required")
+	}
+	if c.BindPass == "" {
+		v.Add("BindPass", "is required")
 	}
 	if e.flavor == FlavorOpenLDAP {
 		for _, f := range []struct {
@@ -91,38 +290,23 @@ func (e *Engine) validate(c *Config) error {
 			}
 		}
 	}
-	if c.URL == "" {
-		c.URL = DefaultURL
-	}
+	e.fillDefaults(c)
 	for u := range strings.SplitSeq(c.URL, ",") {
 		pu, err := url.Parse(strings.TrimSpace(u))
 		if err != nil || (pu.Scheme != "ldap" && pu.Scheme != "ldaps") || pu.Host == "" {
 			v.Add("URL", "%q is not an ldap:// or ldaps:// URL", strings.TrimSpace(u))
 		}
 	}
-	if c.Schema == "" {
-		c.Schema = SchemaOpenLDAP
-	}
 	switch c.Schema {
 	case SchemaOpenLDAP, SchemaAD, SchemaRACF:
 	default:
 		v.Add("Schema", "must be %q, %q or %q", SchemaOpenLDAP, SchemaAD, SchemaRACF)
-	}
-	if e.flavor == FlavorLDAP {
-		if c.UserAttr == "" {
-			c.UserAttr = defaultUserAttr(c.Schema)
-		}
-		if c.ConnectionTimeout == 0 {
-			c.ConnectionTimeout = DefaultConnectionTimeout
-		}
 	}
 	if c.ConnectionTimeout < 0 {
 		v.Add("ConnectionTimeout", "must not be negative")
 	}
 	if c.RequestTimeout < 0 {
 		v.Add("RequestTimeout", "must not be negative")
-	} else if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
 	}
 	if c.Length != 0 && c.PasswordPolicy != "" {
 		v.Add("Length", "cannot be set together with a password policy")
@@ -132,12 +316,6 @@ func (e *Engine) validate(c *Config) error {
 	}
 	if c.PasswordPolicy != "" && !passwordpolicy.ValidName(c.PasswordPolicy) {
 		v.Add("PasswordPolicy", "is not a valid policy name")
-	}
-	if c.TLSMinVersion == "" {
-		c.TLSMinVersion = DefaultTLSVersion
-	}
-	if c.TLSMaxVersion == "" {
-		c.TLSMaxVersion = DefaultTLSVersion
 	}
 	lo, okMin := tlsVersions[c.TLSMinVersion]
 	hi, okMax := tlsVersions[c.TLSMaxVersion]
@@ -155,44 +333,101 @@ func (e *Engine) validate(c *Config) error {
 			v.Add(fe.Field, "%s", fe.Rule)
 		}
 	}
+	// Vault's settings that keel stores without using them: Vault's own
+	// checks, so that what Vault refuses is refused here too.
+	for _, f := range []struct{ name, text string }{{"GroupFilter", c.GroupFilter}, {"UserFilter", c.UserFilter}} {
+		if _, err := template.New(f.name).Parse(f.text); err != nil {
+			v.Add(f.name, "is not a valid Go template: %v", err)
+		}
+	}
+	switch c.DereferenceAliases {
+	case "never", "finding", "searching", "always":
+	default:
+		v.Add("DereferenceAliases", "must be never, finding, searching or always")
+	}
+	switch c.CredentialType {
+	case CredentialPassword:
+	case "phrase":
+		v.Add("CredentialType", "password phrases are not supported: only passwords are managed")
+	default:
+		v.Add("CredentialType", "must be password")
+	}
+	const noAutoRotation = "must not be set: the bind password is rotated on demand only (rotate-root), never on a schedule"
+	if c.RotationPeriod != 0 {
+		v.Add("RotationPeriod", noAutoRotation)
+	}
+	if c.RotationSchedule != "" {
+		v.Add("RotationSchedule", noAutoRotation)
+	}
+	if c.RotationWindow != 0 {
+		v.Add("RotationWindow", noAutoRotation)
+	}
 	return v.Err()
 }
 
 // WriteConfig validates c, fills in its defaults and stores it, replacing
-// the configuration of the engine (as a whole: fields left zero take their
-// default, except BindPass, which keeps the stored password when empty, so
-// that a rotated root password need not be known). It needs update on
-// "MOUNT/config". A new BindPass drops a pending root rotation record.
+// the configuration of the engine as a whole: fields left zero take their
+// default, except BindPass, which keeps the stored password when empty (a
+// rotated root password need not be known), and LastBindPasswordRotation,
+// which stays as stored. It needs update on "MOUNT/config". A new
+// BindPass drops a pending root rotation record. The rules are those of
+// UpdateConfig, which merges instead.
 func (e *Engine) WriteConfig(ctx context.Context, c Config) error {
+	return e.writeConfig(ctx, func(Config) Config { return c }, c.BindPass != "")
+}
+
+// UpdateConfig merges u into the stored configuration (the first write
+// creates it from u and the defaults), validates the result as a whole
+// and stores it, in one transaction: only the fields u sets change, as a
+// write of Vault's config does. Broken rules are errors of kind
+// keel.ErrInvalid naming Config's fields, across the merged values (a
+// stored Length refuses a new PasswordPolicy unless u sets Length to
+// zero), and leave the stored configuration as it was. It needs update on
+// "MOUNT/config". A new BindPass drops a pending root rotation record.
+func (e *Engine) UpdateConfig(ctx context.Context, u ConfigUpdate) error {
+	return e.writeConfig(ctx, func(old Config) Config {
+		u.apply(&old)
+		return old
+	}, u.BindPass != nil && *u.BindPass != "")
+}
+
+// writeConfig stores the configuration that build makes from the stored
+// one (the zero Config when there is none), after validating it: the one
+// implementation of WriteConfig and UpdateConfig. An empty BindPass keeps
+// the stored password; newPass says that the write brings a password of
+// its own.
+func (e *Engine) writeConfig(ctx context.Context, build func(stored Config) Config, newPass bool) error {
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("config")); err != nil {
-		return err
-	}
-	if err := e.validate(&c); err != nil {
 		return err
 	}
 	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var old Config
-		found, err := getJSON(tx, keyConfig, &old)
-		if err != nil {
+		if _, err := getJSON(tx, keyConfig, &old); err != nil {
 			return err
 		}
-		nc := c
-		if nc.BindPass == "" {
-			if !found || old.BindPass == "" {
-				return keel.Invalid("BindPass", "is required")
+		c := build(old)
+		if c.BindPass == "" {
+			c.BindPass = old.BindPass
+		}
+		c.LastBindPasswordRotation = old.LastBindPasswordRotation
+		if err := e.validate(&c); err != nil {
+			return err
+		}
+		if newPass {
+			if err := tx.Delete(keyRootWAL); err != nil {
+				return err
 			}
-			nc.BindPass = old.BindPass
-		} else if err := tx.Delete(keyRootWAL); err != nil {
-			return err
 		}
-		return putJSON(tx, keyConfig, &nc)
+		return putJSON(tx, keyConfig, &c)
 	})
 }
 
 // ReadConfig returns the configuration with BindPass and ClientTLSKey
-// empty. Length reads DefaultPasswordLength when neither Length nor
-// PasswordPolicy is set. No configuration is an error of kind
-// keel.ErrNotFound. It needs read on "MOUNT/config".
+// empty and every default filled in (also for fields that a configuration
+// stored by an earlier version of keel lacks). Length reads
+// DefaultPasswordLength when neither Length nor PasswordPolicy is set. No
+// configuration is an error of kind keel.ErrNotFound. It needs read on
+// "MOUNT/config".
 func (e *Engine) ReadConfig(ctx context.Context) (Config, error) {
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("config")); err != nil {
 		return Config{}, err
@@ -201,6 +436,7 @@ func (e *Engine) ReadConfig(ctx context.Context) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	e.fillDefaults(&c)
 	c.BindPass, c.ClientTLSKey = "", ""
 	if c.Length == 0 && c.PasswordPolicy == "" {
 		c.Length = DefaultPasswordLength

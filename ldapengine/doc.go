@@ -89,8 +89,10 @@
 // # Caveats
 //
 // Choices where the spec says "not shown", following Vault's engines:
-// writing the configuration replaces it as a whole, but an empty bindpass
-// keeps the stored one (a rotated root password is not known to anyone);
+// UpdateConfig merges a write into the stored configuration (only the
+// fields set change, as Vault's config write), WriteConfig replaces it as
+// a whole, and with both an empty bindpass keeps the stored one (a rotated
+// root password is not known to anyone);
 // the configuration must exist before a static role is created; a static
 // role whose first rotation fails is kept and retried (Vault deletes it),
 // so that a password the directory may already hold is never lost;
@@ -206,8 +208,11 @@
 //     rule). Removing an account that is checked out is refused
 //     (keel.ErrConflict), as is deleting a set while any of its accounts
 //     is checked out; deleting a missing set succeeds.
-//   - Set names follow the static role names' rule (no "/"; Vault allows
-//     "/" in set names); they are case-sensitive.
+//   - Role and set names are hierarchical, as Vault's ("team/app"): one
+//     or more segments of letters, digits, '_', '.', '@' and '-' (each
+//     starting with a letter or digit) joined by "/"; they are
+//     case-sensitive. The List operations show one level, with a folder
+//     ending in "/" for deeper names.
 //   - An account may belong to one set or one static role of the engine:
 //     the owner record "account/<lower-cased DN>" holds "library:SET" for
 //     a set (the role name for a static role); the check happens in the

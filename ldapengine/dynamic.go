@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -252,21 +251,11 @@ func (e *Engine) DynamicRole(ctx context.Context, name string) (DynamicRole, err
 		DefaultTTL: rec.DefaultTTL, MaxTTL: rec.MaxTTL}, nil
 }
 
-// ListDynamicRoles returns the names of the dynamic roles, sorted. It
-// needs list on "MOUNT/role/".
-func (e *Engine) ListDynamicRoles(ctx context.Context) ([]string, error) {
-	if err := keel.Authorize(ctx, e.auth, keel.CapList, e.resource("role")+"/"); err != nil {
-		return nil, err
-	}
-	var names []string
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		names = names[:0]
-		return tx.Scan(prefixDynRole, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-			names = append(names, strings.TrimPrefix(key, prefixDynRole))
-			return nil
-		})
-	})
-	return names, err
+// ListDynamicRoles returns the names directly under path among the dynamic
+// roles, sorted, with folders ending in "/" (see ListStaticRoles). It needs
+// list on "MOUNT/role/PATH".
+func (e *Engine) ListDynamicRoles(ctx context.Context, path string) ([]string, error) {
+	return e.listChildren(ctx, e.resource("role"), prefixDynRole, path)
 }
 
 // DeleteDynamicRole removes the dynamic role name; a missing role is not

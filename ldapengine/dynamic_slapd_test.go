@@ -175,6 +175,25 @@ func TestSlapdDynamicCreds(t *testing.T) {
 			t.Fatalf("a lease was issued: %v", ids)
 		}
 	})
+	t.Run("a deletion the directory refuses keeps the lease visible", func(t *testing.T) {
+		// The deletion LDIF deletes ou=groups, which is not a leaf:
+		// slapd refuses it (notAllowedOnNonLeaf).
+		nonLeaf := "dn: ou=groups," + slapdtest.Suffix + "\nchangetype: delete\n"
+		if err := s.e.PutDynamicRole(ctx, "stuck", DynamicRoleRequest{CreationLDIF: strp(slapdCreationLDIF), DeletionLDIF: &nonLeaf}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.e.Creds(asCaller("bob"), "stuck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.leases.Revoke(ctx, c.Lease.ID, true)
+		if keel.KindOf(err) != keel.KindConflict || !strings.Contains(err.Error(), "Not Allowed On Non Leaf") {
+			t.Fatalf("sync revocation refused by the directory: %v (kind %v), want a conflict naming its answer", err, keel.KindOf(err))
+		}
+		if l, err := s.leases.Lookup(ctx, c.Lease.ID); err != nil || l.Attempts != 1 {
+			t.Fatalf("the lease after a refused revocation: %+v, %v", l, err)
+		}
+	})
 	t.Run("an existing account makes creation fail with already exists", func(t *testing.T) {
 		if err := s.e.PutDynamicRole(ctx, "fixed", DynamicRoleRequest{CreationLDIF: strp(slapdCreationLDIF), DeletionLDIF: strp(slapdDeletionLDIF),
 			UsernameTemplate: strp("alice")}); err != nil {

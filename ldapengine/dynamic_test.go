@@ -36,12 +36,12 @@ func TestDynamicRoleCreateReadListDelete(t *testing.T) {
 		t.Fatalf("read %+v, want %+v", r, want)
 	}
 	v.putTestRole(t, "other", nil)
-	names, err := v.e.ListDynamicRoles(ctx)
+	names, err := v.e.ListDynamicRoles(ctx, "")
 	if err != nil || !slices.Equal(names, []string{"app", "other"}) {
 		t.Fatalf("list %v %v", names, err)
 	}
 	// Dynamic roles do not show up as static roles and the reverse.
-	if s, _ := v.e.ListStaticRoles(ctx); len(s) != 0 {
+	if s, _ := v.e.ListStaticRoles(ctx, ""); len(s) != 0 {
 		t.Fatalf("static roles %v", s)
 	}
 	if err := v.e.DeleteDynamicRole(ctx, "app"); err != nil {
@@ -171,7 +171,7 @@ func TestDynamicRoleRights(t *testing.T) {
 	if _, err := v.e.DynamicRole(ctx, "app"); err != nil || a.take() != "read ldap/role/app" {
 		t.Fatal("read right", err)
 	}
-	if _, err := v.e.ListDynamicRoles(ctx); err != nil || a.take() != "list ldap/role/" {
+	if _, err := v.e.ListDynamicRoles(ctx, ""); err != nil || a.take() != "list ldap/role/" {
 		t.Fatal("list right", err)
 	}
 	if _, err := v.e.Creds(ctx, "app"); err != nil || !strings.HasPrefix(a.take(), "read ldap/creds/app") {

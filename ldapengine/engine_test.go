@@ -194,7 +194,7 @@ func TestStaticRoleRules(t *testing.T) {
 		"ldap dn optional":     {FlavorLDAP, StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}, keel.KindNone, ""},
 		"ldap unknown user":    {FlavorLDAP, StaticRoleRequest{Username: "zed", RotationPeriod: time.Hour}, keel.KindInvalid, "Username"},
 		"dn not in directory":  {FlavorOpenLDAP, StaticRoleRequest{Username: "zed", DN: "uid=zed,ou=users,dc=example,dc=org", RotationPeriod: time.Hour}, keel.KindInvalid, "DN"},
-		"skipped import too":   {FlavorLDAP, StaticRoleRequest{Username: "zed", DN: "uid=zed,dc=x", RotationPeriod: time.Hour, SkipImportRotation: true}, keel.KindInvalid, "DN"},
+		"skipped import too":   {FlavorLDAP, StaticRoleRequest{Username: "zed", DN: "uid=zed,dc=x", RotationPeriod: time.Hour, SkipImportRotation: libPtr(true)}, keel.KindInvalid, "DN"},
 		"period exactly 5s":    {FlavorOpenLDAP, StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: 5 * time.Second}, keel.KindNone, ""},
 	}
 	for name, tc := range cases {
@@ -254,7 +254,7 @@ func TestStaticRoleLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("list and delete frees the account", func(t *testing.T) {
-		names, _ := v.e.ListStaticRoles(ctx)
+		names, _ := v.e.ListStaticRoles(ctx, "")
 		if strings.Join(names, ",") != "alice" {
 			t.Fatalf("list %v", names)
 		}
@@ -263,7 +263,7 @@ func TestStaticRoleLifecycle(t *testing.T) {
 		}
 		_, err := v.e.StaticRole(ctx, "alice")
 		wantKind(t, err, keel.KindNotFound)
-		if err := v.e.PutStaticRole(ctx, "alice2", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour, SkipImportRotation: true}); err != nil {
+		if err := v.e.PutStaticRole(ctx, "alice2", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour, SkipImportRotation: libPtr(true)}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -287,7 +287,7 @@ func TestSkipImportRotation(t *testing.T) {
 	ctx := context.Background()
 	v := newEnv(t, FlavorOpenLDAP, nil)
 	v.configure(t)
-	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Minute, SkipImportRotation: true}); err != nil {
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Minute, SkipImportRotation: libPtr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if pw, _ := v.dir.Password(aliceDN); pw != "alice-pw" {
@@ -296,6 +296,24 @@ func TestSkipImportRotation(t *testing.T) {
 	next, err := v.e.Step(ctx, t0)
 	if err != nil || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("step: next %v, err %v", next, err)
+	}
+	// Unset on the role, the configuration's skip_static_role_import_rotation
+	// decides, as in Vault; set on the role, the role's.
+	if err := v.e.UpdateConfig(ctx, ConfigUpdate{SkipStaticRoleImportRotation: libPtr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.PutStaticRole(ctx, "bob", StaticRoleRequest{Username: "bob", DN: bobDN, RotationPeriod: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := v.dir.Password(bobDN); pw != "bob-pw" {
+		t.Fatal("password rotated despite the configuration's skip_static_role_import_rotation")
+	}
+	v.dir.Add("uid=carol,ou=users,dc=example,dc=org", "carol-pw", "uid", "carol")
+	if err := v.e.PutStaticRole(ctx, "carol", StaticRoleRequest{Username: "carol", DN: "uid=carol,ou=users,dc=example,dc=org", RotationPeriod: time.Minute, SkipImportRotation: libPtr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := v.dir.Password("uid=carol,ou=users,dc=example,dc=org"); pw == "carol-pw" {
+		t.Fatal("a role's own skip_import_rotation false did not rotate")
 	}
 }
 
@@ -436,7 +454,7 @@ func TestWorkerSkipsRoleRotatedMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	v := newEnv(t, FlavorLDAP, nil)
 	v.configure(t)
-	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Minute, SkipImportRotation: true}); err != nil {
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Minute, SkipImportRotation: libPtr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	v.clock.Advance(time.Minute) // due now

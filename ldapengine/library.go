@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -34,8 +35,13 @@ const (
 )
 
 // pendingKey is the key of account name of set in the pending index; its
-// value is a pendingAccount.
-func pendingKey(set, name string) string { return prefixLibPending + set + "/" + name }
+// value is a pendingAccount. Set names are escaped in account keys (as in
+// acctKey): a hierarchical set name holds "/", and set "a" with account
+// "b/c" must not meet set "a/b" with account "c". Names without "/" are
+// their own escape, so keys written before hierarchical names stay.
+func pendingKey(set, name string) string {
+	return prefixLibPending + url.PathEscape(set) + "/" + name
+}
 
 // pendingAccount names an account of the pending index, so that the worker
 // need not parse keys.
@@ -119,20 +125,13 @@ type libAccount struct {
 func (a *libAccount) available() bool { return a.Ready && !a.CheckedOut && a.New == "" }
 
 func setKey(set string) string        { return prefixLibSet + set }
-func acctKey(set, name string) string { return prefixLibAcct + set + "/" + name }
+func acctKey(set, name string) string { return prefixLibAcct + url.PathEscape(set) + "/" + name }
 func libOwner(set string) string      { return libOwnerTag + set }
 
 // libraryOnly refuses library operations in the openldap flavor.
 func (e *Engine) libraryOnly() error {
 	if e.flavor != FlavorLDAP {
 		return fmt.Errorf("%s: library sets are not supported by the %q flavor (only by %q): %w", e.mount, e.flavor, FlavorLDAP, keel.ErrInvalid)
-	}
-	return nil
-}
-
-func checkSetName(name string) error {
-	if !roleName.MatchString(name) {
-		return keel.Invalid("Name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
 	}
 	return nil
 }
@@ -415,24 +414,14 @@ func (e *Engine) LibrarySet(ctx context.Context, name string) (LibrarySet, error
 		DisableCheckInEnforcement: rec.DisableEnforcement}, nil
 }
 
-// ListLibrarySets returns the names of the library sets, sorted; none
-// gives an empty slice. It needs list on "MOUNT/library/".
-func (e *Engine) ListLibrarySets(ctx context.Context) ([]string, error) {
+// ListLibrarySets returns the names directly under path among the library
+// sets, sorted, with folders ending in "/" (see ListStaticRoles); none
+// gives an empty slice. It needs list on "MOUNT/library/PATH".
+func (e *Engine) ListLibrarySets(ctx context.Context, path string) ([]string, error) {
 	if err := e.libraryOnly(); err != nil {
 		return nil, err
 	}
-	if err := keel.Authorize(ctx, e.auth, keel.CapList, e.resource("library")+"/"); err != nil {
-		return nil, err
-	}
-	names := []string{}
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		names = names[:0]
-		return tx.Scan(prefixLibSet, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-			names = append(names, strings.TrimPrefix(key, prefixLibSet))
-			return nil
-		})
-	})
-	return names, err
+	return e.listChildren(ctx, e.resource("library"), prefixLibSet, path)
 }
 
 // DeleteLibrarySet removes the library set name and frees its accounts

@@ -46,7 +46,7 @@ func TestLibrarySetLifecycle(t *testing.T) {
 		t.Fatalf("zero ttls not kept: %+v", got)
 	}
 	v.putSet(t, "apps", libSvcName(2))
-	names, err := v.e.ListLibrarySets(ctx)
+	names, err := v.e.ListLibrarySets(ctx, "")
 	if err != nil || !slices.Equal(names, []string{"apps", "team"}) {
 		t.Fatalf("list %v %v", names, err)
 	}
@@ -62,7 +62,7 @@ func TestLibrarySetLifecycle(t *testing.T) {
 	if err := v.e.PutStaticRole(ctx, "r", StaticRoleRequest{Username: "svc0", DN: libSvcDN(0), RotationPeriod: time.Hour}); err != nil {
 		t.Fatalf("account of a deleted set not freed: %v", err)
 	}
-	names, _ = v.e.ListLibrarySets(ctx)
+	names, _ = v.e.ListLibrarySets(ctx, "")
 	if !slices.Equal(names, []string{"apps"}) {
 		t.Fatalf("list after delete %v", names)
 	}
@@ -80,7 +80,7 @@ func TestLibrarySetRules(t *testing.T) {
 		req   LibrarySetRequest
 		field string
 	}{
-		"bad set name":             {"a/b", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}}, "Name"},
+		"bad set name":             {"a//b", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}}, "Name"},
 		"accounts required":        {"s", LibrarySetRequest{}, "ServiceAccountNames"},
 		"at least one account":     {"s", LibrarySetRequest{ServiceAccountNames: []string{}}, "ServiceAccountNames"},
 		"empty account name":       {"s", LibrarySetRequest{ServiceAccountNames: []string{""}}, "ServiceAccountNames[0]"},
@@ -103,7 +103,7 @@ func TestLibrarySetRules(t *testing.T) {
 				t.Fatalf("field errors %v, want %s", fe, tc.field)
 			}
 			// Nothing stored, no password changed.
-			if names, _ := v.e.ListLibrarySets(ctx); len(names) != 0 {
+			if names, _ := v.e.ListLibrarySets(ctx, ""); len(names) != 0 {
 				t.Fatalf("sets stored: %v", names)
 			}
 			if v.dir.Changes() != changes {
@@ -128,7 +128,7 @@ func TestLibraryOpenLDAPRefuses(t *testing.T) {
 		"put": v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}}),
 	}
 	_, calls["read"] = v.e.LibrarySet(ctx, "s")
-	_, calls["list"] = v.e.ListLibrarySets(ctx)
+	_, calls["list"] = v.e.ListLibrarySets(ctx, "")
 	calls["delete"] = v.e.DeleteLibrarySet(ctx, "s")
 	_, calls["status"] = v.e.LibraryStatus(ctx, "s")
 	_, calls["check-out"] = v.e.CheckOut(ctx, "s", 0)
@@ -764,7 +764,7 @@ func TestLibraryRights(t *testing.T) {
 			return v.e.PutLibrarySet(ctx, "t", LibrarySetRequest{ServiceAccountNames: []string{"svc9"}})
 		}},
 		{"read ldap/library/s", func() error { _, err := v.e.LibrarySet(ctx, "s"); return err }},
-		{"list ldap/library/", func() error { _, err := v.e.ListLibrarySets(ctx); return err }},
+		{"list ldap/library/", func() error { _, err := v.e.ListLibrarySets(ctx, ""); return err }},
 		{"read ldap/library/s/status", func() error { _, err := v.e.LibraryStatus(ctx, "s"); return err }},
 		{"update ldap/library/s/check-out", func() error { _, err := v.e.CheckOut(ctx, "s", 0); return err }},
 		{"update ldap/library/s/check-in", func() error { _, err := v.e.CheckIn(ctx, "s", nil, false); return err }},

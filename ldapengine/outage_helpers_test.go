@@ -314,7 +314,7 @@ func (o *outage) issue(ctx context.Context, role string) (DynamicCred, error) {
 func (o *outage) consistent() error {
 	ctx := context.Background()
 	var errs []error
-	roles, err := o.e.ListStaticRoles(ctx)
+	roles, err := o.e.ListStaticRoles(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (o *outage) consistent() error {
 	if err := o.bind(cfg.BindDN, cfg.BindPass); err != nil {
 		errs = append(errs, fmt.Errorf("the stored bind password does not bind: %w", err))
 	}
-	sets, err := o.e.ListLibrarySets(ctx)
+	sets, err := o.e.ListLibrarySets(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -387,7 +387,7 @@ func (o *outage) setConsistent(ctx context.Context, set string) error {
 
 func (o *outage) dynamicConsistent(ctx context.Context) error {
 	var errs []error
-	roles, err := o.e.ListDynamicRoles(ctx)
+	roles, err := o.e.ListDynamicRoles(ctx, "")
 	if err != nil {
 		return err
 	}

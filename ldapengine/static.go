@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"strings"
 	"time"
 
@@ -27,8 +26,9 @@ type StaticRoleRequest struct {
 	// kept when zero on update. See ParseDuration for the wire forms.
 	RotationPeriod time.Duration
 	// SkipImportRotation, on create, leaves the entry's password alone
-	// until the first period has passed.
-	SkipImportRotation bool
+	// until the first period has passed. Nil: the configuration's
+	// SkipStaticRoleImportRotation (Vault's default for it).
+	SkipImportRotation *bool
 }
 
 // StaticRole is a static role as read.
@@ -91,22 +91,14 @@ type walRecord struct {
 // errNotDue stops a worker's rotation of a role that is no longer due.
 var errNotDue = errors.New("ldapengine: not due")
 
-var roleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
-
-func checkRoleName(name string) error {
-	if !roleName.MatchString(name) {
-		return keel.Invalid("Name", "must be 1 to 128 letters, digits, '_', '.', '@', '-', starting with a letter or digit")
-	}
-	return nil
-}
-
 func accountKey(dn string) string { return prefixAccount + strings.ToLower(dn) }
 
 // PutStaticRole creates or updates the static role name. It needs create
 // or update (decided in the transaction) on "MOUNT/static-role/NAME". The
 // engine must be configured (keel.ErrNotFound otherwise). An entry already
 // managed by another role is a keel.ErrConflict. On create, the password is
-// rotated at once unless SkipImportRotation; when that first rotation
+// rotated at once unless SkipImportRotation (or, when it is nil, the
+// configuration's SkipStaticRoleImportRotation); when that first rotation
 // fails, the role stays, its rotation is retried by the worker, and the
 // error is returned.
 func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleRequest) error {
@@ -127,11 +119,14 @@ func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleReq
 	if err != nil {
 		return err
 	}
+	if r.SkipImportRotation == nil {
+		r.SkipImportRotation = &cfg.SkipStaticRoleImportRotation
+	}
 	created, err := e.putRole(ctx, name, r, &cfg)
 	if err != nil {
 		return err
 	}
-	if created && !r.SkipImportRotation {
+	if created && !*r.SkipImportRotation {
 		err = e.rotate(ctx, name, e.clock.Now(), false)
 	}
 	e.Wake()
@@ -228,7 +223,7 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 			return err
 		}
 		rec := roleRecord{Username: r.Username, DN: r.DN, EntryDN: entryDN, Period: r.RotationPeriod, NextRotation: now}
-		if r.SkipImportRotation {
+		if *r.SkipImportRotation {
 			rec.NextRotation = now.Add(r.RotationPeriod)
 		}
 		return e.putRecord(tx, name, nil, &rec)
@@ -294,21 +289,12 @@ func (e *Engine) StaticRole(ctx context.Context, name string) (StaticRole, error
 	return rec.view(name, pending), nil
 }
 
-// ListStaticRoles returns the names of the static roles, sorted. It needs
-// list on "MOUNT/static-role/".
-func (e *Engine) ListStaticRoles(ctx context.Context) ([]string, error) {
-	if err := keel.Authorize(ctx, e.auth, keel.CapList, e.resource("static-role")+"/"); err != nil {
-		return nil, err
-	}
-	var names []string
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		names = names[:0]
-		return tx.Scan(prefixRole, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-			names = append(names, strings.TrimPrefix(key, prefixRole))
-			return nil
-		})
-	})
-	return names, err
+// ListStaticRoles returns the names directly under path among the static
+// roles, sorted, as Vault's LIST static-role/PATH: a role's name, or a
+// folder ending in "/" for roles deeper down ("team/"). path is "" for the
+// top. It needs list on "MOUNT/static-role/PATH".
+func (e *Engine) ListStaticRoles(ctx context.Context, path string) ([]string, error) {
+	return e.listChildren(ctx, e.resource("static-role"), prefixRole, path)
 }
 
 // DeleteStaticRole removes the static role name, frees its entry for
@@ -602,6 +588,7 @@ func (e *Engine) RotateRoot(ctx context.Context) error {
 			return fmt.Errorf("rotate-root: configuration changed meanwhile: %w", keel.ErrConflict)
 		}
 		cur.BindPass = pw
+		cur.LastBindPasswordRotation = e.clock.Now().UTC()
 		if err := putJSON(tx, keyConfig, &cur); err != nil {
 			return err
 		}
@@ -651,6 +638,7 @@ func (e *Engine) recoverRoot(ctx context.Context) error {
 			}
 			if ok && pw != "" && cur.BindDN == wal.DN && cur.BindPass == wal.Old {
 				cur.BindPass = pw
+				cur.LastBindPasswordRotation = e.clock.Now().UTC()
 				if err := putJSON(tx, keyConfig, &cur); err != nil {
 					return err
 				}

@@ -35,7 +35,7 @@
 // openldap/ and any mount of type ldap or openldap (creds and library only
 // on mounts of type ldap, written ldap-mount; every POST is also a PUT):
 //
-//	POST, GET, DELETE  /v1/:mount/config                GET never shows bindpass nor client_tls_key
+//	POST, GET, DELETE  /v1/:mount/config                POST merges; GET never shows bindpass nor client_tls_key
 //	POST               /v1/:mount/rotate-root
 //	LIST               /v1/:mount/static-role           (or GET with list=true)
 //	GET, POST, DELETE  /v1/:mount/static-role/:name
@@ -95,6 +95,86 @@
 // (options.version), and kv's data map is the body itself (ttl). The
 // adapter's own problems with the body name the wire keys they read,
 // which the table leaves as they are.
+//
+// # Directory engines
+//
+// Where document 3 is silent, the ldap and openldap mounts answer as Vault
+// 1.21's openldap plugin does:
+//
+//   - A config write merges into the stored configuration: only the keys
+//     sent change (POST {"request_timeout": "30s"} keeps url, userdn,
+//     userattr…); a bindpass that is absent or empty keeps the stored
+//     one, so a rotated root password need not be known.
+//   - A config read returns every member of Vault's, with Vault's
+//     defaults: groupdn, groupfilter, groupattr, userfilter,
+//     deny_null_bind, discoverdn, use_token_groups,
+//     anonymous_group_search, username_as_alias, dereference_aliases,
+//     max_page_size, enable_samaccountname_login, case_sensitive_names,
+//     credential_type, skip_static_role_import_rotation, rotation_period,
+//     rotation_schedule, rotation_window, disable_automated_rotation;
+//     use_pre111_group_cn_behavior once written, and
+//     last_bind_password_rotation after a rotate-root. The group, filter
+//     and login settings are stored and read back without effect, as in
+//     Vault's secrets engine (they serve its LDAP auth method), so that
+//     infrastructure-as-code tools read back what they wrote.
+//   - skip_static_role_import_rotation is the default of a static role's
+//     skip_import_rotation.
+//   - Role and library set names are hierarchical ("team/app"), and LIST
+//     of a sub-path (static-role/team, role/team, library/team) shows one
+//     level, folders ending in "/"; library actions follow the name
+//     (library/team/app/check-out, library/manage/team/app/check-in).
+//   - A static role whose dn or username does not resolve in the
+//     directory is refused (400 naming the field) and not stored.
+//   - A lease whose revocation failed (a deletion LDIF the directory
+//     refuses) stays visible to sys/leases/lookup, expired, until a
+//     revocation succeeds; a sync revocation answers the directory's
+//     refusal as 400.
+//   - Static roles and static credentials return last_vault_rotation,
+//     Vault's name, beside the spec's last_secrets_rotation (the same
+//     time).
+//   - An entry already managed by a static role, or an account already in
+//     a library set, is refused with 400, as Vault refuses it.
+//   - An error that carries a retry hint answers a Retry-After header, in
+//     whole seconds: static-cred while the outcome of a password change is
+//     being settled (503), whatever the endpoint.
+//
+// Where keel still answers otherwise than Vault, and why:
+//
+//	what                               Vault                          keel, and why
+//	config write without length        forgets a stored length        keeps it, as every key of a merge; moving from length
+//	                                                                  to password_policy takes "length": 0 in the same write
+//	config write of url                lower-cases it                 stores it as written: keel does not rewrite values
+//	config write of an empty value     stores "" for some keys        the default, e.g. for groupfilter (ldapengine.Config:
+//	                                                                  a zero field is the default)
+//	credential_type "phrase"           manages RACF password phrases  400: keel changes passwords only
+//	rotation_period, rotation_schedule registers a rotation job       400 unless zero or empty: keel rotates the bind
+//	  rotation_window in config        (Vault Enterprise)             password on rotate-root only
+//	config read on openldap mounts     userdn, userattr, upndomain,   absent: document 3 makes them ldap-only
+//	                                   connection_timeout
+//	config read of length              only when set                  always, 64 by default (document 3)
+//	config read of password_policy     only when set                  always, "" when unset
+//	config read of client_tls_cert     absent                         returned: a certificate, not a secret
+//	timestamps                         server's zone, nanoseconds     UTC; last_secrets_rotation and last_vault_rotation
+//	                                                                  in whole seconds (RFC 3339)
+//	static-cred while a password       the stored password, which     503 with Retry-After until the engine has settled
+//	  change's outcome is unknown      may not bind                   it (ldapengine's "Outages")
+//	a static role whose first          deleted                        kept and retried: the directory may already hold
+//	  rotation fails                                                  the new password
+//	last_password on openldap mounts   returned                       absent (document 3)
+//	creds on openldap mounts           served                         400 (document 3 lists creds for ldap only)
+//	static role or library set         400 "missing LDAP              404: the configuration is a missing object
+//	  written before the config        configuration"
+//	static-cred, rotate-role of a      400 "unknown role",            404 with an empty errors list, as every missing
+//	  missing role                     "role doesn't exist"           object here
+//	check-in of an account another     400                            403 "permission denied": the caller lacks the
+//	  caller borrowed                                                 right, answered as every refused right
+//	rotate-root with a bindpass the    500 naming the LDAP error      400 naming the directory's answer: a configuration
+//	  directory refuses                                               mistake, never 403 (it is not the caller's ACL)
+//	a change the directory refuses     500                            400 naming the directory's answer
+//	  (non-leaf, constraint, rights)
+//	directory unreachable, timing out  500                            503: the request may succeed later
+//	  or busy
+//	messages                           Vault's words                  keel's rules after the wire names
 //
 // # Caveats
 //

@@ -39,36 +39,42 @@ func (m methods) serve(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapengine.Engine, rest string) {
 	ctx := r.Context()
 	section, name, _ := strings.Cut(rest, "/")
-	parts := strings.Split(name, "/") // of library paths
+	// Role and set names are hierarchical ("team/app"); a library path
+	// ends in its action: NAME/status, NAME/check-out, NAME/check-in,
+	// manage/NAME/check-in.
+	set, action := name, ""
+	if section == "library" {
+		for _, a := range []string{"/status", "/check-out", "/check-in"} {
+			if n, ok := strings.CutSuffix(name, a); ok && n != "" {
+				set, action = n, a[1:]
+				break
+			}
+		}
+	}
+	manage := false
+	if action == "check-in" {
+		set, manage = strings.CutPrefix(set, "manage/")
+	}
 	var m methods
 	switch {
 	case rest == "config":
-		m.write = func() {
-			writeWith(w, r, "", configFrom, func(ctx context.Context, _ string, c ldapengine.Config) error {
-				return eng.WriteConfig(ctx, c)
+		m.write = func() { // a merge: only the keys sent change, as in Vault
+			writeWith(w, r, "", configFrom, func(ctx context.Context, _ string, u ldapengine.ConfigUpdate) error {
+				return eng.UpdateConfig(ctx, u)
 			})
 		}
-		m.get = func() { // never bindpass nor client_tls_key; the ldap-only fields for ldap only
+		m.get = func() {
 			c, err := eng.ReadConfig(ctx)
-			data := map[string]any{
-				"binddn": c.BindDN, "url": c.URL, "password_policy": c.PasswordPolicy, "schema": c.Schema,
-				"request_timeout": seconds(c.RequestTimeout), "starttls": c.StartTLS, "insecure_tls": c.InsecureTLS,
-				"certificate": c.Certificate, "client_tls_cert": c.ClientTLSCert,
-				"tls_min_version": c.TLSMinVersion, "tls_max_version": c.TLSMaxVersion, "length": c.Length,
-			}
-			if eng.Flavor() == ldapengine.FlavorLDAP {
-				data["userdn"], data["userattr"], data["upndomain"] = c.UserDN, c.UserAttr, c.UPNDomain
-				data["connection_timeout"] = seconds(c.ConnectionTimeout)
-			}
-			writeRead(w, err, data)
+			writeRead(w, err, configData(c, eng.Flavor()))
 		}
 		m.del = func() { writeDone(w, eng.DeleteConfig(ctx)) }
 	case rest == "rotate-root":
 		m.write = func() { writeDone(w, eng.RotateRoot(ctx)) }
-	case name == "" && (section == "static-role" || section == "role" || section == "library"):
-		listing("LIST", map[string]func(context.Context) ([]string, error){
+	case (section == "static-role" || section == "role" || section == "library") && (name == "" || isList(r)):
+		list := map[string]func(context.Context, string) ([]string, error){
 			"static-role": eng.ListStaticRoles, "role": eng.ListDynamicRoles, "library": eng.ListLibrarySets,
-		}[section])(w, r)
+		}[section]
+		listing("LIST", func(ctx context.Context) ([]string, error) { return list(ctx, name) })(w, r)
 		return
 	case section == "static-role":
 		m.write = func() { writeWith(w, r, name, staticRoleFrom, eng.PutStaticRole) }
@@ -108,7 +114,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 				"username": cred.Username, "password": cred.Password, "distinguished_names": cred.DistinguishedNames,
 			}))
 		}
-	case section == "library" && len(parts) == 1:
+	case section == "library" && action == "":
 		m.write = func() { writeWith(w, r, name, librarySetFrom, eng.PutLibrarySet) }
 		m.get = func() {
 			s, err := eng.LibrarySet(ctx, name)
@@ -118,9 +124,9 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 			})
 		}
 		m.del = func() { writeDone(w, eng.DeleteLibrarySet(ctx, name)) }
-	case section == "library" && len(parts) == 2 && parts[1] == "status":
+	case section == "library" && action == "status":
 		m.get = func() {
-			st, err := eng.LibraryStatus(ctx, parts[0])
+			st, err := eng.LibraryStatus(ctx, set)
 			data := make(map[string]any, len(st))
 			for account, a := range st {
 				s := map[string]any{"available": a.Available}
@@ -131,25 +137,24 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 			}
 			writeRead(w, err, data)
 		}
-	case section == "library" && len(parts) == 2 && parts[1] == "check-out":
+	case section == "library" && action == "check-out":
 		m.write = func() {
 			ttl, err := readBody(w, r, func(f *fields) time.Duration { return f.duration("ttl") })
 			var co ldapengine.CheckOut
 			if err == nil {
-				co, err = eng.CheckOut(ctx, parts[0], ttl)
+				co, err = eng.CheckOut(ctx, set, ttl)
 			}
 			l := co.Lease
 			writeData(w, err, leasedResponse(l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{
 				"service_account_name": co.ServiceAccountName, "password": co.Password,
 			}))
 		}
-	case section == "library" && (len(parts) == 2 && parts[1] == "check-in" ||
-		len(parts) == 3 && parts[0] == "manage" && parts[2] == "check-in"):
+	case section == "library" && action == "check-in":
 		m.write = func() {
 			names, err := readBody(w, r, func(f *fields) []string { return f.strList("service_account_names") })
 			var done []string
 			if err == nil {
-				done, err = eng.CheckIn(ctx, parts[len(parts)-2], names, len(parts) == 3)
+				done, err = eng.CheckIn(ctx, set, names, manage)
 			}
 			writeData(w, err, newResponse(map[string]any{"check_ins": append([]string{}, done...)})) // never null
 		}
@@ -160,23 +165,97 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 	m.serve(w, r)
 }
 
-// configFrom reads the fields of a configuration write.
-func configFrom(f *fields) ldapengine.Config {
-	return ldapengine.Config{
-		BindDN: f.str("binddn"), BindPass: f.str("bindpass"), URL: f.str("url"),
-		PasswordPolicy: f.str("password_policy"), Schema: f.str("schema"),
-		UserDN: f.str("userdn"), UserAttr: f.str("userattr"), UPNDomain: f.str("upndomain"),
-		ConnectionTimeout: f.duration("connection_timeout"), RequestTimeout: f.duration("request_timeout"),
-		StartTLS: f.boolean("starttls"), InsecureTLS: f.boolean("insecure_tls"), Certificate: f.str("certificate"),
-		ClientTLSCert: f.str("client_tls_cert"), ClientTLSKey: f.str("client_tls_key"),
-		TLSMinVersion: f.str("tls_min_version"), TLSMaxVersion: f.str("tls_max_version"), Length: f.integer("length"),
+// configFrom reads the fields of a configuration write: only the keys
+// sent change (ldapengine.Engine.UpdateConfig merges), as Vault merges a
+// write into the stored configuration.
+func configFrom(f *fields) ldapengine.ConfigUpdate {
+	return ldapengine.ConfigUpdate{
+		BindDN:            opt(f, "binddn", f.str),
+		BindPass:          opt(f, "bindpass", f.str),
+		URL:               opt(f, "url", f.str),
+		PasswordPolicy:    opt(f, "password_policy", f.str),
+		Schema:            opt(f, "schema", f.str),
+		UserDN:            opt(f, "userdn", f.str),
+		UserAttr:          opt(f, "userattr", f.str),
+		UPNDomain:         opt(f, "upndomain", f.str),
+		ConnectionTimeout: opt(f, "connection_timeout", f.duration),
+		RequestTimeout:    opt(f, "request_timeout", f.duration),
+		StartTLS:          opt(f, "starttls", f.boolean),
+		InsecureTLS:       opt(f, "insecure_tls", f.boolean),
+		Certificate:       opt(f, "certificate", f.str),
+		ClientTLSCert:     opt(f, "client_tls_cert", f.str),
+		ClientTLSKey:      opt(f, "client_tls_key", f.str),
+		TLSMinVersion:     opt(f, "tls_min_version", f.str),
+		TLSMaxVersion:     opt(f, "tls_max_version", f.str),
+		Length:            opt(f, "length", f.integer),
+
+		// Vault's settings that keel stores without using them.
+		GroupDN:                      opt(f, "groupdn", f.str),
+		GroupFilter:                  opt(f, "groupfilter", f.str),
+		GroupAttr:                    opt(f, "groupattr", f.str),
+		UserFilter:                   opt(f, "userfilter", f.str),
+		DenyNullBind:                 opt(f, "deny_null_bind", f.boolean),
+		DiscoverDN:                   opt(f, "discoverdn", f.boolean),
+		UseTokenGroups:               opt(f, "use_token_groups", f.boolean),
+		AnonymousGroupSearch:         opt(f, "anonymous_group_search", f.boolean),
+		UsernameAsAlias:              opt(f, "username_as_alias", f.boolean),
+		DereferenceAliases:           opt(f, "dereference_aliases", f.str),
+		MaxPageSize:                  opt(f, "max_page_size", f.integer),
+		EnableSAMAccountNameLogin:    opt(f, "enable_samaccountname_login", f.boolean),
+		CaseSensitiveNames:           opt(f, "case_sensitive_names", f.boolean),
+		UsePre111GroupCNBehavior:     opt(f, "use_pre111_group_cn_behavior", f.boolean),
+		CredentialType:               opt(f, "credential_type", f.str),
+		SkipStaticRoleImportRotation: opt(f, "skip_static_role_import_rotation", f.boolean),
+		RotationPeriod:               opt(f, "rotation_period", f.duration),
+		RotationSchedule:             opt(f, "rotation_schedule", f.str),
+		RotationWindow:               opt(f, "rotation_window", f.duration),
+		DisableAutomatedRotation:     opt(f, "disable_automated_rotation", f.boolean),
 	}
 }
 
-// withRotation adds last_secrets_rotation to data when t is set.
+// configData is the data of a configuration read: the members of Vault's
+// openldap plugin (1.21), with their defaults, never bindpass nor
+// client_tls_key; userdn, userattr, upndomain and connection_timeout on
+// ldap mounts only (the spec's rule); length always (the spec's, 64 when
+// neither it nor password_policy is set); use_pre111_group_cn_behavior and
+// last_bind_password_rotation only when set, as Vault.
+func configData(c ldapengine.Config, flavor ldapengine.Flavor) map[string]any {
+	data := map[string]any{
+		"binddn": c.BindDN, "url": c.URL, "password_policy": c.PasswordPolicy, "schema": c.Schema,
+		"request_timeout": seconds(c.RequestTimeout), "starttls": c.StartTLS, "insecure_tls": c.InsecureTLS,
+		"certificate": c.Certificate, "client_tls_cert": c.ClientTLSCert,
+		"tls_min_version": c.TLSMinVersion, "tls_max_version": c.TLSMaxVersion, "length": c.Length,
+
+		"groupdn": c.GroupDN, "groupfilter": c.GroupFilter, "groupattr": c.GroupAttr, "userfilter": c.UserFilter,
+		"deny_null_bind": c.DenyNullBind == nil || *c.DenyNullBind, "discoverdn": c.DiscoverDN,
+		"use_token_groups": c.UseTokenGroups, "anonymous_group_search": c.AnonymousGroupSearch,
+		"username_as_alias": c.UsernameAsAlias, "dereference_aliases": c.DereferenceAliases,
+		"max_page_size": c.MaxPageSize, "enable_samaccountname_login": c.EnableSAMAccountNameLogin,
+		"case_sensitive_names": c.CaseSensitiveNames, "credential_type": c.CredentialType,
+		"rotation_period": seconds(c.RotationPeriod), "rotation_schedule": c.RotationSchedule,
+		"rotation_window": seconds(c.RotationWindow), "disable_automated_rotation": c.DisableAutomatedRotation,
+		"skip_static_role_import_rotation": c.SkipStaticRoleImportRotation,
+	}
+	if flavor == ldapengine.FlavorLDAP {
+		data["userdn"], data["userattr"], data["upndomain"] = c.UserDN, c.UserAttr, c.UPNDomain
+		data["connection_timeout"] = seconds(c.ConnectionTimeout)
+	}
+	if c.UsePre111GroupCNBehavior != nil {
+		data["use_pre111_group_cn_behavior"] = *c.UsePre111GroupCNBehavior
+	}
+	if !c.LastBindPasswordRotation.IsZero() {
+		data["last_bind_password_rotation"] = c.LastBindPasswordRotation.UTC().Format(time.RFC3339Nano)
+	}
+	return data
+}
+
+// withRotation adds the time of the last rotation to data when t is set:
+// as the spec's last_secrets_rotation and as Vault's last_vault_rotation
+// (the same value).
 func withRotation(data map[string]any, t time.Time) map[string]any {
 	if !t.IsZero() {
-		data["last_secrets_rotation"] = t.UTC().Format(time.RFC3339)
+		ts := t.UTC().Format(time.RFC3339)
+		data["last_secrets_rotation"], data["last_vault_rotation"] = ts, ts
 	}
 	return data
 }
@@ -184,7 +263,7 @@ func withRotation(data map[string]any, t time.Time) map[string]any {
 // staticRoleFrom reads a static role write.
 func staticRoleFrom(f *fields) ldapengine.StaticRoleRequest {
 	return ldapengine.StaticRoleRequest{Username: f.str("username"), DN: f.str("dn"),
-		RotationPeriod: f.duration("rotation_period"), SkipImportRotation: f.boolean("skip_import_rotation")}
+		RotationPeriod: f.duration("rotation_period"), SkipImportRotation: opt(f, "skip_import_rotation", f.boolean)}
 }
 
 // dynamicRoleFrom reads a dynamic role write: only the keys sent change.

@@ -198,7 +198,7 @@ func TestLDAPStaticRoles(t *testing.T) {
 	_, err = c.Write("openldap/static-role/app", map[string]any{"username": "app", "dn": appDN})
 	wantField(t, err, "rotation_period", "is required")
 	_, err = c.Write("openldap/static-role/-app", map[string]any{"username": "app", "dn": appDN, "rotation_period": "1h"})
-	wantField(t, err, "name", "must be 1 to 128 letters")
+	wantField(t, err, "name", "must be segments of 1 to 128 letters")
 	if list, err := c.List("openldap/static-role"); err != nil || list != nil {
 		t.Fatalf("empty list = %v, %v; want nothing (404)", list, err)
 	}

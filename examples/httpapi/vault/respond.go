@@ -291,8 +291,14 @@ func (e *vaultError) Error() string { return strings.Join(e.msgs, "; ") }
 // rule with one "wire_name: rule" per problem (wireError); else the status
 // of err's kind (500 "internal error" for a kind without one) and its
 // message in the errors list, or "permission denied" alone for forbidden
-// answers, as Vault's, so that they reveal nothing.
+// answers, as Vault's, so that they reveal nothing. An error that carries
+// a retry hint (keel.RetryAfterOf: a password change being settled) adds
+// a Retry-After header, in whole seconds rounded up, whatever the
+// endpoint.
 func writeError(w http.ResponseWriter, err error) {
+	if d, ok := keel.RetryAfterOf(err); ok {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+	}
 	ve, ok := err.(*vaultError) // never wrapped
 	if !ok {
 		ve, ok = wireError("", err).(*vaultError)

@@ -3,10 +3,14 @@ package vault
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
 )
 
 // TestWriteJSONMatchesEncodingJSON checks that the hand-written encoder of
@@ -95,5 +99,27 @@ func BenchmarkWriteJSONList(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteErrorRetryAfter: an error that carries a retry hint answers a
+// Retry-After header in whole seconds, rounded up, with its kind's status;
+// one without a hint has no header.
+func TestWriteErrorRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		header string
+	}{
+		{keel.WithRetryAfter(fmt.Errorf("settling: %w", keel.ErrUnavailable), 1500*time.Millisecond), http.StatusServiceUnavailable, "2"},
+		{keel.WithRetryAfter(fmt.Errorf("busy: %w", keel.ErrConflict), 3*time.Second), http.StatusBadRequest, "3"},
+		{keel.WithRetryAfter(keel.ErrUnavailable, 0), http.StatusServiceUnavailable, "1"}, // at least a second
+		{fmt.Errorf("down: %w", keel.ErrUnavailable), http.StatusServiceUnavailable, ""},
+	} {
+		rec := httptest.NewRecorder()
+		writeError(rec, tc.err)
+		if rec.Code != tc.status || rec.Header().Get("Retry-After") != tc.header {
+			t.Errorf("writeError(%v): %d Retry-After %q, want %d %q", tc.err, rec.Code, rec.Header().Get("Retry-After"), tc.status, tc.header)
+		}
 	}
 }

@@ -38,6 +38,7 @@ type env struct {
 	store  storage.Store
 	clock  *keel.FakeClock
 	leases *lease.Manager
+	table  *mount.Table // its engines, for tests that drive their Step
 	authz  keel.Authorizer
 	dir    *ldaptest.Directory // the directory of the ldap mounts
 	srv    *httptest.Server
@@ -69,6 +70,7 @@ func newEnv(t *testing.T, store storage.Store) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(table.Close)
+	e.table = table
 	// The tests drive the lease worker's Step themselves.
 	e.leases = table.Leases()
 	e.leases.Stop()

@@ -42,13 +42,22 @@ var wireNames = map[string]string{
 	"StartTLS": "starttls", "InsecureTLS": "insecure_tls", "Certificate": "certificate",
 	"ClientTLSCert": "client_tls_cert", "ClientTLSKey": "client_tls_key",
 	"TLSMinVersion": "tls_min_version", "TLSMaxVersion": "tls_max_version", "Length": "length",
+	"GroupDN": "groupdn", "GroupFilter": "groupfilter", "GroupAttr": "groupattr", "UserFilter": "userfilter",
+	"DenyNullBind": "deny_null_bind", "DiscoverDN": "discoverdn", "UseTokenGroups": "use_token_groups",
+	"AnonymousGroupSearch": "anonymous_group_search", "UsernameAsAlias": "username_as_alias",
+	"DereferenceAliases": "dereference_aliases", "MaxPageSize": "max_page_size",
+	"EnableSAMAccountNameLogin": "enable_samaccountname_login", "CaseSensitiveNames": "case_sensitive_names",
+	"UsePre111GroupCNBehavior": "use_pre111_group_cn_behavior", "CredentialType": "credential_type",
+	"RotationSchedule": "rotation_schedule", "RotationWindow": "rotation_window",
+	"DisableAutomatedRotation": "disable_automated_rotation", "LastBindPasswordRotation": "last_bind_password_rotation",
+	"SkipStaticRoleImportRotation": "skip_static_role_import_rotation", "SkipImportRotation": "skip_import_rotation",
+	// RotationPeriod (the bind password's, and a static role's) is below.
 
 	// ldapengine: static roles, dynamic roles, library sets and their
 	// check-out and check-in. ldapengine.New's Flavor and Mount are the
 	// mount's type and path.
 	"Username": "username", "DN": "dn", "RotationPeriod": "rotation_period",
-	"SkipImportRotation": "skip_import_rotation",
-	"CreationLDIF":       "creation_ldif", "DeletionLDIF": "deletion_ldif", "RollbackLDIF": "rollback_ldif",
+	"CreationLDIF": "creation_ldif", "DeletionLDIF": "deletion_ldif", "RollbackLDIF": "rollback_ldif",
 	"UsernameTemplate":    "username_template",
 	"ServiceAccountNames": "service_account_names", "DisableCheckInEnforcement": "disable_check_in_enforcement",
 	"Flavor": "type", "Mount": "path",

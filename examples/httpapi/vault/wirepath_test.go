@@ -103,7 +103,7 @@ func TestWireNamesMatchTheDecoders(t *testing.T) {
 		}
 	}
 	for name, decode := range map[string]func(*fields) any{
-		"ldapengine.Config":             func(f *fields) any { return configFrom(f) },
+		"ldapengine.ConfigUpdate":       func(f *fields) any { return configFrom(f) },
 		"ldapengine.StaticRoleRequest":  func(f *fields) any { return staticRoleFrom(f) },
 		"ldapengine.DynamicRoleRequest": func(f *fields) any { return dynamicRoleFrom(f) },
 		"ldapengine.LibrarySetRequest":  func(f *fields) any { return librarySetFrom(f) },

@@ -1,0 +1,51 @@
+package vault_test
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestLDAPHierarchicalNames: role and set names with "/" (Vault's
+// hierarchical paths), LIST of a sub-path, and library actions under such
+// a name.
+func TestLDAPHierarchicalNames(t *testing.T) {
+	_, c := newLibraryEnv(t)
+	for _, p := range []string{"ldap/static-role/team/one", "ldap/static-role/team/deep/two"} {
+		user := map[string]string{"ldap/static-role/team/one": "svc1", "ldap/static-role/team/deep/two": "svc2"}[p]
+		if _, err := c.Write(p, map[string]any{"username": user, "rotation_period": "1h"}); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	for path, want := range map[string]string{"ldap/static-role": "[team/]", "ldap/static-role/team": "[deep/ one]", "ldap/static-role/team/deep/": "[two]"} {
+		l, err := c.List(path)
+		if err != nil || l == nil || fmt.Sprint(l.Data["keys"]) != want {
+			t.Fatalf("LIST %s = %v, %v; want keys %s", path, l, err, want)
+		}
+	}
+	if s, err := c.Read("ldap/static-cred/team/deep/two"); err != nil || s == nil || s.Data["username"] != "svc2" {
+		t.Fatalf("static-cred of a hierarchical role: %v, %v", s, err)
+	}
+	for _, p := range []string{"ldap/static-role/team/one", "ldap/static-role/team/deep/two"} {
+		if _, err := c.Delete(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Write("ldap/library/ops/blue", map[string]any{"service_account_names": "svc1"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.List("ldap/library/ops"); err != nil || l == nil || fmt.Sprint(l.Data["keys"]) != "[blue]" {
+		t.Fatalf("LIST ldap/library/ops = %v, %v", l, err)
+	}
+	co, err := c.Write("ldap/library/ops/blue/check-out", nil)
+	if err != nil || co.Data["service_account_name"] != "svc1" {
+		t.Fatalf("check-out under a hierarchical name: %v, %v", co, err)
+	}
+	st, err := c.Read("ldap/library/ops/blue/status")
+	if err != nil || fmt.Sprint(st.Data["svc1"]) == "" || st.Data["svc1"].(map[string]any)["available"] != false {
+		t.Fatalf("status: %v, %v", st, err)
+	}
+	in, err := c.Write("ldap/library/manage/ops/blue/check-in", map[string]any{"service_account_names": "svc1"})
+	if err != nil || fmt.Sprint(in.Data["check_ins"]) != "[svc1]" {
+		t.Fatalf("manage check-in under a hierarchical name: %v, %v", in, err)
+	}
+}
