@@ -1,5 +1,5 @@
-// Package policy keeps policy-as-code policies per organization, as HCP
-// Terraform's policies API does, with a minimal policy-set registry, over a
+// Package policy keeps policy-as-code policies and policy sets per
+// organization, as HCP Terraform's policies and policy sets APIs do, over a
 // storage.Store.
 //
 // # Basics
@@ -41,9 +41,62 @@
 //     when Enforce is not sent; for opa: advisory or mandatory). One of
 //     Enforce and EnforcementLevel is required on create.
 //   - PolicySetIDs: each ("PolicySetIDs[<i>]") must be a set of the
-//     organization. CreateSet's name ("Name") follows the rule of a
-//     policy's, and each of its policyIDs ("PolicyIDs[<i>]") must be a
-//     policy of the organization.
+//     organization, of the policy's kind.
+//
+// # Policy sets
+//
+// A policy set groups policies of one kind and applies them to workspaces:
+// those it is attached to, those of the projects it is attached to, or
+// every workspace of the organization when it is global, but for the
+// workspaces it excludes. keel keeps the sets and their members; it runs
+// no policy checks.
+//
+//	set, err := policies.CreateSet(ctx, "acme", policy.SetInput{Name: &name, PolicyIDs: ids, WorkspaceIDs: wss})
+//	err = policies.AddSetMembers(ctx, set.ID, policy.SetProjects, []string{prj})
+//	err = policies.RemoveSetMembers(ctx, set.ID, policy.SetPolicies, []string{id})
+//	set, err = policies.UpdateSet(ctx, set.ID, policy.SetUpdate{Overridable: &yes})
+//	page, err := policies.ListSets(ctx, "acme", policy.SetListOptions{Search: "net"})
+//	err = policies.DeleteSet(ctx, set.ID)
+//
+// Rules, on the Go paths of SetInput, SetUpdate and the ids of
+// AddSetMembers:
+//
+//   - Name ("Name"): required, letters, digits, "-" and "_"; unique in
+//     the organization ignoring case (keel.KindAlreadyExists); it can
+//     change.
+//   - Kind ("Kind"): sentinel (the default) or opa; it cannot change.
+//   - Members ("PolicyIDs[<i>]", "WorkspaceIDs[<i>]", "ProjectIDs[<i>]",
+//     "WorkspaceExclusionIDs[<i>]"; "IDs[<i>]" for AddSetMembers): each
+//     must exist and be of the set's organization; a policy must be of
+//     the set's kind. An id given twice counts once. RemoveSetMembers
+//     ignores ids that are not members, so that a member deleted first
+//     (by Delete or the catalog) can still be removed.
+//   - Global ("Global", or "IDs" when adding): a global set is attached
+//     to no workspace or project; it may exclude workspaces.
+//   - PolicyToolVersion ("PolicyToolVersion"): not empty when sent.
+//
+// HCP Terraform's defaults: Description and PoliciesPath null,
+// Global and Overridable false, AgentEnabled false for Sentinel and true
+// for OPA, PolicyToolVersion "latest", PolicyUpdatePatterns empty.
+// CreatedAt is the creation time; UpdatedAt moves with every update and
+// every change of members. ListSets returns the sets in name order (case
+// folded), paged as List, with search[name] and a kind filter
+// ("FilterKind").
+//
+// Members go with their object: deleting a policy (Delete) takes it out
+// of its sets in the same transaction, and deleting a workspace or a
+// project in the catalog does the same, through the
+// project.Registration.OnForget hook New sets.
+//
+// Every operation on a set is one transaction. So that each fits in one
+// transaction of the store, a set holds at most MaxSetMembers members
+// (62 with etcd's default limits of 128 operations and 128 reads per
+// transaction; no bound on a store without limits): CreateSet and
+// AddSetMembers refuse more, up front, with keel.KindTooLarge naming the
+// limit. Likewise the deletion of a policy, workspace or project that is
+// a member of more than MaxMemberSets sets (40 with etcd's defaults) is
+// refused with keel.KindTooLarge, leaving the store as it was, and
+// Create refuses a policy that would join more.
 //
 // Fields are never named by a wire name: an adapter maps these paths to
 // its own (package examples/httpapi/tfe to JSON:API pointers).
@@ -93,7 +146,8 @@
 //     the manage-policies right: existence never leaks, every endpoint
 //     answers 404.
 //   - keel.KindAlreadyExists: a taken name.
-//   - keel.KindTooLarge: code over 10 MiB.
+//   - keel.KindTooLarge: code over 10 MiB; a set or a member past the
+//     limits of the store (see Policy sets).
 //   - the store's kinds; keel.KindInternal for a corrupt record.
 //
 // A write that fails leaves the store as it was.
@@ -118,7 +172,14 @@
 // page costs one key read per skipped policy. A list with search[name]
 // reads every key of the organization's name index (no record) to count
 // the matches; only the page's records are loaded. Each
-// operation reads the organization's record, one key more. The policy set
-// registry is minimal: sets are created with members and read; they
-// are not versioned, attached to workspaces or deleted.
+// operation reads the organization's record, one key more.
+//
+// A set list reads every key of the organization's set name index to
+// count the sets, and with a kind filter every set's record; each set of
+// the page costs a scan of its members. Sets are not versioned (no
+// policy set versions, VCS or parameters), and carry no tag selectors.
+// A store whose sets were written before sets had a name index (or an
+// organization index) is indexed by the first set operation that needs
+// it, once (key v/setname); where two such sets of one organization share
+// a name, the first keeps it in the index.
 package policy

@@ -117,7 +117,7 @@ func populate(t testing.TB, s services, workspaces, policies int) held {
 		h.policies = append(h.policies, pol.ID)
 	}
 	for _, members := range [][]string{h.policies[:min(12, len(h.policies))], nil} {
-		set, err := s.pol.CreateSet(ctx, "acme", fmt.Sprintf("set-%d", len(h.sets)), members)
+		set, err := s.pol.CreateSet(ctx, "acme", policy.SetInput{Name: ptr(fmt.Sprintf("set-%d", len(h.sets))), PolicyIDs: members})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestDeleteLargeOrganizationOnEtcd(t *testing.T) {
 func keysLeft(t testing.TB, store storage.Store) []string {
 	t.Helper()
 	dump := storagetest.Dump(t, store)
-	delete(dump, "policy/v/orgset")
+	delete(dump, "policy/v/setname")
 	return slices.Sorted(maps.Keys(dump))
 }
 
@@ -304,7 +304,7 @@ func TestPolicyDeletionStoppedMidway(t *testing.T) {
 	if _, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: ptr("late"), EnforcementLevel: ptr(policy.Advisory)}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a policy in the organization being deleted: %v", err)
 	}
-	if _, err := s.pol.CreateSet(ctx, "acme", "late", nil); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.CreateSet(ctx, "acme", policy.SetInput{Name: ptr("late"), PolicyIDs: nil}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a set in the organization being deleted: %v", err)
 	}
 	checkNothingVisible(t, s, h)

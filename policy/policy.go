@@ -89,24 +89,39 @@ func New(store storage.Store, opts *Options) (*Service, error) {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
 		s.reg = reg
+		reg.OnForget(s.forget)
 	}
 	return s, nil
 }
 
-// exists reports whether an organization exists, in the transaction of
-// its caller.
-type exists func(org string) (bool, error)
+// exists reads the catalog's organizations, workspaces and projects in
+// the transaction of its caller (project.Orgs).
+type exists interface {
+	Exists(org string) (bool, error)
+	WorkspaceOrg(id string) (string, error)
+	ProjectOrg(id string) (string, error)
+}
 
-func anyOrg(string) (bool, error) { return true, nil }
+// anyOrg is the catalog of a Service without Options.Organizations: every
+// organization exists, and no workspace or project is known.
+type anyOrg struct{}
+
+func (anyOrg) Exists(string) (bool, error) { return true, nil }
+func (anyOrg) WorkspaceOrg(id string) (string, error) {
+	return "", notFound(fmt.Sprintf("workspace %q (no catalog)", id))
+}
+func (anyOrg) ProjectOrg(id string) (string, error) {
+	return "", notFound(fmt.Sprintf("project %q (no catalog)", id))
+}
 
 // view runs fn in a View of the Service's store that also sees the
 // catalog's organizations.
 func (s *Service) view(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, live exists) error) error {
 	if s.reg == nil {
-		return s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx, anyOrg) })
+		return s.store.View(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx, anyOrg{}) })
 	}
 	return s.reg.View(ctx, func(ctx context.Context, tx storage.Tx, orgs project.Orgs) error {
-		return fn(ctx, tx, orgs.Exists)
+		return fn(ctx, tx, orgs)
 	})
 }
 
@@ -115,10 +130,10 @@ func (s *Service) view(ctx context.Context, fn func(ctx context.Context, tx stor
 // makes it retry or fail, as any conflicting write does.
 func (s *Service) update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, live exists) error) error {
 	if s.reg == nil {
-		return s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx, anyOrg) })
+		return s.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx, anyOrg{}) })
 	}
 	return s.reg.Update(ctx, func(ctx context.Context, tx storage.Tx, orgs project.Orgs) error {
-		return fn(ctx, tx, orgs.Exists)
+		return fn(ctx, tx, orgs)
 	})
 }
 
@@ -170,17 +185,23 @@ type record struct {
 //	count/<org>            the number of policies of org (decimal)
 //	set/<id>               the record of a policy set (JSON)
 //	orgset/<org>/<set>     empty: set is a set of org
+//	setname/<org>/<folded name> the id of the set of that name
 //	setpol/<set>/<policy>  empty: policy is a member of set
 //	polset/<policy>/<set>  empty: the same edge, seen from the policy
-//	v/orgset               empty: every set has its orgset key (see indexSets)
+//	setws/<set>/<ws>, wsset/<ws>/<set>      set is attached to workspace ws
+//	setprj/<set>/<prj>, prjset/<prj>/<set>  set is attached to project prj
+//	setwsx/<set>/<ws>, wsxset/<ws>/<set>    set excludes workspace ws
+//	v/setname              empty: every set has its orgset and setname keys (see indexSets)
 //
-// A set and its members are of one organization (Create and CreateSet
-// refuse others): the edges of an organization are found from its sets.
+// A set and its members are of one organization (Create, CreateSet and
+// AddSetMembers refuse others): the edges of an organization are found
+// from its sets.
 func polKey(id string) string         { return "pol/" + id }
 func codeKey(id string) string        { return "code/" + id }
 func nameIx(org string) string        { return "ix/" + org + "/" }
 func countKey(org string) string      { return "count/" + org }
 func setKey(id string) string         { return "set/" + id }
+func setNames(org string) string      { return "setname/" + org + "/" }
 func orgSets(org string) string       { return "orgset/" + org + "/" }
 func setPolicies(set string) string   { return "setpol/" + set + "/" }
 func policySets(policy string) string { return "polset/" + policy + "/" }
@@ -228,7 +249,7 @@ func (s *Service) allowed(ctx context.Context, org string) error {
 // orgExists returns keel.KindNotFound, naming what, when org does not
 // exist (or is being deleted).
 func orgExists(live exists, org, what string) error {
-	ok, err := live(org)
+	ok, err := live.Exists(org)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 func TestCreateRules(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	e.mk(t, "taken")
-	set, err := e.s.CreateSet(root(), "acme", "base", nil)
+	set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestCreateSetRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.s.CreateSet(root(), "acme", tt.set, tt.policyIDs)
+			_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr(tt.set), PolicyIDs: tt.policyIDs})
 			if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
 				t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
 			}
@@ -259,7 +259,7 @@ func TestNotFoundInsteadOfForbidden(t *testing.T) {
 func TestPolicySets(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	a := e.mk(t, "a")
-	set, err := e.s.CreateSet(root(), "acme", "base", []string{a.ID})
+	set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: []string{a.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,10 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 		{"update", func() error { _, err := e.s.Update(root(), p.ID, UpdateInput{Description: ptr("d")}); return err }},
 		{"upload", func() error { return e.s.Upload(root(), p.ID, []byte("code")) }},
 		{"delete", func() error { return e.s.Delete(root(), p.ID) }},
-		{"create set", func() error { _, err := e.s.CreateSet(root(), "acme", "s", []string{p.ID}); return err }},
+		{"create set", func() error {
+			_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{p.ID}})
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,9 +12,10 @@ import (
 // each step visits what is still there.
 //
 //  1. the sets of org, found through orgset/<org>/: for each, its edges
-//     (setpol/<set>/<policy> and polset/<policy>/<set>), then the set's
-//     record with its orgset key, so that a set whose record is gone has
-//     no edge left;
+//     (to policies, workspaces, projects and excluded workspaces, both
+//     sides), then the name index setname/<org>/, then the set's record
+//     with its orgset key, so that a set whose record is gone has no edge
+//     left;
 //  2. the policies of org, found through ix/<org>/: the record, the code
 //     and the index key together (their edges went with the sets: a set
 //     and its members are of one organization);
@@ -36,16 +37,21 @@ func (s *Service) purge(ctx context.Context, org string, store storage.Store) er
 		return err
 	}
 	for _, set := range sets {
-		prefix := setPolicies(set)
-		_, err := storage.Batch(ctx, store, prefix, &storage.BatchOptions{Writes: 2, KeysOnly: true}, func(tx storage.Tx, key string, _ []byte) error {
-			if err := tx.Delete(policySets(key[len(prefix):]) + set); err != nil {
+		for _, m := range setMembers {
+			prefix := m.setSide(set)
+			_, err := storage.Batch(ctx, store, prefix, &storage.BatchOptions{Writes: 2, KeysOnly: true}, func(tx storage.Tx, key string, _ []byte) error {
+				if err := tx.Delete(m.memberSide(key[len(prefix):]) + set); err != nil {
+					return err
+				}
+				return tx.Delete(key)
+			})
+			if err != nil {
 				return err
 			}
-			return tx.Delete(key)
-		})
-		if err != nil {
-			return err
 		}
+	}
+	if _, err := storage.DeletePrefix(ctx, store, setNames(org)); err != nil {
+		return err
 	}
 	_, err = storage.Batch(ctx, store, orgSets(org), &storage.BatchOptions{Writes: 2, KeysOnly: true}, func(tx storage.Tx, key string, _ []byte) error {
 		if set := key[len(orgSets(org)):]; validID(set) {
@@ -77,13 +83,16 @@ func (s *Service) purge(ctx context.Context, org string, store storage.Store) er
 	})
 }
 
-// setsIndexed marks a store whose every set has its orgset key: sets
-// created before that key existed get it from indexSets, once.
-const setsIndexed = "v/orgset"
+// setsIndexed marks a store whose every set has its orgset and setname
+// keys: sets created before these keys existed get them from indexSets,
+// once. (A store marked "v/orgset" only, by an earlier version, is
+// indexed again.)
+const setsIndexed = "v/setname"
 
-// indexSets gives every set of store its orgset key, unless setsIndexed
-// says it is done, then writes setsIndexed. It is resumable, and safe to
-// run beside CreateSet, which writes the same keys.
+// indexSets gives every set of store its orgset key, and its setname key
+// when the name is free in its organization, unless setsIndexed says it
+// is done, then writes setsIndexed. It is resumable, and safe to run
+// beside CreateSet, which writes the same keys.
 func indexSets(ctx context.Context, store storage.Store) error {
 	done := false
 	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -97,12 +106,19 @@ func indexSets(ctx context.Context, store storage.Store) error {
 	if err != nil || done {
 		return err
 	}
-	_, err = storage.Batch(ctx, store, "set/", nil, func(tx storage.Tx, key string, value []byte) error {
+	_, err = storage.Batch(ctx, store, "set/", &storage.BatchOptions{Writes: 2, Reads: 1}, func(tx storage.Tx, key string, value []byte) error {
 		var rec setRecord
 		if err := decode(value, &rec); err != nil || !validID(rec.Org) || rec.ID != key[len("set/"):] {
 			return nil // no organization to file it under: GetSet reports it corrupt
 		}
-		return tx.Put(orgSets(rec.Org)+rec.ID, nil)
+		if err := tx.Put(orgSets(rec.Org)+rec.ID, nil); err != nil {
+			return err
+		}
+		name := setNames(rec.Org) + fold(rec.Name)
+		if _, err := tx.Get(name); !isNotFound(err) {
+			return err // taken (two sets of one name, from before names were unique), or a failure
+		}
+		return tx.Put(name, []byte(rec.ID))
 	})
 	if err != nil {
 		return err

@@ -12,17 +12,18 @@ import (
 )
 
 // TestDeletionFindsSetsStoredWithoutIndex: sets stored before sets were
-// indexed by organization (no orgset key) are found and deleted with their
-// organization; the sets of other organizations stay, indexed.
+// indexed by organization and name (no orgset or setname key, no marker)
+// are found and deleted with their organization; the sets of other
+// organizations stay, indexed.
 func TestDeletionFindsSetsStoredWithoutIndex(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := root()
 	a := e.mk(t, "a")
-	set, err := e.s.CreateSet(ctx, "acme", "old", []string{a.ID})
+	set, err := e.s.CreateSet(ctx, "acme", SetInput{Name: ptr("old"), PolicyIDs: []string{a.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty, err := e.s.CreateSet(ctx, "acme", "old-empty", nil)
+	empty, err := e.s.CreateSet(ctx, "acme", SetInput{Name: ptr("old-empty"), PolicyIDs: nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +34,14 @@ func TestDeletionFindsSetsStoredWithoutIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := e.s.CreateSet(ctx, "beta", "kept", []string{b.ID})
+	other, err := e.s.CreateSet(ctx, "beta", SetInput{Name: ptr("kept"), PolicyIDs: []string{b.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As a store written before the orgset keys existed.
 	err = e.s.store.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		for _, k := range []string{orgSets("acme") + set.ID, orgSets("acme") + empty.ID, orgSets("beta") + other.ID} {
+		for _, k := range []string{orgSets("acme") + set.ID, orgSets("acme") + empty.ID, orgSets("beta") + other.ID,
+			setNames("acme") + "old", setNames("acme") + "old-empty", setNames("beta") + "kept", setsIndexed} {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}
@@ -60,7 +62,7 @@ func TestDeletionFindsSetsStoredWithoutIndex(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"policy/" + orgSets("beta") + other.ID, "policy/" + setsIndexed} {
+	for _, k := range []string{"policy/" + orgSets("beta") + other.ID, "policy/" + setNames("beta") + "kept", "policy/" + setsIndexed} {
 		if _, ok := dump[k]; !ok {
 			t.Errorf("no key %s", k)
 		}
@@ -76,7 +78,7 @@ func TestDeletionIsRetrySafe(t *testing.T) {
 	var fs *faultstore.Store
 	e := newEnv(t, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
 	a, b := e.mk(t, "a"), e.mk(t, "b")
-	if _, err := e.s.CreateSet(root(), "acme", "s", []string{a.ID, b.ID}); err != nil {
+	if _, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID, b.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.cat.Create(root(), "acme", project.Input{Name: ptr("infra")}); err != nil {

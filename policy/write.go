@@ -139,21 +139,7 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 		} else if !isNotFound(err) {
 			return err
 		}
-		var v keel.Validation
-		for i, set := range in.PolicySetIDs {
-			ps, err := getSet(tx, set)
-			if errors.Is(err, keel.ErrNotFound) || (err == nil && ps.Org != org) {
-				v.Add(fmt.Sprintf("PolicySetIDs[%d]", i), "no policy set %q in %q", set, org)
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if err := join(tx, set, rec.ID); err != nil {
-				return err
-			}
-		}
-		if err := v.Err(); err != nil {
+		if err := s.joinSets(tx, &rec, in.PolicySetIDs); err != nil {
 			return err
 		}
 		if err := tx.Put(key, []byte(rec.ID)); err != nil {
@@ -265,28 +251,17 @@ func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
 	return code, err
 }
 
-// Delete deletes a policy, its code and its set memberships.
+// Delete deletes a policy, its code and its set memberships, in one
+// transaction; a policy of more than MaxMemberSets sets is
+// keel.KindTooLarge and stays.
 func (s *Service) Delete(ctx context.Context, id string) error {
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
 		}
-		var sets []string
-		err = tx.Scan(policySets(id), storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
-			sets = append(sets, k[len(policySets(id)):])
-			return nil
-		})
-		if err != nil {
+		if err := s.leaveAll(tx, id, SetPolicies); err != nil {
 			return err
-		}
-		for _, set := range sets {
-			if err := tx.Delete(policySets(id) + set); err != nil {
-				return err
-			}
-			if err := tx.Delete(setPolicies(set) + id); err != nil {
-				return err
-			}
 		}
 		if err := tx.Delete(codeKey(id)); err != nil && !isNotFound(err) {
 			return err
@@ -299,4 +274,56 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		}
 		return tx.Delete(polKey(id))
 	})
+}
+
+// joinSets makes the new policy rec a member of the sets ids (each of its
+// organization and kind, "PolicySetIDs[<i>]"), all or none; a set given
+// twice is joined once. More sets than MaxMemberSets, or a set that would
+// grow past MaxSetMembers, is keel.KindTooLarge.
+func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
+	seen := map[string]bool{}
+	var sets []*setRecord
+	var v keel.Validation
+	for i, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		field := fmt.Sprintf("PolicySetIDs[%d]", i)
+		ps, err := getSet(tx, id)
+		switch {
+		case errors.Is(err, keel.ErrNotFound) || err == nil && ps.Org != rec.Org:
+			v.Add(field, "no policy set %q in %q", id, rec.Org)
+		case err != nil:
+			return err
+		case ps.kind() != rec.Kind:
+			v.Add(field, "policy set %q is of kind %s, the policy of kind %s", id, ps.kind(), rec.Kind)
+		default:
+			sets = append(sets, ps)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	if most := s.MaxMemberSets(); len(sets) > most {
+		return s.tooLarge("policy sets of a policy", len(sets), most)
+	}
+	most := s.MaxSetMembers()
+	for _, ps := range sets {
+		c, err := counts(tx, ps)
+		if err != nil {
+			return err
+		}
+		if c.total() >= most {
+			return s.tooLarge(fmt.Sprintf("members of policy set %q", ps.ID), c.total()+1, most)
+		}
+		c.Policies++
+		if err := join(tx, SetPolicies, ps.ID, rec.ID); err != nil {
+			return err
+		}
+		if err := putSet(tx, ps); err != nil {
+			return err
+		}
+	}
+	return nil
 }

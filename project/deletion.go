@@ -116,6 +116,29 @@ func (o Orgs) Exists(name string) (bool, error) {
 	return err == nil, err
 }
 
+// WorkspaceOrg returns the organization of the workspace id in the
+// transaction's snapshot, without asking the Authorizer, so that a
+// service can check that an object it points at (a policy set's
+// workspace) is of the organization it expects. A workspace that does
+// not exist is an error of kind keel.KindNotFound. It reads one key.
+func (o Orgs) WorkspaceOrg(id string) (string, error) {
+	w, err := getWorkspace(o.tx, id)
+	if err != nil {
+		return "", err
+	}
+	return w.Org, nil
+}
+
+// ProjectOrg returns the organization of the project id in the
+// transaction's snapshot, as WorkspaceOrg does for a workspace.
+func (o Orgs) ProjectOrg(id string) (string, error) {
+	p, err := getProject(o.tx, id)
+	if err != nil {
+		return "", err
+	}
+	return p.Org, nil
+}
+
 // Register joins a service that keeps data per organization to the
 // Catalog: from then on, deleting an organization calls purge to delete
 // the service's data of it (see PurgeFunc), and the service reads, through

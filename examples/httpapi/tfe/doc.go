@@ -35,6 +35,13 @@
 //	GET, PATCH, DELETE /policies/:id                    show (include), update, delete (204)
 //	PUT    /policies/:id/upload                         raw body, at most 10 MiB; 204
 //	GET    /policies/:id/download                       application/octet-stream
+//	POST   /organizations/:org/policy-sets              create (201), with members
+//	GET    /organizations/:org/policy-sets              page[number], page[size], search[name],
+//	                                                    filter[kind], include
+//	GET, PATCH, DELETE /policy-sets/:id                 show (include), update, delete (204)
+//	POST, DELETE /policy-sets/:id/relationships/:rel    add, remove members (204): rel is
+//	                                                    policies, workspaces, projects or
+//	                                                    workspace-exclusions
 //
 // Documents are application/vnd.api+json. Brackets in query names may be
 // percent-encoded. Lists carry links (self, first, last as URLs; prev and
@@ -48,6 +55,13 @@
 // a policy's create and show responses have relationships.policy-sets,
 // update and list do not; links.download is absent from the create
 // response. include=policy_sets adds the sets as included resources.
+// Every policy set document (create, show, update, list) has its
+// relationships policies, workspaces, projects and workspace-exclusions
+// with their data, and the counts policy-count, workspace-count and
+// project-count; include=policies adds the policies as included
+// resources, and the other values go-tfe sends (workspaces, projects,
+// workspace_exclusions, project_exclusions, current_version,
+// newest_version) are accepted and add nothing.
 //
 // DELETE /organizations/:org deletes everything the organization owns,
 // its policies and policy sets included: the rule is package project's
@@ -84,6 +98,10 @@
 //	Enforce, Enforce[0].Mode          /data/attributes/enforce, /data/attributes/enforce/0/mode
 //	PolicySetIDs[2]                   /data/relationships/policy-sets/data/2/id
 //	PolicyIDs[2]                      /data/relationships/policies/data/2/id
+//	WorkspaceIDs, ProjectIDs,         /data/relationships/workspaces/data/..., projects,
+//	WorkspaceExclusionIDs             workspace-exclusions
+//	IDs[2] (add or remove members)    /data/2/id
+//	FilterKind                        parameter filter[kind]
 //	TeamID, ProjectID                 /data/relationships/team/data/id, /data/relationships/project/data/id
 //	Sort, PageNumber, PageSize,       parameters sort, page[number], page[size],
 //	Search, Include                   search[name], include
@@ -136,7 +154,12 @@
 //	project-access, workspace-access          custom defaults for every level     only "custom" keeps values sent
 //	GET /organizations                        one page, readable ones only        few organizations per caller
 //	policy file paths                         <name>.policy, .sentinel, .rego     the clients' names (see package policy)
-//	policy sets                               read through include only           no /policy-sets routes yet
+//	policy sets: vcs-repo                     422 on /data/attributes/vcs-repo    keel keeps no VCS connections
+//	policy set versions, parameters, tags     no routes; versioned false          keel runs no policy checks
+//	policy set members                        at most 62 per set (etcd), see policy one transaction per operation
+//	policy set project-exclusions             no route                            not built yet
+//	policy set name                           unique ignoring case                as policy names
+//	remove a member that is not one           204                                 the provider's destroy after a delete
 //
 // # Caveats
 //

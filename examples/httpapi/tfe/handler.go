@@ -78,6 +78,14 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		"DELETE " + p + "/policies/{id}":              h.deletePolicy,
 		"PUT " + p + "/policies/{id}/upload":          h.uploadPolicy,
 		"GET " + p + "/policies/{id}/download":        h.downloadPolicy,
+
+		"POST " + p + "/organizations/{org}/policy-sets":        h.createSet,
+		"GET " + p + "/organizations/{org}/policy-sets":         h.listSets,
+		"GET " + p + "/policy-sets/{id}":                        h.readSet,
+		"PATCH " + p + "/policy-sets/{id}":                      h.updateSet,
+		"DELETE " + p + "/policy-sets/{id}":                     h.deleteSet,
+		"POST " + p + "/policy-sets/{id}/relationships/{rel}":   h.setMembers(true),
+		"DELETE " + p + "/policy-sets/{id}/relationships/{rel}": h.setMembers(false),
 	}
 	for pattern, fn := range routes {
 		mux.HandleFunc(pattern, fn)

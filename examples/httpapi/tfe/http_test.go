@@ -288,7 +288,8 @@ func TestPolicyShapesAndLimits(t *testing.T) {
 	if inc, ok := doc["included"].([]any); !ok || len(inc) != 0 {
 		t.Fatalf("included %v", doc["included"])
 	}
-	set, err := s.policies.CreateSet(asRoot(), "acme", "base", []string{id})
+	name := "base"
+	set, err := s.policies.CreateSet(asRoot(), "acme", policy.SetInput{Name: &name, PolicyIDs: []string{id}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,15 +121,7 @@ func (h *Handler) included(r *http.Request, ps []policy.Policy) ([]any, error) {
 			if err != nil {
 				return nil, err
 			}
-			members := make([]ref, 0, len(set.PolicyIDs))
-			for _, m := range set.PolicyIDs {
-				members = append(members, ref{ID: m, Type: "policies"})
-			}
-			out = append(out, map[string]any{
-				"id": set.ID, "type": "policy-sets",
-				"attributes":    map[string]any{"name": set.Name, "policy-count": len(set.PolicyIDs)},
-				"relationships": map[string]any{"policies": map[string]any{"data": members}},
-			})
+			out = append(out, setDoc(set))
 		}
 	}
 	return out, nil

@@ -150,6 +150,7 @@ const (
 	toOne                  // /data/relationships/<name>/data: one resource identifier
 	toMany                 // /data/relationships/<name>/data: resource identifiers
 	parameter              // the query parameter <name>
+	primary                // /data: the document's data is resource identifiers
 )
 
 // wire is where a field travels: its place, and its name there.
@@ -174,8 +175,15 @@ var wireOf = map[string]wire{
 	"Enforce":          {attribute, "enforce"},
 	"EnforcementLevel": {attribute, "enforcement-level"},
 	"PolicySetIDs":     {toMany, "policy-sets"},
-	// policy.Service.CreateSet's policyIDs (a policy set's document).
-	"PolicyIDs": {toMany, "policies"},
+	// policy.SetInput and policy.SetUpdate (a policy set's document); the
+	// settings are attributes in kebab case.
+	"PolicyIDs":             {toMany, "policies"},
+	"WorkspaceIDs":          {toMany, "workspaces"},
+	"ProjectIDs":            {toMany, "projects"},
+	"WorkspaceExclusionIDs": {toMany, "workspace-exclusions"},
+	// The ids of policy.Service.AddSetMembers and RemoveSetMembers: the
+	// document's data is the array of identifiers.
+	"IDs": {primary, ""},
 	// The arguments of the project.Catalog's operations.
 	"Email":     {attribute, "email"},
 	"Access":    {attribute, "access"},
@@ -187,6 +195,7 @@ var wireOf = map[string]wire{
 	"PageNumber": {parameter, "page[number]"},
 	"PageSize":   {parameter, "page[size]"},
 	"Search":     {parameter, "search[name]"},
+	"FilterKind": {parameter, "filter[kind]"},
 	// The adapter's own parameter, which no input holds.
 	"Include": {parameter, "include"},
 }
@@ -213,6 +222,7 @@ func locate(head string) wire {
 //	"EnforcementLevel" → {"pointer": "/data/attributes/enforcement-level"}
 //	"Enforce[0].Mode"  → {"pointer": "/data/attributes/enforce/0/mode"}
 //	"PolicySetIDs[2]"  → {"pointer": "/data/relationships/policy-sets/data/2/id"}
+//	"IDs[2]"           → {"pointer": "/data/2/id"}
 //	"TeamID"           → {"pointer": "/data/relationships/team/data/id"}
 //	"Sort"             → {"parameter": "sort"}
 func source(field string) map[string]string {
@@ -234,6 +244,11 @@ func source(field string) map[string]string {
 			rest += "/id" // one element: its id
 		}
 		return map[string]string{"pointer": relPointer(head) + rest}
+	case primary:
+		if rest != "" {
+			rest += "/id"
+		}
+		return map[string]string{"pointer": "/data" + rest}
 	}
 	return map[string]string{"pointer": "/data/attributes/" + w.name + rest}
 }
