@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -218,17 +217,8 @@ func notWord(c rune) bool {
 	return !(c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9'))
 }
 
-const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-// newID returns prefix, "-" and 16 random letters and digits.
-func newID(prefix string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
-	}
-	return prefix + "-" + string(b)
-}
+// newID returns an id of HCP Terraform's form (project.NewID).
+func newID(prefix string) string { return project.NewID(prefix) }
 
 // allowed checks that the caller may manage the policies of org; a
 // refusal is keel.KindNotFound. Whether org exists is checked in the

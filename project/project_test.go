@@ -2,6 +2,7 @@ package project
 
 import (
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -419,5 +420,24 @@ func TestProjectPermissionsForCaller(t *testing.T) {
 				t.Fatalf("permissions = %+v, want %+v", got.Permissions, tt.want)
 			}
 		})
+	}
+}
+
+// TestNewIDIsHCPForm: ids are HCP Terraform's form, prefix and 16 base58
+// characters, which clients (the tfe provider's import) tell from names.
+func TestNewIDIsHCPForm(t *testing.T) {
+	form := regexp.MustCompile(`^team-[1-9A-HJ-NP-Za-km-z]{16}$`)
+	seen := map[byte]bool{}
+	for range 2000 {
+		id := NewID("team")
+		if !form.MatchString(id) {
+			t.Fatalf("id %q is not of HCP's form", id)
+		}
+		for i := 5; i < len(id); i++ {
+			seen[id[i]] = true
+		}
+	}
+	if len(seen) != len(idAlphabet) {
+		t.Fatalf("%d of the %d characters drawn", len(seen), len(idAlphabet))
 	}
 }

@@ -205,21 +205,33 @@ func keysUnder(tx storage.Tx, prefix string) ([]string, error) {
 	return out, err
 }
 
-const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+// idAlphabet is base58 (digits and letters without 0, O, I and l), the
+// alphabet of HCP Terraform's ids: clients tell an id from a name by it
+// (the tfe provider's import reads "team-" and 16 base58 characters as an
+// id, anything else as a name).
+const idAlphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
-// NewID returns prefix followed by "-" and 16 random letters and digits,
+// NewID returns prefix followed by "-" and 16 random base58 characters,
 // the form of HCP Terraform's ids ("prj-", "ws-", "team-", "pol-").
 func NewID(prefix string) string {
 	return prefix + "-" + randomChars(16)
 }
 
+// randomChars returns n characters of idAlphabet drawn uniformly from
+// crypto/rand: bytes from 232 (4×58) up are drawn again, so that no
+// character is likelier than another.
 func randomChars(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	out := make([]byte, 0, n)
+	var buf [32]byte
+	for len(out) < n {
+		_, _ = rand.Read(buf[:]) // crypto/rand.Read never fails
+		for _, c := range buf {
+			if c < 4*byte(len(idAlphabet)) && len(out) < n {
+				out = append(out, idAlphabet[int(c)%len(idAlphabet)])
+			}
+		}
 	}
-	return string(b)
+	return string(out)
 }
 
 // Resources the Authorizer is asked about.

@@ -554,3 +554,70 @@ func (c *Catalog) TeamAccesses(ctx context.Context, projectID string) ([]TeamAcc
 	})
 	return out, err
 }
+
+// TeamListOptions are the query parameters of a team list.
+type TeamListOptions struct {
+	// PageNumber is page[number]; below 1 means the first page, above
+	// MaxPageNumber is refused.
+	PageNumber int
+	// PageSize is page[size]; below 1 means DefaultPageSize, above
+	// MaxPageSize means MaxPageSize.
+	PageSize int
+	// Names is filter[names]: only the teams of these names (compared
+	// ignoring case); empty means every team.
+	Names []string
+}
+
+// TeamPage is one page of teams, in name order.
+type TeamPage struct {
+	Teams      []Team
+	Pagination keel.Pagination
+}
+
+// ListTeams returns one page of the teams of org, in name order (case
+// folded). It needs read on "organizations/<org>/teams"; without it, or
+// without read on the organization, the organization is not found. A page
+// past the end is empty, its pagination true.
+func (c *Catalog) ListTeams(ctx context.Context, org string, opts TeamListOptions) (TeamPage, error) {
+	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
+	if err != nil {
+		return TeamPage{}, err
+	}
+	want := map[string]bool{}
+	for _, n := range opts.Names {
+		want[fold(n)] = true
+	}
+	var out TeamPage
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = TeamPage{Teams: []Team{}}
+		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
+			return err
+		}
+		if err := keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(org)); err != nil {
+			return hide(err, fmt.Sprintf("organization %q", org))
+		}
+		start, total := (number-1)*size, 0
+		prefix := teamNames(org)
+		err := tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			if len(want) > 0 && !want[key[len(prefix):]] {
+				return nil
+			}
+			if total >= start && total < start+size {
+				rec, err := getTeam(tx, string(v))
+				if err != nil {
+					return fmt.Errorf("team index of %q: %v: %w", org, err, keel.ErrInternal)
+				}
+				t, err := c.publicTeam(ctx, rec)
+				if err != nil {
+					return err
+				}
+				out.Teams = append(out.Teams, t)
+			}
+			total++
+			return nil
+		})
+		out.Pagination = keel.NewPagination(number, size, total)
+		return err
+	})
+	return out, err
+}

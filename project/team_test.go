@@ -148,3 +148,48 @@ func TestCustomTeamAccess(t *testing.T) {
 		t.Fatalf("team count %d", got.TeamCount)
 	}
 }
+
+// TestListTeams: name order, pages, a names filter (ignoring case), and an
+// organization hidden from a caller who cannot read its teams.
+func TestListTeams(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	for _, n := range []string{"ops", "Devs", "audit"} {
+		if _, err := e.c.CreateTeam(root(), "acme", n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(p TeamPage) []string {
+		var out []string
+		for _, tm := range p.Teams {
+			out = append(out, tm.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		opts  TeamListOptions
+		want  []string
+		total int
+	}{
+		{TeamListOptions{}, []string{"audit", "Devs", "ops"}, 3},
+		{TeamListOptions{PageNumber: 2, PageSize: 2}, []string{"ops"}, 3},
+		{TeamListOptions{PageNumber: 9}, nil, 3},
+		{TeamListOptions{Names: []string{"OPS", "devs", "nobody"}}, []string{"Devs", "ops"}, 2},
+	} {
+		page, err := e.c.ListTeams(root(), "acme", tc.opts)
+		if err != nil || !slices.Equal(names(page), tc.want) || page.Pagination.TotalCount != tc.total {
+			t.Errorf("ListTeams(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names(page), page.Pagination.TotalCount, err, tc.want, tc.total)
+		}
+	}
+	e.c.authz = rules(t, map[string][]keel.Rule{
+		"org": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}}},
+	})
+	if _, err := e.c.ListTeams(as("o", "org"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+		t.Fatalf("list by a caller who reads the organization but not its teams: %v", err)
+	}
+	if _, err := e.c.ListTeams(as("n"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+		t.Fatalf("list by a caller who cannot read the organization: %v", err)
+	}
+	if _, err := e.c.ListTeams(root(), "acme", TeamListOptions{PageNumber: MaxPageNumber + 1}); keel.KindOf(err) != keel.KindInvalid {
+		t.Fatalf("a page number past the bound: %v", err)
+	}
+}

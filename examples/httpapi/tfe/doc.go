@@ -22,11 +22,14 @@
 //	POST   /organizations/:org/workspaces               create in relationships.project (201)
 //	GET    /organizations/:org/workspaces               page[number], page[size], search[name],
 //	                                                    filter[project][id]
+//	GET    /workspaces/:id/relationships/remote-state-consumers
+//	                                                    an empty list (keel keeps no state)
 //	GET, PATCH, DELETE /organizations/:org/workspaces/:name, /workspaces/:id
 //	                                                    read, update (rename, settings, move), delete
 //	POST   .../actions/safe-delete, .../actions/force-delete
 //	                                                    of both workspace paths: delete (204)
 //	POST   /organizations/:org/teams                    create (201)
+//	GET    /organizations/:org/teams                    page[number], page[size], filter[names]
 //	GET, PATCH, DELETE /teams/:id                       read, update, delete (204)
 //	POST, GET /team-projects                            add (201), list (filter[project][id])
 //	GET, PATCH, DELETE /team-projects/:id               read, update, remove (204)
@@ -160,6 +163,7 @@
 //	policy set project-exclusions             no route                            not built yet
 //	policy set name                           unique ignoring case                as policy names
 //	remove a member that is not one           204                                 the provider's destroy after a delete
+//	remote state consumers                    none; only GET is routed            keel keeps no state to share
 //
 // # Caveats
 //

@@ -312,6 +312,13 @@ func TestWorkspacesWithGoTFE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The provider reads them after every workspace read: keel keeps none.
+	if consumers, err := c.Workspaces.ListRemoteStateConsumers(ctx, ws.ID, nil); err != nil || len(consumers.Items) != 0 {
+		t.Fatalf("remote state consumers: %+v, %v", consumers, err)
+	}
+	if _, err := c.Workspaces.ListRemoteStateConsumers(ctx, "ws-nothere", nil); !errors.Is(err, gotfe.ErrResourceNotFound) {
+		t.Fatalf("remote state consumers of a missing workspace: %v", err)
+	}
 	for _, w := range []*gotfe.Workspace{ws, read} {
 		if w.AllowDestroyPlan || w.FileTriggersEnabled || !w.QueueAllRuns || w.SpeculativeEnabled || w.StructuredRunOutputEnabled ||
 			w.WorkingDirectory != "infra" || w.Description != "the web" || w.ExecutionMode != "remote" || !w.Operations ||
@@ -365,6 +372,11 @@ func TestTeamsAndProjectAccessWithGoTFE(t *testing.T) {
 	team, err = c.Teams.Update(ctx, team.ID, gotfe.TeamUpdateOptions{Name: gotfe.String("ops"), Visibility: gotfe.String("organization")})
 	if err != nil || team.Name != "ops" || team.Visibility != "organization" || !team.OrganizationAccess.ReadWorkspaces {
 		t.Fatalf("updated %+v, %v", team, err)
+	}
+	// The provider imports a team by its name through the list.
+	list, err := c.Teams.List(ctx, "acme", &gotfe.TeamListOptions{Names: []string{"ops"}})
+	if err != nil || len(list.Items) != 1 || list.Items[0].ID != team.ID || list.TotalCount != 1 {
+		t.Fatalf("team list by name: %+v, %v", list, err)
 	}
 	p, err := c.Projects.Create(ctx, "acme", gotfe.ProjectCreateOptions{Name: "apps"})
 	if err != nil {

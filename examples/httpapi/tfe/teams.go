@@ -51,6 +51,27 @@ func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
 	}, http.StatusCreated, teamDoc)
 }
 
+// listTeams answers the teams of an organization, a page at a time;
+// filter[names] (comma-separated) keeps the teams of those names, as the
+// tfe provider's import and team data source ask.
+func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
+	number, size, err := pageQuery(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var names []string
+	if f := r.URL.Query().Get("filter[names]"); f != "" {
+		names = strings.Split(f, ",")
+	}
+	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.TeamListOptions{PageNumber: number, PageSize: size, Names: names})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Teams, teamDoc), page.Pagination))
+}
+
 func (h *Handler) readTeam(w http.ResponseWriter, r *http.Request) {
 	t, err := h.catalog.Team(r.Context(), r.PathValue("id"))
 	h.writeData(w, r, http.StatusOK, err, func() any { return teamDoc(t) })

@@ -105,6 +105,19 @@ func (h *Handler) readWorkspace(w http.ResponseWriter, r *http.Request) {
 	h.writeData(w, r, http.StatusOK, err, func() any { return workspaceDoc(ws) })
 }
 
+// listRemoteStateConsumers answers the workspaces that may read the
+// state of a visible workspace: none, as keel keeps no state (HCP
+// Terraform answers its list; the tfe provider reads it after every
+// workspace read).
+func (h *Handler) listRemoteStateConsumers(w http.ResponseWriter, r *http.Request) {
+	_, err := h.catalog.Workspace(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pageDoc(r, []any{}, keel.NewPagination(1, project.DefaultPageSize, 0)))
+}
+
 // updateWorkspace renames, moves (relationships.project) and changes the
 // settings of a workspace, in one operation of the catalog.
 func (h *Handler) updateWorkspace(w http.ResponseWriter, r *http.Request) {
