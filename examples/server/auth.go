@@ -6,17 +6,17 @@ import (
 	"encoding/hex"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/vault"
 )
 
-// The headers a token may come in, one per API dialect. The first one
-// present wins.
+// The headers a token may come in (see requestToken for their order).
 const (
-	headerSecretsToken = "X-Secrets-Token" // Vault-style API
-	headerClusterToken = "X-Cluster-Token" // Consul-style API
-	headerAuthz        = "Authorization"   // TFE-style API: "Bearer <token>"
+	headerSecretsToken = vault.HeaderSecretsToken  // Vault-style API, the spec's name
+	headerVaultToken   = vault.HeaderVaultToken    // Vault-style API, Vault's clients' name
+	headerAuthz        = vault.HeaderAuthorization // "Bearer <token>": TFE-style API, and Vault's too
+	headerClusterToken = "X-Cluster-Token"         // Consul-style API
 )
 
 // tokenTable maps tokens to the principals they authenticate. It keeps only
@@ -38,11 +38,17 @@ func newTokenTable() *tokenTable {
 // reports false, and records nothing, when the token is empty or already
 // known.
 func (t *tokenTable) add(token string, p keel.Principal) bool {
-	sum := sha256.Sum256([]byte(token))
-	if _, dup := t.byDigest[sum]; dup || token == "" {
+	return token != "" && t.addDigest(sha256.Sum256([]byte(token)), p)
+}
+
+// addDigest records that the token of SHA-256 digest sum authenticates p,
+// and sets p.ClientTokenID. It reports false, and records nothing, when
+// the digest is already known.
+func (t *tokenTable) addDigest(sum [sha256.Size]byte, p keel.Principal) bool {
+	if _, dup := t.byDigest[sum]; dup {
 		return false
 	}
-	p.ClientTokenID = tokenID(token)
+	p.ClientTokenID = digestID(sum)
 	t.byDigest[sum] = p
 	return true
 }
@@ -66,22 +72,24 @@ func (t *tokenTable) lookup(token string) (keel.Principal, bool) {
 // tokenID names a token without revealing it: the first 8 hex digits of its
 // SHA-256. It becomes keel.Principal.ClientTokenID, which keel records (as
 // the borrower of a checked-out account, for example) and logs may show.
-func tokenID(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:4])
-}
+func tokenID(token string) string { return digestID(sha256.Sum256([]byte(token))) }
 
-// requestToken returns the token of r, or "" when it carries none.
+// digestID is the tokenID of the token of SHA-256 digest sum.
+func digestID(sum [sha256.Size]byte) string { return hex.EncodeToString(sum[:4]) }
+
+// requestToken returns the token of r, or "" when it carries none. The
+// first of these headers that is present and not empty wins, and the
+// others are not read: X-Secrets-Token, X-Vault-Token, Authorization
+// ("Bearer <token>"), X-Cluster-Token. The first three are the Vault
+// dialect's, in the order of vault.RequestToken, so that the token the
+// server authenticates is the one the Vault adapter describes
+// (auth/token/lookup-self).
 func requestToken(r *http.Request) string {
-	if tok := r.Header.Get(headerSecretsToken); tok != "" {
+	if tok := vault.RequestToken(r); tok != "" {
 		return tok
 	}
-	if tok := r.Header.Get(headerClusterToken); tok != "" {
-		return tok
-	}
-	scheme, tok, ok := strings.Cut(r.Header.Get(headerAuthz), " ")
-	if ok && strings.EqualFold(scheme, "Bearer") {
-		return strings.TrimSpace(tok)
+	if v := r.Header[headerClusterToken]; len(v) > 0 {
+		return v[0]
 	}
 	return ""
 }

@@ -53,7 +53,8 @@ func parseConfig(data []byte) (*config, error) {
 }
 
 // loadAuth builds the server's authorizer and token table from the config
-// file at path (none when path is empty) and the root token.
+// file at path (none when path is empty) and the root token given at
+// start ("" when none was: see buildAuth).
 func loadAuth(path, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error) {
 	cfg := &config{}
 	if path != "" {
@@ -76,7 +77,8 @@ func loadAuth(path, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error)
 }
 
 // buildAuth checks cfg and builds from it a RuleAuthorizer and a table of
-// its tokens and the root token. It reports every problem at once, each on
+// its tokens and the root token (none when rootToken is "": the server
+// adds the stored or generated one later, see serve). It reports every problem at once, each on
 // the Go path of its field in cfg ("Tokens[1].Principal.ID", and those of
 // keel.NewRuleAuthorizer, whose argument is cfg.Policies) or "RootToken";
 // problems names them as the file and the flags do.
@@ -95,8 +97,8 @@ func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable
 	}
 
 	tokens := newTokenTable()
-	if !tokens.add(rootToken, rootPrincipal()) {
-		v.Add("RootToken", "must not be empty")
+	if rootToken != "" {
+		tokens.add(rootToken, rootPrincipal())
 	}
 	seen := make(map[string]int, len(cfg.Tokens)) // token -> index of its entry
 	for i, tc := range cfg.Tokens {

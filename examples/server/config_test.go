@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -161,10 +162,20 @@ func TestNoConfig(t *testing.T) {
 	}
 }
 
+// An empty -root-token is refused, naming the flag: it is not "none" (a
+// token generated or kept with the data), which is the flag left out.
 func TestEmptyRootToken(t *testing.T) {
-	_, _, err := loadAuth("", "")
-	if err == nil || err.Error() != "-root-token: must not be empty" {
-		t.Errorf("loadAuth with an empty root token = %v, want the flag named", err)
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"-data", "memory", "-root-token", ""}, &stderr)
+	var usage usageError
+	if !errors.As(err, &usage) || err.Error() != "-root-token: must not be empty" {
+		t.Errorf("run with an empty -root-token = %v, want a usageError naming the flag", err)
+	}
+	// Without a root token, loadAuth builds the table of the config's
+	// tokens alone: the server adds the root token kept with the data.
+	_, tokens, err := loadAuth("", "")
+	if err != nil || len(tokens.byDigest) != 0 {
+		t.Errorf("loadAuth without a root token = %d tokens, %v; want none and no error", len(tokens.byDigest), err)
 	}
 }
 

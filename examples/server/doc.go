@@ -5,15 +5,27 @@
 //	go run ./examples/server
 //
 // serves http://127.0.0.1:8200 over the bbolt file keel.db in the working
-// directory, and prints a freshly generated root token, once, on a line of
-// its own:
+// directory. At the first start over a file it generates a root token and
+// prints it, once, on a line of its own:
 //
 //	Root Token: kr.7QzGq0w3nJk2mZ9aTfYx1bLc
 //
-// Then:
+// and keeps it with the data (see Root token): later starts over the same
+// file print nothing, and the token keeps working. Then:
 //
 //	curl http://127.0.0.1:8200/v1/sys/health
-//	{"initialized":true,"sealed":false,"standby":false,"server_time_utc":1767225600,"version":"dev"}
+//	{"initialized":true,"sealed":false,"standby":false,"performance_standby":false,
+//	 "replication_performance_mode":"disabled","replication_dr_mode":"disabled",
+//	 "server_time_utc":1767225600,"version":"dev","enterprise":false,
+//	 "cluster_name":"keel-cluster-5f1a2b3c","cluster_id":"5f1a2b3c-…",
+//	 "echo_duration_ms":0,"clock_skew_ms":0,"replication_primary_canary_age_ms":0}
+//
+// Vault's own clients work unmodified with VAULT_ADDR and VAULT_TOKEN:
+//
+//	export VAULT_ADDR=http://127.0.0.1:8200 VAULT_TOKEN=kr.7QzGq0w3nJk2mZ9aTfYx1bLc
+//	vault status
+//	vault kv put secret/app password=s3cr3t
+//	vault kv get secret/app
 //
 // SIGINT or SIGTERM stops it gracefully: it accepts no more connections,
 // waits (up to 30 seconds) for the requests in flight, stops the adapters
@@ -31,8 +43,10 @@
 //	                       through etcd) runs the background work, such as lease
 //	                       expiry, and another takes over when it stops, or 10s
 //	                       after it dies
-//	-root-token TOKEN      the root token; when absent, a random one ("kr." and 24
-//	                       base62 characters) is generated and printed to stderr once
+//	-root-token TOKEN      the root token of this run (or the environment variable
+//	                       KEEL_ROOT_TOKEN, which the process list does not show);
+//	                       when neither is given, the one kept with the data, or at
+//	                       the first start a new one (see Root token)
 //	-seal-key-file PATH    encrypt every stored value with AES-256-GCM under the keys
 //	                       of PATH: one key per line, hex or base64, the first one
 //	                       active, the others still accepted for reading (see
@@ -79,10 +93,34 @@
 //	  token    = var.token
 //	}
 //
+// # Root token
+//
 // The root token holds the built-in "root" policy, which grants everything.
-// A token given with -root-token is visible in the process list to other
-// users of the machine: beyond a laptop, leave it out (a new one each start)
-// or give a token of the config file the "root" policy.
+// It is, in this order:
+//
+//   - the token of -root-token, else of the environment variable
+//     KEEL_ROOT_TOKEN: the root token of that run only. Nothing is kept,
+//     and a token kept with the data is not accepted during that run.
+//   - else the token kept with the data: the one generated at the first
+//     start over the same store (-data file, or etcd). The store keeps its
+//     SHA-256 digest, never the token, under the key "server/state",
+//     sealed like every value when -seal-key-file is set; the digest
+//     authenticates the token and cannot be used as one.
+//   - else a new one ("kr." and 24 base62 characters), generated, kept
+//     once the server listens (a start that fails before keeps nothing),
+//     and printed to stderr once. With -etcd, the first server of a
+//     deployment to keep one wins, and the others print nothing.
+//
+// With -data memory nothing outlives the process: each start prints a new
+// token. A kept token that was lost cannot be printed again: start with
+// -root-token to get in. A token given with -root-token is visible in the
+// process list to other users of the machine: beyond a laptop, use
+// KEEL_ROOT_TOKEN, the kept token, or a token of the config file with the
+// "root" policy.
+//
+// The same record holds the cluster's identity, made at the first start:
+// the cluster_id (a UUID) and cluster_name ("keel-cluster-" and its first
+// 8 hex digits) of sys/health and sys/seal-status.
 //
 // Logs go to stderr, in slog's text format: one line per request with its
 // method, path, status, size, duration and principal ID. Tokens and query
@@ -128,9 +166,15 @@
 //
 // A request carries its token in the header of its API's dialect:
 //
-//	X-Secrets-Token: <token>         Vault-style API
+//	X-Secrets-Token: <token>         Vault-style API (the service's document)
+//	X-Vault-Token: <token>           Vault-style API (Vault's clients: VAULT_TOKEN)
+//	Authorization: Bearer <token>    TFE-style (JSON:API) API, the tfe provider's token;
+//	                                 Vault's clients may send it too
 //	X-Cluster-Token: <token>         Consul-style API
-//	Authorization: Bearer <token>    TFE-style (JSON:API) API, and the tfe provider's token
+//
+// The first of these present and not empty, in this order, is the
+// request's token; the others are not read, even when it is unknown (the
+// request is then anonymous, never authenticated by another header).
 //
 // A known token puts its keel.Principal in the request's context
 // (keel.WithPrincipal), with the principal's policies and a ClientTokenID
@@ -142,7 +186,8 @@
 //
 // # Adapters
 //
-// GET /v1/sys/health answers without a token. The Vault-style adapter
+// GET /v1/sys/health, /v1/sys/seal-status and /v1/sys/leader (what
+// `vault status` reads) answer without a token. The Vault-style adapter
 // (package examples/httpapi/vault) serves kv version 1 mounts ("secret/"
 // from the first start; more with POST /v1/sys/mounts/:path), the ldap and
 // openldap directory engines ("ldap/" and "openldap/"), identity groups,
@@ -178,8 +223,8 @@
 // and add one line to the adapters list in mount.go:
 //
 //	var adapters = []func(mux *http.ServeMux, d *deps) error{
-//		mountHealth, // health.go: GET /v1/sys/health
-//		mountVault,  // vault.go: kv mounts and leases, Vault dialect
+//		mountVault,  // vault.go: Vault dialect
+//		mountTFE,    // tfe.go: JSON:API dialect
 //	}
 //
 // An adapter that runs background work stops it in a function it gives to

@@ -1,43 +1,15 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
 	"runtime/debug"
 )
-
-// healthResponse is the body of GET /v1/sys/health, shaped like Vault's so
-// that existing health checks and load balancers understand it.
-type healthResponse struct {
-	Initialized   bool   `json:"initialized"`
-	Sealed        bool   `json:"sealed"`
-	Standby       bool   `json:"standby"`
-	ServerTimeUTC int64  `json:"server_time_utc"`
-	Version       string `json:"version"`
-}
-
-// mountHealth serves GET (and HEAD) /v1/sys/health. It needs no token. A
-// running server is always initialized, unsealed (a sealed store gets its
-// keys at start-up) and active.
-func mountHealth(mux *http.ServeMux, d *deps) error {
-	version := keelVersion()
-	mux.HandleFunc("GET /v1/sys/health", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		json.NewEncoder(w).Encode(healthResponse{
-			Initialized:   true,
-			ServerTimeUTC: d.clock.Now().Unix(),
-			Version:       version,
-		})
-	})
-	return nil
-}
 
 const keelModule = "github.com/keelhq/keel"
 
 // keelVersion returns the version of the keel module built into the
 // program, or "dev" when it has none (a build inside keel's own source
-// tree, go run, go test).
+// tree, go run, go test). The Vault adapter answers it in sys/health and
+// sys/seal-status.
 func keelVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -56,4 +28,32 @@ func keelVersion() string {
 		return "dev"
 	}
 	return v
+}
+
+// buildDate returns the time of the commit the program was built from
+// (the vcs.time of its build information), RFC 3339, or "" when the build
+// did not record it (go run, go test).
+func buildDate() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.time" {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// storageType names the store of opts as sys/seal-status reports it:
+// "etcd", "inmem" for the memory store (Vault's name), or "bolt".
+func storageType(opts options) string {
+	switch {
+	case opts.etcd != "":
+		return "etcd"
+	case opts.data == memoryData:
+		return "inmem"
+	}
+	return "bolt"
 }

@@ -59,7 +59,9 @@ func checkHealthBody(t *testing.T, body []byte, notBefore int64) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := []string{"initialized", "sealed", "server_time_utc", "standby", "version"}; !slices.Equal(keys, want) {
+	if want := []string{"clock_skew_ms", "cluster_id", "cluster_name", "echo_duration_ms", "enterprise", "initialized",
+		"performance_standby", "replication_dr_mode", "replication_performance_mode",
+		"replication_primary_canary_age_ms", "sealed", "server_time_utc", "standby", "version"}; !slices.Equal(keys, want) {
 		t.Errorf("fields %q, want %q", keys, want)
 	}
 	if got["initialized"] != true || got["sealed"] != false || got["standby"] != false {

@@ -75,6 +75,11 @@ type hooks struct {
 	peeringHeartbeat time.Duration
 }
 
+// envRootToken is the environment variable that gives the root token
+// when -root-token does not: unlike a flag, it does not show in the
+// process list.
+const envRootToken = "KEEL_ROOT_TOKEN"
+
 // options are the command-line flags.
 type options struct {
 	addr        string
@@ -102,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8200", "listen on `host:port`")
 	fs.StringVar(&o.data, "data", "keel.db", "bbolt file of the store, or \"memory\" for a store that ends with the process")
 	fs.StringVar(&o.etcd, "etcd", "", "run on etcd at these comma-separated `endpoints` instead of -data, with one server of the deployment running background work at a time")
-	fs.StringVar(&o.rootToken, "root-token", "", "the root `token`; when empty, a random one is generated and printed once")
+	fs.StringVar(&o.rootToken, "root-token", "", "the root `token` (or the environment's "+envRootToken+"); when neither is given, the one generated at the first start over the same data, printed once and kept with the data")
 	fs.StringVar(&o.sealKeyFile, "seal-key-file", "", "encrypt stored values with the keys of this `file` (see sealstore.ParseKeys)")
 	fs.StringVar(&o.configFile, "config", "", "JSON `file` of policies and tokens")
 	fs.StringVar(&o.cluster.datacenter, "datacenter", "dc1", "the `name` of this cluster's datacenter, for cluster peering")
@@ -122,8 +127,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		return o, usageError{err}
 	}
-	dataSet := false
-	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	dataSet, rootTokenSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		dataSet = dataSet || f.Name == "data"
+		rootTokenSet = rootTokenSet || f.Name == "root-token"
+	})
+	if rootTokenSet && o.rootToken == "" {
+		err := errors.New("-root-token: must not be empty")
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return o, usageError{err}
+	}
+	if !rootTokenSet {
+		o.rootToken = os.Getenv(envRootToken)
+	}
 	if dataSet && o.etcd != "" {
 		err := errors.New("-data and -etcd exclude each other")
 		fmt.Fprintln(stderr, err)
@@ -157,11 +174,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		}
 	}()
 
-	rootToken, generated := opts.rootToken, false
-	if rootToken == "" {
-		rootToken, generated = newRootToken(), true
-	}
-	authz, tokens, err := loadAuth(opts.configFile, rootToken)
+	// The root token: the one given (-root-token, KEEL_ROOT_TOKEN), else
+	// the one kept with the data, else a new one, generated, kept with
+	// the data once the server listens and printed once (see below).
+	authz, tokens, err := loadAuth(opts.configFile, opts.rootToken)
 	if err != nil {
 		return err
 	}
@@ -186,10 +202,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		return err
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
+	state, err := loadState(ctx, store)
+	if err != nil {
+		return err
+	}
+	generated := ""
+	if opts.rootToken == "" {
+		if sum, ok := state.rootDigest(); ok {
+			if !tokens.addDigest(sum, rootPrincipal()) {
+				return errors.New("the root token kept with the data is also a token of -config: remove it from the file")
+			}
+		} else {
+			generated = newRootToken()
+		}
+	}
 
 	d := &deps{
 		store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger, cluster: opts.cluster,
 		leaders: leaders, peeringHeartbeat: h.peeringHeartbeat, tls: opts.tls.enabled(),
+		state: state, storageType: storageType(opts),
 	}
 	if d.cluster.advertise == "" {
 		d.cluster.advertise = opts.addr
@@ -213,6 +244,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", opts.addr)
 	if err != nil {
 		return err
+	}
+	if generated != "" {
+		// Kept only now that the server listens: a start that fails
+		// before it has printed the token must not keep a token nobody
+		// has seen. Another server of the deployment may have kept its
+		// own first: that one is the root token, and this one is not
+		// printed.
+		sum, mine, err := keepRootToken(ctx, store, generated)
+		if err == nil && !tokens.addDigest(sum, rootPrincipal()) {
+			err = errors.New("the root token kept with the data is also a token of -config: remove it from the file")
+		}
+		if err != nil {
+			return errors.Join(err, ln.Close())
+		}
+		if !mine {
+			generated = ""
+		}
 	}
 	// Request lines go through a buffer written out in batches, at most
 	// requestLogDelay late (log.go); the other lines as they come.
@@ -240,10 +288,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		}
 	}()
 
-	if generated {
+	if generated != "" {
 		// Printed once, on a line of its own, and never logged: this is
-		// the only time anyone sees it.
-		fmt.Fprintf(stderr, "Root Token: %s\n", rootToken)
+		// the only time anyone sees it. The store keeps its digest, so
+		// that it keeps working after a restart.
+		fmt.Fprintf(stderr, "Root Token: %s\n", generated)
 	}
 	if tlsServer.caFile != "" {
 		// Clients trust the throwaway CA through this file: Terraform

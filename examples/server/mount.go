@@ -22,6 +22,10 @@ type deps struct {
 	cluster    cluster      // -datacenter and -advertise; see consul.go
 	tls        bool         // the server serves TLS (-tls-cert or -dev-tls)
 	mounts     *mount.Table // the mount table and its lease manager; see vault.go
+	state      serverState  // the cluster's identity, kept in the store; see state.go
+	// storageType names the store in sys/seal-status: "inmem", "bolt"
+	// or "etcd".
+	storageType string
 
 	// leaders gives the leader of the background worker name ("lease",
 	// "peering"): an election of its own per name, so that with -etcd
@@ -69,8 +73,7 @@ func (d *deps) close() error {
 // when a pattern conflicts with one already registered, so a conflict
 // shows at start-up (and in the tests), never at request time.
 var adapters = []func(mux *http.ServeMux, d *deps) error{
-	mountHealth, // health.go: GET /v1/sys/health
-	mountVault,  // vault.go: kv mounts and leases, Vault dialect
+	mountVault,  // vault.go: Vault dialect: health, status, kv mounts, leases, identity, tokens
 	mountTFE,    // tfe.go: projects and policies, HCP Terraform JSON:API dialect
 	mountConsul, // consul.go: cluster peering, Consul dialect
 }

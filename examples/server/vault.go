@@ -12,8 +12,11 @@ import (
 
 // mountVault serves the server's mount table (package mount: kv, ldap and
 // openldap engines, whose workers and lease manager stop with the server)
-// in Vault's dialect (token header X-Secrets-Token), and the identity
-// groups kept under "identity/" of the server's store.
+// in Vault's dialect, the identity groups kept under "identity/" of the
+// server's store, auth/token/lookup-self, and what `vault status` reads
+// (sys/health, sys/seal-status, sys/leader), without a token for the
+// last three. The token comes in X-Secrets-Token, X-Vault-Token or
+// Authorization: Bearer (see requestToken).
 func mountVault(mux *http.ServeMux, d *deps) error {
 	table, err := mount.Open(context.Background(), d.store, &mount.Options{
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
@@ -25,7 +28,9 @@ func mountVault(mux *http.ServeMux, d *deps) error {
 	d.mounts = table
 	d.onClose(func() error { table.Close(); return nil })
 	vault.New(table, &vault.Options{
-		Clock: d.clock, Logger: d.logger,
+		Clock: d.clock, Logger: d.logger, Authorizer: d.authorizer,
+		Server: vault.Server{Version: keelVersion(), BuildDate: buildDate(),
+			ClusterName: d.state.ClusterName, ClusterID: d.state.ClusterID, StorageType: d.storageType},
 		Groups: identity.New(storage.Sub(d.store, "identity/"), &identity.Options{Authorizer: d.authorizer, Clock: d.clock}),
 	}).Register(mux)
 	return nil

@@ -9,7 +9,14 @@
 // engines, the lease manager and the removal of mounts; the adapter only
 // decodes and encodes); Register adds the routes to an http.ServeMux:
 //
+//	GET, HEAD      /v1/sys/health                   no token; Vault's 14 members, status 200 or activecode
+//	GET            /v1/sys/seal-status              no token; sealed false (what `vault status` reads)
+//	GET            /v1/sys/leader                   no token; ha_enabled false
+//	GET            /v1/sys/internal/ui/mounts/:path the mount entry under path, with "path": the
+//	                                                CLI's kv version probe (kv version 1 here)
+//	GET, POST, PUT /v1/auth/token/lookup-self       the caller's token
 //	GET            /v1/sys/mounts                   list mounts
+//	GET            /v1/sys/mounts/:path             read the entry of the mount at path
 //	POST, PUT      /v1/sys/mounts/:path             enable a kv version 1, ldap or openldap engine
 //	DELETE         /v1/sys/mounts/:path             disable it: revoke its leases, delete its data
 //	PUT, POST      /v1/sys/leases/lookup            lease_id in the body
@@ -62,9 +69,66 @@
 // the field and stores nothing; unmounting revokes the mount's leases and
 // deletes its data, resuming after a crash (see package mount).
 //
+// # Tokens
+//
 // The caller must be in the request's context (keel.WithPrincipal) before
-// the handler runs: the adapter reads no token. In the example server a
-// middleware maps the X-Secrets-Token header to a principal.
+// the handler runs: the adapter authenticates no one. A program's
+// middleware reads the token with RequestToken and puts its principal in
+// the context, as the example server does. RequestToken reads, in this
+// order, X-Secrets-Token (the service's document), X-Vault-Token (what
+// Vault's clients send: the vault CLI, vault/api, Vault Agent, with
+// VAULT_TOKEN) and Authorization: Bearer <token> (which Vault accepts
+// too); the first header present and not empty wins, and the later ones
+// are not read, even when the first holds a token nobody knows (an
+// unknown token answers 403, it is never replaced by another header's).
+// Vault itself reads X-Vault-Token, then Authorization.
+//
+// auth/token/lookup-self describes the caller's token from its principal,
+// with Vault's members: id (the token as the request sent it, by the rule
+// above), accessor (keel.Principal.ClientTokenID), display_name,
+// entity_id, meta, policies (sorted), path ("auth/token/root" for a holder
+// of the root policy, else "auth/token/create"), type "service", orphan
+// true; ttl, creation_ttl, explicit_max_ttl and num_uses 0, expire_time
+// null and renewable false, because a keel program's tokens are given at
+// start and neither expire nor renew. Without a principal it answers 403
+// "permission denied", as Vault.
+//
+// # Server status
+//
+// sys/health, sys/seal-status and sys/leader answer without a token, as
+// Vault's, from Options.Server: a keel server is always initialized,
+// unsealed and active. sys/health answers Vault 1.21's 14 members
+// (initialized, sealed, standby, performance_standby,
+// replication_performance_mode and replication_dr_mode "disabled",
+// server_time_utc, version, enterprise false, cluster_name, cluster_id,
+// echo_duration_ms, clock_skew_ms and replication_primary_canary_age_ms
+// 0) with 200, or the status of its activecode parameter; the other codes
+// (standbycode, sealedcode, uninitcode, drsecondarycode,
+// performancestandbycode, haunhealthycode, removedcode) and standbyok and
+// perfstandbyok are checked and change nothing. sys/seal-status answers
+// type "shamir", t and n 1, as a Vault development server, with version,
+// build_date, cluster_name, cluster_id and storage_type.
+//
+// # Mount entries
+//
+// sys/mounts, sys/mounts/:path and sys/internal/ui/mounts/:path answer a
+// mount's entry with Vault's members: accessor, config
+// (default_lease_ttl and max_lease_ttl, 0 for the system's, and
+// force_no_cache false), deprecation_status "supported", description,
+// external_entropy_access, local and seal_wrap false, options,
+// plugin_version "", running_plugin_version (Options.Server.Version and
+// "+builtin.keel"), running_sha256 "", type and uuid. The vault CLI asks
+// sys/internal/ui/mounts/PATH before every kv command and reads
+// options.version: a kv mount answers "1", so `vault kv get secret/x`
+// reads secret/x. That endpoint answers 403 with Vault's message for a
+// path under no mount, and for a caller that holds none of read, list,
+// create, update, delete or sudo on the mount or on the path asked for
+// (Options.Authorizer), so that it does not reveal which mounts exist.
+//
+// Every answer of a path with data names its mount type in mount_type, as
+// Vault's: the engine's type under a mount ("kv", "ldap", "openldap"),
+// "system" under sys/, "identity" under identity/, "token" under
+// auth/token/. Error answers have none.
 //
 // # Status codes
 //
@@ -175,6 +239,37 @@
 //	directory unreachable, timing out  500                            503: the request may succeed later
 //	  or busy
 //	messages                           Vault's words                  keel's rules after the wire names
+//
+// Where the adapter's own endpoints answer otherwise than Vault 1.21, and
+// why:
+//
+//	what                               Vault                          keel, and why
+//	token headers                      X-Vault-Token, then            X-Secrets-Token first (the service's document),
+//	                                   Authorization: Bearer          then Vault's two, in Vault's order
+//	lookup-self of a keel token        the token store's entry:       ttl 0, renewable false, expire_time null, num_uses 0,
+//	                                   creation_time, issue_time,     creation_time 0, no issue_time: keel's tokens are
+//	                                   ttl, renewable…                the program's, given at start, without a lifetime
+//	lookup-self policies               the token's plus "default"     the principal's: keel has no default policy
+//	sys/health bad code or boolean     400 {"errors":[]}              400 naming the parameter; a code outside 200-599 is
+//	                                                                  a 400 too (Vault's Go server panics below 100 or
+//	                                                                  above 999)
+//	sys/health, seal-status, leader    405 {"errors":[]}              405 "unsupported operation" with an Allow header
+//	  with another method
+//	sys/seal-status type, t, n         the seal's                     "shamir", 1, 1, as a development server: keel has no
+//	                                                                  unseal process (a store's seal key is given at start)
+//	sys/leader                         HA details when clustered      ha_enabled false always: every keel server answers
+//	                                                                  every request; with etcd only background work elects
+//	                                                                  leaders
+//	sys/mounts                         also sys/, cubbyhole/,         the table's mounts only: those are Vault's own
+//	                                   identity/, and each mount      engines, served here as fixed routes; the mounts in
+//	                                   again beside "data"            data only, which is what Vault's clients read
+//	mount entry TTLs                   resolved to the system's in    0 for the system's, in every view
+//	                                   some reads
+//	running_plugin_version             the plugin's version           the program's version and "+builtin.keel"
+//	sys/internal/ui/mounts/:path       403 unless any rule of the     any right on the mount's path or on the path asked
+//	  access                           caller's ACL lies under the    for: keel's Authorizer answers a right on a resource,
+//	                                   mount                          it cannot list a caller's rules
+//	sys/internal/ui/mounts             lists visible mounts           not served (404): the CLI asks for one path
 //
 // # Caveats
 //

@@ -17,6 +17,14 @@ type Options struct {
 	Clock  keel.Clock       // nil: the system clock
 	Logger *slog.Logger     // nil: discard
 	Groups *identity.Groups // nil: no identity group endpoints
+	// Authorizer decides which mounts sys/internal/ui/mounts/:path
+	// describes to a caller: those on which, or on the path asked for,
+	// it holds any of read, list, create, update, delete or sudo. Give
+	// the mount table's. Nil: every caller sees every mount.
+	Authorizer keel.Authorizer
+	// Server describes the program for sys/health, sys/seal-status and
+	// sys/leader. The zero value: version "dev", no cluster.
+	Server Server
 }
 
 // Handler serves the Vault-style API of a mount table's engines and lease
@@ -27,6 +35,8 @@ type Handler struct {
 	leases *lease.Manager
 	clock  keel.Clock
 	groups *identity.Groups
+	authz  keel.Authorizer
+	server Server
 }
 
 // New returns a Handler for the mounts of table: every rule, right and
@@ -37,31 +47,43 @@ func New(table *mount.Table, opts *Options) *Handler {
 	if opts != nil {
 		o = *opts
 	}
-	return &Handler{mounts: table, leases: table.Leases(), clock: keel.ClockOrSystem(o.Clock), groups: o.Groups}
+	if o.Server.Version == "" {
+		o.Server.Version = "dev"
+	}
+	return &Handler{mounts: table, leases: table.Leases(), clock: keel.ClockOrSystem(o.Clock), groups: o.Groups,
+		authz: o.Authorizer, server: o.Server}
 }
 
-// route is a pattern of http.ServeMux served for each of methods.
+// route is a pattern of http.ServeMux served for each of methods, or for
+// every method when methods is "".
 type route struct {
 	methods, pattern string
 	serve            http.HandlerFunc
 }
 
-// Register adds the handler's routes to mux: /v1/sys/mounts,
-// /v1/sys/leases/…, /v1/sys/policies/password/…, /v1/identity/group…
-// (with Options.Groups), and every other /v1/ path, which it routes to the
-// mounted engines.
+// Register adds the handler's routes to mux: /v1/sys/health,
+// /v1/sys/seal-status, /v1/sys/leader, /v1/sys/internal/ui/mounts/…,
+// /v1/sys/mounts, /v1/sys/leases/…, /v1/sys/policies/password/…,
+// /v1/auth/token/lookup-self, /v1/identity/group… (with Options.Groups),
+// and every other /v1/ path, which it routes to the mounted engines.
 func (h *Handler) Register(mux *http.ServeMux) {
 	const leases, policies = "/v1/sys/leases", "/v1/sys/policies/password"
 	pp := h.mounts.PasswordPolicies()
 	routes := []route{
+		{"", "/v1/sys/health", h.health},
+		{"", "/v1/sys/seal-status", h.sealStatus},
+		{"", "/v1/sys/leader", leader},
+		{"GET", "/v1/sys/internal/ui/mounts/{path...}", h.uiMount},
+		{"GET POST PUT", "/v1/auth/token/lookup-self", lookupSelf},
 		{"GET", "/v1/sys/mounts", h.listMounts},
+		{"GET", "/v1/sys/mounts/{path...}", h.readMount},
 		{"POST PUT", "/v1/sys/mounts/{path...}", h.mount},
 		{"DELETE", "/v1/sys/mounts/{path...}", func(w http.ResponseWriter, r *http.Request) {
 			writeDone(w, h.mounts.Disable(r.Context(), r.PathValue("path")))
 		}},
 		{"POST PUT", leases + "/lookup", h.leaseLookup},
 		{"LIST GET", leases + "/lookup/{prefix...}", func(w http.ResponseWriter, r *http.Request) {
-			listing("", func(ctx context.Context) ([]string, error) { return h.leases.List(ctx, r.PathValue("prefix")) })(w, r)
+			listing(mountSystem, "", func(ctx context.Context) ([]string, error) { return h.leases.List(ctx, r.PathValue("prefix")) })(w, r)
 		}},
 		{"POST PUT", leases + "/renew", h.leaseRenew},
 		{"POST PUT", leases + "/renew/{id...}", h.leaseRenew},
@@ -82,22 +104,25 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		}},
 		{"GET", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
 			text, err := pp.Get(r.Context(), r.PathValue("name"))
-			writeRead(w, err, map[string]any{"policy": text})
+			writeRead(w, mountSystem, err, map[string]any{"policy": text})
 		}},
 		{"DELETE", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
 			writeDone(w, pp.Delete(r.Context(), r.PathValue("name")))
 		}},
 		{"GET", policies + "/{name}/generate", func(w http.ResponseWriter, r *http.Request) {
 			pw, err := pp.Generate(r.Context(), r.PathValue("name")) // a missing policy is a 404 naming it
-			writeData(w, err, newResponse(map[string]any{"password": pw}))
+			writeData(w, err, newResponse(mountSystem, map[string]any{"password": pw}))
 		}},
-		{"LIST GET", policies, listing("LIST", pp.List)},
-		{"LIST GET", policies + "/{$}", listing("LIST", pp.List)},
+		{"LIST GET", policies, listing(mountSystem, "LIST", pp.List)},
+		{"LIST GET", policies + "/{$}", listing(mountSystem, "LIST", pp.List)},
 	}
 	if h.groups != nil {
 		routes = append(routes, h.groupRoutes()...)
 	}
 	for _, rt := range routes {
+		if rt.methods == "" { // every method: the handler answers 405 itself
+			mux.HandleFunc(rt.pattern, rt.serve)
+		}
 		for _, method := range strings.Fields(rt.methods) {
 			mux.HandleFunc(method+" "+rt.pattern, rt.serve)
 		}

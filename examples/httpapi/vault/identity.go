@@ -14,7 +14,7 @@ import (
 func (h *Handler) groupRoutes() []route {
 	const p = "/v1/identity/group"
 	g := h.groups
-	listIDs, listNames := listing("", g.ListIDs), listing("", g.ListNames)
+	listIDs, listNames := listing(mountIdentity, "", g.ListIDs), listing(mountIdentity, "", g.ListNames)
 	return []route{
 		{"POST PUT", p, groupWrite("", g.Upsert)},
 		{"POST PUT", p + "/id/{id}", groupWrite("id", g.UpdateByID)},
@@ -79,7 +79,7 @@ func groupWrite(from string, write func(context.Context, string, identity.Input)
 		if from != "name" && keel.KindOf(err) == keel.KindNotFound {
 			err = &vaultError{http.StatusBadRequest, []string{"invalid group ID"}}
 		}
-		writeData(w, err, newResponse(map[string]any{"id": res.ID, "name": res.Name}))
+		writeData(w, err, newResponse(mountIdentity, map[string]any{"id": res.ID, "name": res.Name}))
 	}
 }
 
@@ -99,7 +99,7 @@ func groupRead(from string, read func(context.Context, string) (identity.Group, 
 			}
 			return s
 		}
-		writeRead(w, err, map[string]any{
+		writeRead(w, mountIdentity, err, map[string]any{
 			"id": g.ID, "name": g.Name, "type": g.Type, "metadata": g.Metadata, "policies": g.Policies,
 			"member_group_ids": orNil(g.MemberGroupIDs), "member_entity_ids": g.MemberEntityIDs,
 			"parent_group_ids": orNil(g.ParentGroupIDs), "alias": map[string]any{},

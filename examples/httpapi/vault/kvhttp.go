@@ -21,7 +21,7 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case isList(r):
 		keys, err := m.KV.List(ctx, rest)
-		writeRead(w, err, keysData(keys))
+		writeRead(w, m.Type, err, keysData(keys))
 	case r.Method == http.MethodGet:
 		sec, err := m.KV.Read(ctx, rest)
 		if err != nil {
@@ -30,8 +30,7 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 		}
 		// The secret as stored is the JSON encoding of sec.Data: it is
 		// written as it is instead of encoding sec.Data again.
-		resp := leasedResponse(sec.LeaseID, sec.Renewable, sec.LeaseDuration, rawData(sec.JSON))
-		resp.MountType = "kv"
+		resp := leasedResponse(m.Type, sec.LeaseID, sec.Renewable, sec.LeaseDuration, rawData(sec.JSON))
 		writeJSON(w, http.StatusOK, resp)
 	case r.Method == http.MethodPost || r.Method == http.MethodPut:
 		var data map[string]any

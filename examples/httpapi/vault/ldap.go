@@ -38,6 +38,7 @@ func (m methods) serve(w http.ResponseWriter, r *http.Request) {
 // wire's fields and writes the engine's answers.
 func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapengine.Engine, rest string) {
 	ctx := r.Context()
+	mt := string(eng.Flavor()) // mount_type: the mount's type, ldap or openldap
 	section, name, _ := strings.Cut(rest, "/")
 	// Role and set names are hierarchical ("team/app"); a library path
 	// ends in its action: NAME/status, NAME/check-out, NAME/check-in,
@@ -65,7 +66,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		}
 		m.get = func() {
 			c, err := eng.ReadConfig(ctx)
-			writeRead(w, err, configData(c, eng.Flavor()))
+			writeRead(w, mt, err, configData(c, eng.Flavor()))
 		}
 		m.del = func() { writeDone(w, eng.DeleteConfig(ctx)) }
 	case rest == "rotate-root":
@@ -74,14 +75,14 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		list := map[string]func(context.Context, string) ([]string, error){
 			"static-role": eng.ListStaticRoles, "role": eng.ListDynamicRoles, "library": eng.ListLibrarySets,
 		}[section]
-		listing("LIST", func(ctx context.Context) ([]string, error) { return list(ctx, name) })(w, r)
+		listing(mt, "LIST", func(ctx context.Context) ([]string, error) { return list(ctx, name) })(w, r)
 		return
 	case section == "static-role":
 		m.write = func() { writeWith(w, r, name, staticRoleFrom, eng.PutStaticRole) }
 		m.get = func() {
 			role, err := eng.StaticRole(ctx, name)
 			data := map[string]any{"username": role.Username, "dn": role.DN, "rotation_period": seconds(role.RotationPeriod)}
-			writeRead(w, err, withRotation(data, role.LastRotation))
+			writeRead(w, mt, err, withRotation(data, role.LastRotation))
 		}
 		m.del = func() { writeDone(w, eng.DeleteStaticRole(ctx, name)) }
 	case section == "static-cred" && name != "":
@@ -92,7 +93,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 			if c.LastPassword != "" { // the ldap flavor, after a rotation
 				data["last_password"] = c.LastPassword
 			}
-			writeRead(w, err, withRotation(data, c.LastRotation))
+			writeRead(w, mt, err, withRotation(data, c.LastRotation))
 		}
 	case section == "rotate-role" && name != "":
 		m.write = func() { writeDone(w, eng.RotateRole(ctx, name)) }
@@ -100,7 +101,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		m.write = func() { writeWith(w, r, name, dynamicRoleFrom, eng.PutDynamicRole) }
 		m.get = func() {
 			role, err := eng.DynamicRole(ctx, name)
-			writeRead(w, err, map[string]any{
+			writeRead(w, mt, err, map[string]any{
 				"creation_ldif": role.CreationLDIF, "deletion_ldif": role.DeletionLDIF, "rollback_ldif": role.RollbackLDIF,
 				"username_template": role.UsernameTemplate, "default_ttl": seconds(role.DefaultTTL), "max_ttl": seconds(role.MaxTTL),
 			})
@@ -110,7 +111,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		m.get = func() {
 			cred, err := eng.Creds(ctx, name)
 			l := cred.Lease
-			writeData(w, err, leasedResponse(l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{
+			writeData(w, err, leasedResponse(mt, l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{
 				"username": cred.Username, "password": cred.Password, "distinguished_names": cred.DistinguishedNames,
 			}))
 		}
@@ -118,7 +119,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		m.write = func() { writeWith(w, r, name, librarySetFrom, eng.PutLibrarySet) }
 		m.get = func() {
 			s, err := eng.LibrarySet(ctx, name)
-			writeRead(w, err, map[string]any{
+			writeRead(w, mt, err, map[string]any{
 				"service_account_names": s.ServiceAccountNames, "ttl": seconds(s.TTL), "max_ttl": seconds(s.MaxTTL),
 				"disable_check_in_enforcement": s.DisableCheckInEnforcement,
 			})
@@ -135,7 +136,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 				}
 				data[account] = s
 			}
-			writeRead(w, err, data)
+			writeRead(w, mt, err, data)
 		}
 	case section == "library" && action == "check-out":
 		m.write = func() {
@@ -145,7 +146,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 				co, err = eng.CheckOut(ctx, set, ttl)
 			}
 			l := co.Lease
-			writeData(w, err, leasedResponse(l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{
+			writeData(w, err, leasedResponse(mt, l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{
 				"service_account_name": co.ServiceAccountName, "password": co.Password,
 			}))
 		}
@@ -156,7 +157,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 			if err == nil {
 				done, err = eng.CheckIn(ctx, set, names, manage)
 			}
-			writeData(w, err, newResponse(map[string]any{"check_ins": append([]string{}, done...)})) // never null
+			writeData(w, err, newResponse(mt, map[string]any{"check_ins": append([]string{}, done...)})) // never null
 		}
 	default:
 		writeMessage(w, http.StatusNotFound, "unsupported path")

@@ -71,7 +71,7 @@ func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		l, err = h.leases.Lookup(r.Context(), id)
 	}
-	writeData(w, invalidLease(err), newResponse(&leaseLookupData{
+	writeData(w, invalidLease(err), newResponse(mountSystem, &leaseLookupData{
 		ID: l.ID, IssueTime: rfc3339(l.IssueTime), ExpireTime: rfc3339(l.ExpireTime),
 		LastRenewalTime: rfc3339(l.LastRenewalTime), Renewable: l.Renewable, TTL: seconds(l.TTL(h.clock.Now())),
 	}))
@@ -90,7 +90,7 @@ func (h *Handler) leaseRenew(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ren, err = h.leases.Renew(r.Context(), id, time.Duration(inc)*time.Second)
 	}
-	resp := leasedResponse(ren.Lease.ID, ren.Lease.Renewable, ren.TTL, nil)
+	resp := leasedResponse(mountSystem, ren.Lease.ID, ren.Lease.Renewable, ren.TTL, nil)
 	if len(ren.Warnings) > 0 {
 		resp.Warnings = ren.Warnings
 	}
@@ -144,7 +144,7 @@ func (h *Handler) leaseCount(w http.ResponseWriter, r *http.Request) {
 	for mount, n := range c.ByMount {
 		counts[h.accessor(mount)] += n
 	}
-	writeData(w, err, newResponse(map[string]any{"counts": counts, "lease_count": c.Total}))
+	writeData(w, err, newResponse(mountSystem, map[string]any{"counts": counts, "lease_count": c.Total}))
 }
 
 func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
@@ -169,7 +169,7 @@ func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
 	for i, l := range list.Leases {
 		leases[i] = map[string]string{"lease_id": l.LeaseID, "mount_id": h.accessor(l.Mount), "error": l.Error}
 	}
-	resp := newResponse(map[string]any{"lease_count": list.Total, "leases": leases})
+	resp := newResponse(mountSystem, map[string]any{"lease_count": list.Total, "leases": leases})
 	if len(list.Warnings) > 0 {
 		resp.Warnings = list.Warnings
 	}

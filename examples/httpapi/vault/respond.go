@@ -31,14 +31,26 @@ type response struct {
 	MountType     string   `json:"mount_type,omitempty"`
 }
 
-func newResponse(data any) *response {
-	return &response{RequestID: newRequestID(), Data: data}
+// The mount types of Vault's answers (the envelope's mount_type): the
+// engine's type for a mount's paths ("kv", "ldap", "openldap"), and these
+// for the built-in ones.
+const (
+	mountSystem   = "system"   // sys/…
+	mountIdentity = "identity" // identity/…
+	mountToken    = "token"    // auth/token/…
+)
+
+// newResponse is Vault's envelope of data answered by a path of the
+// mount type mt (mount_type).
+func newResponse(mt string, data any) *response {
+	return &response{RequestID: newRequestID(), Data: data, MountType: mt}
 }
 
 // leasedResponse is Vault's envelope of data with a lease: its id,
-// renewable flag and duration in seconds.
-func leasedResponse(id string, renewable bool, ttl time.Duration, data any) *response {
-	r := newResponse(data)
+// renewable flag and duration in seconds, answered by a path of the mount
+// type mt.
+func leasedResponse(mt, id string, renewable bool, ttl time.Duration, data any) *response {
+	r := newResponse(mt, data)
 	r.LeaseID, r.Renewable, r.LeaseDuration = id, renewable, seconds(ttl)
 	return r
 }
@@ -370,34 +382,35 @@ func writeData(w http.ResponseWriter, err error, resp *response) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// writeRead answers a read: the error (errMissing when missing), or 200
-// with data.
-func writeRead(w http.ResponseWriter, err error, data any) {
+// writeRead answers a read of a path of the mount type mt: the error
+// (errMissing when missing), or 200 with data.
+func writeRead(w http.ResponseWriter, mt string, err error, data any) {
 	if err != nil {
 		writeError(w, missing(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, newResponse(data))
+	writeJSON(w, http.StatusOK, newResponse(mt, data))
 }
 
-// writeList answers a listing: the error, errMissing when empty, or 200
-// with {"keys": keys}.
-func writeList(w http.ResponseWriter, keys []string, err error) {
+// writeList answers a listing of a path of the mount type mt: the error,
+// errMissing when empty, or 200 with {"keys": keys}.
+func writeList(w http.ResponseWriter, mt string, keys []string, err error) {
 	if err == nil && len(keys) == 0 {
 		err = errMissing
 	}
-	writeData(w, err, newResponse(keysData(keys)))
+	writeData(w, err, newResponse(mt, keysData(keys)))
 }
 
-// listing is the handler of a listing: LIST, or GET with list=true; any
-// other request answers 405 with allow (see methodNotAllowed).
-func listing(allow string, list func(context.Context) ([]string, error)) http.HandlerFunc {
+// listing is the handler of a listing of a path of the mount type mt:
+// LIST, or GET with list=true; any other request answers 405 with allow
+// (see methodNotAllowed).
+func listing(mt, allow string, list func(context.Context) ([]string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !isList(r) {
 			methodNotAllowed(w, allow)
 			return
 		}
 		keys, err := list(r.Context())
-		writeList(w, keys, err)
+		writeList(w, mt, keys, err)
 	}
 }

@@ -93,9 +93,9 @@ func BenchmarkWriteJSONList(b *testing.B) {
 			w := discardWriter{http.Header{}}
 			for b.Loop() {
 				if impl == "keel" {
-					writeJSON(w, 200, newResponse(keysData(keys)))
+					writeJSON(w, 200, newResponse("kv", keysData(keys)))
 				} else {
-					json.NewEncoder(w).Encode(newResponse(map[string]any{"keys": keys}))
+					json.NewEncoder(w).Encode(newResponse("kv", map[string]any{"keys": keys}))
 				}
 			}
 		})

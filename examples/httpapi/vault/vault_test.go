@@ -33,6 +33,11 @@ const (
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
+// testServer is what the test servers say of themselves in sys/health,
+// sys/seal-status and the mount entries.
+var testServer = vault.Server{Version: "v0.9.0", BuildDate: "2026-11-01T00:00:00Z",
+	ClusterName: "keel-cluster-5f1a2b3c", ClusterID: "5f1a2b3c-0000-4000-8000-000000000001", StorageType: "inmem"}
+
 // env is a server of the adapter over a memory store, with a fake clock.
 type env struct {
 	store  storage.Store
@@ -52,7 +57,7 @@ var principals = map[string]keel.Principal{
 	updateToken: {ID: "updater", DisplayName: "updater", ClientTokenID: "ct-updater", Policies: []string{"updater"}},
 }
 
-func newEnv(t *testing.T, store storage.Store) *env {
+func newEnv(t testing.TB, store storage.Store) *env {
 	t.Helper()
 	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
 		"reader": {{Path: "secret/*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}},
@@ -74,12 +79,12 @@ func newEnv(t *testing.T, store storage.Store) *env {
 	// The tests drive the lease worker's Step themselves.
 	e.leases = table.Leases()
 	e.leases.Stop()
-	h := vault.New(table, &vault.Options{Clock: e.clock,
+	h := vault.New(table, &vault.Options{Clock: e.clock, Authorizer: authz, Server: testServer,
 		Groups: identity.New(storage.Sub(store, "identity/"), &identity.Options{Authorizer: authz, Clock: e.clock})})
 	mux := http.NewServeMux()
 	h.Register(mux)
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, ok := principals[r.Header.Get("X-Secrets-Token")]; ok {
+		if p, ok := principals[vault.RequestToken(r)]; ok {
 			r = r.WithContext(keel.WithPrincipal(r.Context(), p))
 		}
 		mux.ServeHTTP(w, r)
@@ -88,18 +93,28 @@ func newEnv(t *testing.T, store storage.Store) *env {
 	return e
 }
 
-// client is the official Vault client, sending token in X-Secrets-Token.
-func (e *env) client(t *testing.T, token string) *api.Client {
+// client is the official Vault client as a user's program gets it:
+// api.NewClient(api.DefaultConfig()) configured by the environment alone,
+// VAULT_ADDR and VAULT_TOKEN, so that it sends the token in Vault's own
+// header, X-Vault-Token; and VAULT_MAX_RETRIES=0, so that a test sees the
+// first answer to a request, a 503 included, not the answer to a retry.
+// TestDefaultClient uses the client with VAULT_ADDR and VAULT_TOKEN only.
+func (e *env) client(t testing.TB, token string) *api.Client {
 	t.Helper()
-	cfg := api.DefaultConfig()
-	cfg.Address = e.srv.URL
-	cfg.MaxRetries = 0
-	c, err := api.NewClient(cfg)
+	t.Setenv("VAULT_MAX_RETRIES", "0")
+	return e.defaultClient(t, token)
+}
+
+// defaultClient is the official Vault client configured by VAULT_ADDR and
+// VAULT_TOKEN alone (any other VAULT_ variable as the test has set it).
+func (e *env) defaultClient(t testing.TB, token string) *api.Client {
+	t.Helper()
+	t.Setenv("VAULT_ADDR", e.srv.URL)
+	t.Setenv("VAULT_TOKEN", token)
+	c, err := api.NewClient(api.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.ClearToken()
-	c.AddHeader("X-Secrets-Token", token)
 	return c
 }
 
