@@ -39,6 +39,11 @@
 //     and no write may create a cycle in the membership graph. Ids are
 //     de-duplicated; the empty id is refused, on its element
 //     ("MemberGroupIDs[2]"), as in MemberEntityIDs.
+//     On a store that bounds its transactions a write lists at most
+//     Groups.MaxMemberGroups groups: 30 on etcdstore's default limits
+//     (128 operations and 128 reads), none on memstore and boltstore. A
+//     longer list is refused with the limit in the message before
+//     anything is written: a membership change is all or nothing.
 //   - MemberEntityIDs: de-duplicated and sorted; checked by
 //     Options.Entities when the program provides one, accepted as given
 //     otherwise.
@@ -85,8 +90,13 @@
 //     does not exist.
 //   - keel.KindForbidden: the Authorizer refused (see Rights).
 //   - keel.KindTooLarge: a key or value beyond the store's limits, or a
-//     transaction beyond them (deleting a group with many members writes
-//     two keys per member and parent).
+//     transaction beyond them: deleting a group writes two keys per member
+//     and parent group, so on etcd a group with more than 62 of them
+//     together (a group listed as a member by many groups) must first be
+//     removed from some parents; the refused delete writes nothing. Member
+//     entities are kept in the group's record and cost no transaction
+//     room: a group of 500 member entities is written and deleted on etcd
+//     alike.
 //   - an EntityDirectory's error with its kind, or keel.KindUnavailable
 //     when it has none.
 //   - the store's kinds (keel.KindUnavailable for a closed store, and so

@@ -115,10 +115,11 @@ type Result struct {
 // Groups is not usable. Groups is safe for concurrent use: it keeps no state
 // besides its configuration.
 type Groups struct {
-	store    storage.Store // the store given to New
-	authz    keel.Authorizer
-	clock    keel.Clock
-	entities EntityDirectory
+	store     storage.Store // the store given to New
+	authz     keel.Authorizer
+	clock     keel.Clock
+	entities  EntityDirectory
+	maxGroups int // MaxMemberGroups
 }
 
 // New returns Groups that keep their keys in store, which its caller has
@@ -130,11 +131,42 @@ func New(store storage.Store, opts *Options) *Groups {
 		o = *opts
 	}
 	return &Groups{
-		store:    store,
-		authz:    o.Authorizer,
-		clock:    keel.ClockOrSystem(o.Clock),
-		entities: o.Entities,
+		store:     store,
+		authz:     o.Authorizer,
+		clock:     keel.ClockOrSystem(o.Clock),
+		entities:  o.Entities,
+		maxGroups: maxMemberGroups(store.Limits()),
 	}
+}
+
+// MaxMemberGroups is the most member groups one write may list in
+// Input.MemberGroupIDs on the Groups' store, 0 when the store bounds no
+// transaction (memstore and boltstore by default). It is 30 on etcdstore's
+// default limits (128 operations and 128 reads per transaction).
+//
+// A write replaces the member list in one transaction: it reads the
+// stored members and each group it adds, and writes two edge keys for
+// each member added or removed, so on a bounded store a write may name at
+// most min((MaxTxOps-3)/4, (MaxTxReads-8)/4) groups: the stored list (at
+// most as long) and the new one may then differ entirely and still fit,
+// with half the reads left for the cycle check's walk over the ancestors.
+// A longer list is refused before anything is written, with
+// keel.KindInvalid on "MemberGroupIDs" naming the limit.
+func (g *Groups) MaxMemberGroups() int { return g.maxGroups }
+
+// maxMemberGroups is MaxMemberGroups for a store of limits l.
+func maxMemberGroups(l storage.Limits) int {
+	n := 0
+	if l.MaxTxOps > 0 {
+		n = max(1, (l.MaxTxOps-3)/4)
+	}
+	if l.MaxTxReads > 0 {
+		r := max(1, (l.MaxTxReads-8)/4)
+		if n == 0 || r < n {
+			n = r
+		}
+	}
+	return n
 }
 
 // The resources of the rights; see the package documentation.

@@ -4,36 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/boltstore"
-	"github.com/keelhq/keel/storage/memstore"
+	"github.com/keelhq/keel/internal/everystore"
 )
 
 // TestConcurrentMembership has many goroutines add and remove member
 // groups among a few groups at once, cycles included: at the end the graph
 // has no cycle and every parent link matches a member link.
 func TestConcurrentMembership(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) storage.Store{
-		"memstore": func(t *testing.T) storage.Store {
-			s := memstore.New(nil)
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"boltstore": func(t *testing.T) storage.Store {
-			s, err := boltstore.Open(filepath.Join(t.TempDir(), "db"), &boltstore.Options{NoSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		{
 			store := open(t)
 			g := New(store, &Options{Clock: keel.NewFakeClock(t0)})
 			ctx := context.Background()
@@ -104,6 +87,6 @@ func TestConcurrentMembership(t *testing.T) {
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }

@@ -76,6 +76,12 @@ func (g *Groups) UpsertByName(ctx context.Context, name string, in Input) (Resul
 
 func (g *Groups) write(ctx context.Context, t target, in Input) (Result, error) {
 	n := normalize(in)
+	if lim := g.maxGroups; lim > 0 && n.in.MemberGroupIDs != nil && len(*n.in.MemberGroupIDs) > lim {
+		// Reported with the other faults, after the rights, inside a
+		// transaction that stops before it reads the members.
+		n.problems = append(n.problems, &keel.FieldError{Field: "MemberGroupIDs",
+			Rule: fmt.Sprintf("lists %d groups, at most %d on this store (see Groups.MaxMemberGroups)", len(*n.in.MemberGroupIDs), lim)})
+	}
 	if t.byNamePath && nameRule(t.name) != "" {
 		// A path name that is empty or malformed names no resource
 		// worth asking about.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/kv"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
@@ -40,11 +41,15 @@ func newBolt(t testing.TB) storage.Store {
 	return s
 }
 
-// stores are the stores every store-dependent test runs on.
+// stores are the stores every store-dependent test runs on: those of the
+// shared harness (everystore), etcd included.
 var stores = map[string]func(testing.TB) storage.Store{
 	"memstore":  func(t testing.TB) storage.Store { return newMem(t, storage.Limits{}) },
 	"boltstore": newBolt,
+	"etcdstore": everystore.Etcd,
 }
+
+func TestMain(m *testing.M) { everystore.Main(m) }
 
 // newEngine mounts an engine at "secret" on store.
 func newEngine(t testing.TB, store storage.Store, opts *kv.Options) *kv.Engine {

@@ -190,6 +190,9 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	}
 	var v keel.Validation
 	checkAccountNames(&v, r.ServiceAccountNames)
+	if lim := MaxLibraryAccounts(e.store.Limits()); lim > 0 && len(r.ServiceAccountNames) > lim {
+		v.Add("ServiceAccountNames", "names %d accounts, at most %d on this store (see MaxLibraryAccounts)", len(r.ServiceAccountNames), lim)
+	}
 	if r.TTL != nil && *r.TTL < 0 {
 		v.Add("TTL", "must not be negative")
 	}
@@ -277,47 +280,50 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 		dns[n] = dn
 	}
 
-	var settle []string
-	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		settle = settle[:0]
-		var cur setRecord
-		ok, err := getJSON(tx, setKey(name), &cur)
-		if err != nil {
-			return err
+	// Two names of the request for one entry are refused before anything
+	// is written.
+	byDN := make(map[string]string, len(added))
+	for _, n := range added {
+		dn := strings.ToLower(dns[n])
+		if other, ok := byDN[dn]; ok {
+			return fmt.Errorf("library set %q: %q and %q are the same entry %q: %w", name, other, n, dns[n], keel.ErrConflict)
 		}
-		if ok != found || !sameSet(&cur, &prev) {
-			return fmt.Errorf("library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
-		}
-		err = e.dropAccounts(tx, name, removed, func(n string) error {
-			return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
+		byDN[dn] = n
+	}
+	// The accounts that join are claimed first, in batches that fit the
+	// store's transactions, while the set does not list them yet (no
+	// check-out can take them); then one transaction checks that the set
+	// did not change, frees the accounts that leave and writes the set. A
+	// failure releases the claims of this call.
+	claimed, err := e.claimAccounts(ctx, name, added, dns)
+	if err == nil {
+		err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var cur setRecord
+			ok, err := getJSON(tx, setKey(name), &cur)
+			if err != nil {
+				return err
+			}
+			if ok != found || !sameSet(&cur, &prev) {
+				return fmt.Errorf("library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
+			}
+			err = e.dropAccounts(tx, name, removed, func(n string) error {
+				return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
+			})
+			if err != nil {
+				return err
+			}
+			return putJSON(tx, setKey(name), &next)
 		})
-		if err != nil {
-			return err
-		}
-		for _, n := range added {
-			dn := dns[n]
-			var owner string
-			if _, err := getJSON(tx, accountKey(dn), &owner); err != nil {
-				return err
-			}
-			switch {
-			case owner == libOwner(name):
-				return fmt.Errorf("library set %q: %q and another name of the set are the same entry %q: %w", name, n, dn, keel.ErrConflict)
-			case strings.HasPrefix(owner, libOwnerTag):
-				return fmt.Errorf("library set %q: %q (entry %q) is already in library set %q: %w", name, n, dn, strings.TrimPrefix(owner, libOwnerTag), keel.ErrConflict)
-			case owner != "":
-				return fmt.Errorf("library set %q: %q (entry %q) is already managed by static role %q: %w", name, n, dn, owner, keel.ErrConflict)
-			}
-			if err := putJSON(tx, accountKey(dn), libOwner(name)); err != nil {
-				return err
-			}
-			if err := putJSON(tx, acctKey(name, n), &libAccount{DN: dn}); err != nil {
-				return err
-			}
-			if err := putJSON(tx, pendingKey(name, n), &pendingAccount{Set: name, Account: n}); err != nil {
-				return err
-			}
-		}
+	}
+	if err != nil {
+		e.releaseClaims(ctx, name, claimed, dns)
+		return err
+	}
+	// Which accounts still need a password: read after the commit, in a
+	// View, which no transaction limit bounds.
+	var settle []string
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		settle = settle[:0]
 		for _, n := range next.Accounts {
 			a, _, err := loadAccount(tx, name, n)
 			if err != nil {
@@ -327,10 +333,10 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 				settle = append(settle, n)
 			}
 		}
-		return putJSON(tx, setKey(name), &next)
+		return nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("library set %q: stored, but accounts stay unavailable until a retry: %w", name, err)
 	}
 	// Give a password to the accounts that have none yet (the new ones,
 	// and any whose earlier change failed).
@@ -344,6 +350,123 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 		return fmt.Errorf("library set %q: stored, but accounts stay unavailable until a retry: %w", name, err)
 	}
 	return nil
+}
+
+// MaxLibraryAccounts is the most accounts a library set may hold on a
+// store of limits l, 0 for no limit (memstore and boltstore by default):
+// MaxTxReads less 8, 120 on etcdstore's default limits. Check-out and
+// DeleteLibrarySet each read every account of the set in the one
+// transaction that decides, all or nothing; PutLibrarySet refuses a longer
+// list up front with keel.KindInvalid on ServiceAccountNames naming the
+// limit. The accounts that join a set are written in batches, so the
+// number of operations per transaction does not bound a set.
+func MaxLibraryAccounts(l storage.Limits) int {
+	if l.MaxTxReads <= 0 {
+		return 0
+	}
+	return max(1, l.MaxTxReads-8)
+}
+
+// claimBatch is how many accounts one transaction of claimAccounts or
+// releaseClaims handles under l: each writes three keys and reads two.
+func claimBatch(l storage.Limits) int {
+	n := 256
+	if l.MaxTxOps > 0 {
+		n = min(n, l.MaxTxOps/3)
+	}
+	if l.MaxTxReads > 0 {
+		n = min(n, (l.MaxTxReads-2)/2)
+	}
+	return max(n, 1)
+}
+
+// claimAccounts makes set the owner of the entries of names (found at
+// dns), with an account record and a pending marker each, in as many
+// transactions as the store's limits require. It returns the names it
+// claimed before an error. An entry that another set or a static role
+// holds is a keel.ErrConflict. An entry that set holds already for the
+// same name, left by a PutLibrarySet that stopped between its claims and
+// its commit, is taken over as it is.
+func (e *Engine) claimAccounts(ctx context.Context, set string, names []string, dns map[string]string) ([]string, error) {
+	var claimed []string
+	batch := claimBatch(e.store.Limits())
+	for len(names) > 0 {
+		chunk := names[:min(batch, len(names))]
+		names = names[len(chunk):]
+		err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			for _, n := range chunk {
+				dn := dns[n]
+				var owner string
+				if _, err := getJSON(tx, accountKey(dn), &owner); err != nil {
+					return err
+				}
+				switch {
+				case owner == libOwner(set):
+					a, ok, err := loadAccount(tx, set, n)
+					if err != nil {
+						return err
+					}
+					if ok && strings.EqualFold(a.DN, dn) {
+						continue // left by an earlier call: take it over
+					}
+					return fmt.Errorf("library set %q: %q and another name of the set are the same entry %q: %w", set, n, dn, keel.ErrConflict)
+				case strings.HasPrefix(owner, libOwnerTag):
+					return fmt.Errorf("library set %q: %q (entry %q) is already in library set %q: %w", set, n, dn, strings.TrimPrefix(owner, libOwnerTag), keel.ErrConflict)
+				case owner != "":
+					return fmt.Errorf("library set %q: %q (entry %q) is already managed by static role %q: %w", set, n, dn, owner, keel.ErrConflict)
+				}
+				if err := putJSON(tx, accountKey(dn), libOwner(set)); err != nil {
+					return err
+				}
+				if err := putJSON(tx, acctKey(set, n), &libAccount{DN: dn}); err != nil {
+					return err
+				}
+				if err := putJSON(tx, pendingKey(set, n), &pendingAccount{Set: set, Account: n}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return claimed, err
+		}
+		claimed = append(claimed, chunk...)
+	}
+	return claimed, nil
+}
+
+// releaseClaims undoes claimAccounts for names, on the way out of a
+// PutLibrarySet that failed: each account that set does not list is
+// freed, in batches. It runs even when ctx is canceled; its own errors
+// are dropped (a claim left behind keeps the entry from other sets and
+// static roles, and is taken over by the next PutLibrarySet of set that
+// names the account).
+func (e *Engine) releaseClaims(ctx context.Context, set string, names []string, dns map[string]string) {
+	ctx = context.WithoutCancel(ctx)
+	batch := claimBatch(e.store.Limits())
+	for len(names) > 0 {
+		chunk := names[:min(batch, len(names))]
+		names = names[len(chunk):]
+		_ = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var cur setRecord
+			if _, err := getJSON(tx, setKey(set), &cur); err != nil {
+				return err
+			}
+			for _, n := range chunk {
+				if slices.Contains(cur.Accounts, n) {
+					continue
+				}
+				a, ok, err := loadAccount(tx, set, n)
+				if err != nil || !ok || !strings.EqualFold(a.DN, dns[n]) {
+					continue
+				}
+				if err := e.dropAccount(tx, set, n, &a); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 }
 
 func sameSet(a, b *setRecord) bool {
@@ -429,6 +552,12 @@ func (e *Engine) ListLibrarySets(ctx context.Context, path string) ([]string, er
 // "MOUNT/library/NAME". While an account of the set is checked out it
 // fails with keel.ErrConflict and changes nothing. A missing set is not an
 // error.
+//
+// The set is removed in one transaction, then its accounts are freed in
+// batches sized from the store's limits (storage.Batch): an error or a
+// crash between them leaves the set gone and some accounts still held by
+// it (other sets and static roles cannot take them yet); calling
+// DeleteLibrarySet again frees them.
 func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 	if err := e.libraryOnly(); err != nil {
 		return err
@@ -439,20 +568,52 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 	if err := keel.Authorize(ctx, e.auth, keel.CapDelete, e.resource("library", name)); err != nil {
 		return err
 	}
-	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	// One transaction checks that no account is checked out and removes
+	// the set: from then on no check-out can take its accounts. It reads
+	// one key per account (see MaxLibraryAccounts).
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var rec setRecord
 		found, err := getJSON(tx, setKey(name), &rec)
 		if err != nil || !found {
 			return err
 		}
-		err = e.dropAccounts(tx, name, rec.Accounts, func(n string) error {
-			return fmt.Errorf("library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
-		})
-		if err != nil {
-			return err
+		for _, n := range rec.Accounts {
+			a, ok, err := loadAccount(tx, name, n)
+			if err != nil {
+				return err
+			}
+			if ok && a.CheckedOut {
+				return fmt.Errorf("library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
+			}
 		}
 		return tx.Delete(setKey(name))
 	})
+	if err != nil {
+		return err
+	}
+	// Then the accounts are freed in batches; run again, DeleteLibrarySet
+	// frees what an interrupted run left.
+	acctPrefix := prefixLibAcct + url.PathEscape(name) + "/"
+	_, err = storage.Batch(ctx, e.store, acctPrefix, &storage.BatchOptions{Writes: 3, Reads: 2}, func(tx storage.Tx, key string, raw []byte) error {
+		n := strings.TrimPrefix(key, acctPrefix)
+		var cur setRecord
+		ok, err := getJSON(tx, setKey(name), &cur)
+		if err != nil {
+			return err
+		}
+		if ok && slices.Contains(cur.Accounts, n) {
+			return nil // a set of the same name, created meanwhile
+		}
+		a, ok, err := loadAccount(tx, name, n)
+		if err != nil || !ok {
+			return err
+		}
+		return e.dropAccount(tx, name, n, &a)
+	})
+	if err != nil {
+		return fmt.Errorf("library set %q: removed, but its accounts are not all freed (delete it again): %w", name, err)
+	}
+	return nil
 }
 
 // LibraryStatus returns the check-out state of every account of the

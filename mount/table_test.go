@@ -6,19 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/boltstore"
 	"github.com/keelhq/keel/storage/etcdstore"
-	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
@@ -239,23 +237,9 @@ func leftOf(t testing.TB, store storage.Store, e mount.Entry) []string {
 // removed whole on every store, etcd's limits included; a new mount at the
 // same path starts empty.
 func TestDisableLeavesNothing(t *testing.T) {
-	stores := map[string]func(t *testing.T) storage.Store{
-		"memstore": func(t *testing.T) storage.Store { return newMem(t) },
-		"boltstore": func(t *testing.T) storage.Store {
-			s, err := boltstore.Open(filepath.Join(t.TempDir(), "keel.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"etcdstore": func(t *testing.T) storage.Store {
-			return etcdstore.New(etcdtest.Client(t), &etcdstore.Options{Prefix: etcdtest.Prefix()})
-		},
-	}
-	for name, newStore := range stores {
-		t.Run(name, func(t *testing.T) {
-			store := newStore(t)
+	everystore.Run(t, func(t *testing.T, openStore everystore.Open) {
+		{
+			store := openStore(t)
 			table := open(t, store)
 			fill(t, table, "big/", 1000)
 			m, err := table.Get(ctx, "big/")
@@ -278,8 +262,8 @@ func TestDisableLeavesNothing(t *testing.T) {
 			if keys, err := again.KV.List(ctx, ""); keel.KindOf(err) != keel.KindNotFound {
 				t.Fatalf("a new mount at the same path lists %q (%v)", keys, err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestDisableResumes: a Disable that fails halfway leaves the mount marked
@@ -431,7 +415,7 @@ func TestRights(t *testing.T) {
 	wantKind(t, table.Disable(reader, "secret"), keel.KindForbidden)
 }
 
-func TestMain(m *testing.M) { etcdtest.Main(m) }
+func TestMain(m *testing.M) { everystore.Main(m) }
 
 func TestOpenRefusesNilStore(t *testing.T) {
 	_, err := mount.Open(ctx, nil, nil)

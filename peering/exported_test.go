@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -15,60 +16,62 @@ func entry(svcs ...peering.ExportedService) *peering.ExportedServicesEntry {
 }
 
 func TestExportedServicesEntry(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	_, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
-	wantKind(t, err, keel.KindNotFound)
-	w.peer(t)
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		w := newWorldOn(t, open)
+		ctx := context.Background()
+		_, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		wantKind(t, err, keel.KindNotFound)
+		w.peer(t)
 
-	// "later" has no peering yet: skipped now, applied when it is created.
-	e := entry(
-		peering.ExportedService{Name: "web", Consumers: []string{"b", "later"}},
-		peering.ExportedService{Name: "api", Consumers: []string{"b", "b"}},
-	)
-	if err := w.a.svc.SetExportedServicesEntry(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	if got := read(t, w.a, "b").StreamStatus.ExportedServices; !slices.Equal(got, []string{"api", "web"}) {
-		t.Fatalf("a exports %v", got)
-	}
-	// The acceptor's exports reach the dialer at its next heartbeat.
-	w.clock.Advance(peering.DefaultHeartbeatInterval)
-	w.step(t)
-	if got := read(t, w.b, "a").StreamStatus.ImportedServices; !slices.Equal(got, []string{"api", "web"}) {
-		t.Fatalf("b imports %v", got)
-	}
-	got, idx, err := w.a.svc.ExportedServicesEntry(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Name != "default" || len(got.Services) != 2 || !slices.Equal(got.Services[1].Consumers, []string{"b"}) ||
-		got.CreateIndex == 0 || got.ModifyIndex != got.CreateIndex || idx < got.ModifyIndex {
-		t.Fatalf("entry %+v index %d", got, idx)
-	}
-	if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "later"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := read(t, w.a, "later").StreamStatus.ExportedServices; !slices.Equal(got, []string{"web"}) {
-		t.Fatalf("later exports %v", got)
-	}
+		// "later" has no peering yet: skipped now, applied when it is created.
+		e := entry(
+			peering.ExportedService{Name: "web", Consumers: []string{"b", "later"}},
+			peering.ExportedService{Name: "api", Consumers: []string{"b", "b"}},
+		)
+		if err := w.a.svc.SetExportedServicesEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, w.a, "b").StreamStatus.ExportedServices; !slices.Equal(got, []string{"api", "web"}) {
+			t.Fatalf("a exports %v", got)
+		}
+		// The acceptor's exports reach the dialer at its next heartbeat.
+		w.clock.Advance(peering.DefaultHeartbeatInterval)
+		w.step(t)
+		if got := read(t, w.b, "a").StreamStatus.ImportedServices; !slices.Equal(got, []string{"api", "web"}) {
+			t.Fatalf("b imports %v", got)
+		}
+		got, idx, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "default" || len(got.Services) != 2 || !slices.Equal(got.Services[1].Consumers, []string{"b"}) ||
+			got.CreateIndex == 0 || got.ModifyIndex != got.CreateIndex || idx < got.ModifyIndex {
+			t.Fatalf("entry %+v index %d", got, idx)
+		}
+		if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "later"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, w.a, "later").StreamStatus.ExportedServices; !slices.Equal(got, []string{"web"}) {
+			t.Fatalf("later exports %v", got)
+		}
 
-	// A peering no longer named exports nothing.
-	if err := w.a.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"later"}})); err != nil {
-		t.Fatal(err)
-	}
-	if got := read(t, w.a, "b").StreamStatus.ExportedServices; len(got) != 0 {
-		t.Fatalf("a still exports %v", got)
-	}
-	again, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.CreateIndex != got.CreateIndex || again.ModifyIndex <= got.ModifyIndex {
-		t.Fatalf("indexes %d/%d after %d/%d", again.CreateIndex, again.ModifyIndex, got.CreateIndex, got.ModifyIndex)
-	}
-	_, _, err = w.a.svc.ExportedServicesEntry(ctx, "other")
-	wantKind(t, err, keel.KindNotFound)
+		// A peering no longer named exports nothing.
+		if err := w.a.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"later"}})); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, w.a, "b").StreamStatus.ExportedServices; len(got) != 0 {
+			t.Fatalf("a still exports %v", got)
+		}
+		again, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.CreateIndex != got.CreateIndex || again.ModifyIndex <= got.ModifyIndex {
+			t.Fatalf("indexes %d/%d after %d/%d", again.CreateIndex, again.ModifyIndex, got.CreateIndex, got.ModifyIndex)
+		}
+		_, _, err = w.a.svc.ExportedServicesEntry(ctx, "other")
+		wantKind(t, err, keel.KindNotFound)
+	})
 }
 
 func TestExportedServicesEntryRules(t *testing.T) {

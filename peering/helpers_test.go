@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
@@ -42,6 +43,18 @@ func newWorld(t testing.TB) *world {
 	w.b = w.add(t, "dc2", "10.0.0.2:8300", memstore.New(nil), nil)
 	return w
 }
+
+// newWorldOn is newWorld with the clusters' stores from open (see
+// everystore).
+func newWorldOn(t testing.TB, open everystore.Open) *world {
+	t.Helper()
+	w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
+	w.a = w.add(t, "dc1", "10.0.0.1:8300", open(t), nil)
+	w.b = w.add(t, "dc2", "10.0.0.2:8300", open(t), nil)
+	return w
+}
+
+func TestMain(m *testing.M) { everystore.Main(m) }
 
 func (w *world) add(t testing.TB, dc, addr string, store storage.Store, authz keel.Authorizer) *cluster {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
@@ -45,22 +46,24 @@ func TestIndexNeverZero(t *testing.T) {
 }
 
 func TestBlockingReadReturnsOnChange(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	_, idx, _ := w.a.svc.Read(ctx, "b", nil)
-	got := make(chan *peering.Peering, 1)
-	go func() {
-		p, _, _ := w.a.svc.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx, WaitTime: time.Minute})
-		got <- p
-	}()
-	if err := w.clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	w.a.svc.SetExportedServices(ctx, "b", []string{"web"})
-	if p := <-got; p.ModifyIndex <= idx {
-		t.Fatalf("returned index %d, want above %d", p.ModifyIndex, idx)
-	}
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		w := newWorldOn(t, open)
+		ctx := context.Background()
+		w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		_, idx, _ := w.a.svc.Read(ctx, "b", nil)
+		got := make(chan *peering.Peering, 1)
+		go func() {
+			p, _, _ := w.a.svc.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx, WaitTime: time.Minute})
+			got <- p
+		}()
+		if err := w.clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		w.a.svc.SetExportedServices(ctx, "b", []string{"web"})
+		if p := <-got; p.ModifyIndex <= idx {
+			t.Fatalf("returned index %d, want above %d", p.ModifyIndex, idx)
+		}
+	})
 }
 
 func TestBlockingReadEndsAtWait(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
 )
 
@@ -77,39 +78,41 @@ func TestFailingWhenHeartbeatsStop(t *testing.T) {
 }
 
 func TestDeleteByAcceptor(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	w.peer(t)
-	w.b.svc.SetExportedServices(ctx, "a", []string{"db"})
-	w.step(t)
-	if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
-		t.Fatal(err)
-	}
-	p := read(t, w.a, "b")
-	wantState(t, p, peering.StateTerminated)
-	if !p.DeletedAt.Equal(t0) {
-		t.Fatalf("DeletedAt %v", p.DeletedAt)
-	}
-	if _, err := w.a.svc.Step(ctx, w.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := w.a.svc.Read(ctx, "b", nil)
-	wantKind(t, err, keel.KindNotFound)
-	b := read(t, w.b, "a")
-	wantState(t, b, peering.StateTerminated)
-	if !b.DeletedAt.IsZero() || b.StreamStatus.ImportedServices != nil {
-		t.Fatalf("the other side %+v", b)
-	}
-	// The other side keeps its record until it is deleted there.
-	w.clock.Advance(time.Hour)
-	w.step(t)
-	read(t, w.b, "a")
-	if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
-		t.Fatal(err)
-	}
-	w.step(t)
-	_, _, err = w.b.svc.Read(ctx, "a", nil)
-	wantKind(t, err, keel.KindNotFound)
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		w := newWorldOn(t, open)
+		ctx := context.Background()
+		w.peer(t)
+		w.b.svc.SetExportedServices(ctx, "a", []string{"db"})
+		w.step(t)
+		if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
+			t.Fatal(err)
+		}
+		p := read(t, w.a, "b")
+		wantState(t, p, peering.StateTerminated)
+		if !p.DeletedAt.Equal(t0) {
+			t.Fatalf("DeletedAt %v", p.DeletedAt)
+		}
+		if _, err := w.a.svc.Step(ctx, w.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := w.a.svc.Read(ctx, "b", nil)
+		wantKind(t, err, keel.KindNotFound)
+		b := read(t, w.b, "a")
+		wantState(t, b, peering.StateTerminated)
+		if !b.DeletedAt.IsZero() || b.StreamStatus.ImportedServices != nil {
+			t.Fatalf("the other side %+v", b)
+		}
+		// The other side keeps its record until it is deleted there.
+		w.clock.Advance(time.Hour)
+		w.step(t)
+		read(t, w.b, "a")
+		if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
+			t.Fatal(err)
+		}
+		w.step(t)
+		_, _, err = w.b.svc.Read(ctx, "a", nil)
+		wantKind(t, err, keel.KindNotFound)
+	})
 }
 
 func TestDeleteByDialer(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
 )
 
@@ -117,23 +118,25 @@ func TestGenerateAgainKeepsIDAndReplacesSecret(t *testing.T) {
 }
 
 func TestEstablishActivatesBothSides(t *testing.T) {
-	w := newWorld(t)
-	w.peer(t)
-	a, b := read(t, w.a, "b"), read(t, w.b, "a")
-	wantState(t, a, peering.StateActive)
-	wantState(t, b, peering.StateActive)
-	if a.PeerID != b.ID || b.PeerID != a.ID {
-		t.Errorf("ids: a %s peer %s, b %s peer %s", a.ID, a.PeerID, b.ID, b.PeerID)
-	}
-	if a.Remote != (peering.Remote{Partition: "default", Datacenter: "dc2"}) || b.Remote != (peering.Remote{Partition: "default", Datacenter: "dc1"}) {
-		t.Errorf("remotes %+v %+v", a.Remote, b.Remote)
-	}
-	if !slices.Equal(b.PeerServerAddresses, []string{w.a.addr}) || b.PeerServerName != "server.dc1.peering.keel" {
-		t.Errorf("b knows a as %v %s", b.PeerServerAddresses, b.PeerServerName)
-	}
-	if !b.StreamStatus.LastHeartbeat.Equal(t0) || !a.StreamStatus.LastReceive.Equal(t0) {
-		t.Errorf("stream status %+v %+v", a.StreamStatus, b.StreamStatus)
-	}
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		w := newWorldOn(t, open)
+		w.peer(t)
+		a, b := read(t, w.a, "b"), read(t, w.b, "a")
+		wantState(t, a, peering.StateActive)
+		wantState(t, b, peering.StateActive)
+		if a.PeerID != b.ID || b.PeerID != a.ID {
+			t.Errorf("ids: a %s peer %s, b %s peer %s", a.ID, a.PeerID, b.ID, b.PeerID)
+		}
+		if a.Remote != (peering.Remote{Partition: "default", Datacenter: "dc2"}) || b.Remote != (peering.Remote{Partition: "default", Datacenter: "dc1"}) {
+			t.Errorf("remotes %+v %+v", a.Remote, b.Remote)
+		}
+		if !slices.Equal(b.PeerServerAddresses, []string{w.a.addr}) || b.PeerServerName != "server.dc1.peering.keel" {
+			t.Errorf("b knows a as %v %s", b.PeerServerAddresses, b.PeerServerName)
+		}
+		if !b.StreamStatus.LastHeartbeat.Equal(t0) || !a.StreamStatus.LastReceive.Equal(t0) {
+			t.Errorf("stream status %+v %+v", a.StreamStatus, b.StreamStatus)
+		}
+	})
 }
 
 func TestEstablishValidation(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
 	"github.com/keelhq/keel/storage/memstore"
@@ -24,5 +25,11 @@ func TestConformanceOverBoltstore(t *testing.T) {
 			t.Fatal(err)
 		}
 		return mustNew(t, b, sealstore.GenerateKey())
+	})
+}
+
+func TestConformanceOverEtcdstore(t *testing.T) {
+	storagetest.Run(t, func(t testing.TB) storage.Store {
+		return mustNew(t, everystore.Etcd(t), sealstore.GenerateKey())
 	})
 }

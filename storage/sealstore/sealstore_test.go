@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/faultstore"
@@ -358,3 +359,22 @@ func TestResealResumes(t *testing.T) {
 	}
 	wantOpens(t, mustNew(t, fs, next), kvs)
 }
+
+// Reseal of 10,000 values with its default batch works on every store,
+// etcd included (its batches fit 128 operations and 128 compares), and
+// leaves every value opening with the new key alone.
+func TestResealTenThousandOnEveryStore(t *testing.T) {
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		inner := open(t)
+		old, next := sealstore.GenerateKey(), sealstore.GenerateKey()
+		stale := putSealed(t, mustNew(t, inner, old), "k/", 10000)
+		n, err := mustNew(t, inner, next, old).Reseal(context.Background(), "k/", 0)
+		if err != nil || n != len(stale) {
+			t.Fatalf("Reseal = %d, %v; want %d, nil", n, err, len(stale))
+		}
+		wantOpens(t, mustNew(t, inner, next), stale)
+	})
+}
+
+func TestMain(m *testing.M) { everystore.Main(m) }

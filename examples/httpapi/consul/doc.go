@@ -19,6 +19,18 @@
 // peerings out of a list, X-Cluster-Results-Filtered-By-ACLs: true (and
 // X-Consul-Results-Filtered-By-ACLs, which Consul's client reads).
 //
+// A blocking read always gets its answer, whatever the server's
+// WriteTimeout: a read with ?index waits ?wait (5 minutes without it, as
+// Consul; at most 10 minutes), and when the server's WriteTimeout would
+// close the connection before that wait plus AnswerMargin, the handler
+// moves this request's write deadline to the wait plus AnswerMargin
+// (http.ResponseController.SetWriteDeadline; a middleware's
+// ResponseWriter must have an Unwrap method for it to work). Behind a
+// writer that cannot move its deadline, the wait is shortened to the
+// WriteTimeout less AnswerMargin instead, and the read answers as a wait
+// that ended does: the current state and index. Other requests keep the
+// server's WriteTimeout.
+//
 // The caller is the keel.Principal of the request's context: the server
 // maps the X-Cluster-Token header to it. The peer-to-peer paths need no
 // token: the peering secrets are their credentials. The config entry

@@ -106,6 +106,7 @@ func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
+		allowWait(w, r, q)
 		p, idx, err := h.svc.Read(r.Context(), name, q)
 		if keel.KindOf(err) == keel.KindNotFound {
 			setIndex(w, idx)
@@ -137,6 +138,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	allowWait(w, r, q)
 	l, err := h.svc.List(r.Context(), q)
 	if err != nil {
 		writeError(w, err)
@@ -190,4 +192,39 @@ func query(r *http.Request) (*peering.QueryOptions, error) {
 		q.WaitTime = d
 	}
 	return q, errs.Err()
+}
+
+// AnswerMargin is the time a blocking read keeps, past its wait, to write
+// its answer: allowWait sets the connection's write deadline to the wait
+// plus AnswerMargin.
+const AnswerMargin = 10 * time.Second
+
+// allowWait makes sure that the blocking read q (one with ?index) can
+// answer after its whole wait: ?wait, peering.DefaultWait (5 minutes)
+// without it, at most peering.MaxWait. When the server's WriteTimeout
+// would end the response before the wait plus AnswerMargin, it moves the
+// write deadline of this request (http.ResponseController) to now plus
+// the wait plus AnswerMargin; when the writer cannot move it, it shortens
+// the wait instead, to the server's WriteTimeout less AnswerMargin (half
+// of it when that is less). A server without WriteTimeout, or with one
+// longer than the wait plus AnswerMargin, is left as it is, and so is a
+// read that does not block.
+func allowWait(w http.ResponseWriter, r *http.Request, q *peering.QueryOptions) {
+	if q.MinIndex == 0 {
+		return
+	}
+	wait := q.WaitTime
+	if wait == 0 {
+		wait = peering.DefaultWait
+	}
+	wait = min(wait, peering.MaxWait)
+	need := wait + AnswerMargin
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if srv != nil && (srv.WriteTimeout <= 0 || srv.WriteTimeout >= need) {
+		return
+	}
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(need)); err == nil || srv == nil {
+		return
+	}
+	q.WaitTime = max(srv.WriteTimeout-AnswerMargin, srv.WriteTimeout/2)
 }
