@@ -125,8 +125,12 @@
 // Write does: a caller that may only create can never change a group that
 // someone created meanwhile. UpdateByID always asks for update, even for a
 // missing id, so that a caller without the right learns nothing. Names in
-// resources are those the caller gave, with their case. The rights are
-// checked before the request's own faults are reported.
+// resources are folded (lower-cased) as the name index folds them, so that
+// a right holds for every spelling of a name: a deny on
+// identity/group/name/admins is not passed by asking for ADMINS. An
+// Authorizer whose rules name groups must fold them alike: CanonicalRules
+// does it for keel.RuleAuthorizer's rules. The rights are checked before
+// the request's own faults are reported.
 //
 // Rights follow the endpoint, not the group: a rule on
 // identity/group/name/admins does not cover the same group reached

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -176,6 +177,31 @@ const (
 	resourceName = "identity/group/name/"
 )
 
+// nameResource is the resource of the group named name: its folded name,
+// so that a right on one spelling holds for every spelling of the same
+// group (names are case-insensitive, see CanonicalRules).
+func nameResource(name string) string { return resourceName + foldName(name) }
+
+// CanonicalRules returns policies with the path of every rule under
+// "identity/group/name/" folded as group names are (lower-cased), for a
+// keel.RuleAuthorizer that guards this package: the package asks for the
+// folded name, so a rule written for "Admins" holds for "ADMINS" and
+// "admins" alike, and a deny cannot be passed by another spelling. Other
+// rules, and the map given, are left as they are.
+func CanonicalRules(policies map[string][]keel.Rule) map[string][]keel.Rule {
+	out := make(map[string][]keel.Rule, len(policies))
+	for name, rules := range policies {
+		rules = slices.Clone(rules)
+		for i, r := range rules {
+			if rest, ok := strings.CutPrefix(r.Path, resourceName); ok {
+				rules[i].Path = resourceName + foldName(rest)
+			}
+		}
+		out[name] = rules
+	}
+	return out
+}
+
 // ReadByID returns the group of id.
 //
 // It needs keel.CapRead on "identity/group/id/<id>". It fails with
@@ -202,11 +228,11 @@ func (g *Groups) ReadByID(ctx context.Context, id string) (Group, error) {
 
 // ReadByName returns the group whose name is name, ignoring case.
 //
-// It needs keel.CapRead on "identity/group/name/<name>" (name as given).
+// It needs keel.CapRead on "identity/group/name/<name>" (name folded).
 // It fails with keel.KindForbidden without the right and keel.KindNotFound
 // when no group has that name.
 func (g *Groups) ReadByName(ctx context.Context, name string) (Group, error) {
-	if err := g.authorize(ctx, keel.CapRead, resourceName+name); err != nil {
+	if err := g.authorize(ctx, keel.CapRead, nameResource(name)); err != nil {
 		return Group{}, fmt.Errorf("identity: read group named %q: %w", name, err)
 	}
 	var out Group
@@ -298,11 +324,11 @@ func (g *Groups) DeleteByID(ctx context.Context, id string) error {
 // DeleteByName deletes the group whose name is name, ignoring case, as
 // DeleteByID does.
 //
-// It needs keel.CapDelete on "identity/group/name/<name>" (name as given).
+// It needs keel.CapDelete on "identity/group/name/<name>" (name folded).
 // It fails with keel.KindForbidden without the right and keel.KindNotFound
 // when no group has that name.
 func (g *Groups) DeleteByName(ctx context.Context, name string) error {
-	if err := g.authorize(ctx, keel.CapDelete, resourceName+name); err != nil {
+	if err := g.authorize(ctx, keel.CapDelete, nameResource(name)); err != nil {
 		return fmt.Errorf("identity: delete group named %q: %w", name, err)
 	}
 	now := g.clock.Now()

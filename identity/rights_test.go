@@ -27,7 +27,7 @@ func TestRights(t *testing.T) {
 		"by name creates": {func() error { _, err := e.g.UpsertByName(ctx, "fresh", Input{}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group/name/fresh"}},
 		"by name updates": {func() error { _, err := e.g.UpsertByName(ctx, "g", Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/name/g"}},
 		"read by id":      {func() error { _, err := e.g.ReadByID(ctx, id); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/id/" + id}},
-		"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/name/G"}},
+		"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/name/g"}}, // folded
 		"list ids":        {func() error { _, err := e.g.ListIDs(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/id/"}},
 		"list names":      {func() error { _, err := e.g.ListNames(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/name/"}},
 		"delete by name":  {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/name/nobody"}},
@@ -82,5 +82,52 @@ func TestReadRightsCannotChangeMembership(t *testing.T) {
 	}
 	if g, err := e.g.ReadByName(reader, "admins"); err != nil || len(g.MemberGroupIDs) != 0 {
 		t.Fatalf("reader's read = %+v, %v", g, err)
+	}
+}
+
+// TestRightsHoldForEverySpelling: names are case-insensitive, so a right
+// on a name holds for every spelling of it. A caller allowed everything
+// on groups but denied "Admins" cannot read, change or delete the group
+// as "ADMINS" or "admins"; a grant on "Team-A" works as "team-a".
+func TestRightsHoldForEverySpelling(t *testing.T) {
+	authz, err := keel.NewRuleAuthorizer(CanonicalRules(map[string][]keel.Rule{
+		"limited": {
+			{Path: "identity/group/name/*", Capabilities: []keel.Capability{keel.CapCreate, keel.CapRead, keel.CapUpdate, keel.CapDelete}},
+			{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}},
+		},
+		"team": {{Path: "identity/group/name/Team-A", Capabilities: []keel.Capability{keel.CapRead}}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, &Options{Authorizer: authz}, nil)
+	root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+	limited := keel.WithPrincipal(context.Background(), keel.Principal{ID: "l", Policies: []string{"limited"}})
+	team := keel.WithPrincipal(context.Background(), keel.Principal{ID: "t", Policies: []string{"team"}})
+	if _, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.g.UpsertByName(root, "team-a", Input{}); err != nil {
+		t.Fatal(err)
+	}
+	before := storagetest.Dump(t, e.mem)
+	for _, spelling := range []string{"Admins", "ADMINS", "admins", "aDmInS"} {
+		if _, err := e.g.ReadByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
+			t.Errorf("read %q: %v, want forbidden", spelling, err)
+		}
+		if _, err := e.g.UpsertByName(limited, spelling, Input{MemberEntityIDs: &[]string{"me"}}); keel.KindOf(err) != keel.KindForbidden {
+			t.Errorf("write %q: %v, want forbidden", spelling, err)
+		}
+		if err := e.g.DeleteByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
+			t.Errorf("delete %q: %v, want forbidden", spelling, err)
+		}
+	}
+	if after := storagetest.Dump(t, e.mem); !maps.Equal(before, after) {
+		t.Fatal("a refused spelling changed the store")
+	}
+	for _, spelling := range []string{"team-a", "TEAM-A", "Team-A"} {
+		if _, err := e.g.ReadByName(team, spelling); err != nil {
+			t.Errorf("read %q with a grant on Team-A: %v", spelling, err)
+		}
 	}
 }

@@ -66,7 +66,7 @@ func (g *Groups) UpdateByID(ctx context.Context, id string, in Input) (Result, e
 // field "Name".
 func (g *Groups) UpsertByName(ctx context.Context, name string, in Input) (Result, error) {
 	in.Name = &name
-	t := target{name: name, resource: resourceName + name, byNamePath: true}
+	t := target{name: name, resource: nameResource(name), byNamePath: true}
 	res, err := g.write(ctx, t, in)
 	if err != nil {
 		return Result{}, fmt.Errorf("identity: write group named %q: %w", name, err)
