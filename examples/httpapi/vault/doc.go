@@ -21,22 +21,24 @@
 //	DELETE         /v1/sys/mounts/:path             disable it: revoke its leases, delete its data
 //	PUT, POST      /v1/sys/leases/lookup            lease_id in the body
 //	LIST           /v1/sys/leases/lookup/:prefix    (or GET with list=true); needs sudo
-//	PUT, POST      /v1/sys/leases/renew[/:id]       lease_id, increment
+//	PUT, POST      /v1/sys/leases/renew[/:id]       lease_id, increment (seconds, or a duration: "10m")
 //	PUT, POST      /v1/sys/leases/revoke[/:id]      lease_id, sync
 //	PUT, POST      /v1/sys/leases/revoke-prefix/:p  sync; needs sudo
 //	PUT, POST      /v1/sys/leases/revoke-force/:p   needs sudo
-//	PUT, POST      /v1/sys/leases/tidy
+//	PUT, POST      /v1/sys/leases/tidy              202 with Vault's warning
 //	GET            /v1/sys/leases/count             type=irrevocable, include_child_namespaces
 //	GET            /v1/sys/leases                   type=irrevocable, include_child_namespaces, limit
 //	any            /v1/:mount/:path                 kv read (GET), list (LIST or GET list=true),
 //	                                                write (POST, PUT), delete (DELETE)
+//	PATCH          /v1/…                            400, 415 or 405, as Vault (see Status codes)
 //
 // with Options.Groups, the identity groups (package identity):
 //
 //	POST, PUT          /v1/identity/group             create, or update by id (in the body) or name
 //	GET, POST, DELETE  /v1/identity/group/id/:id      read, update (POST, PUT), delete
 //	GET, POST, DELETE  /v1/identity/group/name/:name  read, create or update (POST, PUT), delete
-//	LIST               /v1/identity/group/id, …/name  list ids, names (or GET with list=true)
+//	LIST               /v1/identity/group/id          list ids, with key_info (or GET with list=true)
+//	LIST               /v1/identity/group/name        list names (or GET with list=true)
 //
 // and for the directory engines (package ldapengine), at ldap/ and
 // openldap/ and any mount of type ldap or openldap (creds and library only
@@ -133,9 +135,20 @@
 // # Status codes
 //
 // As Vault: 200 with a body; 204 without one (writes, deletes, sync
-// revocations); 202 for queued revocations and tidy; 404 with
-// {"errors":[]} for a missing secret or an empty listing; 400
-// {"errors":["invalid lease"]} for an unknown or expired lease; 400 for an
+// revocations); 202 without a body for queued revocations (of an id that
+// names no lease too); 202 for tidy, with Vault's warning ("Tidy operation
+// successfully started. …") in Vault's envelope; 404 with {"errors":[]} for
+// a missing secret, an empty listing, and a kv read of a mount's root or
+// of a path ending in "/" (which can hold no secret; 403 without read on
+// it, as Vault checks the right first); 404 {"errors":["policy does not
+// exist"]} for a read or generate of a missing password policy; 400
+// {"errors":["lease_id must be specified"]} for a lookup, renew or revoke
+// without lease id; 400 {"errors":["invalid lease"]} for an unknown or
+// expired lease; PATCH, which no endpoint here serves, answers as Vault's
+// endpoints without a patch operation: 400 naming the problem when the
+// Content-Type does not parse (or is absent), 415 "PATCH requires
+// Content-Type of application/merge-patch+json, provided …" for another
+// media type, 405 "unsupported operation" for that one; 400 for an
 // invalid request, with one message per broken rule, "wire_name: rule"
 // ("lease_id: lease expired", "member_group_ids: cyclic relationship
 // detected for member group ID …"; the rule alone when it concerns the
@@ -146,6 +159,26 @@
 // for creates and updates alike (Vault answers an update with 204); an
 // update of an unknown id answers 400 "invalid group ID", an empty name 400
 // "empty group name"; a delete answers 204, the group existing or not.
+//
+// # Identity groups, password policies, leases
+//
+// Where the service's document is silent, as Vault 1.21:
+//
+//   - LIST identity/group/id answers key_info beside keys: for each id, the
+//     group's name, num_member_entities and num_parent_groups. LIST
+//     identity/group/name answers none, as Vault's (whose key_info is
+//     keyed by id and keeps only the keys listed, so none of the names).
+//     A group deleted since the listing, or one the caller may not read,
+//     has no entry.
+//   - A group read answers member_group_ids and parent_group_ids null when
+//     empty (the document allows null there), and alias {}.
+//   - A password policy sent in standard base64 is decoded and stored as
+//     text, as Vault's (an HCL policy is never valid base64).
+//   - Renew takes increment as whole seconds (600, "600") or a duration
+//     string ("10m", "1h30m"); its warnings print durations as Vault's do,
+//     in whole seconds without zero minutes and seconds:
+//     TTL of "2h" exceeded the effective max_ttl of "59m58s"; TTL value is
+//     capped accordingly.
 //
 // # Field names
 //
@@ -244,6 +277,35 @@
 // why:
 //
 //	what                               Vault                          keel, and why
+//	kv write of a ttl that does not    stores it as data; reads       400 "ttl: must be a duration…": package kv refuses
+//	  parse ("soon", true)             report the mount default       it so that a reader never gets the default silently
+//	                                                                  (kv's rule, not the adapter's)
+//	leased kv read of a secret         renewable false                renewable true: package kv makes every read of a
+//	  without ttl                                                     leased mount renewable
+//	renew of a leased kv lease         re-reads the secret: data,     data null; lease_duration from increment (the
+//	                                   and the secret's ttl as the    document's rule); the lease manager does not consult
+//	                                   new lease_duration             the kv engine on renewal
+//	renew increment in days ("7d"),    7 days; a negative one counts  400 naming increment: the adapter reads durations as
+//	  or negative                      as 0                           Go does, without days, and never negative
+//	renew with increment 0             the engine's TTL, else the     the TTL the lease was issued with (keel's engines
+//	                                   mount's default                give theirs at issue)
+//	lease lookup: last renewal         last_renewal                   last_renewal_time (the document's name)
+//	tidy                               answers at once, tidies in     tidies, then answers 202 with Vault's warning, or the
+//	                                   the background; mount_type ""  error; mount_type "system" as every sys/ answer
+//	group update                       204 without a body             200 with data.id and data.name (the document)
+//	group name when none is given      group_ and 8 hex digits        entity-<UUID> (the document)
+//	group read of policies,            null when empty                [], [] and {}: the document types them as an array
+//	  member_entity_ids, metadata                                     and a map, not null (it allows null only for
+//	                                                                  member_group_ids and parent_group_ids)
+//	key_info of a group                alias of an external group     no alias: keel has no group aliases
+//	group read                         namespace_id                   absent: keel has no namespaces
+//	GET with list=garbage              400 {"errors":[]}              read as a read (not yet: isList, in fields.go)
+//	metadata as one "key=value"        coerced to a map, a number     400 naming the field (not yet: fields.go reads a
+//	  string, policies as a number     in a list to a string          list of pairs or an object, a list of strings)
+//	PATCH with merge-patch+json        403 without the patch right,   405 for every caller: keel has no patch right and
+//	                                   then 405                       no endpoint here has a patch operation
+//	password policy messages           Vault's ("missing policy",     keel's rules after the wire name ("policy: …"),
+//	                                   "invalid password policy: …")  but "policy does not exist" for a missing one
 //	token headers                      X-Vault-Token, then            X-Secrets-Token first (the service's document),
 //	                                   Authorization: Bearer          then Vault's two, in Vault's order
 //	lookup-self of a keel token        the token store's entry:       ttl 0, renewable false, expire_time null, num_uses 0,

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -54,6 +55,29 @@ func New(table *mount.Table, opts *Options) *Handler {
 		authz: o.Authorizer, server: o.Server}
 }
 
+// errNoPolicy is Vault's answer to a read or generate of a missing
+// password policy.
+var errNoPolicy = &vaultError{http.StatusNotFound, []string{"policy does not exist"}}
+
+// noPolicy is err, or errNoPolicy for a missing password policy.
+func noPolicy(err error) error {
+	if keel.KindOf(err) == keel.KindNotFound {
+		return errNoPolicy
+	}
+	return err
+}
+
+// decodePolicy is the text of a password policy as Vault reads it: a
+// policy sent in standard base64 is decoded (an HCL policy is never valid
+// base64: it holds spaces, quotes or "="s in the wrong places), any other
+// is taken as it is.
+func decodePolicy(s string) string {
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return string(b)
+	}
+	return s
+}
+
 // route is a pattern of http.ServeMux served for each of methods, or for
 // every method when methods is "".
 type route struct {
@@ -93,25 +117,22 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		{"POST PUT", leases + "/revoke-force/{prefix...}", func(w http.ResponseWriter, r *http.Request) {
 			writeDone(w, h.leases.RevokeForce(r.Context(), r.PathValue("prefix")))
 		}},
-		{"POST PUT", leases + "/tidy", func(w http.ResponseWriter, r *http.Request) {
-			_, err := h.leases.Tidy(r.Context())
-			writeQueued(w, false, err)
-		}},
+		{"POST PUT", leases + "/tidy", h.leaseTidy},
 		{"GET", leases + "/count", h.leaseCount},
 		{"GET", leases, h.leaseIrrevocable},
 		{"POST PUT", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
-			writeWith(w, r, r.PathValue("name"), func(f *fields) string { return f.str("policy") }, pp.Put)
+			writeWith(w, r, r.PathValue("name"), func(f *fields) string { return decodePolicy(f.str("policy")) }, pp.Put)
 		}},
 		{"GET", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
 			text, err := pp.Get(r.Context(), r.PathValue("name"))
-			writeRead(w, mountSystem, err, map[string]any{"policy": text})
+			writeData(w, noPolicy(err), newResponse(mountSystem, map[string]any{"policy": text}))
 		}},
 		{"DELETE", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
 			writeDone(w, pp.Delete(r.Context(), r.PathValue("name")))
 		}},
 		{"GET", policies + "/{name}/generate", func(w http.ResponseWriter, r *http.Request) {
-			pw, err := pp.Generate(r.Context(), r.PathValue("name")) // a missing policy is a 404 naming it
-			writeData(w, err, newResponse(mountSystem, map[string]any{"password": pw}))
+			pw, err := pp.Generate(r.Context(), r.PathValue("name"))
+			writeData(w, noPolicy(err), newResponse(mountSystem, map[string]any{"password": pw}))
 		}},
 		{"LIST GET", policies, listing(mountSystem, "LIST", pp.List)},
 		{"LIST GET", policies + "/{$}", listing(mountSystem, "LIST", pp.List)},

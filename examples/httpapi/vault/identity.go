@@ -14,7 +14,7 @@ import (
 func (h *Handler) groupRoutes() []route {
 	const p = "/v1/identity/group"
 	g := h.groups
-	listIDs, listNames := listing(mountIdentity, "", g.ListIDs), listing(mountIdentity, "", g.ListNames)
+	listIDs, listNames := h.groupListByID(), listing(mountIdentity, "", g.ListNames)
 	return []route{
 		{"POST PUT", p, groupWrite("", g.Upsert)},
 		{"POST PUT", p + "/id/{id}", groupWrite("id", g.UpdateByID)},
@@ -27,6 +27,55 @@ func (h *Handler) groupRoutes() []route {
 		{"LIST GET", p + "/id/{$}", listIDs},
 		{"LIST GET", p + "/name", listNames},
 		{"LIST GET", p + "/name/{$}", listNames},
+	}
+}
+
+// groupInfo is a group's entry in key_info of LIST identity/group/id:
+// Vault's members.
+type groupInfo struct {
+	Name              string `json:"name"`
+	NumMemberEntities int    `json:"num_member_entities"`
+	NumParentGroups   int    `json:"num_parent_groups"`
+}
+
+// groupListByID answers LIST identity/group/id as Vault's: keys, the
+// groups' ids, and key_info, each id's name and numbers of member entities
+// and parent groups. A group the caller may not read, or deleted since it
+// was listed, has no entry in key_info. (Vault's LIST by name answers no
+// key_info: its entries are keyed by id, and it keeps only those of the
+// keys listed.)
+func (h *Handler) groupListByID() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !isList(r) {
+			methodNotAllowed(w, "")
+			return
+		}
+		ctx := r.Context()
+		ids, err := h.groups.ListIDs(ctx)
+		if err == nil && len(ids) == 0 {
+			err = errMissing
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		info := make(map[string]groupInfo, len(ids))
+		for _, id := range ids {
+			g, err := h.groups.ReadByID(ctx, id)
+			switch keel.KindOf(err) {
+			case keel.KindNone:
+				info[id] = groupInfo{Name: g.Name, NumMemberEntities: len(g.MemberEntityIDs), NumParentGroups: len(g.ParentGroupIDs)}
+			case keel.KindNotFound, keel.KindForbidden:
+			default:
+				writeError(w, err)
+				return
+			}
+		}
+		data := map[string]any{"keys": ids}
+		if len(info) > 0 {
+			data["key_info"] = info
+		}
+		writeJSON(w, http.StatusOK, newResponse(mountIdentity, data))
 	}
 }
 

@@ -1,12 +1,19 @@
 package vault
 
 import (
+	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/keelhq/keel"
 )
 
 // serveMount routes a request under /v1/ to the engine mounted there.
 func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPatch {
+		refusePatch(w, r)
+		return
+	}
 	p := strings.TrimPrefix(r.URL.Path, "/v1/")
 	m, rest, ok := h.mounts.Route(p)
 	if !ok {
@@ -23,6 +30,10 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 		keys, err := m.KV.List(ctx, rest)
 		writeRead(w, m.Type, err, keysData(keys))
 	case r.Method == http.MethodGet:
+		if rest == "" || strings.HasSuffix(rest, "/") {
+			h.readFolder(w, r, m.Path+rest)
+			return
+		}
 		sec, err := m.KV.Read(ctx, rest)
 		if err != nil {
 			writeError(w, missing(err))
@@ -43,5 +54,39 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 		writeDone(w, m.KV.Delete(ctx, rest))
 	default:
 		methodNotAllowed(w, "GET, LIST, POST, PUT, DELETE")
+	}
+}
+
+// readFolder answers a kv read of a path that can hold no secret, the
+// mount's root or a path ending in "/" (resource, such as "secret/" or
+// "secret/app/"): 404 with an empty errors list, as Vault's (which finds
+// nothing stored under that key), or 403 for a caller without read on
+// it, as Vault checks the right first.
+func (h *Handler) readFolder(w http.ResponseWriter, r *http.Request, resource string) {
+	if h.authz != nil {
+		if err := keel.Authorize(r.Context(), h.authz, keel.CapRead, resource); err != nil {
+			writeError(w, keel.ErrForbidden)
+			return
+		}
+	}
+	writeError(w, errMissing)
+}
+
+// mergePatch is the one media type of Vault's PATCH requests.
+const mergePatch = "application/merge-patch+json"
+
+// refusePatch answers a PATCH as Vault answers it on paths without a patch
+// operation (kv version 1 has none, nor does any endpoint here): 400 when
+// the Content-Type does not parse (an absent one included), 415 when it is
+// not application/merge-patch+json, else 405 "unsupported operation".
+func refusePatch(w http.ResponseWriter, r *http.Request) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case err != nil:
+		writeMessage(w, http.StatusBadRequest, err.Error())
+	case ct != mergePatch:
+		writeMessage(w, http.StatusUnsupportedMediaType, "PATCH requires Content-Type of "+mergePatch+", provided "+ct)
+	default:
+		methodNotAllowed(w, "")
 	}
 }

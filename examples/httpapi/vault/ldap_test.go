@@ -158,8 +158,8 @@ rule "charset" {
 	if resp != nil {
 		resp.Body.Close()
 	}
-	if statusOf(err) != http.StatusNotFound || !strings.Contains(err.Error(), `"missing"`) {
-		t.Fatalf("generate from a missing policy: %v; want 404 naming the policy", err)
+	if statusOf(err) != http.StatusNotFound || !strings.Contains(err.Error(), "policy does not exist") {
+		t.Fatalf("generate from a missing policy: %v; want Vault's 404 \"policy does not exist\"", err)
 	}
 
 	// A mount whose configuration names the policy rotates with it.

@@ -12,7 +12,8 @@ import (
 
 // leaseRequest reads the body of a lease endpoint, its other fields with
 // more, and returns the lease id: the body's lease_id, else the path's
-// (the body wins, as in Vault); "missing lease ID" when neither has one.
+// (the body wins, as in Vault); Vault's "lease_id must be specified" when
+// neither has one.
 func leaseRequest(w http.ResponseWriter, r *http.Request, more func(*fields)) (string, error) {
 	id, err := readBody(w, r, func(f *fields) string {
 		more(f)
@@ -22,10 +23,13 @@ func leaseRequest(w http.ResponseWriter, r *http.Request, more func(*fields)) (s
 		return r.PathValue("id")
 	})
 	if err == nil && id == "" {
-		err = keel.Invalid("lease_id", "missing lease ID")
+		err = errNoLeaseID
 	}
 	return id, err
 }
+
+// errNoLeaseID is Vault's answer to a lease request without a lease id.
+var errNoLeaseID = &vaultError{http.StatusBadRequest, []string{"lease_id must be specified"}}
 
 // invalidLease is err, or for an unknown or expired lease Vault's 400
 // "invalid lease".
@@ -36,8 +40,8 @@ func invalidLease(err error) error {
 	return err
 }
 
-// writeQueued answers a revocation or a tidy: the error, 204 once done,
-// 202 when queued.
+// writeQueued answers a revocation: the error, 204 once done, 202 when
+// queued.
 func writeQueued(w http.ResponseWriter, done bool, err error) {
 	if err == nil && !done {
 		w.WriteHeader(http.StatusAccepted)
@@ -77,26 +81,73 @@ func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
 	}))
 }
 
+// leaseRenew answers sys/leases/renew: increment is a number of seconds
+// or a duration string ("10m"), as Vault's; the warnings print durations
+// as Vault does (vaultDurations).
 func (h *Handler) leaseRenew(w http.ResponseWriter, r *http.Request) {
-	var inc int
-	id, err := leaseRequest(w, r, func(f *fields) {
-		s, ok := f.text("increment")
-		var err error
-		if inc, err = strconv.Atoi(s); !ok || err != nil && s != "" {
-			f.v.Add("increment", "must be a number of seconds") // lease.Renew refuses a negative one
-		}
-	})
+	var inc time.Duration
+	id, err := leaseRequest(w, r, func(f *fields) { inc = f.duration("increment") })
 	var ren lease.Renewal
 	if err == nil {
-		ren, err = h.leases.Renew(r.Context(), id, time.Duration(inc)*time.Second)
+		ren, err = h.leases.Renew(r.Context(), id, inc)
 	}
 	resp := leasedResponse(mountSystem, ren.Lease.ID, ren.Lease.Renewable, ren.TTL, nil)
 	if len(ren.Warnings) > 0 {
-		resp.Warnings = ren.Warnings
+		resp.Warnings = make([]string, len(ren.Warnings))
+		for i, s := range ren.Warnings {
+			resp.Warnings[i] = vaultDurations(s)
+		}
 	}
 	writeData(w, invalidLease(err), resp)
 }
 
+// vaultDurations returns s with every quoted Go duration ("768h0m0s")
+// printed as Vault prints the durations of its warnings: in whole
+// seconds, without the zero minutes and seconds of Go's form ("768h",
+// "1h30s", "775h58m1s").
+func vaultDurations(s string) string {
+	var b strings.Builder
+	for {
+		start := strings.IndexByte(s, '"')
+		if start < 0 {
+			break
+		}
+		end := strings.IndexByte(s[start+1:], '"')
+		if end < 0 {
+			break
+		}
+		end += start + 1
+		quoted := s[start+1 : end]
+		if d, err := time.ParseDuration(quoted); err == nil {
+			quoted = humanDuration(d.Truncate(time.Second))
+		}
+		b.WriteString(s[:start+1])
+		b.WriteString(quoted)
+		b.WriteByte('"')
+		s = s[end+1:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// humanDuration prints d as Vault's warnings do: Go's form without its
+// zero minutes and seconds ("768h", "1h30s", "2m"), "0s" for zero.
+func humanDuration(d time.Duration) string {
+	s := d.String()
+	if d == 0 {
+		return s
+	}
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if i := strings.Index(s, "h0m"); i > 0 {
+		s = s[:i+1] + s[i+3:]
+	}
+	return s
+}
+
+// leaseRevoke answers sys/leases/revoke: 202 once queued, 204 once done
+// (sync), for an id that names no lease too, as Vault's.
 func (h *Handler) leaseRevoke(w http.ResponseWriter, r *http.Request) {
 	var sync bool
 	id, err := leaseRequest(w, r, func(f *fields) { sync = f.boolean("sync") })
@@ -104,6 +155,22 @@ func (h *Handler) leaseRevoke(w http.ResponseWriter, r *http.Request) {
 		err = h.leases.Revoke(r.Context(), id, sync)
 	}
 	writeQueued(w, sync, invalidLease(err))
+}
+
+// tidyStarted is Vault's warning of sys/leases/tidy.
+const tidyStarted = "Tidy operation successfully started. Any information from the operation will be printed to Vault's server logs."
+
+// leaseTidy answers sys/leases/tidy as Vault's: 202 with its warning.
+// keel's tidy has run when it answers (Vault's runs in the background);
+// an error is answered as an error.
+func (h *Handler) leaseTidy(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.leases.Tidy(r.Context()); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp := newResponse(mountSystem, nil)
+	resp.Warnings = []string{tidyStarted}
+	writeJSON(w, http.StatusAccepted, resp)
 }
 
 func (h *Handler) leaseRevokePrefix(w http.ResponseWriter, r *http.Request) {
