@@ -65,11 +65,10 @@
 //     empty data (field "Data", the rule "missing data fields", Vault's
 //     message), a key that is not valid UTF-8 (field "Data"), a value
 //     encoding/json cannot encode (field Data["key"]: a map entry is named
-//     by its key in brackets, quoted as Go quotes strings), a "ttl" that
-//     is not a duration, or a negative one (field Data["ttl"]). Fields are
-//     Go paths of the arguments (see keel.FieldError). Vault itself
-//     ignores a bad ttl on read; this engine refuses it when written, so
-//     that a reader never silently gets the default.
+//     by its key in brackets, quoted as Go quotes strings). Fields are Go
+//     paths of the arguments (see keel.FieldError). A "ttl" that is not a
+//     duration, or a negative one, is stored as data, as Vault stores it;
+//     a read then reports the mount default.
 //   - keel.KindForbidden: the Authorizer refused (see Rights).
 //   - keel.KindNotFound: Read of a path that holds no secret; List of a
 //     folder with no children, which includes a path that holds a secret

@@ -60,7 +60,7 @@ func Example() {
 	_, err = engine.Read(ctx, "app/db")
 	fmt.Println(errors.Is(err, keel.ErrNotFound))
 
-	err = engine.Write(ctx, "app/db", map[string]any{"ttl": "soon"})
+	err = engine.Write(ctx, "app/db", map[string]any{})
 	fmt.Println(err)
 	// Output:
 	// s3cr3t 1h0m0s
@@ -68,7 +68,7 @@ func Example() {
 	// [app/] [api db]
 	// map[password:n3w]
 	// true
-	// kv: write "app/db": invalid request: Data["ttl"]: must be a duration: whole seconds ("3600") or a number with a unit ("1h", "90m", "30s", "7d")
+	// kv: write "app/db": invalid request: Data: missing data fields
 }
 
 // A caller allowed only to create can add secrets but not change them.

@@ -371,10 +371,7 @@ func (e *Engine) leaseDuration(data map[string]any) time.Duration {
 // The fields of Write's data in errors, as Go paths (see keel.FieldError):
 // the argument data is "Data", its entry of key k is Data[k] with k quoted
 // as Go quotes it (entryField).
-const (
-	dataField = "Data"
-	ttlField  = `Data["` + ttlKey + `"]`
-)
+const dataField = "Data"
 
 // entryField is the Go path of the entry k of Write's data: Data["k"].
 func entryField(k string) string { return dataField + "[" + strconv.Quote(k) + "]" }
@@ -407,38 +404,9 @@ func encodeData(data map[string]any) ([]byte, error) {
 		}
 		return nil, v.Err()
 	}
-	if raw, ok := data[ttlKey]; ok {
-		if err := checkTTL(raw); err != nil {
-			return nil, keel.Invalid(ttlField, "%v", err)
-		}
-	}
 	return value, nil
 }
 
-// checkTTL checks the ttl value as a read will see it: in its JSON form,
-// where every number is a json.Number.
-func checkTTL(raw any) error {
-	switch v := raw.(type) {
-	case json.Number: // valid, or data would not have encoded
-		_, err := parseTTL(v)
-		return err
-	case string:
-		if utf8.ValidString(v) { // decodes to itself
-			_, err := parseTTL(v)
-			return err
-		}
-	}
-	enc, err := json.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	decoded, err := decodeValue(enc)
-	if err != nil {
-		return err
-	}
-	_, err = parseTTL(decoded)
-	return err
-}
 
 // decodeData decodes a stored secret, numbers as json.Number.
 func decodeData(raw []byte) (map[string]any, error) {

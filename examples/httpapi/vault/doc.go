@@ -277,9 +277,6 @@
 // why:
 //
 //	what                               Vault                          keel, and why
-//	kv write of a ttl that does not    stores it as data; reads       400 "ttl: must be a duration…": package kv refuses
-//	  parse ("soon", true)             report the mount default       it so that a reader never gets the default silently
-//	                                                                  (kv's rule, not the adapter's)
 //	leased kv read of a secret         renewable false                renewable true: package kv makes every read of a
 //	  without ttl                                                     leased mount renewable
 //	renew of a leased kv lease         re-reads the secret: data,     data null; lease_duration from increment (the

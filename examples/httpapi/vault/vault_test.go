@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -202,11 +203,17 @@ func TestKVErrorsAndRights(t *testing.T) {
 	if _, err := root.Write("secret/empty", map[string]any{}); statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "missing data fields") {
 		t.Fatalf("empty write: %v, want 400 missing data fields", err)
 	}
-	_, err := root.Write("secret/bad", map[string]any{"ttl": "soon"})
-	wantField(t, err, "ttl", "must be a duration")
-	_, err = root.Write("secret/bad", map[string]any{"ttl": -5})
-	wantField(t, err, "ttl", "must not be negative")
-	_, err = root.Write("secret/a\x01b", map[string]any{"k": "v"})
+	// As Vault: a ttl that is not a duration is data; a read reports the
+	// mount default.
+	for _, ttl := range []any{"soon", -5} {
+		if _, err := root.Write("secret/bad", map[string]any{"ttl": ttl}); err != nil {
+			t.Fatalf("write of ttl %v: %v", ttl, err)
+		}
+		if s, err := root.Read("secret/bad"); err != nil || s.LeaseDuration != 768*3600 || fmt.Sprint(s.Data["ttl"]) != fmt.Sprint(ttl) {
+			t.Fatalf("read of ttl %v: %+v, %v", ttl, s, err)
+		}
+	}
+	_, err := root.Write("secret/a\x01b", map[string]any{"k": "v"})
 	wantField(t, err, "path", "control characters")
 	if _, err := e.client(t, readerToken).Logical().Write("secret/x", map[string]any{"a": "b"}); statusOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("write by a reader: %v, want 403 permission denied", err)
