@@ -41,7 +41,7 @@
 // (Options.DefaultTTL, else DefaultLeaseDuration, 768h).
 //
 // Leased mounts. With Options.Leaser set (Vault's leased_passthrough),
-// every Read issues a renewable lease through the Leaser, for the path
+// every Read issues a lease through the Leaser, for the path
 // mount/path and the secret's lease duration (the mount default when that
 // is zero), and returns its id with Renewable set. A lease does not protect
 // or expire the secret; revoking it does nothing to the data.
@@ -124,9 +124,8 @@
 // store with that ctx (the store answers storage.ErrNestedTx), and a slow
 // Authorizer holds up the store's writers.
 //
-// Vault makes a leased read renewable only when the secret has a "ttl" or
-// "lease" key; this engine makes every read of a leased mount renewable.
-// Renewing and revoking those leases is the lease manager's business: it
+// As Vault, a leased read is renewable only when the secret has a "ttl" or
+// "lease" key. Renewing and revoking those leases is the lease manager's business: it
 // does not consult the engine, so a renewed lease does not re-read the
 // secret as Vault's renew handler does.
 //

@@ -141,12 +141,12 @@ type fakeLeaser struct {
 	empty bool          // return an empty id
 	n     atomic.Int64
 	mu    sync.Mutex
-	calls []string // "path ttl"
+	calls []string // "path ttl renewable"
 }
 
-func (l *fakeLeaser) IssueLease(_ context.Context, path string, ttl time.Duration) (string, time.Duration, error) {
+func (l *fakeLeaser) IssueLease(_ context.Context, path string, ttl time.Duration, renewable bool) (string, time.Duration, error) {
 	l.mu.Lock()
-	l.calls = append(l.calls, fmt.Sprintf("%s %v", path, ttl))
+	l.calls = append(l.calls, fmt.Sprintf("%s %v %v", path, ttl, renewable))
 	l.mu.Unlock()
 	if l.err != nil {
 		return "", 0, l.err

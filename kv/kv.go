@@ -27,18 +27,18 @@ const DefaultLeaseDuration = 768 * time.Hour
 //
 //	type leaser struct{ m *lease.Manager }
 //
-//	func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration) (string, time.Duration, error) {
-//		le, err := l.m.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: true})
+//	func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration, renewable bool) (string, time.Duration, error) {
+//		le, err := l.m.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: renewable})
 //		return le.ID, le.ExpireTime.Sub(le.IssueTime), err
 //	}
 //
 // Implementations must be safe for concurrent use.
 type Leaser interface {
-	// IssueLease issues a renewable lease for a read of path (the mount
-	// and the secret's path, "secret/app/db") with the given TTL and
-	// returns its id, which must not be empty, and the TTL it granted,
-	// which may be less (capped at a maximum).
-	IssueLease(ctx context.Context, path string, ttl time.Duration) (id string, granted time.Duration, err error)
+	// IssueLease issues a lease for a read of path (the mount and the
+	// secret's path, "secret/app/db") with the given TTL, renewable or
+	// not, and returns its id, which must not be empty, and the TTL it
+	// granted, which may be less (capped at a maximum).
+	IssueLease(ctx context.Context, path string, ttl time.Duration, renewable bool) (id string, granted time.Duration, err error)
 }
 
 // Options configure an Engine. A nil *Options, and the zero value of each
@@ -175,7 +175,12 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	if s.LeaseDuration == 0 {
 		s.LeaseDuration = e.defaultTTL
 	}
-	id, granted, err := e.leaser.IssueLease(ctx, e.resource(path), s.LeaseDuration)
+	// As Vault: the lease is renewable when the secret says how long it
+	// lasts (a "ttl" or "lease" key).
+	_, hasTTL := data[ttlKey]
+	_, hasLease := data[legacyTTLKey]
+	renewable := hasTTL || hasLease
+	id, granted, err := e.leaser.IssueLease(ctx, e.resource(path), s.LeaseDuration, renewable)
 	if err != nil {
 		if keel.KindOf(err) == keel.KindUnknown {
 			return Secret{}, fmt.Errorf("kv: issue lease for %q: %w: %w", path, keel.ErrUnavailable, err)
@@ -185,7 +190,7 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	if id == "" {
 		return Secret{}, fmt.Errorf("kv: issue lease for %q: the leaser returned an empty lease id: %w", path, keel.ErrInternal)
 	}
-	s.LeaseID, s.Renewable = id, true
+	s.LeaseID, s.Renewable = id, renewable
 	if granted > 0 && granted < s.LeaseDuration {
 		s.LeaseDuration = granted
 	}

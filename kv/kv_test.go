@@ -740,16 +740,19 @@ func TestRerun(t *testing.T) {
 }
 
 func TestLeased(t *testing.T) {
+	// As Vault, a lease is renewable when the secret has a ttl or lease
+	// key.
 	tests := map[string]struct {
 		data       map[string]any
 		defaultTTL time.Duration
 		wantTTL    time.Duration
+		renewable  bool
 	}{
-		"ttl key":           {data: map[string]any{"ttl": "1h"}, wantTTL: time.Hour},
+		"ttl key":           {data: map[string]any{"ttl": "1h"}, wantTTL: time.Hour, renewable: true},
 		"no ttl: default":   {data: map[string]any{"k": "v"}, wantTTL: 768 * time.Hour},
 		"no ttl: mount's":   {data: map[string]any{"k": "v"}, defaultTTL: 2 * time.Hour, wantTTL: 2 * time.Hour},
-		"zero ttl: default": {data: map[string]any{"ttl": "0"}, defaultTTL: 2 * time.Hour, wantTTL: 2 * time.Hour},
-		"lease key":         {data: map[string]any{"lease": 60}, wantTTL: time.Minute},
+		"zero ttl: default": {data: map[string]any{"ttl": "0"}, defaultTTL: 2 * time.Hour, wantTTL: 2 * time.Hour, renewable: true},
+		"lease key":         {data: map[string]any{"lease": 60}, wantTTL: time.Minute, renewable: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -765,11 +768,11 @@ func TestLeased(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := fmt.Sprintf("lease-%d", i); s.LeaseID != want || !s.Renewable || s.LeaseDuration != tc.wantTTL {
-					t.Fatalf("read %d: lease %q renewable %v duration %v, want %q true %v", i, s.LeaseID, s.Renewable, s.LeaseDuration, want, tc.wantTTL)
+				if want := fmt.Sprintf("lease-%d", i); s.LeaseID != want || s.Renewable != tc.renewable || s.LeaseDuration != tc.wantTTL {
+					t.Fatalf("read %d: lease %q renewable %v duration %v, want %q %v %v", i, s.LeaseID, s.Renewable, s.LeaseDuration, want, tc.renewable, tc.wantTTL)
 				}
 			}
-			want := fmt.Sprintf("team/secret/app/db %v", tc.wantTTL)
+			want := fmt.Sprintf("team/secret/app/db %v %v", tc.wantTTL, tc.renewable)
 			if !slices.Equal(leaser.calls, []string{want, want}) {
 				t.Fatalf("leases issued %q, want two of %q", leaser.calls, want)
 			}

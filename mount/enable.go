@@ -346,7 +346,7 @@ func dataPrefix(e Entry) string {
 // leaser issues the leases of a leased kv mount through its Issuer.
 type leaser struct{ iss *lease.Issuer }
 
-func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration) (string, time.Duration, error) {
-	le, err := l.iss.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: true})
+func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration, renewable bool) (string, time.Duration, error) {
+	le, err := l.iss.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: renewable})
 	return le.ID, le.ExpireTime.Sub(le.IssueTime), err
 }

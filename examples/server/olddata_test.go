@@ -389,13 +389,15 @@ func (c oldDataClient) checkSecrets() {
 			}
 			continue
 		}
-		// team-a/ is leased: each read issues a renewable lease of the
-		// secret's ttl, or the mount's default (1h), capped at its max.
+		// team-a/ is leased: each read issues a lease of the secret's
+		// ttl, or the mount's default (1h), capped at its max; renewable
+		// when the secret has a ttl (as Vault).
 		wantTTL := map[string]string{"db": "2764800", "api": "3600", "tmp": "60"}[rest]
-		if id, _ := resp["lease_id"].(string); !strings.HasPrefix(id, path+"/") || resp["renewable"] != true ||
+		renewable := rest != "api" // api's secret has no ttl key
+		if id, _ := resp["lease_id"].(string); !strings.HasPrefix(id, path+"/") || resp["renewable"] != renewable ||
 			resp["lease_duration"] != json.Number(wantTTL) {
-			t.Errorf("%s: lease_id %v, renewable %v, lease_duration %v; want a renewable lease under %s/ of %ss",
-				path, resp["lease_id"], resp["renewable"], resp["lease_duration"], path, wantTTL)
+			t.Errorf("%s: lease_id %v, renewable %v, lease_duration %v; want a lease under %s/ of %ss, renewable %v",
+				path, resp["lease_id"], resp["renewable"], resp["lease_duration"], path, wantTTL, renewable)
 		}
 	}
 	c.checkList("secret/", "app", "app/")

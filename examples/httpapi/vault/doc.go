@@ -277,8 +277,6 @@
 // why:
 //
 //	what                               Vault                          keel, and why
-//	leased kv read of a secret         renewable false                renewable true: package kv makes every read of a
-//	  without ttl                                                     leased mount renewable
 //	renew of a leased kv lease         re-reads the secret: data,     data null; lease_duration from increment (the
 //	                                   and the secret's ttl as the    document's rule); the lease manager does not consult
 //	                                   new lease_duration             the kv engine on renewal
