@@ -412,7 +412,6 @@ func encodeData(data map[string]any) ([]byte, error) {
 	return value, nil
 }
 
-
 // decodeData decodes a stored secret, numbers as json.Number.
 func decodeData(raw []byte) (map[string]any, error) {
 	var data map[string]any
