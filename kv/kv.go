@@ -428,12 +428,3 @@ func decodeData(raw []byte) (map[string]any, error) {
 	}
 	return data, nil
 }
-
-// decodeValue decodes one JSON value, numbers as json.Number.
-func decodeValue(raw []byte) (any, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	err := dec.Decode(&v)
-	return v, err
-}
