@@ -13,6 +13,10 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
+// MaxPasswordLength bounds Config.Length: a generated password is built
+// in memory, and a client's length must not decide how much.
+const MaxPasswordLength = 1024
+
 // DefaultPasswordLength is the length of passwords generated without a
 // password policy or a configured length.
 const DefaultPasswordLength = 64
@@ -313,6 +317,8 @@ func (e *Engine) validate(c *Config) error {
 	}
 	if c.Length < 0 {
 		v.Add("Length", "must not be negative")
+	} else if c.Length > MaxPasswordLength {
+		v.Add("Length", "must be at most %d", MaxPasswordLength)
 	}
 	if c.PasswordPolicy != "" && !passwordpolicy.ValidName(c.PasswordPolicy) {
 		v.Add("PasswordPolicy", "is not a valid policy name")

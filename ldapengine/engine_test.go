@@ -37,6 +37,7 @@ func TestConfigRules(t *testing.T) {
 		"bad tls version":                  {FlavorLDAP, func(c *Config) { c.TLSMinVersion = "ssl3" }, "TLSMinVersion"},
 		"certificate not PEM":              {FlavorLDAP, func(c *Config) { c.Certificate = "nope" }, "Certificate"},
 		"negative request timeout":         {FlavorLDAP, func(c *Config) { c.RequestTimeout = -1 }, "RequestTimeout"},
+		"length beyond the bound":          {FlavorLDAP, func(c *Config) { c.Length = 1 << 62 }, "Length"},
 		"bindpass required on first write": {FlavorLDAP, func(c *Config) { c.BindPass = "" }, "BindPass"},
 	}
 	for name, tc := range cases {

@@ -54,6 +54,9 @@
 //	-config FILE           JSON file of policies and tokens (below)
 //	-datacenter NAME       this cluster's datacenter, for cluster peering (default dc1)
 //	-advertise HOST:PORT   where peer clusters reach this server (default: -addr)
+//	-max-inflight-bytes N  at most N bytes of request and response bodies in flight
+//	                       (default 33554432, 32 MiB, Vault's max_request_size); 0:
+//	                       no bound. See Limits
 //	-pprof HOST:PORT       serve net/http/pprof's /debug/pprof/ on this address, on
 //	                       a listener of its own and without a token: use a loopback
 //	                       address (off by default; bench/http.sh's profiles use it)
@@ -129,6 +132,38 @@
 // does not pay a write of its own: a server killed with SIGKILL may lose
 // the request lines of its last 100 ms (never data: a write is
 // acknowledged once committed).
+//
+// # Limits
+//
+// Before an adapter sees a request, the server (limits.go) refuses, with
+// 400 in the dialect of the path (Vault's {"errors":[…]}, a JSON:API error
+// document under /api/, Consul's plain text under its paths):
+//
+//   - a path longer than 4096 bytes (the stores' default key size, Linux's
+//     PATH_MAX), or with a segment longer than 1024 bytes. The whole
+//     request line and headers are bounded by net/http's 1 MiB.
+//
+// It bounds the bytes of request and response bodies in flight to
+// -max-inflight-bytes. A request reserves, before it is served, the length
+// of its body (1 MiB when the length is not announced, and the bytes read
+// beyond count as they are read) and, for a GET, the size of the last
+// large body (64 KiB or more) written to or read from its path, since the
+// adapter loads a secret whole before writing its first byte; the bytes of
+// a response beyond what was reserved count as they are written; all is
+// given back when the request ends. A request that does not fit waits,
+// first come first served (one of at most 64 KiB passes the queue when it
+// fits), up to 10 seconds, then answers 503 with "Retry-After: 1". A
+// request larger than the bound runs alone. The heap a body costs is a few
+// times its size (the bytes read, the decoded value, the stored copy):
+// with the default, 16 concurrent writes and then 16 concurrent reads of
+// 30 MiB secrets on the memory store peak at about 800 MiB of RSS, 480 MiB
+// of which are the values. After a request that held 4 MiB or more of
+// bodies, the server asks the Go runtime for a garbage collection, so that
+// the heap does not grow to twice the live data (GOGC) before the copies
+// are freed; GOMEMLIMIT bounds it further.
+//
+// Individual adapters keep their own caps on one body: 32 MiB in the Vault
+// dialect, 1 MiB in the JSON:API and Consul dialects.
 //
 // # Config file
 //

@@ -37,10 +37,20 @@ func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
 // statusRecorder remembers the status and counts the body bytes of a
 // response. Unwrap lets http.ResponseController reach the writer beneath
 // (to flush, or to set deadlines).
+//
+// It also carries what limitBodies counts of the request (budget, nil
+// when not counted): the bytes of the response beyond allowance are added
+// to the budget as they are written, and counted sums all the bytes added
+// so, given back when the request ends.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+
+	budget      *budget
+	allowance   int64 // the response's bytes reserved in advance
+	respCounted int64 // the response's bytes added beyond allowance
+	counted     int64 // all the bytes added, the response's and the body's
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -53,6 +63,15 @@ func (s *statusRecorder) WriteHeader(code int) {
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
+	}
+	if s.budget != nil {
+		// Counted before they are written: a slow client holds them.
+		if over := s.bytes + int64(len(b)) - s.allowance; over > s.respCounted {
+			d := over - s.respCounted
+			s.budget.add(d)
+			s.respCounted += d
+			s.counted += d
+		}
 	}
 	n, err := s.ResponseWriter.Write(b)
 	s.bytes += int64(n)

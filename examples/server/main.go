@@ -89,6 +89,7 @@ type options struct {
 	sealKeyFile string
 	configFile  string
 	pprofAddr   string
+	maxInflight int64 // -max-inflight-bytes; 0: no bound
 	cluster     cluster
 	tls         tlsOptions
 }
@@ -113,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cluster.datacenter, "datacenter", "dc1", "the `name` of this cluster's datacenter, for cluster peering")
 	fs.StringVar(&o.cluster.advertise, "advertise", "", "the `host:port` peer clusters reach this server at; when empty, -addr")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this `host:port` (a listener of its own, no token); empty: none")
+	fs.Int64Var(&o.maxInflight, "max-inflight-bytes", defaultMaxInflight, "at most this many `bytes` of request and response bodies in flight; a request beyond waits up to 10s, then answers 503 with Retry-After; 0: no bound")
 	fs.StringVar(&o.tls.certFile, "tls-cert", "", "serve TLS with the PEM certificate (chain) of this `file`; needs -tls-key")
 	fs.StringVar(&o.tls.keyFile, "tls-key", "", "the PEM private key of -tls-cert, in this `file`")
 	fs.BoolVar(&o.tls.dev, "dev-tls", false, "serve TLS with a throwaway CA and certificate for localhost, 127.0.0.1 and ::1 made at start; prints the CA file's path")
@@ -143,6 +145,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if dataSet && o.etcd != "" {
 		err := errors.New("-data and -etcd exclude each other")
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return o, usageError{err}
+	}
+	if o.maxInflight < 0 {
+		err := errors.New("-max-inflight-bytes: must not be negative")
 		fmt.Fprintln(stderr, err)
 		fs.Usage()
 		return o, usageError{err}
@@ -267,8 +275,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	requestLog := newLineBuffer(stderr, requestLogDelay)
 	defer requestLog.Close() // after the shutdown, which waits for requests
 	requestLogger := slog.New(slog.NewTextHandler(requestLog, nil))
+	// Every request: its token, its log line, the caps on its path, then
+	// the bound on the bodies in flight (limits.go).
+	var handler http.Handler = mux
+	if opts.maxInflight > 0 {
+		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), handler)
+	}
 	srv := &http.Server{
-		Handler:           authenticate(tokens, logRequests(requestLogger, mux)),
+		Handler:           authenticate(tokens, logRequests(requestLogger, checkPath(handler))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -102,13 +102,23 @@ func setIndex(w http.ResponseWriter, idx uint64) {
 // maxBody is the largest request body read.
 const maxBody = 1 << 20
 
+// errTrailing is the decode error of a body with data after its JSON value.
+var errTrailing = errors.New("data after the JSON value")
+
 // decodeBody reads a JSON object from r into v; an empty body leaves v
-// as it is.
+// as it is, data after the JSON value is refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.Body == nil {
 		return nil
 	}
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(v)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	err := dec.Decode(v)
+	if err == nil {
+		// One JSON value, and nothing after it.
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = errTrailing
+		}
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case err == nil, errors.Is(err, io.EOF):

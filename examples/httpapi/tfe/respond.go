@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -339,19 +340,28 @@ func readDoc(w http.ResponseWriter, r *http.Request, typ string) (*reqResource, 
 	return doc.Data, nil
 }
 
+// decodeBody reads the JSON document of r's body into v: a body that is
+// empty, malformed, larger than maxDocument, or followed by anything but
+// white space (a second document: {"data":…}{"data":…}) is refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, maxDocument)
-	if err := json.NewDecoder(body).Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return fmt.Errorf("document larger than %d bytes: %w", maxDocument, keel.ErrTooLarge)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDocument))
+	err := dec.Decode(v)
+	if err == nil {
+		// The document must be the whole body: the next token is the end.
+		if _, err = dec.Token(); err == nil {
+			return keel.Invalid("/data", "malformed JSON:API document: data after the document")
 		}
 		if errors.Is(err, io.EOF) {
-			return keel.Invalid("/data", "the body is empty")
+			return nil
 		}
-		return keel.Invalid("/data", "malformed JSON:API document: %v", err)
+	} else if errors.Is(err, io.EOF) {
+		return keel.Invalid("/data", "the body is empty")
 	}
-	return nil
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return fmt.Errorf("document larger than %d bytes: %w", maxDocument, keel.ErrTooLarge)
+	}
+	return keel.Invalid("/data", "malformed JSON:API document: %v", err)
 }
 
 // attr returns the raw value of the attribute of the Go name field; nil
@@ -477,7 +487,17 @@ func param(r *http.Request, field string) string {
 // timestamp formats t as HCP Terraform does: UTC, milliseconds, "Z".
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// pageQuery reads page[number] and page[size]; 0 means not given.
+// maxPageNumber is the largest page[number] read: far beyond any list
+// (2^31-1 pages of the largest page size), and small enough that the
+// offset of its first element, (number-1) * page size, never overflows an
+// int.
+const maxPageNumber = math.MaxInt32
+
+// pageQuery reads page[number] and page[size]; 0 means not given. Each is
+// a whole number from 1 (page[number] at most maxPageNumber, page[size] at
+// most math.MaxInt32; the domain lowers a size beyond its maximum); any
+// other value, a negative one or one beyond those included, is a problem
+// naming its parameter.
 func pageQuery(r *http.Request) (number, size int, err error) {
 	var v keel.Validation
 	parse := func(field string) int {
@@ -485,11 +505,12 @@ func pageQuery(r *http.Request) (number, size int, err error) {
 		if s == "" {
 			return 0
 		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			v.Add(field, "must be a positive integer")
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil || n < 1 || n > maxPageNumber {
+			v.Add(field, "must be an integer from 1 to %d", maxPageNumber)
+			return 0
 		}
-		return n
+		return int(n)
 	}
 	number, size = parse("PageNumber"), parse("PageSize")
 	return number, size, v.Err()

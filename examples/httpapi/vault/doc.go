@@ -294,9 +294,16 @@
 //	                                                                  member_group_ids and parent_group_ids)
 //	key_info of a group                alias of an external group     no alias: keel has no group aliases
 //	group read                         namespace_id                   absent: keel has no namespaces
-//	GET with list=garbage              400 {"errors":[]}              read as a read (not yet: isList, in fields.go)
-//	metadata as one "key=value"        coerced to a map, a number     400 naming the field (not yet: fields.go reads a
-//	  string, policies as a number     in a list to a string          list of pairs or an object, a list of strings)
+//	a boolean where a list of strings  coerced to "1" / "0"           400 naming the field: a policy named "1" is never
+//	  or key=value pairs is expected                                  what was meant
+//	data after the JSON body           ignored: the first value is    400 "failed to parse JSON input: data after the JSON
+//	  ({"a":"b"}{"c":"d"})             used                           value": keel does not guess which one was meant
+//	integers (length, max_page_size)   accepted                       400 naming the field, "must not be negative" or
+//	  negative or beyond an int                                       "must be at most …"
+//	a path over 4096 bytes, or a       served                         400 "path: …" from the example server (limits.go);
+//	  segment over 1024 bytes                                         the adapter alone does not check it
+//	more bodies in flight than         served                         503 with Retry-After: 1 after up to 10 s of waiting
+//	  -max-inflight-bytes                                             (the example server)
 //	PATCH with merge-patch+json        403 without the patch right,   405 for every caller: keel has no patch right and
 //	                                   then 405                       no endpoint here has a patch operation
 //	password policy messages           Vault's ("missing policy",     keel's rules after the wire name ("policy: …"),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,37 +19,81 @@ import (
 const maxBody = 32 << 20
 
 // decodeBody reads a JSON value from r into v. An empty body, or null,
-// leaves v as it is.
+// leaves v as it is. Anything but white space after the value (a second
+// document, as in {"a":"b"}{"c":"d"}) is refused: keel does not guess which
+// of two documents the client meant (Vault reads the first and ignores the
+// rest).
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.Body == nil || r.ContentLength == 0 {
 		return nil
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return keel.ErrTooLarge
+	err := dec.Decode(v)
+	if err == nil {
+		// The value must be the whole body: the next token is the end.
+		if _, err = dec.Token(); err == nil {
+			return keel.Invalid("", "failed to parse JSON input: data after the JSON value")
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		return keel.Invalid("", "failed to parse JSON input: %v", err)
 	}
-	return nil
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return keel.ErrTooLarge
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return keel.Invalid("", "failed to parse JSON input: %v", err)
 }
 
-// isList reports whether r asks for a listing: the LIST method, or GET with
-// list=true.
-func isList(r *http.Request) bool {
+// listParam reads the list query parameter of a GET as Vault does
+// (strconv.ParseBool): true asks for a listing; absent or empty is a read;
+// any other value is errBadList. Only a GET reads it; LIST is a listing
+// whatever its query.
+func listParam(r *http.Request) (bool, error) {
 	if r.Method == "LIST" {
-		return true
+		return true, nil
 	}
 	if r.Method != http.MethodGet || r.URL.RawQuery == "" {
-		return false // no query to parse (and allocate) on every read
+		return false, nil // no query to parse (and allocate) on every read
 	}
-	b, _ := strconv.ParseBool(r.URL.Query().Get("list"))
+	s := r.URL.Query().Get("list")
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, errBadList
+	}
+	return b, nil
+}
+
+// errBadList is Vault's answer to a GET whose list parameter is not a
+// boolean: 400 with an empty errors list.
+var errBadList = &vaultError{http.StatusBadRequest, []string{}}
+
+// isList reports whether r asks for a listing: the LIST method, or GET with
+// list=true (see listParam; a list that is not a boolean reads as false
+// here, and checkList refuses it before).
+func isList(r *http.Request) bool {
+	b, _ := listParam(r)
 	return b
+}
+
+// checkList is serve, except for a GET whose list parameter is not a
+// boolean: 400 {"errors":[]}, as Vault answers it, instead of a read.
+// Register wraps each of its handlers with it.
+func checkList(serve http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := listParam(r); err != nil {
+			writeError(w, err)
+			return
+		}
+		serve(w, r)
+	}
 }
 
 // fields is a request body read as Vault reads its fields: strings,
@@ -107,30 +152,34 @@ func (f *fields) str(k string) string {
 	return s
 }
 
-// strList reads a list of strings sent as a JSON array or as one
-// comma-separated string (Vault's TypeCommaStringSlice); nil when the
-// field is absent.
+// strList reads a list of strings as Vault's TypeCommaStringSlice does: a
+// JSON array, or one comma-separated string; a number, alone or in the
+// array, is its text ("policies": 5 is ["5"]). Elements are trimmed of
+// white space, and empty ones dropped from a comma-separated string. Nil
+// when the field is absent. A boolean, an object or null in the array is
+// refused (Vault would turn true into "1").
 func (f *fields) strList(k string) []string {
 	switch x := f.m[k].(type) {
 	case nil:
 		return nil
 	case string:
-		out := []string{}
-		for p := range strings.SplitSeq(x, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-		return out
+		return splitComma(x)
+	case json.Number:
+		return splitComma(x.String())
 	case []any:
 		out := make([]string, 0, len(x))
 		for _, e := range x {
-			s, ok := e.(string)
-			if !ok {
+			var s string
+			switch e := e.(type) {
+			case string:
+				s = e
+			case json.Number:
+				s = e.String()
+			default:
 				f.v.Add(k, "must be a string or a list of strings")
 				return nil
 			}
-			out = append(out, s)
+			out = append(out, strings.TrimSpace(s))
 		}
 		return out
 	default:
@@ -139,41 +188,66 @@ func (f *fields) strList(k string) []string {
 	}
 }
 
-// pairs reads key-value pairs sent as an object of strings or as a list of
-// "key=value" strings (Vault's TypeKVPairs); nil when the field is absent.
+// splitComma splits s at its commas, trims each element and drops the
+// empty ones.
+func splitComma(s string) []string {
+	out := []string{}
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pairs reads key-value pairs as Vault's TypeKVPairs does: an object whose
+// values are strings or numbers (a number is its text), or a list of
+// "key=value" strings, or one "key=value" string (the vault CLI's form of
+// a single pair: metadata=team=a sends "team=a"). A pair splits at its
+// first "="; its key must not be empty. Nil when the field is absent.
 func (f *fields) pairs(k string) map[string]string {
 	const rule = "must be an object of strings or a list of key=value strings"
-	out := map[string]string{}
+	var list []any
 	switch x := f.m[k].(type) {
 	case nil:
 		return nil
 	case map[string]any:
+		out := make(map[string]string, len(x))
 		for key, e := range x {
-			s, ok := e.(string)
-			if !ok && e != nil {
+			switch e := e.(type) {
+			case nil:
+				out[key] = ""
+			case string:
+				out[key] = e
+			case json.Number:
+				out[key] = e.String()
+			default:
 				f.v.Add(k, rule)
 				return nil
 			}
-			out[key] = s
 		}
+		return out
+	case string:
+		list = []any{x}
 	case []any:
-		for _, e := range x {
-			s, ok := e.(string)
-			key, value, found := strings.Cut(s, "=")
-			switch {
-			case !ok:
-				f.v.Add(k, rule)
-			case !found:
-				f.v.Add(k, "invalid key value pair %q", s)
-			default:
-				out[key] = value
-				continue
-			}
-			return nil
-		}
+		list = x
 	default:
 		f.v.Add(k, rule)
 		return nil
+	}
+	out := make(map[string]string, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			f.v.Add(k, rule)
+			return nil
+		}
+		key, value, found := strings.Cut(s, "=")
+		if !found || key == "" {
+			f.v.Add(k, "invalid key value pair %q", s)
+			return nil
+		}
+		out[key] = value
 	}
 	return out
 }
@@ -193,13 +267,33 @@ func (f *fields) boolean(k string) bool {
 	return false
 }
 
+// integer reads the field k as a whole number from 0 to math.MaxInt: a
+// JSON number or a string of one ("64"), an empty string or null being 0.
+// A fraction, a negative number, or one beyond an int is a problem named
+// k.
 func (f *fields) integer(k string) int {
 	s, ok := f.text(k)
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if !ok || err != nil && s != "" {
+	s = strings.TrimSpace(s)
+	if !ok {
 		f.v.Add(k, "must be an integer")
+		return 0
 	}
-	return n
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 0)
+	switch {
+	case err == nil && n < 0, errors.Is(err, strconv.ErrRange) && strings.HasPrefix(s, "-"):
+		f.v.Add(k, "must not be negative")
+		return 0
+	case errors.Is(err, strconv.ErrRange):
+		f.v.Add(k, "must be at most %d", math.MaxInt)
+		return 0
+	case err != nil:
+		f.v.Add(k, "must be an integer")
+		return 0
+	}
+	return int(n)
 }
 
 // duration reads the field k as ldapengine.ParseDuration does. Its problem

@@ -142,11 +142,11 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	}
 	for _, rt := range routes {
 		if rt.methods == "" { // every method: the handler answers 405 itself
-			mux.HandleFunc(rt.pattern, rt.serve)
+			mux.HandleFunc(rt.pattern, checkList(rt.serve))
 		}
 		for _, method := range strings.Fields(rt.methods) {
-			mux.HandleFunc(method+" "+rt.pattern, rt.serve)
+			mux.HandleFunc(method+" "+rt.pattern, checkList(rt.serve))
 		}
 	}
-	mux.HandleFunc("/v1/", h.serveMount)
+	mux.HandleFunc("/v1/", checkList(h.serveMount))
 }

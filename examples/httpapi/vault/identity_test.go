@@ -131,7 +131,7 @@ func TestIdentityGroupErrors(t *testing.T) {
 		"unknown id body": {"identity/group", map[string]any{"id": "nope"}, "", "invalid group ID"},
 		"external member": {"identity/group", map[string]any{"type": "external", "member_entity_ids": []string{"e"}}, "member_entity_ids", "external groups"},
 		"metadata":        {"identity/group", map[string]any{"metadata": map[string]string{strings.Repeat("k", 129): "v"}}, "metadata", "longer than 128"},
-		"bad body":        {"identity/group", map[string]any{"member_group_ids": 7}, "", "failed to parse JSON input: member_group_ids: must be"},
+		"bad body":        {"identity/group", map[string]any{"member_group_ids": true}, "", "failed to parse JSON input: member_group_ids: must be"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := c.Write(tc.path, tc.body)

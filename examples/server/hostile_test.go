@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hostileCase is a request of the hostile-input suite and what must come
+// of it: the status, and a piece of the body (the field or parameter
+// named, the message).
+type hostileCase struct {
+	method, path, body string
+	status             int
+	want               string
+}
+
+// do sends the case to ts with the header (name, value) and returns the
+// status and body.
+func (ts *testServer) send(t *testing.T, method, path, body string, header ...string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, ts.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %.80s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func runHostile(t *testing.T, ts *testServer, cases map[string]hostileCase, header ...string) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			status, body := ts.send(t, tc.method, tc.path, tc.body, header...)
+			if status != tc.status || !strings.Contains(body, tc.want) {
+				t.Errorf("%s %.80s: %d %.300s, want %d with %q", tc.method, tc.path, status, body, tc.status, tc.want)
+			}
+		})
+	}
+}
+
+const hostileToken = "hostile-root"
+
+// TestHostileVault is the hostile-input suite of the Vault dialect, as
+// the server serves it: numbers beyond a duration or an int, negative
+// ones, data after the JSON value, long paths. None answers 500, none is
+// stored, and each problem names its field.
+func TestHostileVault(t *testing.T) {
+	ts := start(t, hooks{}, "-data", "memory", "-root-token", hostileToken)
+	header := []string{"X-Vault-Token", hostileToken}
+	long := strings.Repeat("a", 900<<10)
+	runHostile(t, ts, map[string]hostileCase{
+		// Overflow and negative numbers.
+		"renew increment beyond a duration": {"PUT", "/v1/sys/leases/renew", `{"lease_id":"secret/x/1","increment":18446744074}`, 400, "increment"},
+		"renew increment string beyond":     {"PUT", "/v1/sys/leases/renew", `{"lease_id":"secret/x/1","increment":"18446744074"}`, 400, "increment"},
+		"renew increment negative":          {"PUT", "/v1/sys/leases/renew", `{"lease_id":"secret/x/1","increment":-1}`, 400, "increment"},
+		"renew increment in hours beyond":   {"PUT", "/v1/sys/leases/renew", `{"lease_id":"secret/x/1","increment":"9999999999h"}`, 400, "increment"},
+		"mount default_lease_ttl beyond":    {"POST", "/v1/sys/mounts/m1", `{"type":"kv","config":{"default_lease_ttl":"18446744074"}}`, 400, "default_lease_ttl"},
+		"mount max_lease_ttl negative":      {"POST", "/v1/sys/mounts/m2", `{"type":"kv","config":{"max_lease_ttl":"-5"}}`, 400, "max_lease_ttl"},
+		"ldap length beyond an int":         {"POST", "/v1/ldap/config", `{"binddn":"cn=a","bindpass":"b","url":"ldap://127.0.0.1:1","length":99999999999999999999}`, 400, "length"},
+		"ldap length negative":              {"POST", "/v1/ldap/config", `{"binddn":"cn=a","bindpass":"b","url":"ldap://127.0.0.1:1","length":-1}`, 400, "length"},
+		"ldap ttl beyond":                   {"POST", "/v1/ldap/config", `{"binddn":"cn=a","bindpass":"b","url":"ldap://127.0.0.1:1","request_timeout":18446744074}`, 400, "request_timeout"},
+		"irrevocable limit beyond":          {"GET", "/v1/sys/leases?type=irrevocable&limit=99999999999999999999", "", 400, "limit"},
+		"irrevocable limit negative":        {"GET", "/v1/sys/leases?type=irrevocable&limit=-3", "", 400, "limit"},
+		"health code beyond":                {"GET", "/v1/sys/health?activecode=99999999999999999999", "", 400, "activecode"},
+		// Data after the JSON value: refused, and nothing stored.
+		"kv write":          {"PUT", "/v1/secret/trailing", `{"a":"b"}{"c":"d"}`, 400, "after the JSON value"},
+		"kv write garbage":  {"PUT", "/v1/secret/trailing", `{"a":"b"} x`, 400, "failed to parse JSON input"},
+		"mount":             {"POST", "/v1/sys/mounts/trailing", `{"type":"kv"}{"type":"kv"}`, 400, "after the JSON value"},
+		"group":             {"PUT", "/v1/identity/group/name/trailing", `{"policies":["a"]}{"c":"d"}`, 400, "after the JSON value"},
+		"password policy":   {"PUT", "/v1/sys/policies/password/trailing", `{"policy":"length=20\nrule \"charset\" { charset = \"abc\" }"}{"c":"d"}`, 400, "after the JSON value"},
+		"renew":             {"PUT", "/v1/sys/leases/renew", `{"lease_id":"secret/x/1"}{"increment":5}`, 400, "after the JSON value"},
+		"revoke":            {"PUT", "/v1/sys/leases/revoke", `{"lease_id":"secret/x/1"}{}`, 400, "after the JSON value"},
+		"ldap config":       {"POST", "/v1/ldap/config", `{"binddn":"cn=a"}{"url":"ldap://x"}`, 400, "after the JSON value"},
+		"trailing space ok": {"PUT", "/v1/secret/spaced", "{\"a\":\"b\"}  \n\t", 204, ""},
+		// Long paths and segments (limits.go).
+		"900 KiB mount path":  {"POST", "/v1/sys/mounts/" + long, `{"type":"kv"}`, 400, "path: longer than 4096 bytes"},
+		"long kv path":        {"PUT", "/v1/secret/" + strings.Repeat("a/", 2100), `{"a":"b"}`, 400, "path: longer"},
+		"long segment":        {"PUT", "/v1/secret/" + strings.Repeat("s", 1025), `{"a":"b"}`, 400, "path: a segment is longer than 1024 bytes"},
+		"long group name":     {"GET", "/v1/identity/group/name/" + strings.Repeat("g", 2000), "", 400, `{"errors":["path: a segment`},
+		"segment at the edge": {"PUT", "/v1/secret/" + strings.Repeat("s", 1024), `{"a":"b"}`, 204, ""},
+	}, header...)
+
+	// Nothing of the refused writes was stored.
+	for _, p := range []string{"/v1/secret/trailing", "/v1/identity/group/name/trailing", "/v1/sys/policies/password/trailing"} {
+		if status, body := ts.send(t, "GET", p, "", header...); status != http.StatusNotFound {
+			t.Errorf("GET %s after a refused write: %d %s, want 404", p, status, body)
+		}
+	}
+	for _, p := range []string{"/v1/sys/mounts/m1", "/v1/sys/mounts/m2", "/v1/sys/mounts/trailing"} {
+		if status, body := ts.send(t, "GET", p, "", header...); status != http.StatusBadRequest || !strings.Contains(body, "No secret engine mount") {
+			t.Errorf("GET %s after a refused mount: %d %s, want 400 No secret engine mount", p, status, body)
+		}
+	}
+}
+
+// TestHostileTFE is the hostile-input suite of the JSON:API dialect.
+func TestHostileTFE(t *testing.T) {
+	ts := start(t, hooks{}, "-data", "memory", "-root-token", hostileToken)
+	header := []string{"Authorization", "Bearer " + hostileToken, "Content-Type", "application/vnd.api+json"}
+	if status, body := ts.send(t, "POST", "/api/v2/organizations", `{"data":{"type":"organizations","attributes":{"name":"hostile","email":"a@example.com"}}}`, header...); status != http.StatusCreated {
+		t.Fatalf("create organization: %d %s", status, body)
+	}
+	org := "/api/v2/organizations/hostile"
+	runHostile(t, ts, map[string]hostileCase{
+		// Page numbers and sizes beyond an int, negative, zero.
+		"policies page number beyond":   {"GET", org + "/policies?page%5Bnumber%5D=99999999999999999999", "", 422, `"parameter":"page[number]"`},
+		"policies page size negative":   {"GET", org + "/policies?page%5Bsize%5D=-1", "", 422, `"parameter":"page[size]"`},
+		"projects page number zero":     {"GET", org + "/projects?page%5Bnumber%5D=0", "", 422, `"parameter":"page[number]"`},
+		"workspaces page number 2^31":   {"GET", org + "/workspaces?page%5Bnumber%5D=2147483648", "", 422, `"parameter":"page[number]"`},
+		"teams page size beyond":        {"GET", org + "/teams?page%5Bsize%5D=9223372036854775808", "", 422, `"parameter":"page[size]"`},
+		"policy sets page number minus": {"GET", org + "/policy-sets?page%5Bnumber%5D=-9223372036854775808", "", 422, `"parameter":"page[number]"`},
+		"session timeout beyond an int": {"POST", "/api/v2/organizations",
+			`{"data":{"type":"organizations","attributes":{"name":"st1","email":"a@example.com","session-timeout":99999999999999999999}}}`, 422, `"pointer":"/data/attributes/session-timeout"`},
+		"session timeout negative": {"POST", "/api/v2/organizations",
+			`{"data":{"type":"organizations","attributes":{"name":"st2","email":"a@example.com","session-timeout":-5}}}`, 422, `"pointer":"/data/attributes/session-timeout"`},
+		// Data after the document: refused, nothing created.
+		"organization": {"POST", "/api/v2/organizations",
+			`{"data":{"type":"organizations","attributes":{"name":"trailing","email":"a@example.com"}}}{"data":{}}`, 422, "data after the document"},
+		"project": {"POST", org + "/projects",
+			`{"data":{"type":"projects","attributes":{"name":"trailing"}}} x`, 422, "malformed JSON:API document"},
+		// Long paths and segments.
+		"long organization name": {"GET", "/api/v2/organizations/" + strings.Repeat("o", 2000), "", 400, `"detail":"path: a segment is longer than 1024 bytes"`},
+		"long path":              {"GET", "/api/v2/organizations/" + strings.Repeat("o/", 2100), "", 400, `"status":"400"`},
+	}, header...)
+	if status, body := ts.send(t, "GET", "/api/v2/organizations/trailing", "", header...); status != http.StatusNotFound {
+		t.Errorf("organization of a refused document: %d %s, want 404", status, body)
+	}
+}
+
+// TestHostileConsul is what the Consul dialect refuses: long paths (the
+// server), in Consul's plain text, and data after the JSON value (the
+// adapter).
+func TestHostileConsul(t *testing.T) {
+	ts := start(t, hooks{}, "-data", "memory", "-root-token", hostileToken)
+	runHostile(t, ts, map[string]hostileCase{
+		"long peer name": {"GET", "/v1/peering/" + strings.Repeat("p", 2000), "", 400, "path: a segment is longer than 1024 bytes"},
+		"long path":      {"GET", "/v1/config/" + strings.Repeat("c/", 2100), "", 400, "path: longer than 4096 bytes"},
+		"trailing data":  {"POST", "/v1/peering/token", `{"PeerName":"b"}{"PeerName":"c"}`, 400, "data after the JSON value"},
+	}, "X-Consul-Token", hostileToken)
+}
+
+// TestHostileConcurrentWrites: 16 concurrent writes of 256 KiB through a
+// server that holds 1 MiB of bodies at most. Every request answers, 204
+// or 503 with Retry-After; a client that retries after it gets all
+// written; every write reads back.
+func TestHostileConcurrentWrites(t *testing.T) {
+	ts := start(t, hooks{}, "-data", "memory", "-root-token", hostileToken, "-max-inflight-bytes", "1048576")
+	const writers, size = 16, 256 << 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*writers)
+	for i := range writers {
+		wg.Go(func() {
+			path := fmt.Sprintf("/v1/secret/concurrent/%d", i)
+			value := strings.Repeat(string(rune('A'+i)), size)
+			for try := 0; ; try++ {
+				req, _ := http.NewRequest("PUT", ts.url+path, strings.NewReader(`{"v":"`+value+`"}`))
+				req.Header.Set("X-Vault-Token", hostileToken)
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" && try < 10 {
+					time.Sleep(100 * time.Millisecond) // the test's own, shorter wait
+					continue
+				}
+				if resp.StatusCode != http.StatusNoContent {
+					errs <- fmt.Errorf("write %d: %d", i, resp.StatusCode)
+					return
+				}
+				break
+			}
+			status, body := ts.send(t, "GET", path, "", "X-Vault-Token", hostileToken)
+			var got struct {
+				Data struct{ V string } `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(body), &got); status != http.StatusOK || err != nil || got.Data.V != value {
+				errs <- fmt.Errorf("read %d: %d, %d bytes, %v", i, status, len(got.Data.V), err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestBudget: a request that finds no room within the wait is answered
+// 503 with Retry-After in its dialect; one that fits waits its turn, and
+// gets in when an earlier one ends; small requests pass larger waiters
+// when they fit; a request larger than the limit runs alone.
+func TestBudget(t *testing.T) {
+	b := newBudget(100, 50*time.Millisecond)
+	ctx := context.Background()
+	if n, ok := b.acquire(ctx, 80); !ok || n != 80 {
+		t.Fatalf("acquire 80 of 100: %d %v", n, ok)
+	}
+	if _, ok := b.acquire(ctx, 30); ok {
+		t.Fatal("acquire 30 more: admitted beyond the limit")
+	}
+	if n, ok := b.acquire(ctx, 10); !ok || n != 10 {
+		t.Fatalf("acquire 10 more: %d %v, want admitted", n, ok)
+	}
+	done := make(chan bool)
+	go func() { _, ok := b.acquire(ctx, 50); done <- ok }()
+	time.Sleep(10 * time.Millisecond)
+	b.release(80)
+	if !<-done {
+		t.Fatal("a waiter was not admitted when room was released")
+	}
+	b.release(10)
+	b.release(50)
+	if n, ok := b.acquire(ctx, 1000); !ok || n != 100 {
+		t.Fatalf("acquire 1000 of 100 with nothing in flight: %d %v, want 100 true", n, ok)
+	}
+	b.release(100)
+	if got := b.inUse(); got != 0 {
+		t.Fatalf("in use after all released: %d", got)
+	}
+
+	// Through limitBodies: the first request holds the whole budget
+	// while the second one arrives.
+	b = newBudget(1000, 20*time.Millisecond)
+	inside, leave := make(chan struct{}), make(chan struct{})
+	h := limitBodies(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/v1/secret/hold" {
+			close(inside)
+			<-leave
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("PUT", "/v1/secret/hold", strings.NewReader(strings.Repeat("x", 1000))))
+	}()
+	<-inside
+	for _, tc := range []struct{ path, ctype, want string }{
+		{"/v1/secret/other", "application/json", `{"errors":["the server holds`},
+		{"/api/v2/organizations", "application/vnd.api+json", `"status":"503"`},
+		{"/v1/peering/p", "text/plain; charset=utf-8", "the server holds"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("PUT", tc.path, strings.NewReader(strings.Repeat("y", 100<<10))))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != inflightRetryAfter ||
+			rec.Header().Get("Content-Type") != tc.ctype || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%s while the budget is full: %d %v %s", tc.path, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	close(leave)
+	for b.inUse() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSizeHints: a large write makes the next read of its path reserve
+// its size; a small write, or a delete, forgets it.
+func TestSizeHints(t *testing.T) {
+	b := newBudget(1<<30, time.Second)
+	var seen int64
+	h := limitBodies(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		seen = b.inUse()
+		w.WriteHeader(http.StatusOK)
+	}))
+	serve := func(method string, size int) int64 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, "/v1/secret/big", strings.NewReader(strings.Repeat("x", size))))
+		return seen
+	}
+	if got := serve("GET", 0); got != 0 {
+		t.Errorf("read of a path never written reserves %d", got)
+	}
+	serve("PUT", 1<<20)
+	if got := serve("GET", 0); got != 1<<20 {
+		t.Errorf("read after a 1 MiB write reserves %d", got)
+	}
+	serve("PUT", 10)
+	if got := serve("GET", 0); got != 0 {
+		t.Errorf("read after a small write reserves %d", got)
+	}
+	serve("PUT", 1<<20)
+	serve("DELETE", 0)
+	if got := serve("GET", 0); got != 0 {
+		t.Errorf("read after a delete reserves %d", got)
+	}
+}
+
+// TestPathProblem: the caps on the path and its segments.
+func TestPathProblem(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{"/v1/secret/a", true},
+		{"/" + strings.Repeat("a", maxSegmentBytes), true},
+		{"/" + strings.Repeat("a", maxSegmentBytes+1), false},
+		{strings.Repeat("/a", maxPathBytes/2), true},
+		{strings.Repeat("/a", maxPathBytes/2) + "/", false},
+		{"/x/" + strings.Repeat("a", maxSegmentBytes+1) + "/y", false},
+	} {
+		if got := pathProblem(tc.path) == ""; got != tc.ok {
+			t.Errorf("pathProblem(%d bytes): ok %v, want %v", len(tc.path), got, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The limits the server puts on every request, whatever its dialect, before
+// an adapter sees it (checkPath, limitBodies). They live here, in the
+// server, not in each adapter: one place for the three dialects.
+const (
+	// maxPathBytes is the longest request path (decoded, query excluded)
+	// served; a longer one answers 400. It is the stores' default key
+	// size (storage.DefaultLimits.MaxKeySize, 4 KiB) and Linux's PATH_MAX:
+	// nothing longer could be stored as a key anyway.
+	maxPathBytes = 4096
+	// maxSegmentBytes is the longest segment of a path (between two "/")
+	// served; a longer one answers 400. It bounds a mount path, a secret's
+	// name or a group's name to what a file name of most file systems
+	// holds, four times over (NAME_MAX is 255).
+	maxSegmentBytes = 1024
+
+	// defaultMaxInflight is the default of -max-inflight-bytes: Vault's
+	// max_request_size (32 MiB), the largest body an adapter reads. One
+	// body of that size is in flight at a time, or many smaller ones.
+	// The heap a body costs is a few times its size (the bytes read, the
+	// decoded value, the stored copy): with 16 writes and then 16 reads of
+	// 30 MiB values on the memory store, the server's peak RSS is about
+	// 800 MiB, 480 MiB of them the values (TestInflightMemoryBound).
+	defaultMaxInflight = 32 << 20
+	// inflightWait is how long a request waits for room before it is
+	// answered 503.
+	inflightWait = 10 * time.Second
+	// inflightRetryAfter is the Retry-After of that 503, in seconds.
+	inflightRetryAfter = "1"
+	// smallBody is the size of a request below which it does not queue
+	// behind larger ones: it is admitted at once when it fits.
+	smallBody = 64 << 10
+	// unknownBody is what a request body of unknown length (chunked)
+	// reserves; the bytes it turns out to hold beyond are counted as read.
+	unknownBody = 1 << 20
+	// hintMin is the smallest body whose size is remembered for its path
+	// (see sizeHints); maxHints is how many paths are remembered.
+	hintMin  = 64 << 10
+	maxHints = 1024
+	// collectAfter is the size of the bodies of a request from which
+	// its end asks for a garbage collection (budget.collect).
+	collectAfter = 4 << 20
+)
+
+// checkPath answers 400 for a request whose path is longer than
+// maxPathBytes, or has a segment longer than maxSegmentBytes, in the
+// dialect of the path (refuse); else next serves it.
+func checkPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if msg := pathProblem(r.URL.Path); msg != "" {
+			refuse(w, r, http.StatusBadRequest, msg)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// pathProblem says what is wrong with the length of path p, or "".
+func pathProblem(p string) string {
+	if len(p) > maxPathBytes {
+		return "path: longer than " + strconv.Itoa(maxPathBytes) + " bytes"
+	}
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			if i-start > maxSegmentBytes {
+				return "path: a segment is longer than " + strconv.Itoa(maxSegmentBytes) + " bytes"
+			}
+			start = i + 1
+		}
+	}
+	return ""
+}
+
+// refuse answers status with msg as the adapter of r's path would write
+// an error: a JSON:API error document under /api/ and /.well-known/,
+// Consul's plain text under Consul's paths, else Vault's {"errors":[msg]}.
+func refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	p := r.URL.Path
+	h := w.Header()
+	var body []byte
+	switch {
+	case strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/.well-known/"):
+		h.Set("Content-Type", "application/vnd.api+json")
+		body, _ = json.Marshal(map[string]any{"errors": []map[string]string{{
+			"status": strconv.Itoa(status), "title": strings.ToLower(http.StatusText(status)), "detail": msg,
+		}}})
+	case isConsulPath(p):
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		body = []byte(msg)
+	default:
+		h.Set("Content-Type", "application/json")
+		body, _ = json.Marshal(map[string][]string{"errors": {msg}})
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// isConsulPath reports whether p is one of the Consul adapter's paths.
+func isConsulPath(p string) bool {
+	return p == "/v1/peerings" || p == "/v1/config" ||
+		strings.HasPrefix(p, "/v1/peering/") || strings.HasPrefix(p, "/v1/config/") ||
+		strings.HasPrefix(p, "/v1/internal/peering/")
+}
+
+// budget bounds the bytes of request and response bodies in flight. A
+// request reserves, before it is served, the length of its body and the
+// size its response is expected to have (sizeHints); the bytes of a
+// response beyond what was reserved are counted as they are written; all
+// is given back when the request ends. A request that does not fit waits,
+// in order of arrival, up to wait; then it is refused. A reservation
+// larger than the whole limit is lowered to it: such a request runs alone.
+// The zero value is not usable; newBudget makes one. It is safe for
+// concurrent use.
+type budget struct {
+	limit int64
+	wait  time.Duration
+	hints sizeHints
+
+	mu    sync.Mutex
+	used  int64
+	queue []*waiter // first come, first served
+
+	collecting, again atomic.Bool // see collect
+}
+
+// waiter is a request waiting for room: n bytes; ready is closed once they
+// are granted.
+type waiter struct {
+	n       int64
+	ready   chan struct{}
+	granted bool
+}
+
+func newBudget(limit int64, wait time.Duration) *budget {
+	return &budget{limit: limit, wait: wait, hints: sizeHints{m: make(map[string]int64)}}
+}
+
+// acquire reserves n bytes: at once when they fit (and no larger request
+// waits before, unless n is small), else after waiting for room up to
+// b.wait. It reports false, having reserved nothing, when the wait ends or
+// ctx does first. It returns the bytes reserved: n, or b.limit when n is
+// larger.
+func (b *budget) acquire(ctx context.Context, n int64) (int64, bool) {
+	n = min(n, b.limit)
+	b.mu.Lock()
+	if b.used+n <= b.limit && (len(b.queue) == 0 || n <= smallBody) {
+		b.used += n
+		b.mu.Unlock()
+		return n, true
+	}
+	w := &waiter{n: n, ready: make(chan struct{})}
+	b.queue = append(b.queue, w)
+	b.mu.Unlock()
+
+	t := time.NewTimer(b.wait)
+	defer t.Stop()
+	select {
+	case <-w.ready:
+		return n, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.granted { // granted while it stopped waiting
+		return n, true
+	}
+	for i, q := range b.queue {
+		if q == w {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			break
+		}
+	}
+	b.grantLocked() // those behind it may fit
+	return 0, false
+}
+
+// add counts n more bytes, room or not: bytes already in memory (a
+// response being written, a body longer than announced).
+func (b *budget) add(n int64) {
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
+}
+
+// release gives n bytes back and admits the waiters that now fit.
+func (b *budget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.grantLocked()
+	b.mu.Unlock()
+}
+
+// grantLocked admits the waiters at the head of the queue that fit.
+func (b *budget) grantLocked() {
+	for len(b.queue) > 0 && b.used+b.queue[0].n <= b.limit {
+		w := b.queue[0]
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
+		b.used += w.n
+		w.granted = true
+		close(w.ready)
+	}
+}
+
+// collect runs a garbage collection in the background, or another one
+// after it when one is running. The end of a request that held large
+// bodies calls it: their copies are garbage now, and without it the Go
+// runtime lets the heap grow to twice the live data (GOGC=100) before it
+// collects, which with a store of large values in memory is far beyond the
+// bodies in flight. A collection costs the marking of the heap's pointers,
+// not of the bodies' bytes.
+func (b *budget) collect() {
+	b.again.Store(true)
+	if !b.collecting.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for {
+			for b.again.Swap(false) {
+				runtime.GC()
+			}
+			b.collecting.Store(false)
+			// A call between the last Swap and the Store found a
+			// collection running: run it, unless another call has.
+			if !b.again.Load() || !b.collecting.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// inUse returns the bytes reserved or counted now.
+func (b *budget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// sizeHints remembers, per path, the size of the last large body (at least
+// hintMin bytes) written to it or read from it, so that a read of a large
+// secret reserves its size before the adapter loads it: the bytes of a
+// response are in memory before the first one is written, and sixteen
+// reads of a 30 MiB secret arriving together would otherwise all be
+// admitted. A path written with a small body, read with a small answer, or
+// deleted is forgotten. At most maxHints paths are remembered (then an
+// arbitrary one is forgotten for a new one); a path never seen reserves
+// nothing and is counted as its answer is written. It is safe for
+// concurrent use.
+type sizeHints struct {
+	n  atomic.Int64 // len(m), read without the lock on every request
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+// get returns the size remembered for path, or 0.
+func (s *sizeHints) get(path string) int64 {
+	if s.n.Load() == 0 {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[path]
+}
+
+// set remembers size for path, or forgets path when size is below
+// hintMin.
+func (s *sizeHints) set(path string, size int64) {
+	if size < hintMin && s.n.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch _, ok := s.m[path]; {
+	case size < hintMin:
+		delete(s.m, path)
+	case !ok && len(s.m) >= maxHints:
+		for k := range s.m {
+			delete(s.m, k)
+			break
+		}
+		fallthrough
+	default:
+		s.m[path] = size
+	}
+	s.n.Store(int64(len(s.m)))
+}
+
+// limitBodies serves r within b: it reserves the length of r's body (or
+// unknownBody when it is not known) and, for a GET, the size remembered
+// for its path; a request that gets no room within b.wait is answered
+// 503 with Retry-After, in the dialect of its path (refuse). The bytes of
+// the response beyond what was reserved are counted as they are written.
+// Everything is given back when next returns.
+func limitBodies(b *budget, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec, ok := w.(*statusRecorder)
+		if !ok {
+			rec = &statusRecorder{ResponseWriter: w}
+		}
+		body := r.ContentLength
+		if body < 0 {
+			body = unknownBody
+			r.Body = &countedBody{ReadCloser: r.Body, rec: rec, b: b}
+		}
+		var answer int64
+		if r.Method == http.MethodGet || r.Method == "LIST" {
+			answer = b.hints.get(r.URL.Path)
+		}
+		held := int64(0)
+		if n := body + answer; n > 0 {
+			var ok bool
+			if held, ok = b.acquire(r.Context(), n); !ok {
+				rec.Header().Set("Retry-After", inflightRetryAfter)
+				refuse(rec, r, http.StatusServiceUnavailable, "the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later")
+				return
+			}
+		}
+		// The response's bytes count once beyond what was reserved for
+		// it.
+		rec.budget, rec.allowance, rec.respCounted, rec.counted = b, held-min(body, held), 0, 0
+		next.ServeHTTP(rec, r)
+		b.release(held + rec.counted)
+		if held+rec.counted >= collectAfter {
+			b.collect()
+		}
+		rec.budget = nil
+		switch {
+		case rec.status >= 300:
+		case r.Method == http.MethodGet:
+			b.hints.set(r.URL.Path, rec.bytes)
+		case r.Method == http.MethodPut || r.Method == http.MethodPost:
+			b.hints.set(r.URL.Path, r.ContentLength)
+		case r.Method == http.MethodDelete:
+			b.hints.set(r.URL.Path, 0)
+		}
+	})
+}
+
+// countedBody counts the bytes read from a body of unknown length beyond
+// the unknownBody reserved for it.
+type countedBody struct {
+	io.ReadCloser
+	rec   *statusRecorder
+	b     *budget
+	read  int64
+	added int64
+}
+
+func (c *countedBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.read += int64(n)
+	if over := c.read - unknownBody; over > c.added && c.rec.budget != nil {
+		d := over - c.added
+		c.b.add(d)
+		c.added += d
+		c.rec.counted += d
+	}
+	return n, err
+}
