@@ -31,9 +31,9 @@
 // "app" and "app/", as Vault does.
 //
 // Lease duration. The "ttl" key is advisory, as in Vault: a read reports
-// it as Secret.LeaseDuration and no lease is created. It is parsed as
-// Vault's parseutil.ParseDurationSecond parses it: a whole number of
-// seconds, as a number (3600) or a string ("3600"); a whole number of days
+// it as Secret.LeaseDuration and no lease is created. It is read by
+// keel.ParseDuration, as Vault's parseutil.ParseDurationSecond reads it: a
+// whole number of seconds, as a number (3600) or a string ("3600"); a whole number of days
 // ("7d"); or a Go duration string ("1h", "90m", "30s", "1h30m", "1.5h");
 // null and "" mean zero. Without a "ttl" key, the "lease" key is read the
 // same way (Vault's older name for it). Without either, or when the stored

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -150,25 +151,9 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
 		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
 	}
-	var raw []byte
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		raw, err = tx.Get(path)
-		return err
-	})
-	if errors.Is(err, storage.ErrNotFound) {
-		return Secret{}, fmt.Errorf("kv: no secret at %q: %w", path, keel.ErrNotFound)
-	}
-	if err != nil {
-		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
-	}
-	data, err := decodeData(raw)
-	if err != nil {
-		return Secret{}, fmt.Errorf("kv: secret at %q is not a JSON object (%v): %w", path, err, keel.ErrInternal)
-	}
-	s := Secret{Data: data, LeaseDuration: e.leaseDuration(data), JSON: raw}
-	if e.leaser == nil {
-		return s, nil
+	s, err := e.load(ctx, path)
+	if err != nil || e.leaser == nil {
+		return s, err
 	}
 	// As Vault computes a registered lease's TTL: zero means the
 	// mount's default.
@@ -177,8 +162,8 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	}
 	// As Vault: the lease is renewable when the secret says how long it
 	// lasts (a "ttl" or "lease" key).
-	_, hasTTL := data[ttlKey]
-	_, hasLease := data[legacyTTLKey]
+	_, hasTTL := s.Data[ttlKey]
+	_, hasLease := s.Data[legacyTTLKey]
 	renewable := hasTTL || hasLease
 	id, granted, err := e.leaser.IssueLease(ctx, e.resource(path), s.LeaseDuration, renewable)
 	if err != nil {
@@ -195,6 +180,46 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 		s.LeaseDuration = granted
 	}
 	return s, nil
+}
+
+// ReadRenewed answers the renewal of the lease of a leased read as Vault's
+// kv engine does: with the secret read anew, and no new lease. resource is
+// the lease's path, as Read gave it to Leaser.IssueLease (the mount, "/"
+// and the secret's path). The lease manager calls it once it has checked
+// the caller's right to renew; ReadRenewed checks no right of its own. It
+// fails with an error of kind keel.KindNotFound when the secret is gone,
+// and of kind keel.KindInvalid (field "Resource") when resource is not
+// under the engine's mount.
+func (e *Engine) ReadRenewed(ctx context.Context, resource string) (Secret, error) {
+	path, ok := strings.CutPrefix(resource, e.mount+"/")
+	if !ok {
+		return Secret{}, fmt.Errorf("kv: read renewed: %w", keel.Invalid("Resource", "is not under the mount %q", e.mount))
+	}
+	if err := checkPath(path); err != nil {
+		return Secret{}, fmt.Errorf("kv: read renewed: %w", err)
+	}
+	return e.load(ctx, path)
+}
+
+// load reads the secret at path, with its lease duration and no lease.
+func (e *Engine) load(ctx context.Context, path string) (Secret, error) {
+	var raw []byte
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		raw, err = tx.Get(path)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return Secret{}, fmt.Errorf("kv: no secret at %q: %w", path, keel.ErrNotFound)
+	}
+	if err != nil {
+		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
+	}
+	data, err := decodeData(raw)
+	if err != nil {
+		return Secret{}, fmt.Errorf("kv: secret at %q is not a JSON object (%v): %w", path, err, keel.ErrInternal)
+	}
+	return Secret{Data: data, LeaseDuration: e.leaseDuration(data), JSON: raw}, nil
 }
 
 // List returns the names of the immediate children of the folder path, in
@@ -366,7 +391,7 @@ func (e *Engine) leaseDuration(data map[string]any) time.Duration {
 	if !ok {
 		return e.defaultTTL
 	}
-	d, err := parseTTL(raw)
+	d, err := keel.ParseDuration(entryField(ttlKey), raw)
 	if err != nil {
 		return e.defaultTTL
 	}

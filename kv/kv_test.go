@@ -780,6 +780,33 @@ func TestLeased(t *testing.T) {
 	}
 }
 
+// TestReadRenewed: the renewal of a leased read answers the secret read
+// anew (its current data), issues no lease, and refuses a resource outside
+// the mount or a secret that is gone.
+func TestReadRenewed(t *testing.T) {
+	ctx := context.Background()
+	leaser := &fakeLeaser{}
+	e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{Leaser: leaser})
+	mustWrite(t, ctx, e, "app/db", map[string]any{"password": "old", "ttl": "1h"})
+	mustWrite(t, ctx, e, "app/db", map[string]any{"password": "new", "ttl": "2h"})
+	s, err := e.ReadRenewed(ctx, "secret/app/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Data["password"] != "new" || s.LeaseDuration != 2*time.Hour || s.LeaseID != "" {
+		t.Fatalf("ReadRenewed = %+v, want the current data and no lease", s)
+	}
+	if len(leaser.calls) != 0 {
+		t.Fatalf("ReadRenewed issued leases %q", leaser.calls)
+	}
+	_, err = e.ReadRenewed(ctx, "other/app/db")
+	if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != "Resource" {
+		t.Fatalf("ReadRenewed outside the mount = %v, want Invalid on Resource", err)
+	}
+	_, err = e.ReadRenewed(ctx, "secret/gone")
+	wantKind(t, err, keel.KindNotFound)
+}
+
 func TestLeasedErrors(t *testing.T) {
 	tests := map[string]struct {
 		leaser   *fakeLeaser

@@ -23,7 +23,7 @@ type StaticRoleRequest struct {
 	// Config.UserAttr) and preferred to the search. It cannot change.
 	DN string
 	// RotationPeriod is at least MinRotationPeriod; required on create,
-	// kept when zero on update. See ParseDuration for the wire forms.
+	// kept when zero on update. See keel.ParseDuration for the wire forms.
 	RotationPeriod time.Duration
 	// SkipImportRotation, on create, leaves the entry's password alone
 	// until the first period has passed. Nil: the configuration's

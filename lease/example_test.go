@@ -65,7 +65,7 @@ func Example() {
 	// Output:
 	// lease under ldap/creds/app for 1h0m0s
 	// renewed for 1h30m0s
-	// TTL of "3h0m0s" exceeded the effective max_ttl of "1h30m0s"; TTL value is capped accordingly
+	// TTL of "3h" exceeded the effective max_ttl of "1h30m"; TTL value is capped accordingly
 	// revoking creds/app (cn=v-app-1)
 	// next work: true
 	// lookup after revocation: true

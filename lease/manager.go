@@ -98,6 +98,16 @@ type Renewer interface {
 	Renew(ctx context.Context, l Lease, ttl time.Duration) error
 }
 
+// Refresher is implemented by a Revoker whose engine answers the renewal of
+// a lease with the secret again, as Vault's kv engine answers the renewal
+// of a leased read with the secret read anew. Renew finds it by type
+// assertion, calls Refresh after the Renewer, outside any transaction,
+// with the lease before renewal, and returns its data in Renewal.Data; an
+// error refuses the renewal and leaves the lease as it was.
+type Refresher interface {
+	Refresh(ctx context.Context, l Lease) (data any, err error)
+}
+
 // Permanent marks err, returned by a Revoker, as not worth retrying: the
 // lease becomes irrevocable at once instead of after Options.MaxAttempts
 // failures. errors.Is and errors.As see err through the result. Permanent

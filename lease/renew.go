@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -21,6 +22,9 @@ type Renewal struct {
 	// Warnings are Vault's warnings of the renewal (the TTL was capped);
 	// nil when there are none.
 	Warnings []string
+	// Data is what the mount's Refresher answered (a kv secret read
+	// anew); nil without one.
+	Data any
 }
 
 // Renew extends the lease leaseID to now+increment, and needs
@@ -31,11 +35,12 @@ type Renewal struct {
 //
 //	TTL of "<increment>" exceeded the effective max_ttl of "<what is left>"; TTL value is capped accordingly
 //
-// (Vault's text: durations in Go syntax, quoted). LastRenewalTime becomes
+// (Vault's text: durations in whole seconds, as humanDuration prints them). LastRenewalTime becomes
 // now; the expiry index moves in the same transaction.
 //
-// When the mount's Revoker implements Renewer, Renew calls it before
-// storing, outside any transaction; its error refuses the renewal. The
+// When the mount's Revoker implements Renewer, and then Refresher, Renew
+// calls them before storing, outside any transaction; an error of either
+// refuses the renewal. The
 // renewal is then stored only if the lease is still exactly what Renew read
 // before calling the Renewer; otherwise Renew fails with an error of kind
 // keel.KindConflict (another operation changed the lease meanwhile; the
@@ -92,7 +97,7 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 	}
 	var warnings []string
 	if ttl > left {
-		warnings = append(warnings, fmt.Sprintf("TTL of %q exceeded the effective max_ttl of %q; TTL value is capped accordingly", ttl.String(), left.String()))
+		warnings = append(warnings, fmt.Sprintf("TTL of %q exceeded the effective max_ttl of %q; TTL value is capped accordingly", humanDuration(ttl), humanDuration(left)))
 		ttl = left
 	}
 	_, mt, ok := m.mountFor(leaseID)
@@ -100,7 +105,17 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.ErrUnavailable)
 	}
 	if rn, ok := mt.revoker.(Renewer); ok {
-		if err := callRenewer(ctx, rn, e.Lease, ttl); err != nil {
+		if err := guard(func() error { return rn.Renew(ctx, e.Lease, ttl) }); err != nil {
+			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", leaseID, classify(err))
+		}
+	}
+	var data any
+	if rf, ok := mt.revoker.(Refresher); ok {
+		err := guard(func() (err error) {
+			data, err = rf.Refresh(ctx, e.Lease)
+			return err
+		})
+		if err != nil {
 			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", leaseID, classify(err))
 		}
 	}
@@ -125,15 +140,33 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
 	m.wakeFor(ne.NextAttempt)
-	return Renewal{Lease: ne.Lease, TTL: ttl, Warnings: warnings}, nil
+	return Renewal{Lease: ne.Lease, TTL: ttl, Warnings: warnings, Data: data}, nil
 }
 
-// callRenewer calls rn, turning a panic into an error.
-func callRenewer(ctx context.Context, rn Renewer, l Lease, ttl time.Duration) (err error) {
+// guard calls fn, turning a panic of the engine's code into an error.
+func guard(fn func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("renewer panicked: %v", p)
+			err = fmt.Errorf("engine panicked: %v", p)
 		}
 	}()
-	return rn.Renew(ctx, l, ttl)
+	return fn()
+}
+
+// humanDuration prints d as Vault's warnings do: in whole seconds, in Go's
+// form without its zero minutes and seconds ("768h", "1h30s", "2m"), "0s"
+// for zero.
+func humanDuration(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	s := d.String()
+	if d == 0 {
+		return s
+	}
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if i := strings.Index(s, "h0m"); i > 0 {
+		s = s[:i+1] + s[i+3:]
+	}
+	return s
 }

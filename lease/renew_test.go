@@ -144,13 +144,14 @@ func TestRenew(t *testing.T) {
 		wantTTL     time.Duration
 		warning     string
 	}{
-		"increment":               {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, increment: 2 * h, wantTTL: 2 * h},
-		"zero: the issued ttl":    {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, wantTTL: h},
-		"shorter than left":       {ttl: 5 * h, maxTTL: 10 * h, at: h, increment: time.Minute, wantTTL: time.Minute},
-		"capped at max ttl":       {ttl: h, maxTTL: 2 * h, at: 30 * time.Minute, increment: 4 * h, wantTTL: 90 * time.Minute, warning: `TTL of "4h0m0s" exceeded the effective max_ttl of "1h30m0s"; TTL value is capped accordingly`},
-		"zero capped at max ttl":  {ttl: 2 * h, maxTTL: 2 * h, at: h, wantTTL: h, warning: `TTL of "2h0m0s" exceeded the effective max_ttl of "1h0m0s"`},
-		"exactly what is left":    {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h, wantTTL: h},
-		"one nanosecond too long": {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h + 1, wantTTL: h, warning: "capped"},
+		"increment":                {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, increment: 2 * h, wantTTL: 2 * h},
+		"zero: the issued ttl":     {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, wantTTL: h},
+		"shorter than left":        {ttl: 5 * h, maxTTL: 10 * h, at: h, increment: time.Minute, wantTTL: time.Minute},
+		"capped at max ttl":        {ttl: h, maxTTL: 2 * h, at: 30 * time.Minute, increment: 4 * h, wantTTL: 90 * time.Minute, warning: `TTL of "4h" exceeded the effective max_ttl of "1h30m"; TTL value is capped accordingly`},
+		"zero capped at max ttl":   {ttl: 2 * h, maxTTL: 2 * h, at: h, wantTTL: h, warning: `TTL of "2h" exceeded the effective max_ttl of "1h"`},
+		"exactly what is left":     {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h, wantTTL: h},
+		"one nanosecond too long":  {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h + 1, wantTTL: h, warning: "capped"},
+		"whole seconds in warning": {ttl: h, maxTTL: 2 * h, at: 1500 * time.Millisecond, increment: 3 * h, wantTTL: 2*h - 1500*time.Millisecond, warning: `TTL of "3h" exceeded the effective max_ttl of "1h59m58s"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil, nil)
@@ -201,6 +202,43 @@ func TestRenewMovesRevocation(t *testing.T) {
 	e.step(t, t0.Add(3*time.Hour))
 	if ids := e.rev.ids(); len(ids) != 1 {
 		t.Fatalf("revoked %q at the renewed expiry", ids)
+	}
+}
+
+// refreshingRevoker is a fakeRevoker that is a Refresher too.
+type refreshingRevoker struct {
+	fakeRevoker
+	data any
+	err  error
+}
+
+func (r *refreshingRevoker) Refresh(ctx context.Context, l Lease) (any, error) {
+	return r.data, r.err
+}
+
+// TestRenewAnswersTheRefresherData: a renewal returns the data of the
+// mount's Refresher (a kv secret read anew); its error refuses the
+// renewal and leaves the store as it was.
+func TestRenewAnswersTheRefresherData(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	rr := &refreshingRevoker{data: map[string]any{"password": "p"}}
+	if err := e.m.register("ldap/", rr, nil); err != nil {
+		t.Fatal(err)
+	}
+	l := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
+	r, err := e.m.Renew(context.Background(), l.ID, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := r.Data.(map[string]any); !ok || m["password"] != "p" || r.TTL != 2*time.Hour {
+		t.Fatalf("renewal %+v, want the refresher's data", r)
+	}
+	rr.err = keel.ErrNotFound
+	before := storagetest.Dump(t, e.mem)
+	_, err = e.m.Renew(context.Background(), l.ID, time.Hour)
+	wantKind(t, err, keel.KindNotFound)
+	if !mapsEqual(before, storagetest.Dump(t, e.mem)) {
+		t.Fatal("refused renewal changed the store")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -308,7 +309,8 @@ func checkOptions(typ string, in map[string]string) (map[string]string, [][2]str
 func (t *Table) build(m *Mount) error {
 	mount := strings.TrimSuffix(m.Path, "/")
 	if m.Type == "kv" {
-		iss, err := t.leases.Register(lease.Mount{Path: m.Path, DefaultTTL: m.DefaultTTL, MaxTTL: m.MaxTTL})
+		kl := &kvLeases{}
+		iss, err := t.leases.Register(lease.Mount{Path: m.Path, DefaultTTL: m.DefaultTTL, MaxTTL: m.MaxTTL, Revoker: kl})
 		if err != nil {
 			return err
 		}
@@ -321,6 +323,7 @@ func (t *Table) build(m *Mount) error {
 			t.leases.Unregister(m.Path)
 			return err
 		}
+		kl.engine.Store(eng)
 		m.KV = eng
 		return nil
 	}
@@ -341,6 +344,29 @@ func dataPrefix(e Entry) string {
 		return kvPrefix + e.UUID + "/"
 	}
 	return ldapPrefix + url.PathEscape(strings.TrimSuffix(e.Path, "/")) + "/"
+}
+
+// kvLeases is the Revoker of a kv mount's leases: revoking one has
+// nothing to undo (the secret stays, as in Vault), and renewing one answers
+// the secret read anew (a lease.Refresher).
+type kvLeases struct {
+	engine atomic.Pointer[kv.Engine] // set once the engine is built
+}
+
+// Revoke does nothing: a leased kv read gave out no credential.
+func (*kvLeases) Revoke(context.Context, lease.Lease) error { return nil }
+
+// Refresh answers a renewal with the secret's data read anew.
+func (k *kvLeases) Refresh(ctx context.Context, l lease.Lease) (any, error) {
+	eng := k.engine.Load()
+	if eng == nil {
+		return nil, fmt.Errorf("mount %q: the kv engine is not built yet: %w", l.Mount, keel.ErrUnavailable)
+	}
+	s, err := eng.ReadRenewed(ctx, l.Path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Data, nil
 }
 
 // leaser issues the leases of a leased kv mount through its Issuer.

@@ -174,8 +174,10 @@
 //     empty (the document allows null there), and alias {}.
 //   - A password policy sent in standard base64 is decoded and stored as
 //     text, as Vault's (an HCL policy is never valid base64).
-//   - Renew takes increment as whole seconds (600, "600") or a duration
-//     string ("10m", "1h30m"); its warnings print durations as Vault's do,
+//   - Renew takes increment as Vault's parseutil reads it (see
+//     keel.ParseDuration): whole seconds (600, "600"), a duration string
+//     ("10m", "1h30m") or days ("7d"); a leased kv read's renewal answers
+//     the secret's data; its warnings print durations as Vault's do,
 //     in whole seconds without zero minutes and seconds:
 //     TTL of "2h" exceeded the effective max_ttl of "59m58s"; TTL value is
 //     capped accordingly.
@@ -277,11 +279,10 @@
 // why:
 //
 //	what                               Vault                          keel, and why
-//	renew of a leased kv lease         re-reads the secret: data,     data null; lease_duration from increment (the
-//	                                   and the secret's ttl as the    document's rule); the lease manager does not consult
-//	                                   new lease_duration             the kv engine on renewal
-//	renew increment in days ("7d"),    7 days; a negative one counts  400 naming increment: the adapter reads durations as
-//	  or negative                      as 0                           Go does, without days, and never negative
+//	renew of a leased kv lease         the secret read anew, and its  the secret read anew; lease_duration from increment
+//	                                   ttl as the new lease_duration  (the document's rule)
+//	renew with a negative increment    counts as 0                    400 naming increment: a negative duration is a
+//	                                                                  client's mistake
 //	renew with increment 0             the engine's TTL, else the     the TTL the lease was issued with (keel's engines
 //	                                   mount's default                give theirs at issue)
 //	lease lookup: last renewal         last_renewal                   last_renewal_time (the document's name)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/ldapengine"
 )
 
 // maxBody is the largest request body read, as Vault's default
@@ -99,7 +98,7 @@ func checkList(serve http.HandlerFunc) http.HandlerFunc {
 // fields is a request body read as Vault reads its fields: strings,
 // booleans and integers may come as JSON values or as strings, lists as
 // arrays or one comma-separated string, key-value pairs as an object or a
-// list of "key=value", durations as ldapengine.ParseDuration reads them. A
+// list of "key=value", durations as keel.ParseDuration reads them. A
 // field of the wrong type is recorded in v. Unknown fields are ignored, as
 // Vault does.
 type fields struct {
@@ -296,11 +295,11 @@ func (f *fields) integer(k string) int {
 	return int(n)
 }
 
-// duration reads the field k as ldapengine.ParseDuration does. Its problem
+// duration reads the field k as keel.ParseDuration does. Its problem
 // names k, a wire key like every problem of fields: the translation of
 // writeError (wirePath) leaves it as it is.
 func (f *fields) duration(k string) time.Duration {
-	d, err := ldapengine.ParseDuration(k, f.m[k])
+	d, err := keel.ParseDuration(k, f.m[k])
 	for _, fe := range keel.FieldErrors(err) {
 		f.v.Add(fe.Field, "%s", fe.Rule)
 	}

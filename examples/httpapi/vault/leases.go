@@ -81,9 +81,9 @@ func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
 	}))
 }
 
-// leaseRenew answers sys/leases/renew: increment is a number of seconds
-// or a duration string ("10m"), as Vault's; the warnings print durations
-// as Vault does (vaultDurations).
+// leaseRenew answers sys/leases/renew: increment as keel.ParseDuration
+// reads it, as Vault's; data is what the engine answered (a kv secret
+// read anew).
 func (h *Handler) leaseRenew(w http.ResponseWriter, r *http.Request) {
 	var inc time.Duration
 	id, err := leaseRequest(w, r, func(f *fields) { inc = f.duration("increment") })
@@ -91,59 +91,9 @@ func (h *Handler) leaseRenew(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ren, err = h.leases.Renew(r.Context(), id, inc)
 	}
-	resp := leasedResponse(mountSystem, ren.Lease.ID, ren.Lease.Renewable, ren.TTL, nil)
-	if len(ren.Warnings) > 0 {
-		resp.Warnings = make([]string, len(ren.Warnings))
-		for i, s := range ren.Warnings {
-			resp.Warnings[i] = vaultDurations(s)
-		}
-	}
+	resp := leasedResponse(mountSystem, ren.Lease.ID, ren.Lease.Renewable, ren.TTL, ren.Data)
+	resp.Warnings = ren.Warnings
 	writeData(w, invalidLease(err), resp)
-}
-
-// vaultDurations returns s with every quoted Go duration ("768h0m0s")
-// printed as Vault prints the durations of its warnings: in whole
-// seconds, without the zero minutes and seconds of Go's form ("768h",
-// "1h30s", "775h58m1s").
-func vaultDurations(s string) string {
-	var b strings.Builder
-	for {
-		start := strings.IndexByte(s, '"')
-		if start < 0 {
-			break
-		}
-		end := strings.IndexByte(s[start+1:], '"')
-		if end < 0 {
-			break
-		}
-		end += start + 1
-		quoted := s[start+1 : end]
-		if d, err := time.ParseDuration(quoted); err == nil {
-			quoted = humanDuration(d.Truncate(time.Second))
-		}
-		b.WriteString(s[:start+1])
-		b.WriteString(quoted)
-		b.WriteByte('"')
-		s = s[end+1:]
-	}
-	b.WriteString(s)
-	return b.String()
-}
-
-// humanDuration prints d as Vault's warnings do: Go's form without its
-// zero minutes and seconds ("768h", "1h30s", "2m"), "0s" for zero.
-func humanDuration(d time.Duration) string {
-	s := d.String()
-	if d == 0 {
-		return s
-	}
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if i := strings.Index(s, "h0m"); i > 0 {
-		s = s[:i+1] + s[i+3:]
-	}
-	return s
 }
 
 // leaseRevoke answers sys/leases/revoke: 202 once queued, 204 once done

@@ -1,9 +1,7 @@
 package vault
 
 import (
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,23 +119,15 @@ func (h *Handler) mount(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseTTL reads the TTL s of field, a Go path into mount.EnableRequest,
-// as Vault does: empty (or "system") is zero, the system value; else
-// integer seconds or a duration string. A value that is not, or is beyond
-// what a duration holds, is recorded in v.
+// as Vault does: empty (or "system") is zero, the system value; else as
+// keel.ParseDuration reads it. A problem is recorded in v.
 func parseTTL(v *keel.Validation, field, s string) time.Duration {
-	if s == "" || s == "system" {
+	if s == "system" {
 		return 0
 	}
-	d, err := time.ParseDuration(s)
-	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil {
-		d, err = time.Duration(n)*time.Second, nil
-		if n < 0 || n > math.MaxInt64/int64(time.Second) {
-			d = -1
-		}
-	}
-	if err != nil || d < 0 {
-		v.Add(field, "%q is not a duration between 0 and 292 years", s)
-		return 0
+	d, err := keel.ParseDuration(field, s)
+	for _, fe := range keel.FieldErrors(err) {
+		v.Add(fe.Field, "%s", fe.Rule)
 	}
 	return d
 }

@@ -238,8 +238,9 @@ func TestPatch(t *testing.T) {
 	}
 }
 
-// TestLeaseVaultAnswers: renew takes increment as seconds or a duration
-// string; its warnings print durations as Vault's ("2h", not "2h0m0s");
+// TestLeaseVaultAnswers: renew takes increment as seconds, a duration
+// string or days ("7d"); a leased kv read's renewal answers the secret's
+// data; its warnings print durations as Vault's ("2h", not "2h0m0s");
 // a request without lease id answers Vault's "lease_id must be
 // specified"; revoking an unknown id succeeds (202, or 204 with sync);
 // tidy answers 202 with Vault's warning.
@@ -265,6 +266,19 @@ func TestLeaseVaultAnswers(t *testing.T) {
 		if err != nil || r.LeaseDuration != 600 || r.LeaseID != id || len(r.Warnings) != 0 {
 			t.Errorf("renew with increment %#v = %+v, %v; want 600 seconds", inc, r, err)
 		}
+	}
+	// As Vault: the renewal of a leased kv read answers the secret read
+	// anew.
+	if err := c.KVv1("leased").Put(ctx, "db", map[string]any{"password": "q", "ttl": "5m"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Sys().Renew(id, 60); err != nil || r.Data["password"] != "q" || r.LeaseDuration != 60 {
+		t.Errorf("renew of a leased kv read = %+v, %v; want the secret's current data", r, err)
+	}
+	// Days, as Vault's parseutil reads them: capped at the max TTL.
+	if r, err := c.Logical().Write("sys/leases/renew", map[string]any{"lease_id": id, "increment": "7d"}); err != nil ||
+		!slices.Equal(r.Warnings, []string{`TTL of "168h" exceeded the effective max_ttl of "1h"; TTL value is capped accordingly`}) {
+		t.Errorf("renew with increment 7d = %+v, %v", r, err)
 	}
 	r, err := c.Sys().Renew(id, 7200)
 	if err != nil || r.LeaseDuration != 3600 ||

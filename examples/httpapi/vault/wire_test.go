@@ -31,9 +31,9 @@ func TestFieldNamesOnTheWire(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = sys.Renew(s.Raw.LeaseID, -10)
-		wantField(t, err, "increment", "must be a duration string") // the adapter's
+		wantField(t, err, "increment", "must not be negative") // keel.ParseDuration's
 		_, err = c.Logical().Write("sys/leases/renew", map[string]any{"lease_id": s.Raw.LeaseID, "increment": "soon"})
-		wantField(t, err, "increment", "must be a duration string") // the adapter's
+		wantField(t, err, "increment", "must be a duration") // keel.ParseDuration's
 		e.clock.Advance(11 * time.Second)
 		_, err = sys.Renew(s.Raw.LeaseID, 10)
 		wantField(t, err, "lease_id", "lease expired")
@@ -55,7 +55,7 @@ func TestFieldNamesOnTheWire(t *testing.T) {
 			{"x", api.MountInput{Type: "kv", Config: api.MountConfigInput{MaxLeaseTTL: "100000h"}},
 				"config.max_lease_ttl", "above the system max lease TTL"},
 			{"x", api.MountInput{Type: "kv", Config: api.MountConfigInput{DefaultLeaseTTL: "soon"}},
-				"config.default_lease_ttl", "is not a duration"}, // the adapter's
+				"config.default_lease_ttl", "must be a duration"}, // keel.ParseDuration's
 		} {
 			wantField(t, sys.Mount(tc.path, &tc.in), tc.field, tc.has)
 		}
