@@ -1,6 +1,7 @@
 package ldapengine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,6 +156,7 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 	e.worker = leader.NewWorker(e.Step, &leader.WorkerOptions{
 		Clock: e.clock, Leader: o.Leader, Retry: o.RetryInterval,
 		OnError: func(err error) { e.log.Error("ldapengine worker", "error", err) },
+		Watch:   e.watchDue,
 	})
 	if o.Leases != nil {
 		iss, err := o.Leases.Register(lease.Mount{Path: mount + "/", Revoker: e, Store: store, DefaultTTL: o.DefaultTTL, MaxTTL: o.MaxTTL})
@@ -185,6 +187,31 @@ const (
 	prefixWAL     = "wal/"
 	prefixAccount = "account/"
 )
+
+// watchDue wakes the worker, through wakeFor, for the work that any
+// process commits (storage.Watch): a rotation made due (a role written, a
+// rotation to retry) at its time, an account left pending by a check-in or
+// a lease end at once. On a store shared by processes, a static role
+// written through a follower is rotated when due, not at the leader's next
+// planned step.
+func (e *Engine) watchDue(ctx context.Context, wakeFor func(time.Time)) (func(), error) {
+	stopDue, err := storage.Watch(ctx, e.store, prefixDue, func(key string) {
+		at, _, ok := parseDueKey(key)
+		if !ok {
+			at = time.Time{} // the whole index may have changed: at once
+		}
+		wakeFor(at)
+	})
+	if err != nil {
+		return nil, err
+	}
+	stopPending, err := storage.Watch(ctx, e.store, prefixLibPending, func(string) { wakeFor(time.Time{}) })
+	if err != nil {
+		stopDue()
+		return nil, err
+	}
+	return func() { stopDue(); stopPending() }, nil
+}
 
 func dueKey(at time.Time, name string) string {
 	return fmt.Sprintf("%s%020d/%s", prefixDue, at.UnixNano(), name)

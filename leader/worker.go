@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,15 @@ type WorkerOptions struct {
 	// owner that wants to see whether a wake-up is pending (a test) gives
 	// its own. Nil: the worker makes one.
 	Wake chan struct{}
+	// Watch, when set, is called at the start of each term, before its
+	// first step, with the term's ctx and the worker's WakeFor. It
+	// arranges for wakeFor to be called with the due time of work that
+	// other processes commit (typically a storage.Watch of the step's
+	// index; the zero time wakes the worker at once), and returns the
+	// function that ends the arrangement, called when the term ends. An
+	// error goes to OnError; the worker steps without it and calls Watch
+	// again after Retry.
+	Watch func(ctx context.Context, wakeFor func(t time.Time)) (stop func(), err error)
 }
 
 // DefaultRetry is the default of WorkerOptions.Retry.
@@ -52,6 +62,7 @@ type Worker struct {
 	leader  Leader
 	retry   time.Duration
 	onError func(error)
+	watch   func(context.Context, func(time.Time)) (func(), error)
 
 	wake    chan struct{} // buffered 1: a pending wake-up
 	planned atomic.Int64  // see Planned
@@ -78,7 +89,7 @@ func NewWorker(step StepFunc, opts *WorkerOptions) *Worker {
 	}
 	return &Worker{
 		step: step, clock: keel.ClockOrSystem(o.Clock), leader: o.Leader,
-		retry: o.Retry, onError: o.OnError, wake: o.Wake,
+		retry: o.Retry, onError: o.OnError, wake: o.Wake, watch: o.Watch,
 	}
 }
 
@@ -135,9 +146,10 @@ func (w *Worker) Wake() {
 // sees the work when it wakes anyway, and is spared a step. This is safe
 // because the worker clears its plan before each step and sets it only
 // after: a plan read after the commit either belongs to a step that began
-// after it (and sees the work), or wakes the worker no later than t.
+// after it (and sees the work), or wakes the worker no later than t. The
+// zero t wakes the worker at once.
 func (w *Worker) WakeFor(t time.Time) {
-	if p := w.planned.Load(); p == 0 || t.UnixNano() < p {
+	if p := w.planned.Load(); p == 0 || t.IsZero() || t.UnixNano() < p {
 		w.Wake()
 	}
 }
@@ -155,23 +167,40 @@ func (w *Worker) Planned() time.Time {
 // loop runs steps while ctx lasts.
 func (w *Worker) loop(ctx context.Context) {
 	var timer keel.Timer
+	var stopWatch func()
 	defer func() {
 		w.planned.Store(0)
 		if timer != nil {
 			timer.Stop()
 		}
+		if stopWatch != nil {
+			stopWatch()
+		}
 	}()
 	for {
 		w.planned.Store(0)
+		if w.watch != nil && stopWatch == nil {
+			var err error
+			if stopWatch, err = w.watch(ctx, w.WakeFor); err != nil {
+				stopWatch = nil
+				if ctx.Err() != nil {
+					return
+				}
+				w.report(fmt.Errorf("watch: %w", err))
+			}
+		}
 		next, err := w.step(ctx, w.clock.Now())
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			if w.onError != nil {
-				w.onError(err)
-			}
+			w.report(err)
 			next = w.clock.Now().Add(w.retry)
+		}
+		if w.watch != nil && stopWatch == nil {
+			if again := w.clock.Now().Add(w.retry); next.IsZero() || again.Before(next) {
+				next = again
+			}
 		}
 		var fire <-chan time.Time
 		if next.IsZero() {
@@ -203,5 +232,12 @@ func (w *Worker) loop(ctx context.Context) {
 		case <-w.wake:
 		case <-fire:
 		}
+	}
+}
+
+// report gives err to OnError, when set.
+func (w *Worker) report(err error) {
+	if w.onError != nil {
+		w.onError(err)
 	}
 }

@@ -253,3 +253,81 @@ func TestWorkerWakeFor(t *testing.T) {
 		t.Fatal("a worker that plans nothing was not woken")
 	}
 }
+
+// TestWorkerWatch: the Watch option is called at the start of the term,
+// before the first step; what it reports through wakeFor wakes the
+// sleeping worker when it is due earlier than planned; its stop runs when
+// the worker stops. A failed Watch goes to OnError and is tried again
+// after Retry.
+func TestWorkerWatch(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		wakeFor func(time.Time)
+		calls   int
+		stopped bool
+	)
+	failFirst := errors.New("no watch yet")
+	var reported []error
+	s := newStepper(func(n int, now time.Time) (time.Time, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 1 && calls != 1 {
+			t.Errorf("first step after %d Watch calls, want 1", calls)
+		}
+		return now.Add(time.Hour), nil
+	})
+	w, clock := startWorker(t, s, &leader.WorkerOptions{
+		Retry: time.Minute,
+		OnError: func(err error) {
+			mu.Lock()
+			reported = append(reported, err)
+			mu.Unlock()
+		},
+		Watch: func(ctx context.Context, wf func(time.Time)) (func(), error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if calls == 1 {
+				return nil, failFirst
+			}
+			wakeFor = wf
+			return func() {
+				mu.Lock()
+				stopped = true
+				mu.Unlock()
+			}, nil
+		},
+	})
+	s.call(t)
+	sleeping(t, clock)
+	// Without a watch the worker sleeps only Retry, not its hour.
+	if got := w.Planned(); !got.Equal(w0.Add(time.Minute)) {
+		t.Fatalf("planned %v after a failed Watch, want %v", got, w0.Add(time.Minute))
+	}
+	mu.Lock()
+	if len(reported) != 1 || !errors.Is(reported[0], failFirst) {
+		t.Fatalf("OnError got %v, want the Watch error", reported)
+	}
+	mu.Unlock()
+	clock.Advance(time.Minute)
+	s.call(t)
+	sleeping(t, clock)
+	mu.Lock()
+	wf := wakeFor
+	mu.Unlock()
+	if wf == nil {
+		t.Fatal("Watch was not called again after Retry")
+	}
+	wf(clock.Now().Add(2 * time.Hour)) // later than planned: no step
+	s.none(t)
+	wf(clock.Now().Add(time.Minute)) // earlier: a step
+	s.call(t)
+	wf(time.Time{}) // zero: at once
+	s.call(t)
+	w.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if !stopped || calls != 2 {
+		t.Fatalf("after Stop: watch stopped %v, Watch called %d times; want true, 2", stopped, calls)
+	}
+}

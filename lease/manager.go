@@ -226,8 +226,23 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 	m.worker = leader.NewWorker(m.Step, &leader.WorkerOptions{
 		Clock: o.Clock, Leader: o.Leader, Retry: o.RetryBase, Wake: m.wake,
 		OnError: func(err error) { m.log.Error("lease worker", "error", err, "retry_in", o.RetryBase) },
+		Watch:   m.watchDue,
 	})
 	return m, nil
+}
+
+// watchDue wakes the worker, through wakeFor, for the leases that any
+// process makes due (storage.Watch of the expiry index): on a store shared
+// by processes, a lease issued or queued through a follower is revoked
+// when due, not at the leader's next planned step.
+func (m *Manager) watchDue(ctx context.Context, wakeFor func(time.Time)) (func(), error) {
+	return storage.Watch(ctx, m.store, duePrefix, func(key string) {
+		at, _, err := parseDueKey(key)
+		if err != nil {
+			at = time.Time{} // the whole index may have changed: at once
+		}
+		wakeFor(at)
+	})
 }
 
 // Mount is an engine's mount as Register takes it.

@@ -1,6 +1,7 @@
 package peering
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -178,8 +179,17 @@ func New(store storage.Store, transport Transport, opts *Options) *Service {
 	s.worker = leader.NewWorker(s.Step, &leader.WorkerOptions{
 		Clock: s.clock, Leader: o.Leader, Retry: o.Retry,
 		OnError: func(err error) { log.Error("peering worker", "error", err) },
+		Watch:   s.watchIndex,
 	})
 	return s
+}
+
+// watchIndex wakes the worker at once for every change of the peerings
+// that any process commits (storage.Watch of the change index): on a store
+// shared by processes, a peering established through a follower is
+// streamed to by the leader without waiting for its next planned step.
+func (s *Service) watchIndex(ctx context.Context, wakeFor func(time.Time)) (func(), error) {
+	return storage.Watch(ctx, s.store, indexKey, func(string) { wakeFor(time.Time{}) })
 }
 
 // Datacenter returns this cluster's datacenter.

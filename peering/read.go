@@ -50,15 +50,22 @@ func checkQuery(q *QueryOptions) (QueryOptions, error) {
 }
 
 // block runs read until the index it returns is above q.MinIndex, or the
-// wait ends, or ctx ends (its error is returned).
+// wait ends, or ctx ends (its error is returned). It is woken by this
+// Service's commits, and by the store's watch of the index (storage.Watch)
+// for the commits of other processes on a shared store.
 func (s *Service) block(ctx context.Context, q QueryOptions, read func() (uint64, error)) error {
 	var timer keel.Timer
+	var stopWatch func()
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		if stopWatch != nil {
+			stopWatch()
+		}
 	}()
 	var expired <-chan time.Time
+	remote := make(chan struct{}, 1)
 	for {
 		ch := s.watch()
 		idx, err := read()
@@ -68,12 +75,30 @@ func (s *Service) block(ctx context.Context, q QueryOptions, read func() (uint64
 		if q.MinIndex == 0 || idx > q.MinIndex {
 			return err
 		}
+		if stopWatch == nil {
+			// Watch, then read again: a change between the read and the
+			// watch is seen by that read.
+			stop, err := storage.Watch(ctx, s.store, indexKey, func(string) {
+				select {
+				case remote <- struct{}{}:
+				default:
+				}
+			})
+			if err != nil {
+				// In-process signals and the wait's end still answer.
+				s.log.Warn("peering: blocking read without the store's watch", "error", err)
+				stop = func() {}
+			}
+			stopWatch = stop
+			continue
+		}
 		if timer == nil {
 			timer = s.clock.NewTimer(q.WaitTime)
 			expired = timer.C()
 		}
 		select {
 		case <-ch:
+		case <-remote:
 		case <-expired:
 			_, err := read()
 			return err

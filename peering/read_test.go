@@ -9,6 +9,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -62,6 +63,47 @@ func TestBlockingReadReturnsOnChange(t *testing.T) {
 		w.a.svc.SetExportedServices(ctx, "b", []string{"web"})
 		if p := <-got; p.ModifyIndex <= idx {
 			t.Fatalf("returned index %d, want above %d", p.ModifyIndex, idx)
+		}
+	})
+}
+
+// TestBlockingReadSeesAnotherServer: a blocking read through one server
+// of a cluster returns within a second of a change made through another
+// server on the same store (on etcd, a Store of another client, as another
+// process): the store's watch wakes it, not the end of its wait.
+func TestBlockingReadSeesAnotherServer(t *testing.T) {
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		w := newWorldOn(t, open)
+		ctx := context.Background()
+		other := peering.New(storage.Sub(everystore.Another(t, w.a.store), "peering/"), w.net, &peering.Options{
+			Datacenter: "dc1", Addresses: []string{"10.0.0.3:8300"}, Clock: w.clock, Logger: quiet(),
+		})
+		if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		_, idx, err := other.Read(ctx, "b", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan uint64, 1)
+		go func() {
+			_, i, _ := other.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx, WaitTime: time.Minute})
+			got <- i
+		}()
+		if err := w.clock.BlockUntil(ctx, 1); err != nil { // the read waits
+			t.Fatal(err)
+		}
+		if err := w.a.svc.SetExportedServices(ctx, "b", []string{"web"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case i := <-got:
+			if i <= idx {
+				t.Fatalf("returned index %d, want above %d", i, idx)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the blocking read on the other server did not return within 1s of the change")
 		}
 	})
 }

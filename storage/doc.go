@@ -52,6 +52,18 @@
 // effect outside its Tx. Do side effects (network calls, waking workers)
 // after Update returns.
 //
+// # Changes
+//
+// A store that is a Watcher reports the keys its commits write, whichever
+// process committed them: memstore and boltstore from their own commits,
+// etcdstore from an etcd watch, the wrappers from the store they wrap.
+// Watch (the function) works on any store and reports nothing for one
+// that is not a Watcher. The domains' workers and blocking reads use it,
+// so that work committed through one process on a shared store wakes the
+// leading process's worker when due, and a blocking read in another:
+//
+//	stop, err := storage.Watch(ctx, store, "due/", func(key string) { worker.Wake() })
+//
 // # Caveats
 //
 // Values are copied in and out: a slice given to Put may be reused, and a

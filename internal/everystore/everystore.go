@@ -92,3 +92,17 @@ func Etcd(t testing.TB) storage.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// Another returns a second handle on the data of s, as another process
+// would open it: for an etcdstore, a Store of a client of its own on the
+// same prefix, closed when t ends; for the in-process stores, which no
+// other process can open, s itself.
+func Another(t testing.TB, s storage.Store) storage.Store {
+	t.Helper()
+	if es, ok := s.(*etcdstore.Store); ok {
+		other := etcdstore.New(etcdtest.Client(t), &etcdstore.Options{Prefix: es.Prefix()})
+		t.Cleanup(func() { other.Close() })
+		return other
+	}
+	return s
+}

@@ -54,10 +54,14 @@ type Store struct {
 	queue   []*call // Updates waiting for the next commit
 	leading bool    // an Update is committing a batch
 
-	gate txbase.Gate
+	gate  txbase.Gate
+	watch txbase.Watchers
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Watcher = (*Store)(nil)
+)
 
 var bucketName = []byte("keel")
 
@@ -128,7 +132,21 @@ func (s *Store) Close() error {
 	if !s.gate.Close() {
 		return nil
 	}
+	s.watch.Close()
 	return s.db.Close()
+}
+
+// Watch reports the keys under prefix written by the Updates that commit
+// after it returns, as storage.Watcher: fn runs in the goroutine that
+// commits, after the commit. bbolt's file lock keeps other processes out,
+// so every commit is this process's. It fails with storage.ErrClosed once
+// the store is closed.
+func (s *Store) Watch(ctx context.Context, prefix string, fn func(key string)) (stop func(), err error) {
+	if err := s.gate.Begin(ctx, s); err != nil {
+		return nil, err
+	}
+	defer s.gate.Leave()
+	return s.watch.Add(prefix, fn), nil
 }
 
 // View runs fn in a bbolt read transaction. Views run alongside each other
@@ -192,7 +210,8 @@ type call struct {
 type outcome struct {
 	err      error
 	panicked any
-	lead     bool // the receiver is to commit the next batch
+	lead     bool     // the receiver is to commit the next batch
+	written  []string // the keys written, for the watches
 }
 
 // lead commits the calls at the head of the queue, then hands the lead to
@@ -240,6 +259,7 @@ func (s *Store) commit(batch []*call) {
 				}
 				out := run(c.fn, t)
 				t.Finish()
+				out.written = t.Written()
 				if out.err == nil && out.panicked == nil {
 					if err := c.ctx.Err(); err != nil {
 						out.err = err
@@ -257,8 +277,12 @@ func (s *Store) commit(batch []*call) {
 		})
 		if failed < 0 {
 			for i, c := range batch {
-				if outs[i].err == nil && outs[i].panicked == nil && err != nil {
-					outs[i].err = fmt.Errorf("boltstore: commit: %w", err)
+				if outs[i].err == nil && outs[i].panicked == nil {
+					if err != nil {
+						outs[i].err = fmt.Errorf("boltstore: commit: %w", err)
+					} else {
+						s.watch.Notify(outs[i].written)
+					}
 				}
 				c.done <- outs[i]
 			}

@@ -49,6 +49,14 @@
 // then, while some conflict, they run one at a time in that Store, so that
 // they conflict only with other processes.
 //
+// # Changes
+//
+// A Store is a storage.Watcher: Watch opens an etcd watch of the prefix's
+// keys, and reports the commits of every process on the same etcd and
+// Prefix. It returns once etcd has created the watch. A watch that breaks
+// (no leader, a compaction, a lost connection) is created again, and then
+// reports its prefix: what lies under it must be read again.
+//
 // # Caveats
 //
 // The closure of an Update may run more than once (see storage.Store), and

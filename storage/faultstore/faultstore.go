@@ -128,6 +128,11 @@ func (s *Store) Limits() storage.Limits { return s.inner.Limits() }
 // Close closes the underlying store.
 func (s *Store) Close() error { return s.inner.Close() }
 
+// Watch is the inner store's, as storage.Watch gives it.
+func (s *Store) Watch(ctx context.Context, prefix string, fn func(key string)) (stop func(), err error) {
+	return storage.Watch(ctx, s.inner, prefix, fn)
+}
+
 type faultTx struct {
 	s  *Store
 	tx storage.Tx

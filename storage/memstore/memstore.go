@@ -27,9 +27,13 @@ type Store struct {
 	current atomic.Pointer[iradix.Tree[[]byte]] // committed state; immutable
 	writeMu sync.Mutex                          // one Update at a time
 	gate    txbase.Gate
+	watch   txbase.Watchers
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Watcher = (*Store)(nil)
+)
 
 // New returns an empty Store.
 func New(opts *Options) *Store {
@@ -47,8 +51,22 @@ func (s *Store) Limits() storage.Limits { return s.limits }
 // Close marks the store closed and waits for running transactions. The data
 // is dropped when the Store is no longer referenced.
 func (s *Store) Close() error {
-	s.gate.Close()
+	if s.gate.Close() {
+		s.watch.Close()
+	}
 	return nil
+}
+
+// Watch reports the keys under prefix written by the Updates that commit
+// after it returns, as storage.Watcher: fn runs in the goroutine of the
+// Update, after the commit. It fails with storage.ErrClosed once the store
+// is closed.
+func (s *Store) Watch(ctx context.Context, prefix string, fn func(key string)) (stop func(), err error) {
+	if err := s.gate.Begin(ctx, s); err != nil {
+		return nil, err
+	}
+	defer s.gate.Leave()
+	return s.watch.Add(prefix, fn), nil
 }
 
 // View runs fn over a snapshot of the committed state. Views never wait for
@@ -72,10 +90,19 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		return err
 	}
 	defer s.gate.Leave()
+	written, err := s.update(ctx, fn)
+	if err == nil {
+		s.watch.Notify(written)
+	}
+	return err
+}
+
+// update runs fn and commits; it returns the keys written.
+func (s *Store) update(ctx context.Context, fn func(context.Context, storage.Tx) error) ([]string, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	t := &tx{txn: s.current.Load().Txn()}
 	t.Init(ctx, s, &s.limits, true)
@@ -87,18 +114,18 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		return fn(t, t)
 	}()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if t.Writes() > 0 {
 		if n := len(t.reads) + t.scans; t.reads != nil && n > s.limits.MaxTxReads {
-			return fmt.Errorf("%w: the transaction read %d keys and scans, at most %d (Limits.MaxTxReads)", storage.ErrTxTooLarge, n, s.limits.MaxTxReads)
+			return nil, fmt.Errorf("%w: the transaction read %d keys and scans, at most %d (Limits.MaxTxReads)", storage.ErrTxTooLarge, n, s.limits.MaxTxReads)
 		}
 		s.current.Store(t.txn.CommitOnly())
 	}
-	return nil
+	return t.Written(), nil
 }
 
 // tx reads root in a View, and txn in an Update.

@@ -210,6 +210,13 @@ func (s *Store) Limits() storage.Limits {
 // Close closes the underlying store.
 func (s *Store) Close() error { return s.inner.Close() }
 
+// Watch reports the keys under prefix written through the inner store, as
+// storage.Watcher, when that store is one (keys are not sealed, only
+// values).
+func (s *Store) Watch(ctx context.Context, prefix string, fn func(key string)) (stop func(), err error) {
+	return storage.Watch(ctx, s.inner, prefix, fn)
+}
+
 // Reseal seals again with the active key every value under prefix that was
 // sealed with a previous key, and returns how many it rewrote. After it,
 // previous keys may be dropped from New.

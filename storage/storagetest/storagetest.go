@@ -52,6 +52,7 @@ var cases = []struct {
 	{"ConcurrentWriters", testConcurrentWriters},
 	{"RetrySafe", testRetrySafe},
 	{"Batch", testBatch},
+	{"Watch", testWatch},
 }
 
 // waitLimit bounds every wait for something that could deadlock.

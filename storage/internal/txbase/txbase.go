@@ -22,6 +22,7 @@ type Base struct {
 	done     bool
 	ops      int
 	bytes    int
+	keys     []string // written, in order, repeats kept
 }
 
 // Init prepares b for a transaction of owner started with ctx. limits must
@@ -65,6 +66,10 @@ func (b *Base) Finished() bool { return b.done }
 // Writes reports how many Puts and Deletes passed CheckPut or CheckDelete.
 func (b *Base) Writes() int { return b.ops }
 
+// Written returns the keys of the Puts and Deletes that passed CheckPut or
+// CheckDelete, for the store's Watchers.
+func (b *Base) Written() []string { return b.keys }
+
 // CheckRead returns storage.ErrTxDone after Finish, and the context's error
 // once it is done.
 func (b *Base) CheckRead() error {
@@ -83,7 +88,7 @@ func (b *Base) CheckPut(key string, value []byte) error {
 	if err := b.limits.CheckValue(key, value); err != nil {
 		return err
 	}
-	return b.count(len(key) + len(value))
+	return b.count(key, len(key)+len(value))
 }
 
 // CheckDelete checks a Delete of key and counts it against the transaction's
@@ -92,7 +97,7 @@ func (b *Base) CheckDelete(key string) error {
 	if err := b.checkWrite(key); err != nil {
 		return err
 	}
-	return b.count(len(key))
+	return b.count(key, len(key))
 }
 
 func (b *Base) checkWrite(key string) error {
@@ -105,7 +110,7 @@ func (b *Base) checkWrite(key string) error {
 	return b.limits.CheckKey(key)
 }
 
-func (b *Base) count(n int) error {
+func (b *Base) count(key string, n int) error {
 	if b.limits.MaxTxOps > 0 && b.ops+1 > b.limits.MaxTxOps {
 		return storage.ErrTxTooLarge
 	}
@@ -114,6 +119,7 @@ func (b *Base) count(n int) error {
 	}
 	b.ops++
 	b.bytes += n
+	b.keys = append(b.keys, key)
 	return nil
 }
 
