@@ -41,8 +41,13 @@
 //	                       such as http://10.0.0.1:2379,http://10.0.0.2:2379.
 //	                       Several servers may share it; one at a time (elected
 //	                       through etcd) runs the background work, such as lease
-//	                       expiry, and another takes over when it stops, or 10s
-//	                       after it dies
+//	                       expiry, and another takes over when it stops, or
+//	                       -leader-ttl after it dies
+//	-etcd-prefix PREFIX    with -etcd, the prefix of every key (default keel/):
+//	                       one per deployment sharing an etcd
+//	-leader-ttl DURATION   with -etcd, how long a dead server keeps the background
+//	                       work before another takes it over (default 10s, whole
+//	                       seconds)
 //	-root-token TOKEN      the root token of this run (or the environment variable
 //	                       KEEL_ROOT_TOKEN, which the process list does not show);
 //	                       when neither is given, the one kept with the data, or at

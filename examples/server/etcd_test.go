@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +14,14 @@ import (
 	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
 )
 
-// TestMain gives the tests one embedded etcd (see etcdtest).
-func TestMain(m *testing.M) { etcdtest.Main(m) }
+// TestMain gives the tests one embedded etcd (see etcdtest), or, in a
+// child process of TestKilledLeaderIsReplaced, runs a server.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild())
+	}
+	etcdtest.Main(m)
+}
 
 // revocations records which server revoked which lease.
 type revocations struct {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +48,7 @@ func TestInflightMemoryBound(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	srv := startProcess(t, bin, "-addr", "127.0.0.1:0", "-data", "memory", "-root-token", token)
+	srv := startProcess(t, nil, bin, "-addr", "127.0.0.1:0", "-data", "memory", "-root-token", token)
 
 	client := &http.Client{Timeout: 2 * time.Minute}
 	// do sends the request made by newReq, again after Retry-After for as
@@ -208,57 +207,6 @@ func checkValue(body io.Reader, b byte, n int) error {
 		return fmt.Errorf("the value is longer than %d bytes, or the answer is cut: %.40q %v", n, rest, err)
 	}
 	return nil
-}
-
-// process is a server started as a process of its own.
-type process struct {
-	cmd *exec.Cmd
-	url string
-}
-
-var listeningAddr = regexp.MustCompile(`msg=listening addr=(\S+)`)
-
-// startProcess runs bin with args and returns once it listens (its log
-// says where). It is killed at the end of the test.
-func startProcess(t *testing.T, bin string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(wait):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() { // read to the end, so that the server never blocks on its log
-			if m := listeningAddr.FindStringSubmatch(sc.Text()); m != nil && !sent {
-				addr <- m[1]
-				sent = true
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return &process{cmd: cmd, url: "http://" + a}
-	case <-time.After(wait):
-		t.Fatalf("%s did not listen within %v", bin, wait)
-		return nil
-	}
 }
 
 // peakRSS returns the process's peak resident set size: VmHWM of

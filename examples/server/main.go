@@ -17,6 +17,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/etcdstore"
 )
 
 // The server's timeouts. ReadHeaderTimeout bounds how long a client may
@@ -85,6 +86,8 @@ type options struct {
 	addr        string
 	data        string
 	etcd        string
+	etcdPrefix  string        // -etcd-prefix
+	leaderTTL   time.Duration // -leader-ttl
 	rootToken   string
 	sealKeyFile string
 	configFile  string
@@ -108,6 +111,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8200", "listen on `host:port`")
 	fs.StringVar(&o.data, "data", "keel.db", "bbolt file of the store, or \"memory\" for a store that ends with the process")
 	fs.StringVar(&o.etcd, "etcd", "", "run on etcd at these comma-separated `endpoints` instead of -data, with one server of the deployment running background work at a time")
+	fs.StringVar(&o.etcdPrefix, "etcd-prefix", etcdstore.DefaultPrefix, "with -etcd, keep every key under this `prefix`: one per deployment sharing an etcd")
+	fs.DurationVar(&o.leaderTTL, "leader-ttl", etcdstore.DefaultLeaderTTL, "with -etcd, the `duration` (whole seconds) after which another server takes over the background work of one that died")
 	fs.StringVar(&o.rootToken, "root-token", "", "the root `token` (or the environment's "+envRootToken+"); when neither is given, the one generated at the first start over the same data, printed once and kept with the data")
 	fs.StringVar(&o.sealKeyFile, "seal-key-file", "", "encrypt stored values with the keys of this `file` (see sealstore.ParseKeys)")
 	fs.StringVar(&o.configFile, "config", "", "JSON `file` of policies and tokens")
@@ -145,6 +150,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if dataSet && o.etcd != "" {
 		err := errors.New("-data and -etcd exclude each other")
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return o, usageError{err}
+	}
+	if o.leaderTTL < time.Second || o.etcdPrefix == "" {
+		err := errors.New("-leader-ttl: must be at least 1s; -etcd-prefix: must not be empty")
 		fmt.Fprintln(stderr, err)
 		fs.Usage()
 		return o, usageError{err}
@@ -201,7 +212,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	var leaders func(name string) leader.Leader // nil: this server alone runs background work
 	where := opts.data
 	if opts.etcd != "" {
-		store, leaders, err = openEtcd(ctx, opts.etcd, opts.sealKeyFile)
+		store, leaders, err = openEtcd(ctx, opts.etcd, opts.etcdPrefix, opts.leaderTTL, opts.sealKeyFile)
 		where = "etcd " + opts.etcd
 	} else {
 		store, err = openStore(opts.data, opts.sealKeyFile)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/storage"
@@ -17,13 +18,14 @@ import (
 const memoryData = "memory"
 
 // openEtcd opens the store the server runs on when -etcd is given: an
-// etcdstore on the comma-separated endpoints, wrapped as openStore wraps
-// its stores. It returns too the leaders of the background work: for each
-// worker name ("lease", "peering"), an etcd election of its own, so that
-// one server of the deployment runs each worker at a time. The caller
-// closes the store.
-func openEtcd(ctx context.Context, endpoints, sealKeyFile string) (storage.Store, func(name string) leader.Leader, error) {
-	es, err := etcdstore.Open(ctx, strings.Split(endpoints, ","), nil)
+// etcdstore on the comma-separated endpoints, under prefix, wrapped as
+// openStore wraps its stores. It returns too the leaders of the
+// background work: for each worker name ("lease", "peering"), an etcd
+// election of its own, so that one server of the deployment runs each
+// worker at a time, and another takes over leaderTTL after it dies. The
+// caller closes the store.
+func openEtcd(ctx context.Context, endpoints, prefix string, leaderTTL time.Duration, sealKeyFile string) (storage.Store, func(name string) leader.Leader, error) {
+	es, err := etcdstore.Open(ctx, strings.Split(endpoints, ","), &etcdstore.Options{Prefix: prefix})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -31,7 +33,7 @@ func openEtcd(ctx context.Context, endpoints, sealKeyFile string) (storage.Store
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, func(name string) leader.Leader { return es.Leader(name, nil) }, nil
+	return s, func(name string) leader.Leader { return es.Leader(name, &etcdstore.LeaderOptions{TTL: leaderTTL}) }, nil
 }
 
 // openStore opens the store the server runs on: a bbolt file at data, or a
