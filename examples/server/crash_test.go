@@ -73,11 +73,12 @@ func recordRevocations(mux *http.ServeMux, d *deps) {
 	})
 }
 
-// leaseLeader returns the pid of the server that leads the lease worker
-// of the deployment under prefix, waiting until one does.
-func leaseLeader(t *testing.T, cli *clientv3.Client, prefix string) int {
+// workerLeader returns the pid of the server that leads the worker name
+// ("lease", "peering") of the deployment under prefix, waiting until one
+// does.
+func workerLeader(t *testing.T, cli *clientv3.Client, prefix, name string) int {
 	t.Helper()
-	key := "keel-leader/" + prefix + "lease/"
+	key := "keel-leader/" + prefix + name + "/"
 	deadline := time.Now().Add(3 * wait)
 	for {
 		resp, err := cli.Get(context.Background(), key, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
@@ -93,7 +94,7 @@ func leaseLeader(t *testing.T, cli *clientv3.Client, prefix string) int {
 			return pid
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no server leads the lease worker")
+			t.Fatalf("no server leads the %s worker", name)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -104,7 +105,8 @@ func leaseLeader(t *testing.T, cli *clientv3.Client, prefix string) int {
 // through the other. Then the server that leads the lease worker is
 // killed (SIGKILL) right after it issued a lease of 5 s: the other server
 // revokes it, exactly once (each call of the revoker is recorded in etcd),
-// within the TTL, the session TTL (-leader-ttl 2s) and 5 s.
+// within the TTL, the session TTL (-leader-ttl 2s) and 5 s, and leads the
+// peering worker.
 func TestKilledLeaderIsReplaced(t *testing.T) {
 	endpoints := strings.Join(etcdtest.Endpoints(t), ",")
 	cli := etcdtest.Client(t)
@@ -148,7 +150,7 @@ func TestKilledLeaderIsReplaced(t *testing.T) {
 	}
 
 	// The leader of the lease worker issues a 5 s lease and is killed.
-	pid := leaseLeader(t, cli, prefix)
+	pid := workerLeader(t, cli, prefix, "lease")
 	killed, survivor := servers[0], servers[1]
 	if survivor.cmd.Process.Pid == pid {
 		killed, survivor = survivor, killed
@@ -193,4 +195,8 @@ func TestKilledLeaderIsReplaced(t *testing.T) {
 		t.Fatalf("lookup of the revoked lease: %d %s, want 400 (invalid lease)", status, body)
 	}
 	t.Logf("lease revoked by the survivor %v after its issue", revokedAfter)
+	// The survivor runs the other workers too (peering's heartbeats).
+	if got := workerLeader(t, cli, prefix, "peering"); got != survivor.cmd.Process.Pid {
+		t.Fatalf("the peering worker is led by %d, want the survivor %d", got, survivor.cmd.Process.Pid)
+	}
 }
