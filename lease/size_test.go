@@ -66,3 +66,62 @@ func TestRevokePrefixTenThousandOnEveryStore(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuedRevokePrefixOnEveryStore: a queued revoke-prefix of more
+// leases than one transaction holds on etcd is queued in batches, and the
+// worker's steps revoke each lease once and leave no record or index entry
+// of them, on every store.
+func TestQueuedRevokePrefixOnEveryStore(t *testing.T) {
+	const n = 600
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		ctx := context.Background()
+		store := open(t)
+		clock := keel.NewFakeClock(t0)
+		m := mustNew(t, store, &Options{Clock: clock})
+		rev := &fakeRevoker{}
+		iss, err := m.Register(Mount{Path: "ldap/", Revoker: rev, Store: storage.Sub(store, "ldap/")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for done := 0; done < n; done += 25 {
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+				for range min(25, n-done) {
+					if _, err := issue(IssueRequest{Path: "ldap/creds/app", TTL: time.Hour}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("issue after %d: %v", done, err)
+			}
+		}
+		if err := m.RevokePrefix(ctx, "ldap/creds/", false); err != nil {
+			t.Fatalf("queued RevokePrefix of %d leases: %v", n, err)
+		}
+		if len(rev.ids()) != 0 {
+			t.Fatal("a queued revoke-prefix revoked at once")
+		}
+		for steps := 0; len(rev.ids()) < n; steps++ {
+			if steps > n {
+				t.Fatalf("%d leases revoked after %d steps, want %d", len(rev.ids()), steps, n)
+			}
+			if _, err := m.Step(ctx, clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[string]bool{}
+		for _, id := range rev.ids() {
+			if seen[id] {
+				t.Fatalf("%s revoked twice", id)
+			}
+			seen[id] = true
+		}
+		for k := range storagetest.Dump(t, store) {
+			if strings.Contains(k, "creds") {
+				t.Fatalf("%s left after the queued revocations", k)
+			}
+		}
+	})
+}
