@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
 	"github.com/keelhq/keel/examples/httpapi/internal/kindstatus"
 )
 
@@ -102,28 +103,14 @@ func setIndex(w http.ResponseWriter, idx uint64) {
 // maxBody is the largest request body read.
 const maxBody = 1 << 20
 
-// errTrailing is the decode error of a body with data after its JSON value.
-var errTrailing = errors.New("data after the JSON value")
-
 // decodeBody reads a JSON object from r into v; an empty body leaves v
 // as it is, data after the JSON value is refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	if r.Body == nil {
-		return nil
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	err := dec.Decode(v)
-	if err == nil {
-		// One JSON value, and nothing after it.
-		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
-			err = errTrailing
-		}
-	}
-	var tooBig *http.MaxBytesError
+	err := jsonbody.Decode(w, r, jsonbody.Options{Max: maxBody}, v)
 	switch {
-	case err == nil, errors.Is(err, io.EOF):
+	case err == nil, errors.Is(err, jsonbody.ErrEmpty):
 		return nil
-	case errors.As(err, &tooBig):
+	case keel.KindOf(err) == keel.KindTooLarge:
 		return keel.ErrTooLarge
 	}
 	return keel.Invalid("", "request decode failed: %v", err)

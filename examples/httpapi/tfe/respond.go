@@ -3,8 +3,6 @@ package tfe
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
 	"github.com/keelhq/keel/examples/httpapi/internal/kindstatus"
 )
 
@@ -344,22 +343,16 @@ func readDoc(w http.ResponseWriter, r *http.Request, typ string) (*reqResource, 
 // empty, malformed, larger than maxDocument, or followed by anything but
 // white space (a second document: {"data":…}{"data":…}) is refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDocument))
-	err := dec.Decode(v)
-	if err == nil {
-		// The document must be the whole body: the next token is the end.
-		if _, err = dec.Token(); err == nil {
-			return keel.Invalid("/data", "malformed JSON:API document: data after the document")
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-	} else if errors.Is(err, io.EOF) {
+	err := jsonbody.Decode(w, r, jsonbody.Options{Max: maxDocument}, v)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jsonbody.ErrEmpty):
 		return keel.Invalid("/data", "the body is empty")
-	}
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return fmt.Errorf("document larger than %d bytes: %w", maxDocument, keel.ErrTooLarge)
+	case errors.Is(err, jsonbody.ErrTrailing):
+		return keel.Invalid("/data", "malformed JSON:API document: data after the document")
+	case keel.KindOf(err) == keel.KindTooLarge:
+		return err
 	}
 	return keel.Invalid("/data", "malformed JSON:API document: %v", err)
 }

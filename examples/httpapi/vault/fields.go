@@ -3,7 +3,6 @@ package vault
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
 )
 
 // maxBody is the largest request body read, as Vault's default
@@ -26,24 +26,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.Body == nil || r.ContentLength == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.UseNumber()
-	err := dec.Decode(v)
-	if err == nil {
-		// The value must be the whole body: the next token is the end.
-		if _, err = dec.Token(); err == nil {
-			return keel.Invalid("", "failed to parse JSON input: data after the JSON value")
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-	}
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return keel.ErrTooLarge
-	}
-	if errors.Is(err, io.EOF) {
+	err := jsonbody.Decode(w, r, jsonbody.Options{Max: maxBody, UseNumber: true}, v)
+	switch {
+	case err == nil, errors.Is(err, jsonbody.ErrEmpty):
 		return nil
+	case keel.KindOf(err) == keel.KindTooLarge:
+		return keel.ErrTooLarge
 	}
 	return keel.Invalid("", "failed to parse JSON input: %v", err)
 }

@@ -1,0 +1,73 @@
+package jsonbody_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
+)
+
+// TestDecode: one value is read; an empty body, a second value, a body
+// over the size and malformed JSON each give their own error, and data
+// after the value is refused even when it is only a stray character.
+func TestDecode(t *testing.T) {
+	for _, tc := range []struct {
+		body    string
+		want    error // nil: decoded; a sentinel or kind otherwise
+		syntax  bool  // the decoder's own error
+		decoded string
+	}{
+		{body: `{"a":"b"}`, decoded: "b"},
+		{body: " {\"a\":\"b\"}\n\t ", decoded: "b"},
+		{body: ``, want: jsonbody.ErrEmpty},
+		{body: `   `, want: jsonbody.ErrEmpty},
+		{body: `{"a":"b"}{"c":"d"}`, want: jsonbody.ErrTrailing},
+		{body: `{"a":"b"} x`, want: jsonbody.ErrTrailing},
+		{body: `{"a":"` + strings.Repeat("x", 100) + `"}`, want: keel.ErrTooLarge},
+		{body: `{"a":`, syntax: true},
+		{body: `{"a":1}`, syntax: true}, // a number into a string
+	} {
+		var v struct{ A string }
+		r := httptest.NewRequest("POST", "/", strings.NewReader(tc.body))
+		err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 64}, &v)
+		switch {
+		case tc.syntax:
+			var se *json.SyntaxError
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &se) && !errors.As(err, &te) && !strings.Contains(err.Error(), "unexpected EOF") {
+				t.Errorf("%q: %v, want the decoder's error", tc.body, err)
+			}
+		case tc.want != nil:
+			if !errors.Is(err, tc.want) {
+				t.Errorf("%q: %v, want %v", tc.body, err, tc.want)
+			}
+		case err != nil || v.A != tc.decoded:
+			t.Errorf("%q: %+v, %v; want A=%q", tc.body, v, err, tc.decoded)
+		}
+	}
+}
+
+// TestDecodeUseNumber: with UseNumber, numbers keep their text.
+func TestDecodeUseNumber(t *testing.T) {
+	var v map[string]any
+	r := httptest.NewRequest("POST", "/", strings.NewReader(`{"n":18446744074}`))
+	if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 64, UseNumber: true}, &v); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := v["n"].(json.Number); !ok || n != "18446744074" {
+		t.Fatalf("n = %#v, want json.Number", v["n"])
+	}
+}
+
+func ExampleDecode() {
+	var v struct{ Name string }
+	r := httptest.NewRequest("POST", "/", strings.NewReader(`{"Name":"a"}{"Name":"b"}`))
+	err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 1 << 20}, &v)
+	fmt.Println(err)
+	// Output: data after the JSON value
+}
