@@ -90,10 +90,22 @@
 //     does not exist.
 //   - keel.KindForbidden: the Authorizer refused (see Rights).
 //   - keel.KindTooLarge: a key or value beyond the store's limits, or a
-//     transaction beyond them: deleting a group writes two keys per member
-//     and parent group, so on etcd a group with more than 62 of them
-//     together (a group listed as a member by many groups) must first be
-//     removed from some parents; the refused delete writes nothing. Member
+//     transaction beyond them. Deleting a group is one transaction that
+//     writes two keys per member group, three per parent group (the two
+//     edge keys and the parent's record) and two more: on etcd's default
+//     limits (128 writes) a group of MaxMemberGroups (30) member groups
+//     can be deleted while it has at most 22 parent groups, a group
+//     without member groups while it has at most 42. A larger delete is
+//     refused, before anything is written, with the counts and the limit
+//     in the message: remove the group from some parents first (a group
+//     listed as a member by many groups). Adding member groups to a
+//     group reads, to detect cycles, the parent groups of each of its
+//     ancestors in the write's transaction, with the reads the rest of
+//     the write leaves (one per member group it has or gains): on etcd a
+//     group without member groups, in 61 parent groups (without parents
+//     of their own) or at the bottom of a chain 61 deep, gains one; with
+//     more ancestors the write is refused up front, naming the limit
+//     (remove the group or its ancestors from some parents). Member
 //     entities are kept in the group's record and cost no transaction
 //     room: a group of 500 member entities is written and deleted on etcd
 //     alike.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -21,14 +22,14 @@ func FuzzInput(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, name, key, value string) {
-		e := newEnv(t, nil, nil)
+		e := newEnv(t, everystore.Mem, nil, nil)
 		ctx := context.Background()
 		res, err := e.g.Upsert(ctx, "", Input{Name: &name, Metadata: &map[string]string{key: value}})
 		valid := (name == "" || nameRule(name) == "") && key != "" && utf8.ValidString(key) && utf8.ValidString(value) &&
 			utf8.RuneCountInString(key) <= MaxMetadataKeyLen && utf8.RuneCountInString(value) <= MaxMetadataValueLen
 		if !valid {
 			wantKind(t, err, keel.KindInvalid)
-			if len(storagetest.Dump(t, e.mem)) != 0 {
+			if len(storagetest.Dump(t, e.raw)) != 0 {
 				t.Fatal("a refused write stored something")
 			}
 			return

@@ -301,8 +301,11 @@ func (g *Groups) ListNames(ctx context.Context) ([]string, error) {
 // members' parent links.
 //
 // It needs keel.CapDelete on "identity/group/id/<id>". It fails with
-// keel.KindForbidden without the right and keel.KindNotFound when no group
-// has that id.
+// keel.KindForbidden without the right, keel.KindNotFound when no group
+// has that id, and keel.KindTooLarge, writing nothing, when the group has
+// more member and parent groups than one transaction of the store can
+// unlink (see the package documentation: on etcd, at most 22 parent
+// groups for a group of 30 member groups).
 func (g *Groups) DeleteByID(ctx context.Context, id string) error {
 	if err := g.authorize(ctx, keel.CapDelete, resourceID+id); err != nil {
 		return fmt.Errorf("identity: delete group %q: %w", id, err)
@@ -313,7 +316,7 @@ func (g *Groups) DeleteByID(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		return deleteGroup(tx, rec, now)
+		return deleteGroup(tx, g.store.Limits(), rec, now)
 	})
 	if err != nil {
 		return fmt.Errorf("identity: delete group %q: %w", id, err)
@@ -325,8 +328,8 @@ func (g *Groups) DeleteByID(ctx context.Context, id string) error {
 // DeleteByID does.
 //
 // It needs keel.CapDelete on "identity/group/name/<name>" (name folded).
-// It fails with keel.KindForbidden without the right and keel.KindNotFound
-// when no group has that name.
+// It fails with keel.KindForbidden without the right, keel.KindNotFound
+// when no group has that name, and keel.KindTooLarge as DeleteByID.
 func (g *Groups) DeleteByName(ctx context.Context, name string) error {
 	if err := g.authorize(ctx, keel.CapDelete, nameResource(name)); err != nil {
 		return fmt.Errorf("identity: delete group named %q: %w", name, err)
@@ -337,7 +340,7 @@ func (g *Groups) DeleteByName(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		return deleteGroup(tx, rec, now)
+		return deleteGroup(tx, g.store.Limits(), rec, now)
 	})
 	if err != nil {
 		return fmt.Errorf("identity: delete group named %q: %w", name, err)
@@ -389,21 +392,53 @@ func readGroup(tx storage.Tx, rec *record) (Group, error) {
 	return gr, nil
 }
 
+// deleteCost is what deleting a group of m member groups and p parent
+// groups costs one transaction: two edge keys deleted per member group,
+// two per parent group and the parent's record rewritten, the record and
+// the name deleted; it reads the name and the record, scans both edge
+// lists (one per range and one per key) and reads each parent's record.
+func deleteCost(m, p int) (writes, reads int) {
+	return 2*m + 3*p + 2, 4 + m + 2*p
+}
+
+// deleteFits returns nil when deleting a group of m member groups and p
+// parent groups fits one transaction of a store of limits l, and else an
+// error of kind keel.KindTooLarge that names the limit and the remedy.
+func deleteFits(l storage.Limits, m, p int) error {
+	writes, reads := deleteCost(m, p)
+	const what = "deleting it writes two keys per member group (%d member groups), three per parent group (%d parent groups) and two more"
+	switch {
+	case l.MaxTxOps > 0 && writes > l.MaxTxOps:
+		return fmt.Errorf(what+": %d writes, at most %d fit in one transaction of this store (storage.Limits MaxTxOps); remove it from some parent groups, or some member groups from it, first: %w",
+			m, p, writes, l.MaxTxOps, keel.ErrTooLarge)
+	case l.MaxTxReads > 0 && reads > l.MaxTxReads:
+		return fmt.Errorf(what+", and reads %d keys and ranges, at most %d in one transaction of this store (storage.Limits MaxTxReads); remove it from some parent groups, or some member groups from it, first: %w",
+			m, p, reads, l.MaxTxReads, keel.ErrTooLarge)
+	}
+	return nil
+}
+
 // deleteGroup removes rec, its name, and every edge to and from it; the
-// parents it leaves get a new ModifyIndex and LastUpdateTime.
-func deleteGroup(tx storage.Tx, rec *record, now time.Time) error {
+// parents it leaves get a new ModifyIndex and LastUpdateTime. It reads
+// both edge lists first and refuses, before any write, a group whose
+// delete does not fit one transaction of a store of limits l (see
+// deleteFits).
+func deleteGroup(tx storage.Tx, l storage.Limits, rec *record, now time.Time) error {
 	members, err := edges(tx, memberPrefix(rec.ID))
 	if err != nil {
+		return err
+	}
+	parents, err := edges(tx, parentPrefix(rec.ID))
+	if err != nil {
+		return err
+	}
+	if err := deleteFits(l, len(members), len(parents)); err != nil {
 		return err
 	}
 	for _, c := range members {
 		if err := unlink(tx, rec.ID, c); err != nil {
 			return err
 		}
-	}
-	parents, err := edges(tx, parentPrefix(rec.ID))
-	if err != nil {
-		return err
 	}
 	for _, p := range parents {
 		if err := unlink(tx, p, rec.ID); err != nil {

@@ -8,32 +8,32 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // t0 is the start of every fake clock.
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// env is Groups under test over a memory store, with a fake clock.
+// env is Groups under test over a store of everystore, with a fake clock.
 type env struct {
 	g     *Groups
-	store storage.Store // the store given to New
-	mem   *memstore.Store
+	store storage.Store // the store given to New, wrapped
+	raw   storage.Store // the store opened, without wrap: to look at it
 	clock *keel.FakeClock
 }
 
-// newEnv returns an env; opts (may be nil) gets the fake clock. wrap, when
-// not nil, wraps the memory store (a faultstore, say).
-func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store) *env {
+// newEnv returns an env over a new store from open (everystore.Mem for a
+// test of one store); opts (may be nil) gets the fake clock. wrap, when
+// not nil, wraps the store (a faultstore, say).
+func newEnv(t testing.TB, open everystore.Open, opts *Options, wrap func(storage.Store) storage.Store) *env {
 	t.Helper()
-	mem := memstore.New(nil)
-	t.Cleanup(func() { mem.Close() })
-	var store storage.Store = mem
+	raw := open(t)
+	store := raw
 	if wrap != nil {
-		store = wrap(mem)
+		store = wrap(raw)
 	}
 	clock := keel.NewFakeClock(t0)
 	var o Options
@@ -43,7 +43,7 @@ func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store)
 	if o.Clock == nil {
 		o.Clock = clock
 	}
-	return &env{g: New(storage.Sub(store, keyPrefix), &o), store: store, mem: mem, clock: clock}
+	return &env{g: New(storage.Sub(store, keyPrefix), &o), store: store, raw: raw, clock: clock}
 }
 
 // create creates a group named name with the given member groups, or
@@ -72,6 +72,16 @@ func (e *env) read(t testing.TB, id string) Group {
 		t.Fatalf("read %q: %v", id, err)
 	}
 	return g
+}
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own).
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
 }
 
 // wantKind fails t unless err has kind k.

@@ -7,82 +7,87 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestRights(t *testing.T) {
-	a := &recordingAuthorizer{}
-	e := newEnv(t, &Options{Authorizer: a}, nil)
-	ctx := context.Background()
-	id := e.create(t, "g")
-	a.Take()
-	for name, tc := range map[string]struct {
-		op   func() error
-		want ask
-	}{
-		"upsert creates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("new")}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group"}},
-		"upsert updates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("G")}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
-		"upsert by id":    {func() error { _, err := e.g.Upsert(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
-		"update by id":    {func() error { _, err := e.g.UpdateByID(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/id/" + id}},
-		"by name creates": {func() error { _, err := e.g.UpsertByName(ctx, "fresh", Input{}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group/name/fresh"}},
-		"by name updates": {func() error { _, err := e.g.UpsertByName(ctx, "g", Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/name/g"}},
-		"read by id":      {func() error { _, err := e.g.ReadByID(ctx, id); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/id/" + id}},
-		"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/name/g"}}, // folded
-		"list ids":        {func() error { _, err := e.g.ListIDs(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/id/"}},
-		"list names":      {func() error { _, err := e.g.ListNames(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/name/"}},
-		"delete by name":  {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/name/nobody"}},
-		"delete by id":    {func() error { return e.g.DeleteByID(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/id/nobody"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			tc.op()
-			if got := a.Take(); !slices.Equal(got, []ask{tc.want}) {
-				t.Fatalf("asked %v, want %v", got, tc.want)
-			}
-			a.SetDeny(true)
-			defer a.SetDeny(false)
-			wantKind(t, tc.op(), keel.KindForbidden)
-			a.Take()
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		a := &recordingAuthorizer{}
+		e := newEnv(t, open, &Options{Authorizer: a}, nil)
+		ctx := context.Background()
+		id := e.create(t, "g")
+		a.Take()
+		for name, tc := range map[string]struct {
+			op   func() error
+			want ask
+		}{
+			"upsert creates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("new")}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group"}},
+			"upsert updates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("G")}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
+			"upsert by id":    {func() error { _, err := e.g.Upsert(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
+			"update by id":    {func() error { _, err := e.g.UpdateByID(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/id/" + id}},
+			"by name creates": {func() error { _, err := e.g.UpsertByName(ctx, "fresh", Input{}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group/name/fresh"}},
+			"by name updates": {func() error { _, err := e.g.UpsertByName(ctx, "g", Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/name/g"}},
+			"read by id":      {func() error { _, err := e.g.ReadByID(ctx, id); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/id/" + id}},
+			"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/name/g"}}, // folded
+			"list ids":        {func() error { _, err := e.g.ListIDs(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/id/"}},
+			"list names":      {func() error { _, err := e.g.ListNames(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/name/"}},
+			"delete by name":  {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/name/nobody"}},
+			"delete by id":    {func() error { return e.g.DeleteByID(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/id/nobody"}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				tc.op()
+				if got := a.Take(); !slices.Equal(got, []ask{tc.want}) {
+					t.Fatalf("asked %v, want %v", got, tc.want)
+				}
+				a.SetDeny(true)
+				defer a.SetDeny(false)
+				wantKind(t, tc.op(), keel.KindForbidden)
+				a.Take()
+			})
+		}
+	})
 }
 
 // TestReadRightsCannotChangeMembership: a caller that may read and list
 // every group cannot add itself, or anything, to a group.
 func TestReadRightsCannotChangeMembership(t *testing.T) {
-	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
-		"reader": {{Path: "identity/group*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+			"reader": {{Path: "identity/group*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, open, &Options{Authorizer: authz}, nil)
+		root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+		reader := keel.WithPrincipal(context.Background(), keel.Principal{ID: "r", Policies: []string{"reader"}})
+		admins, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, err := e.g.UpsertByName(root, "mine", Input{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := storagetest.Dump(t, e.raw)
+		add := Input{MemberGroupIDs: &[]string{mine.ID}, MemberEntityIDs: &[]string{"my-entity"}}
+		for name, op := range map[string]func() error{
+			"upsert by id":   func() error { _, err := e.g.Upsert(reader, admins.ID, add); return err },
+			"upsert by name": func() error { in := add; in.Name = new("admins"); _, err := e.g.Upsert(reader, "", in); return err },
+			"update by id":   func() error { _, err := e.g.UpdateByID(reader, admins.ID, add); return err },
+			"by name":        func() error { _, err := e.g.UpsertByName(reader, "admins", add); return err },
+			"delete":         func() error { return e.g.DeleteByID(reader, admins.ID) },
+		} {
+			t.Run(name, func(t *testing.T) { wantKind(t, op(), keel.KindForbidden) })
+		}
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
+			t.Fatal("a reader changed the store")
+		}
+		if g, err := e.g.ReadByName(reader, "admins"); err != nil || len(g.MemberGroupIDs) != 0 {
+			t.Fatalf("reader's read = %+v, %v", g, err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, &Options{Authorizer: authz}, nil)
-	root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
-	reader := keel.WithPrincipal(context.Background(), keel.Principal{ID: "r", Policies: []string{"reader"}})
-	admins, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine, err := e.g.UpsertByName(root, "mine", Input{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := storagetest.Dump(t, e.mem)
-	add := Input{MemberGroupIDs: &[]string{mine.ID}, MemberEntityIDs: &[]string{"my-entity"}}
-	for name, op := range map[string]func() error{
-		"upsert by id":   func() error { _, err := e.g.Upsert(reader, admins.ID, add); return err },
-		"upsert by name": func() error { in := add; in.Name = new("admins"); _, err := e.g.Upsert(reader, "", in); return err },
-		"update by id":   func() error { _, err := e.g.UpdateByID(reader, admins.ID, add); return err },
-		"by name":        func() error { _, err := e.g.UpsertByName(reader, "admins", add); return err },
-		"delete":         func() error { return e.g.DeleteByID(reader, admins.ID) },
-	} {
-		t.Run(name, func(t *testing.T) { wantKind(t, op(), keel.KindForbidden) })
-	}
-	if after := storagetest.Dump(t, e.mem); !maps.Equal(before, after) {
-		t.Fatal("a reader changed the store")
-	}
-	if g, err := e.g.ReadByName(reader, "admins"); err != nil || len(g.MemberGroupIDs) != 0 {
-		t.Fatalf("reader's read = %+v, %v", g, err)
-	}
 }
 
 // TestRightsHoldForEverySpelling: names are case-insensitive, so a right
@@ -90,44 +95,46 @@ func TestReadRightsCannotChangeMembership(t *testing.T) {
 // on groups but denied "Admins" cannot read, change or delete the group
 // as "ADMINS" or "admins"; a grant on "Team-A" works as "team-a".
 func TestRightsHoldForEverySpelling(t *testing.T) {
-	authz, err := keel.NewRuleAuthorizer(CanonicalRules(map[string][]keel.Rule{
-		"limited": {
-			{Path: "identity/group/name/*", Capabilities: []keel.Capability{keel.CapCreate, keel.CapRead, keel.CapUpdate, keel.CapDelete}},
-			{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}},
-		},
-		"team": {{Path: "identity/group/name/Team-A", Capabilities: []keel.Capability{keel.CapRead}}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, &Options{Authorizer: authz}, nil)
-	root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
-	limited := keel.WithPrincipal(context.Background(), keel.Principal{ID: "l", Policies: []string{"limited"}})
-	team := keel.WithPrincipal(context.Background(), keel.Principal{ID: "t", Policies: []string{"team"}})
-	if _, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.g.UpsertByName(root, "team-a", Input{}); err != nil {
-		t.Fatal(err)
-	}
-	before := storagetest.Dump(t, e.mem)
-	for _, spelling := range []string{"Admins", "ADMINS", "admins", "aDmInS"} {
-		if _, err := e.g.ReadByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
-			t.Errorf("read %q: %v, want forbidden", spelling, err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz, err := keel.NewRuleAuthorizer(CanonicalRules(map[string][]keel.Rule{
+			"limited": {
+				{Path: "identity/group/name/*", Capabilities: []keel.Capability{keel.CapCreate, keel.CapRead, keel.CapUpdate, keel.CapDelete}},
+				{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}},
+			},
+			"team": {{Path: "identity/group/name/Team-A", Capabilities: []keel.Capability{keel.CapRead}}},
+		}))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, err := e.g.UpsertByName(limited, spelling, Input{MemberEntityIDs: &[]string{"me"}}); keel.KindOf(err) != keel.KindForbidden {
-			t.Errorf("write %q: %v, want forbidden", spelling, err)
+		e := newEnv(t, open, &Options{Authorizer: authz}, nil)
+		root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+		limited := keel.WithPrincipal(context.Background(), keel.Principal{ID: "l", Policies: []string{"limited"}})
+		team := keel.WithPrincipal(context.Background(), keel.Principal{ID: "t", Policies: []string{"team"}})
+		if _, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}}); err != nil {
+			t.Fatal(err)
 		}
-		if err := e.g.DeleteByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
-			t.Errorf("delete %q: %v, want forbidden", spelling, err)
+		if _, err := e.g.UpsertByName(root, "team-a", Input{}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if after := storagetest.Dump(t, e.mem); !maps.Equal(before, after) {
-		t.Fatal("a refused spelling changed the store")
-	}
-	for _, spelling := range []string{"team-a", "TEAM-A", "Team-A"} {
-		if _, err := e.g.ReadByName(team, spelling); err != nil {
-			t.Errorf("read %q with a grant on Team-A: %v", spelling, err)
+		before := storagetest.Dump(t, e.raw)
+		for _, spelling := range []string{"Admins", "ADMINS", "admins", "aDmInS"} {
+			if _, err := e.g.ReadByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
+				t.Errorf("read %q: %v, want forbidden", spelling, err)
+			}
+			if _, err := e.g.UpsertByName(limited, spelling, Input{MemberEntityIDs: &[]string{"me"}}); keel.KindOf(err) != keel.KindForbidden {
+				t.Errorf("write %q: %v, want forbidden", spelling, err)
+			}
+			if err := e.g.DeleteByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
+				t.Errorf("delete %q: %v, want forbidden", spelling, err)
+			}
 		}
-	}
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
+			t.Fatal("a refused spelling changed the store")
+		}
+		for _, spelling := range []string{"team-a", "TEAM-A", "Team-A"} {
+			if _, err := e.g.ReadByName(team, spelling); err != nil {
+				t.Errorf("read %q with a grant on Team-A: %v", spelling, err)
+			}
+		}
+	})
 }

@@ -133,7 +133,7 @@ func (g *Groups) write(ctx context.Context, t target, in Input) (Result, error) 
 		if created {
 			rec = &record{ID: newID, Name: genName, Type: Internal, CreationTime: now}
 		}
-		if err := apply(tx, &v, rec, created, n.in); err != nil {
+		if err := apply(tx, &v, rec, created, n.in, g.store.Limits().MaxTxReads); err != nil {
 			return err
 		}
 		if err := v.Err(); err != nil {
@@ -158,8 +158,9 @@ func (g *Groups) write(ctx context.Context, t target, in Input) (Result, error) 
 
 // apply changes rec (not yet written) as in asks and writes the edges of
 // its member groups; a broken rule goes to v, and nothing is written
-// when v holds any on return. created tells a group not yet stored.
-func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Input) error {
+// when v holds any on return. created tells a group not yet stored;
+// maxReads is the store's Limits.MaxTxReads (0: no bound).
+func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Input, maxReads int) error {
 	// Type: fixed at creation.
 	if in.Type != nil && *in.Type != "" {
 		switch {
@@ -215,14 +216,20 @@ func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Inpu
 		v.Add("MemberGroupIDs", "member groups can't be set for external groups")
 		return nil
 	}
-	return setMembers(tx, v, rec.ID, created, want)
+	return setMembers(tx, v, rec.ID, created, want, maxReads)
 }
+
+// writeFixedReads are the keys a write reads before the member groups, at
+// most: the group's name (the path's), its record, and its new name.
+const writeFixedReads = 3
 
 // setMembers makes want (sorted, without duplicates) the member groups of
 // id. It reads the current members once and compares the two sorted lists,
 // so its cost is in proportion to the members, plus, when it adds any, the
-// walk over id's ancestors that detects cycles.
-func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want []string) error {
+// walk over id's ancestors that detects cycles. On a store that bounds the
+// reads of a transaction (maxReads > 0), the walk gets what the write has
+// not read, and a longer one is refused (see ancestorAmong).
+func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want []string, maxReads int) error {
 	var have []string
 	if !created {
 		var err error
@@ -263,7 +270,14 @@ func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want
 		return nil
 	}
 	if len(added) > 0 && !created {
-		c, err := ancestorAmong(tx, id, added)
+		budget := 0 // no bound
+		if maxReads > 0 {
+			// The reads of the write so far: its fixed keys, the scan
+			// of the members (one per range and per key) and the
+			// record of each member added.
+			budget = max(maxReads-writeFixedReads-1-len(have)-len(added), 1)
+		}
+		c, err := ancestorAmong(tx, id, added, budget, maxReads)
 		if err != nil {
 			return err
 		}
@@ -288,20 +302,30 @@ func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want
 // ancestorAmong walks up from id over the parent edges, depth first, and
 // returns the first group of candidates it meets, or "". Each ancestor is
 // visited once: the cost is in proportion to id's ancestors and their
-// edges, not to the size of any group.
-func ancestorAmong(tx storage.Tx, id string, candidates []string) (string, error) {
+// edges, not to the size of any group. A walk that reads (one per
+// ancestor's parent list and one per parent in it) more than budget > 0
+// stops with keel.KindTooLarge, naming maxReads, the store's
+// Limits.MaxTxReads, before the write's transaction grows past it (budget
+// counts the reads of the write at their most, so the refusal may come a
+// read or two before the store's).
+func ancestorAmong(tx storage.Tx, id string, candidates []string, budget, maxReads int) (string, error) {
 	want := make(map[string]bool, len(candidates))
 	for _, c := range candidates {
 		want[c] = true
 	}
 	seen := map[string]bool{id: true}
 	stack := []string{id}
+	reads := 0
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		parents, err := edges(tx, parentPrefix(x))
 		if err != nil {
 			return "", err
+		}
+		if reads += 1 + len(parents); budget > 0 && reads > budget {
+			return "", fmt.Errorf("the check for cycles reads the parent groups of every ancestor group of the group: it needs more than the %d reads this write has left in one transaction of this store (storage.Limits MaxTxReads %d); remove the group, or its ancestors, from some parent groups before adding member groups to it: %w",
+				budget, maxReads, keel.ErrTooLarge)
 		}
 		for _, p := range parents {
 			if want[p] {

@@ -16,9 +16,7 @@ import (
 	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/faultstore"
-	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -36,10 +34,14 @@ func open(t testing.TB, store storage.Store) *mount.Table {
 	return table
 }
 
-func newMem(t testing.TB) storage.Store {
-	s := memstore.New(nil)
-	t.Cleanup(func() { s.Close() })
-	return s
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own).
+func onEveryStore(t *testing.T, fn func(t *testing.T, openStore everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, openStore everystore.Open) {
+		t.Parallel()
+		fn(t, openStore)
+	})
 }
 
 func wantKind(t testing.TB, err error, k keel.Kind) {
@@ -69,114 +71,120 @@ func served(t testing.TB, table *mount.Table) []string {
 // store as it was, and the table opens again with every mount served (the
 // poisoned mounts of the issue bricked the example server).
 func TestEnableRefusals(t *testing.T) {
-	store := newMem(t)
-	table := open(t, store)
-	if _, err := table.Enable(ctx, mount.EnableRequest{Path: "team/a/", Type: "kv"}); err != nil {
-		t.Fatal(err)
-	}
-	before := storagetest.Dump(t, store)
-	for name, req := range map[string]mount.EnableRequest{
-		"max ttl above the system's":  {Path: "poison1", Type: "kv", MaxTTL: 100000 * time.Hour},
-		"default above max":           {Path: "poison2", Type: "kv", DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour},
-		"negative ttl":                {Path: "poison3", Type: "kv", DefaultTTL: -time.Second},
-		"dots":                        {Path: "a..b", Type: "kv"},
-		"control character":           {Path: "a\x01b", Type: "kv"},
-		"delete character":            {Path: "x\x7f", Type: "kv"},
-		"space":                       {Path: "a b", Type: "kv"},
-		"dot segment":                 {Path: "a/./b", Type: "kv"},
-		"empty segment":               {Path: "a//b", Type: "kv"},
-		"empty":                       {Path: "", Type: "kv"},
-		"too long":                    {Path: strings.Repeat("a", mount.MaxPathLen), Type: "kv"},
-		"reserved":                    {Path: "sys/x", Type: "kv"},
-		"existing":                    {Path: "secret", Type: "kv"},
-		"below a mount":               {Path: "secret/inner", Type: "kv"},
-		"above a mount":               {Path: "team", Type: "kv"},
-		"unknown type":                {Path: "x", Type: "database"},
-		"kv version 2":                {Path: "x", Type: "kv", Options: map[string]string{"version": "2"}},
-		"leased_passthrough not bool": {Path: "x", Type: "kv", Options: map[string]string{"leased_passthrough": "maybe"}},
-		"ldap option":                 {Path: "x", Type: "ldap", Options: map[string]string{"version": "1"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := table.Enable(ctx, req)
-			wantKind(t, err, keel.KindInvalid)
-			if after := storagetest.Dump(t, store); !maps.Equal(before, after) {
-				t.Fatal("a refused Enable changed the store")
-			}
-		})
-	}
-	table.Close()
-	again := open(t, store)
-	if got, want := strings.Join(served(t, again), " "), "ldap/ openldap/ secret/ team/a/"; got != want {
-		t.Fatalf("served after reopening: %q, want %q", got, want)
-	}
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		table := open(t, store)
+		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "team/a/", Type: "kv"}); err != nil {
+			t.Fatal(err)
+		}
+		before := storagetest.Dump(t, store)
+		for name, req := range map[string]mount.EnableRequest{
+			"max ttl above the system's":  {Path: "poison1", Type: "kv", MaxTTL: 100000 * time.Hour},
+			"default above max":           {Path: "poison2", Type: "kv", DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour},
+			"negative ttl":                {Path: "poison3", Type: "kv", DefaultTTL: -time.Second},
+			"dots":                        {Path: "a..b", Type: "kv"},
+			"control character":           {Path: "a\x01b", Type: "kv"},
+			"delete character":            {Path: "x\x7f", Type: "kv"},
+			"space":                       {Path: "a b", Type: "kv"},
+			"dot segment":                 {Path: "a/./b", Type: "kv"},
+			"empty segment":               {Path: "a//b", Type: "kv"},
+			"empty":                       {Path: "", Type: "kv"},
+			"too long":                    {Path: strings.Repeat("a", mount.MaxPathLen), Type: "kv"},
+			"reserved":                    {Path: "sys/x", Type: "kv"},
+			"existing":                    {Path: "secret", Type: "kv"},
+			"below a mount":               {Path: "secret/inner", Type: "kv"},
+			"above a mount":               {Path: "team", Type: "kv"},
+			"unknown type":                {Path: "x", Type: "database"},
+			"kv version 2":                {Path: "x", Type: "kv", Options: map[string]string{"version": "2"}},
+			"leased_passthrough not bool": {Path: "x", Type: "kv", Options: map[string]string{"leased_passthrough": "maybe"}},
+			"ldap option":                 {Path: "x", Type: "ldap", Options: map[string]string{"version": "1"}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				_, err := table.Enable(ctx, req)
+				wantKind(t, err, keel.KindInvalid)
+				if after := storagetest.Dump(t, store); !maps.Equal(before, after) {
+					t.Fatal("a refused Enable changed the store")
+				}
+			})
+		}
+		table.Close()
+		again := open(t, store)
+		if got, want := strings.Join(served(t, again), " "), "ldap/ openldap/ secret/ team/a/"; got != want {
+			t.Fatalf("served after reopening: %q, want %q", got, want)
+		}
+	})
 }
 
 // TestEnableReportsEveryField: one refusal names each field that breaks a
 // rule.
 func TestEnableReportsEveryField(t *testing.T) {
-	table := open(t, newMem(t))
-	_, err := table.Enable(ctx, mount.EnableRequest{Path: "a..b", Type: "kv", Options: map[string]string{"version": "2"}, MaxTTL: -1})
-	var fields []string
-	for _, fe := range keel.FieldErrors(err) {
-		fields = append(fields, fe.Field)
-	}
-	if got := strings.Join(fields, " "); got != `Path Options["version"]` && got != `Path Options["version"] MaxTTL` {
-		t.Fatalf("fields %q", got)
-	}
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		table := open(t, openStore(t))
+		_, err := table.Enable(ctx, mount.EnableRequest{Path: "a..b", Type: "kv", Options: map[string]string{"version": "2"}, MaxTTL: -1})
+		var fields []string
+		for _, fe := range keel.FieldErrors(err) {
+			fields = append(fields, fe.Field)
+		}
+		if got := strings.Join(fields, " "); got != `Path Options["version"]` && got != `Path Options["version"] MaxTTL` {
+			t.Fatalf("fields %q", got)
+		}
+	})
 }
 
 // TestStoredEntryThatNoLongerValidates: entries written by hand are listed
 // with their error and not served; the others are; Disable removes them.
 func TestStoredEntryThatNoLongerValidates(t *testing.T) {
-	store := newMem(t)
-	table := open(t, store)
-	table.Close()
-	err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		raw, err := tx.Get("sys/mounts")
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		table := open(t, store)
+		table.Close()
+		err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			raw, err := tx.Get("sys/mounts")
+			if err != nil {
+				return err
+			}
+			var entries []map[string]any
+			if err := json.Unmarshal(raw, &entries); err != nil {
+				return err
+			}
+			entries = append(entries,
+				map[string]any{"path": "a..b/", "type": "kv", "uuid": "u1", "options": map[string]string{"version": "1"}},
+				map[string]any{"path": "db/", "type": "database", "uuid": "u2"},
+				map[string]any{"path": "long/", "type": "kv", "uuid": "u3", "max_ttl": int64(100000 * time.Hour)},
+			)
+			raw, _ = json.Marshal(entries)
+			return tx.Put("sys/mounts", raw)
+		})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		var entries []map[string]any
-		if err := json.Unmarshal(raw, &entries); err != nil {
-			return err
+		table = open(t, store)
+		list, err := table.List(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		entries = append(entries,
-			map[string]any{"path": "a..b/", "type": "kv", "uuid": "u1", "options": map[string]string{"version": "1"}},
-			map[string]any{"path": "db/", "type": "database", "uuid": "u2"},
-			map[string]any{"path": "long/", "type": "kv", "uuid": "u3", "max_ttl": int64(100000 * time.Hour)},
-		)
-		raw, _ = json.Marshal(entries)
-		return tx.Put("sys/mounts", raw)
+		broken := map[string]bool{}
+		for _, m := range list {
+			if m.Err != nil {
+				broken[m.Path] = true
+			}
+		}
+		if len(broken) != 3 || !broken["a..b/"] || !broken["db/"] || !broken["long/"] {
+			t.Fatalf("broken mounts %v", broken)
+		}
+		if got := strings.Join(served(t, table), " "); got != "ldap/ openldap/ secret/" {
+			t.Fatalf("served %q", got)
+		}
+		if _, _, ok := table.Route("db/x"); ok {
+			t.Fatal("a broken mount is routed")
+		}
+		if err := table.Disable(ctx, "db/"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := table.Get(ctx, "db/"); keel.KindOf(err) != keel.KindNotFound {
+			t.Fatalf("Get after Disable: %v", err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	table = open(t, store)
-	list, err := table.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := map[string]bool{}
-	for _, m := range list {
-		if m.Err != nil {
-			broken[m.Path] = true
-		}
-	}
-	if len(broken) != 3 || !broken["a..b/"] || !broken["db/"] || !broken["long/"] {
-		t.Fatalf("broken mounts %v", broken)
-	}
-	if got := strings.Join(served(t, table), " "); got != "ldap/ openldap/ secret/" {
-		t.Fatalf("served %q", got)
-	}
-	if _, _, ok := table.Route("db/x"); ok {
-		t.Fatal("a broken mount is routed")
-	}
-	if err := table.Disable(ctx, "db/"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := table.Get(ctx, "db/"); keel.KindOf(err) != keel.KindNotFound {
-		t.Fatalf("Get after Disable: %v", err)
-	}
 }
 
 // fill writes n secrets to the leased kv mount at path and reads each
@@ -237,31 +245,29 @@ func leftOf(t testing.TB, store storage.Store, e mount.Entry) []string {
 // removed whole on every store, etcd's limits included; a new mount at the
 // same path starts empty.
 func TestDisableLeavesNothing(t *testing.T) {
-	everystore.Run(t, func(t *testing.T, openStore everystore.Open) {
-		{
-			store := openStore(t)
-			table := open(t, store)
-			fill(t, table, "big/", 1000)
-			m, err := table.Get(ctx, "big/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := len(leftOf(t, store, m.Entry)); n != 2000 {
-				t.Fatalf("%d keys before Disable, want 2000", n)
-			}
-			if err := table.Disable(ctx, "big"); err != nil {
-				t.Fatal(err)
-			}
-			if left := leftOf(t, store, m.Entry); len(left) != 0 {
-				t.Fatalf("%d keys left, first %q", len(left), left[0])
-			}
-			if _, err := table.Enable(ctx, mount.EnableRequest{Path: "big/", Type: "kv"}); err != nil {
-				t.Fatal(err)
-			}
-			again, _, _ := table.Route("big/")
-			if keys, err := again.KV.List(ctx, ""); keel.KindOf(err) != keel.KindNotFound {
-				t.Fatalf("a new mount at the same path lists %q (%v)", keys, err)
-			}
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		table := open(t, store)
+		fill(t, table, "big/", 1000)
+		m, err := table.Get(ctx, "big/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(leftOf(t, store, m.Entry)); n != 2000 {
+			t.Fatalf("%d keys before Disable, want 2000", n)
+		}
+		if err := table.Disable(ctx, "big"); err != nil {
+			t.Fatal(err)
+		}
+		if left := leftOf(t, store, m.Entry); len(left) != 0 {
+			t.Fatalf("%d keys left, first %q", len(left), left[0])
+		}
+		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "big/", Type: "kv"}); err != nil {
+			t.Fatal(err)
+		}
+		again, _, _ := table.Route("big/")
+		if keys, err := again.KV.List(ctx, ""); keel.KindOf(err) != keel.KindNotFound {
+			t.Fatalf("a new mount at the same path lists %q (%v)", keys, err)
 		}
 	})
 }
@@ -270,54 +276,55 @@ func TestDisableLeavesNothing(t *testing.T) {
 // and not served, its path taken; Disable again, or the next Open,
 // finishes the removal.
 func TestDisableResumes(t *testing.T) {
-	boom := errors.New("disk on fire")
-	for name, fail := range map[string]func(fs *faultstore.Store){
-		"deleting the data":   func(fs *faultstore.Store) { fs.Fail(faultstore.OpDelete, "kv/", 1, boom) },
-		"revoking the leases": func(fs *faultstore.Store) { fs.Fail(faultstore.OpDelete, "lease/", 1, boom) },
-		"marking the mount":   func(fs *faultstore.Store) { fs.Fail(faultstore.OpPut, "sys/mounts", 1, boom) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			mem := memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits})
-			t.Cleanup(func() { mem.Close() })
-			fs := faultstore.New(mem)
-			table := open(t, fs)
-			fill(t, table, "big/", 300)
-			m, _ := table.Get(ctx, "big/")
-			fail(fs)
-			if err := table.Disable(ctx, "big/"); !errors.Is(err, boom) {
-				t.Fatalf("Disable = %v, want the injected error", err)
-			}
-			fs.Reset()
-			got, err := table.Get(ctx, "big/")
-			if name == "marking the mount" {
-				if err != nil || !got.Served() {
-					t.Fatalf("a Disable refused before the mark: %+v, %v", got, err)
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		boom := errors.New("disk on fire")
+		for name, fail := range map[string]func(fs *faultstore.Store){
+			"deleting the data":   func(fs *faultstore.Store) { fs.Fail(faultstore.OpDelete, "kv/", 1, boom) },
+			"revoking the leases": func(fs *faultstore.Store) { fs.Fail(faultstore.OpDelete, "lease/", 1, boom) },
+			"marking the mount":   func(fs *faultstore.Store) { fs.Fail(faultstore.OpPut, "sys/mounts", 1, boom) },
+		} {
+			t.Run(name, func(t *testing.T) {
+				store := openStore(t)
+				fs := faultstore.New(store)
+				table := open(t, fs)
+				fill(t, table, "big/", 300)
+				m, _ := table.Get(ctx, "big/")
+				fail(fs)
+				if err := table.Disable(ctx, "big/"); !errors.Is(err, boom) {
+					t.Fatalf("Disable = %v, want the injected error", err)
 				}
-			} else {
-				if err != nil || got.Served() || !got.Disabling {
-					t.Fatalf("after a failed Disable: %+v, %v; want marked and not served", got, err)
+				fs.Reset()
+				got, err := table.Get(ctx, "big/")
+				if name == "marking the mount" {
+					if err != nil || !got.Served() {
+						t.Fatalf("a Disable refused before the mark: %+v, %v", got, err)
+					}
+				} else {
+					if err != nil || got.Served() || !got.Disabling {
+						t.Fatalf("after a failed Disable: %+v, %v; want marked and not served", got, err)
+					}
+					if _, err := table.Enable(ctx, mount.EnableRequest{Path: "big/", Type: "kv"}); keel.KindOf(err) != keel.KindInvalid {
+						t.Fatalf("Enable at a path being disabled: %v", err)
+					}
 				}
-				if _, err := table.Enable(ctx, mount.EnableRequest{Path: "big/", Type: "kv"}); keel.KindOf(err) != keel.KindInvalid {
-					t.Fatalf("Enable at a path being disabled: %v", err)
+				table.Close()
+				// A restart finishes the removal (or, when nothing was
+				// marked, Disable does).
+				table = open(t, store)
+				if name == "marking the mount" {
+					if err := table.Disable(ctx, "big/"); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			table.Close()
-			// A restart finishes the removal (or, when nothing was
-			// marked, Disable does).
-			table = open(t, mem)
-			if name == "marking the mount" {
-				if err := table.Disable(ctx, "big/"); err != nil {
-					t.Fatal(err)
+				if _, err := table.Get(ctx, "big/"); keel.KindOf(err) != keel.KindNotFound {
+					t.Fatalf("mount still in the table: %v", err)
 				}
-			}
-			if _, err := table.Get(ctx, "big/"); keel.KindOf(err) != keel.KindNotFound {
-				t.Fatalf("mount still in the table: %v", err)
-			}
-			if left := leftOf(t, mem, m.Entry); len(left) != 0 {
-				t.Fatalf("%d keys left, first %q", len(left), left[0])
-			}
-		})
-	}
+				if left := leftOf(t, store, m.Entry); len(left) != 0 {
+					t.Fatalf("%d keys left, first %q", len(left), left[0])
+				}
+			})
+		}
+	})
 }
 
 // TestMountsAreJoinedByConstruction: the wiring mistakes of a program that
@@ -326,93 +333,101 @@ func TestDisableResumes(t *testing.T) {
 // leases Lookup finds, an ldap check-out's lease is found and its
 // revocation checks the account in.
 func TestMountsAreJoinedByConstruction(t *testing.T) {
-	store := newMem(t)
-	table := open(t, store)
-	for _, p := range []string{"one/", "two/"} {
-		if _, err := table.Enable(ctx, mount.EnableRequest{Path: p, Type: "kv", Options: map[string]string{"leased_passthrough": "true"}}); err != nil {
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		table := open(t, store)
+		for _, p := range []string{"one/", "two/"} {
+			if _, err := table.Enable(ctx, mount.EnableRequest{Path: p, Type: "kv", Options: map[string]string{"leased_passthrough": "true"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		one, _, _ := table.Route("one/x")
+		two, _, _ := table.Route("two/x")
+		if err := one.KV.Write(ctx, "id/x", map[string]any{"k": "one"}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	one, _, _ := table.Route("one/x")
-	two, _, _ := table.Route("two/x")
-	if err := one.KV.Write(ctx, "id/x", map[string]any{"k": "one"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := two.KV.Read(ctx, "id/x"); keel.KindOf(err) != keel.KindNotFound {
-		t.Fatalf("two/ sees one/'s secret: %v", err)
-	}
-	s, err := one.KV.Read(ctx, "id/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, err := table.Leases().Lookup(ctx, s.LeaseID); err != nil || l.ID != s.LeaseID {
-		t.Fatalf("Lookup of a leased read's lease: %+v, %v", l, err)
-	}
-	dump := storagetest.Dump(t, store)
-	for k := range dump {
-		if strings.HasPrefix(k, "lease/") && strings.Contains(dump[k], `"k":"one"`) {
-			t.Fatalf("a kv write landed in the lease records: %s", k)
+		if _, err := two.KV.Read(ctx, "id/x"); keel.KindOf(err) != keel.KindNotFound {
+			t.Fatalf("two/ sees one/'s secret: %v", err)
 		}
-	}
+		s, err := one.KV.Read(ctx, "id/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, err := table.Leases().Lookup(ctx, s.LeaseID); err != nil || l.ID != s.LeaseID {
+			t.Fatalf("Lookup of a leased read's lease: %+v, %v", l, err)
+		}
+		dump := storagetest.Dump(t, store)
+		for k := range dump {
+			if strings.HasPrefix(k, "lease/") && strings.Contains(dump[k], `"k":"one"`) {
+				t.Fatalf("a kv write landed in the lease records: %s", k)
+			}
+		}
+	})
 }
 
 // TestCloseThenEnable: after Close the table still
 // answers, mounts enabled later start no worker.
 func TestCloseThenEnable(t *testing.T) {
-	table := open(t, newMem(t))
-	table.Close()
-	if _, err := table.Enable(ctx, mount.EnableRequest{Path: "corp", Type: "ldap"}); err != nil {
-		t.Fatal(err)
-	}
-	if m, rest, ok := table.Route("corp/config"); !ok || m.LDAP == nil || rest != "config" {
-		t.Fatalf("Route after Close: %+v %q %v", m, rest, ok)
-	}
-	table.Close() // twice is fine
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		table := open(t, openStore(t))
+		table.Close()
+		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "corp", Type: "ldap"}); err != nil {
+			t.Fatal(err)
+		}
+		if m, rest, ok := table.Route("corp/config"); !ok || m.LDAP == nil || rest != "config" {
+			t.Fatalf("Route after Close: %+v %q %v", m, rest, ok)
+		}
+		table.Close() // twice is fine
+	})
 }
 
 // TestTune: TTLs are checked as Enable checks them, and the rebuilt engine
 // uses the new ones.
 func TestTune(t *testing.T) {
-	table := open(t, newMem(t))
-	tooLong := 100000 * time.Hour
-	_, err := table.Tune(ctx, "secret", mount.TuneRequest{MaxTTL: &tooLong})
-	wantKind(t, err, keel.KindInvalid)
-	hour := time.Hour
-	e, err := table.Tune(ctx, "secret/", mount.TuneRequest{DefaultTTL: &hour})
-	if err != nil || e.DefaultTTL != time.Hour {
-		t.Fatalf("Tune = %+v, %v", e, err)
-	}
-	m, _, _ := table.Route("secret/x")
-	if err := m.KV.Write(ctx, "x", map[string]any{"k": "v"}); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := m.KV.Read(ctx, "x"); err != nil || s.LeaseDuration != time.Hour {
-		t.Fatalf("read after Tune: %v %v, want a 1h lease duration", s.LeaseDuration, err)
-	}
-	_, err = table.Tune(ctx, "nothing", mount.TuneRequest{DefaultTTL: &hour})
-	wantKind(t, err, keel.KindNotFound)
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		table := open(t, openStore(t))
+		tooLong := 100000 * time.Hour
+		_, err := table.Tune(ctx, "secret", mount.TuneRequest{MaxTTL: &tooLong})
+		wantKind(t, err, keel.KindInvalid)
+		hour := time.Hour
+		e, err := table.Tune(ctx, "secret/", mount.TuneRequest{DefaultTTL: &hour})
+		if err != nil || e.DefaultTTL != time.Hour {
+			t.Fatalf("Tune = %+v, %v", e, err)
+		}
+		m, _, _ := table.Route("secret/x")
+		if err := m.KV.Write(ctx, "x", map[string]any{"k": "v"}); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := m.KV.Read(ctx, "x"); err != nil || s.LeaseDuration != time.Hour {
+			t.Fatalf("read after Tune: %v %v, want a 1h lease duration", s.LeaseDuration, err)
+		}
+		_, err = table.Tune(ctx, "nothing", mount.TuneRequest{DefaultTTL: &hour})
+		wantKind(t, err, keel.KindNotFound)
+	})
 }
 
 // TestRights: the table asks the Authorizer before each change.
 func TestRights(t *testing.T) {
-	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
-		"reader": {{Path: "sys/mounts*", Capabilities: []keel.Capability{keel.CapRead}}},
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+			"reader": {{Path: "sys/mounts*", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := mount.Open(ctx, openStore(t), &mount.Options{Authorizer: authz, Defaults: mount.VaultDefaults()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(table.Close)
+		reader := keel.WithPrincipal(ctx, keel.Principal{ID: "r", Policies: []string{"reader"}})
+		if _, err := table.List(reader); err != nil {
+			t.Fatal(err)
+		}
+		_, err = table.Enable(reader, mount.EnableRequest{Path: "x", Type: "kv"})
+		wantKind(t, err, keel.KindForbidden)
+		wantKind(t, table.Disable(reader, "secret"), keel.KindForbidden)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := mount.Open(ctx, newMem(t), &mount.Options{Authorizer: authz, Defaults: mount.VaultDefaults()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(table.Close)
-	reader := keel.WithPrincipal(ctx, keel.Principal{ID: "r", Policies: []string{"reader"}})
-	if _, err := table.List(reader); err != nil {
-		t.Fatal(err)
-	}
-	_, err = table.Enable(reader, mount.EnableRequest{Path: "x", Type: "kv"})
-	wantKind(t, err, keel.KindForbidden)
-	wantKind(t, table.Disable(reader, "secret"), keel.KindForbidden)
 }
 
 func TestMain(m *testing.M) { everystore.Main(m) }

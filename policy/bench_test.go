@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -36,7 +37,7 @@ func fill(b *testing.B, e *env, n int) {
 // BenchmarkList lists pages of 20 out of 100,000 policies, with and
 // without search[name].
 func BenchmarkList(b *testing.B) {
-	e := newEnv(b, nil, nil)
+	e := newEnv(b, everystore.Mem, nil, nil)
 	fill(b, e, 100_000)
 	ctx := root()
 	tests := []struct {
@@ -62,7 +63,7 @@ func BenchmarkList(b *testing.B) {
 
 // BenchmarkCreate creates policies with distinct names.
 func BenchmarkCreate(b *testing.B) {
-	e := newEnv(b, nil, nil)
+	e := newEnv(b, everystore.Mem, nil, nil)
 	ctx := root()
 	level := Advisory
 	i := 0
@@ -77,7 +78,7 @@ func BenchmarkCreate(b *testing.B) {
 
 // BenchmarkUpload uploads 10 MiB of code.
 func BenchmarkUpload(b *testing.B) {
-	e := newEnv(b, nil, nil)
+	e := newEnv(b, everystore.Mem, nil, nil)
 	p := e.mk(b, "big")
 	code := bytes.Repeat([]byte("x"), MaxCodeSize)
 	ctx := root()

@@ -105,7 +105,9 @@
 // millisecond, by every upload and update. Download returns the last
 // upload; before the first, keel.KindNotFound. An upload of more than
 // MaxCodeSize (10 MiB, 10485760 bytes) is keel.KindTooLarge and saves
-// nothing.
+// nothing; so is one of more than the store holds in one value and one
+// transaction: Service.MaxCodeBytes, 1,429,504 bytes (1,396 KiB) on
+// etcdstore's default limits, the limit named in the error.
 //
 // List returns the policies in name order (case folded), with page[number]
 // (from 1), page[size] (default 20; larger than 100 is cut to 100, as HCP
@@ -146,8 +148,9 @@
 //     the manage-policies right: existence never leaks, every endpoint
 //     answers 404.
 //   - keel.KindAlreadyExists: a taken name.
-//   - keel.KindTooLarge: code over 10 MiB; a set or a member past the
-//     limits of the store (see Policy sets).
+//   - keel.KindTooLarge: code over 10 MiB, or over MaxCodeBytes on a
+//     store of smaller values (etcd); a set or a member past the limits
+//     of the store (see Policy sets).
 //   - the store's kinds; keel.KindInternal for a corrupt record.
 //
 // A write that fails leaves the store as it was.

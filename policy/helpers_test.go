@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 // t0 is the start of every fake clock.
@@ -18,17 +18,19 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 type env struct {
 	s     *Service
 	cat   *project.Catalog
-	mem   *memstore.Store
+	raw   storage.Store // the store opened, without wrap: to look at it
 	clock *keel.FakeClock
 }
 
-func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storage.Store) *env {
+// newEnv returns an env over a new store from open (everystore.Mem for a
+// test of one store). authz may be nil (everything allowed); wrap, when
+// not nil, wraps the store (a faultstore, say).
+func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func(storage.Store) storage.Store) *env {
 	t.Helper()
-	mem := memstore.New(nil)
-	t.Cleanup(func() { mem.Close() })
-	var store storage.Store = mem
+	raw := open(t)
+	store := raw
 	if wrap != nil {
-		store = wrap(mem)
+		store = wrap(raw)
 	}
 	clock := keel.NewFakeClock(t0)
 	cat := project.New(storage.Sub(store, "project/"), &project.Options{Clock: clock})
@@ -39,7 +41,17 @@ func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storag
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{s: s, cat: cat, mem: mem, clock: clock}
+	return &env{s: s, cat: cat, raw: raw, clock: clock}
+}
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own). TestMain is in org_test.go.
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
 }
 
 func root() context.Context {

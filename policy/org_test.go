@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,10 +13,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/policy"
 	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/boltstore"
 	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
 	"github.com/keelhq/keel/storage/faultstore"
@@ -25,8 +24,9 @@ import (
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
-// TestMain gives the etcd tests one embedded etcd (see etcdtest).
-func TestMain(m *testing.M) { etcdtest.Main(m) }
+// TestMain gives the tests on etcdstore, of both packages, one embedded
+// etcd (see everystore).
+func TestMain(m *testing.M) { everystore.Main(m) }
 
 // services are a catalog and the policies registered with it, over views
 // of one store, as a program builds them.
@@ -43,31 +43,6 @@ func build(t testing.TB, store storage.Store) services {
 		t.Fatal(err)
 	}
 	return services{cat: cat, pol: pol}
-}
-
-// stores are the stores every test of an organization's deletion runs on.
-var stores = []struct {
-	name string
-	open func(t testing.TB) storage.Store
-}{
-	{"memstore", func(t testing.TB) storage.Store {
-		s := memstore.New(nil)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}},
-	{"boltstore", func(t testing.TB) storage.Store {
-		s, err := boltstore.Open(filepath.Join(t.TempDir(), "keel.db"), &boltstore.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}},
-	{"etcdstore", openEtcd},
-}
-
-func openEtcd(t testing.TB) storage.Store {
-	return etcdstore.New(etcdtest.Client(t), &etcdstore.Options{Prefix: etcdtest.Prefix()})
 }
 
 // held is what acme held before its deletion.
@@ -199,24 +174,23 @@ func checkNewOrgIsNew(t *testing.T, s services, h held) {
 // policy sets, on every store; an organization of the same name created
 // again shows none of them through any operation.
 func TestRecreatedOrganizationShowsNothingOld(t *testing.T) {
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			store := st.open(t)
-			s := build(t, store)
-			h := populate(t, s, 3, 3)
-			if err := s.cat.DeleteOrganization(context.Background(), "acme"); err != nil {
-				t.Fatal(err)
-			}
-			if left := keysLeft(t, store); len(left) != 0 {
-				t.Fatalf("keys left: %v", left)
-			}
-			checkNothingVisible(t, s, h)
-			if _, err := s.cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
-				t.Fatal(err)
-			}
-			checkNewOrgIsNew(t, s, h)
-		})
-	}
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		store := open(t)
+		s := build(t, store)
+		h := populate(t, s, 3, 3)
+		if err := s.cat.DeleteOrganization(context.Background(), "acme"); err != nil {
+			t.Fatal(err)
+		}
+		if left := keysLeft(t, store); len(left) != 0 {
+			t.Fatalf("keys left: %v", left)
+		}
+		checkNothingVisible(t, s, h)
+		if _, err := s.cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		checkNewOrgIsNew(t, s, h)
+	})
 }
 
 // TestDeleteLargeOrganizationOnEtcd: an organization of 200 workspaces and

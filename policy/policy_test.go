@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -10,115 +11,120 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
 func TestCreateRules(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.mk(t, "taken")
-	set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: nil})
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := func(path, mode string) *[]Enforce { return &[]Enforce{{Path: path, Mode: mode}} }
-	tests := []struct {
-		name     string
-		org      string
-		in       CreateInput
-		wantErr  error
-		fields   []string
-		wantMode string
-	}{
-		{"default mode", "acme", CreateInput{Name: ptr("a"), Enforce: one("a.policy", "")}, nil, nil, HardMandatory},
-		{"soft-mandatory", "acme", CreateInput{Name: ptr("b"), Enforce: one("b.policy", SoftMandatory)}, nil, nil, SoftMandatory},
-		{"advisory", "acme", CreateInput{Name: ptr("c"), Enforce: one("c.policy", Advisory)}, nil, nil, Advisory},
-		{"path mismatch uses hard-mandatory", "acme", CreateInput{Name: ptr("d"), Enforce: one("other.policy", Advisory)}, nil, nil, HardMandatory},
-		{"sentinel file names its own", "acme", CreateInput{Name: ptr("s1"), Enforce: one("s1.sentinel", SoftMandatory)}, nil, nil, SoftMandatory},
-		{"opa file names its own", "acme", CreateInput{Name: ptr("o1"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o1.rego", Mandatory)}, nil, nil, Mandatory},
-		{"rego file of a sentinel policy is another file", "acme", CreateInput{Name: ptr("s2"), Enforce: one("s2.rego", Advisory)}, nil, nil, HardMandatory},
-		{"sentinel file of an opa policy is another file", "acme", CreateInput{Name: ptr("o2"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o2.sentinel", Mandatory)}, nil, nil, Advisory},
-		{"other extension uses hard-mandatory", "acme", CreateInput{Name: ptr("s3"), Enforce: one("s3.hcl", Advisory)}, nil, nil, HardMandatory},
-		{"enforcement-level alone", "acme", CreateInput{Name: ptr("e"), EnforcementLevel: ptr(SoftMandatory)}, nil, nil, SoftMandatory},
-		{"opa with query", "acme", CreateInput{Name: ptr("f"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}, nil, nil, Mandatory},
-		{"name required", "acme", CreateInput{Enforce: one(".policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
-		{"name with space", "acme", CreateInput{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
-		{"two enforce elements", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.ErrInvalid, []string{"Enforce"}, ""},
-		{"no enforce element", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.ErrInvalid, []string{"Enforce"}, ""},
-		{"enforce missing", "acme", CreateInput{Name: ptr("g")}, keel.ErrInvalid, []string{"Enforce"}, ""},
-		{"bad mode", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.ErrInvalid, []string{"Enforce[0].Mode"}, ""},
-		{"bad kind", "acme", CreateInput{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.ErrInvalid, []string{"Kind"}, ""},
-		{"opa without query", "acme", CreateInput{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.ErrInvalid, []string{"Query"}, ""},
-		{"enforce path required", "acme", CreateInput{Name: ptr("g"), Enforce: one("", Advisory)}, keel.ErrInvalid, []string{"Enforce[0].Path"}, ""},
-		{"bad enforcement level", "acme", CreateInput{Name: ptr("g"), EnforcementLevel: ptr("strict")}, keel.ErrInvalid, []string{"EnforcementLevel"}, ""},
-		{"every problem at once", "acme", CreateInput{Name: ptr("a b"), Kind: ptr(OPA), Enforce: one("x.policy", "hard-mandatory")}, keel.ErrInvalid, []string{"Name", "Query", "Enforce[0].Mode"}, ""},
-		{"unknown policy set", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[0]"}, ""},
-		{"second policy set unknown", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{set.ID, "polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[1]"}, ""},
-		{"name taken ignoring case", "acme", CreateInput{Name: ptr("TAKEN"), Enforce: one("TAKEN.policy", "")}, keel.ErrAlreadyExists, nil, ""},
-		{"unknown organization", "nope", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "")}, keel.ErrNotFound, nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := e.s.Create(root(), tt.org, tt.in)
-			if tt.wantErr == nil {
-				if err != nil {
-					t.Fatal(err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		e.mk(t, "taken")
+		set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := func(path, mode string) *[]Enforce { return &[]Enforce{{Path: path, Mode: mode}} }
+		tests := []struct {
+			name     string
+			org      string
+			in       CreateInput
+			wantErr  error
+			fields   []string
+			wantMode string
+		}{
+			{"default mode", "acme", CreateInput{Name: ptr("a"), Enforce: one("a.policy", "")}, nil, nil, HardMandatory},
+			{"soft-mandatory", "acme", CreateInput{Name: ptr("b"), Enforce: one("b.policy", SoftMandatory)}, nil, nil, SoftMandatory},
+			{"advisory", "acme", CreateInput{Name: ptr("c"), Enforce: one("c.policy", Advisory)}, nil, nil, Advisory},
+			{"path mismatch uses hard-mandatory", "acme", CreateInput{Name: ptr("d"), Enforce: one("other.policy", Advisory)}, nil, nil, HardMandatory},
+			{"sentinel file names its own", "acme", CreateInput{Name: ptr("s1"), Enforce: one("s1.sentinel", SoftMandatory)}, nil, nil, SoftMandatory},
+			{"opa file names its own", "acme", CreateInput{Name: ptr("o1"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o1.rego", Mandatory)}, nil, nil, Mandatory},
+			{"rego file of a sentinel policy is another file", "acme", CreateInput{Name: ptr("s2"), Enforce: one("s2.rego", Advisory)}, nil, nil, HardMandatory},
+			{"sentinel file of an opa policy is another file", "acme", CreateInput{Name: ptr("o2"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o2.sentinel", Mandatory)}, nil, nil, Advisory},
+			{"other extension uses hard-mandatory", "acme", CreateInput{Name: ptr("s3"), Enforce: one("s3.hcl", Advisory)}, nil, nil, HardMandatory},
+			{"enforcement-level alone", "acme", CreateInput{Name: ptr("e"), EnforcementLevel: ptr(SoftMandatory)}, nil, nil, SoftMandatory},
+			{"opa with query", "acme", CreateInput{Name: ptr("f"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}, nil, nil, Mandatory},
+			{"name required", "acme", CreateInput{Enforce: one(".policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
+			{"name with space", "acme", CreateInput{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
+			{"two enforce elements", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.ErrInvalid, []string{"Enforce"}, ""},
+			{"no enforce element", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.ErrInvalid, []string{"Enforce"}, ""},
+			{"enforce missing", "acme", CreateInput{Name: ptr("g")}, keel.ErrInvalid, []string{"Enforce"}, ""},
+			{"bad mode", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.ErrInvalid, []string{"Enforce[0].Mode"}, ""},
+			{"bad kind", "acme", CreateInput{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.ErrInvalid, []string{"Kind"}, ""},
+			{"opa without query", "acme", CreateInput{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.ErrInvalid, []string{"Query"}, ""},
+			{"enforce path required", "acme", CreateInput{Name: ptr("g"), Enforce: one("", Advisory)}, keel.ErrInvalid, []string{"Enforce[0].Path"}, ""},
+			{"bad enforcement level", "acme", CreateInput{Name: ptr("g"), EnforcementLevel: ptr("strict")}, keel.ErrInvalid, []string{"EnforcementLevel"}, ""},
+			{"every problem at once", "acme", CreateInput{Name: ptr("a b"), Kind: ptr(OPA), Enforce: one("x.policy", "hard-mandatory")}, keel.ErrInvalid, []string{"Name", "Query", "Enforce[0].Mode"}, ""},
+			{"unknown policy set", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[0]"}, ""},
+			{"second policy set unknown", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{set.ID, "polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[1]"}, ""},
+			{"name taken ignoring case", "acme", CreateInput{Name: ptr("TAKEN"), Enforce: one("TAKEN.policy", "")}, keel.ErrAlreadyExists, nil, ""},
+			{"unknown organization", "nope", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "")}, keel.ErrNotFound, nil, ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p, err := e.s.Create(root(), tt.org, tt.in)
+				if tt.wantErr == nil {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p.EnforcementLevel != tt.wantMode || len(p.Enforce) != 1 || p.UpdatedAt != nil || !strings.HasPrefix(p.ID, "pol-") {
+						t.Fatalf("policy = %+v", p)
+					}
+					return
 				}
-				if p.EnforcementLevel != tt.wantMode || len(p.Enforce) != 1 || p.UpdatedAt != nil || !strings.HasPrefix(p.ID, "pol-") {
-					t.Fatalf("policy = %+v", p)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
 				}
-				return
-			}
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tt.wantErr)
-			}
-			if got := fields(err); !slices.Equal(got, tt.fields) {
-				t.Fatalf("fields = %v, want %v", got, tt.fields)
-			}
-		})
-	}
+				if got := fields(err); !slices.Equal(got, tt.fields) {
+					t.Fatalf("fields = %v, want %v", got, tt.fields)
+				}
+			})
+		}
+	})
 }
 
 func TestUpdateReplacesEnforceAndKeepsName(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	p := e.mk(t, "pol")
-	e.clock.Advance(1500 * time.Microsecond)
-	tests := []struct {
-		name     string
-		in       UpdateInput
-		wantMode string
-		wantDesc string
-		wantErr  error
-	}{
-		{"description only keeps enforce", UpdateInput{Description: ptr("d")}, HardMandatory, "d", nil},
-		{"enforce replaced", UpdateInput{Enforce: &[]Enforce{{Path: "pol.policy", Mode: Advisory}}}, Advisory, "d", nil},
-		{"path checked against original name", UpdateInput{Enforce: &[]Enforce{{Path: "new.policy", Mode: Advisory}}}, HardMandatory, "d", nil},
-		{"enforcement-level", UpdateInput{EnforcementLevel: ptr(SoftMandatory)}, SoftMandatory, "d", nil},
-		{"two elements refused", UpdateInput{Enforce: &[]Enforce{{}, {}}}, "", "", keel.ErrInvalid},
-		{"query on sentinel refused", UpdateInput{Query: ptr("q")}, "", "", keel.ErrInvalid},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := e.s.Update(root(), p.ID, tt.in)
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("err = %v", err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mk(t, "pol")
+		e.clock.Advance(1500 * time.Microsecond)
+		tests := []struct {
+			name     string
+			in       UpdateInput
+			wantMode string
+			wantDesc string
+			wantErr  error
+		}{
+			{"description only keeps enforce", UpdateInput{Description: ptr("d")}, HardMandatory, "d", nil},
+			{"enforce replaced", UpdateInput{Enforce: &[]Enforce{{Path: "pol.policy", Mode: Advisory}}}, Advisory, "d", nil},
+			{"path checked against original name", UpdateInput{Enforce: &[]Enforce{{Path: "new.policy", Mode: Advisory}}}, HardMandatory, "d", nil},
+			{"enforcement-level", UpdateInput{EnforcementLevel: ptr(SoftMandatory)}, SoftMandatory, "d", nil},
+			{"two elements refused", UpdateInput{Enforce: &[]Enforce{{}, {}}}, "", "", keel.ErrInvalid},
+			{"query on sentinel refused", UpdateInput{Query: ptr("q")}, "", "", keel.ErrInvalid},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := e.s.Update(root(), p.ID, tt.in)
+				if tt.wantErr != nil {
+					if !errors.Is(err, tt.wantErr) {
+						t.Fatalf("err = %v", err)
+					}
+					return
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Name != "pol" || got.EnforcementLevel != tt.wantMode || *got.Description != tt.wantDesc {
-				t.Fatalf("policy = %+v", got)
-			}
-			want := t0.Add(time.Millisecond)
-			if got.UpdatedAt == nil || !got.UpdatedAt.Equal(want) || got.UpdatedAt.Location() != time.UTC {
-				t.Fatalf("updated at %v, want %v", got.UpdatedAt, want)
-			}
-		})
-	}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Name != "pol" || got.EnforcementLevel != tt.wantMode || *got.Description != tt.wantDesc {
+					t.Fatalf("policy = %+v", got)
+				}
+				want := t0.Add(time.Millisecond)
+				if got.UpdatedAt == nil || !got.UpdatedAt.Equal(want) || got.UpdatedAt.Location() != time.UTC {
+					t.Fatalf("updated at %v, want %v", got.UpdatedAt, want)
+				}
+			})
+		}
+	})
 }
 
 // fields returns the fields of err's problems, in order.
@@ -131,241 +137,263 @@ func fields(err error) []string {
 }
 
 func TestUpdateRulesNameGoFields(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	p := e.mk(t, "pol")
-	opa, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("rego"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Advisory)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name   string
-		id     string
-		in     UpdateInput
-		fields []string
-	}{
-		{"two enforce elements", p.ID, UpdateInput{Enforce: &[]Enforce{{Path: "pol.policy"}, {Path: "pol.policy"}}}, []string{"Enforce"}},
-		{"enforce path missing", p.ID, UpdateInput{Enforce: &[]Enforce{{Mode: Advisory}}}, []string{"Enforce[0].Path"}},
-		{"query on sentinel", p.ID, UpdateInput{Query: ptr("q")}, []string{"Query"}},
-		{"empty query on opa", opa.ID, UpdateInput{Query: ptr("")}, []string{"Query"}},
-		{"opa level", opa.ID, UpdateInput{EnforcementLevel: ptr(HardMandatory)}, []string{"EnforcementLevel"}},
-		{"bad mode and level at once", p.ID, UpdateInput{EnforcementLevel: ptr("x"), Enforce: &[]Enforce{{Path: "pol.policy", Mode: "y"}}}, []string{"EnforcementLevel", "Enforce[0].Mode"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.s.Update(root(), tt.id, tt.in)
-			if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
-				t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
-			}
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mk(t, "pol")
+		opa, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("rego"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Advisory)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name   string
+			id     string
+			in     UpdateInput
+			fields []string
+		}{
+			{"two enforce elements", p.ID, UpdateInput{Enforce: &[]Enforce{{Path: "pol.policy"}, {Path: "pol.policy"}}}, []string{"Enforce"}},
+			{"enforce path missing", p.ID, UpdateInput{Enforce: &[]Enforce{{Mode: Advisory}}}, []string{"Enforce[0].Path"}},
+			{"query on sentinel", p.ID, UpdateInput{Query: ptr("q")}, []string{"Query"}},
+			{"empty query on opa", opa.ID, UpdateInput{Query: ptr("")}, []string{"Query"}},
+			{"opa level", opa.ID, UpdateInput{EnforcementLevel: ptr(HardMandatory)}, []string{"EnforcementLevel"}},
+			{"bad mode and level at once", p.ID, UpdateInput{EnforcementLevel: ptr("x"), Enforce: &[]Enforce{{Path: "pol.policy", Mode: "y"}}}, []string{"EnforcementLevel", "Enforce[0].Mode"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				_, err := e.s.Update(root(), tt.id, tt.in)
+				if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+					t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
+				}
+			})
+		}
+	})
 }
 
 func TestCreateSetRules(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	a := e.mk(t, "a")
-	tests := []struct {
-		name      string
-		set       string
-		policyIDs []string
-		fields    []string
-	}{
-		{"name required", "", nil, []string{"Name"}},
-		{"name with space", "a b", nil, []string{"Name"}},
-		{"unknown policies", "s", []string{a.ID, "pol-x", "a/b"}, []string{"PolicyIDs[1]", "PolicyIDs[2]"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr(tt.set), PolicyIDs: tt.policyIDs})
-			if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
-				t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
-			}
-		})
-	}
-	if p, _ := e.s.Get(root(), a.ID); len(p.PolicySetIDs) != 0 {
-		t.Fatalf("a refused set was kept: %v", p.PolicySetIDs)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		a := e.mk(t, "a")
+		tests := []struct {
+			name      string
+			set       string
+			policyIDs []string
+			fields    []string
+		}{
+			{"name required", "", nil, []string{"Name"}},
+			{"name with space", "a b", nil, []string{"Name"}},
+			{"unknown policies", "s", []string{a.ID, "pol-x", "a/b"}, []string{"PolicyIDs[1]", "PolicyIDs[2]"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr(tt.set), PolicyIDs: tt.policyIDs})
+				if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+					t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
+				}
+			})
+		}
+		if p, _ := e.s.Get(root(), a.ID); len(p.PolicySetIDs) != 0 {
+			t.Fatalf("a refused set was kept: %v", p.PolicySetIDs)
+		}
+	})
 }
 
 func TestUploadDownload(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	p := e.mk(t, "pol")
-	if _, err := e.s.Download(root(), p.ID); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("download before upload: %v", err)
-	}
-	tests := []struct {
-		name    string
-		code    []byte
-		wantErr error
-	}{
-		{"small", []byte("main = rule { true }"), nil},
-		{"exactly 10 MiB", bytes.Repeat([]byte("x"), MaxCodeSize), nil},
-		{"one byte more", bytes.Repeat([]byte("y"), MaxCodeSize+1), keel.ErrTooLarge},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before, _ := e.s.Download(root(), p.ID)
-			err := e.s.Upload(root(), p.ID, tt.code)
-			if !errors.Is(err, tt.wantErr) && (err != nil || tt.wantErr != nil) {
-				t.Fatalf("err = %v", err)
-			}
-			got, _ := e.s.Download(root(), p.ID)
-			want := tt.code
-			if tt.wantErr != nil {
-				want = before
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("downloaded %d bytes, want %d", len(got), len(want))
-			}
-		})
-	}
-	got, _ := e.s.Get(root(), p.ID)
-	if got.UpdatedAt == nil || !got.UpdatedAt.Equal(t0) {
-		t.Fatalf("updated at %v", got.UpdatedAt)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mk(t, "pol")
+		if _, err := e.s.Download(root(), p.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("download before upload: %v", err)
+		}
+		// 10 MiB, or what one value of the store holds (etcd: 1,396 KiB).
+		most := e.s.MaxCodeBytes()
+		if want := min(MaxCodeSize, e.raw.Limits().MaxValueSize); most != want {
+			t.Fatalf("MaxCodeBytes = %d, want %d", most, want)
+		}
+		tests := []struct {
+			name    string
+			code    []byte
+			wantErr error
+		}{
+			{"small", []byte("main = rule { true }"), nil},
+			{"exactly MaxCodeBytes", bytes.Repeat([]byte("x"), most), nil},
+			{"one byte more", bytes.Repeat([]byte("y"), most+1), keel.ErrTooLarge},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before, _ := e.s.Download(root(), p.ID)
+				err := e.s.Upload(root(), p.ID, tt.code)
+				if !errors.Is(err, tt.wantErr) && (err != nil || tt.wantErr != nil) {
+					t.Fatalf("err = %v", err)
+				}
+				if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("at most %d", most)) {
+					t.Fatalf("the refusal %q does not name the limit %d", err, most)
+				}
+				got, _ := e.s.Download(root(), p.ID)
+				want := tt.code
+				if tt.wantErr != nil {
+					want = before
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("downloaded %d bytes, want %d", len(got), len(want))
+				}
+			})
+		}
+		got, _ := e.s.Get(root(), p.ID)
+		if got.UpdatedAt == nil || !got.UpdatedAt.Equal(t0) {
+			t.Fatalf("updated at %v", got.UpdatedAt)
+		}
+	})
 }
 
 func TestNotFoundInsteadOfForbidden(t *testing.T) {
-	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
-		"other": {{Path: "organizations/acme/projects", Capabilities: []keel.Capability{keel.CapManageProjects}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, authz, nil)
-	p := e.mk(t, "pol")
-	ctx := as("u", "other")
-	tests := []struct {
-		name string
-		op   func() error
-	}{
-		{"create", func() error { _, err := e.s.Create(ctx, "acme", CreateInput{Name: ptr("x")}); return err }},
-		{"show", func() error { _, err := e.s.Get(ctx, p.ID); return err }},
-		{"update", func() error { _, err := e.s.Update(ctx, p.ID, UpdateInput{}); return err }},
-		{"upload", func() error { return e.s.Upload(ctx, p.ID, []byte("x")) }},
-		{"download", func() error { _, err := e.s.Download(ctx, p.ID); return err }},
-		{"list", func() error { _, err := e.s.List(ctx, "acme", ListOptions{}); return err }},
-		{"delete", func() error { return e.s.Delete(ctx, p.ID) }},
-		{"unknown policy", func() error { _, err := e.s.Get(root(), "pol-nope"); return err }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.op(); !errors.Is(err, keel.ErrNotFound) {
-				t.Fatalf("err = %v, want not found", err)
-			}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+			"other": {{Path: "organizations/acme/projects", Capabilities: []keel.Capability{keel.CapManageProjects}}},
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, open, authz, nil)
+		p := e.mk(t, "pol")
+		ctx := as("u", "other")
+		tests := []struct {
+			name string
+			op   func() error
+		}{
+			{"create", func() error { _, err := e.s.Create(ctx, "acme", CreateInput{Name: ptr("x")}); return err }},
+			{"show", func() error { _, err := e.s.Get(ctx, p.ID); return err }},
+			{"update", func() error { _, err := e.s.Update(ctx, p.ID, UpdateInput{}); return err }},
+			{"upload", func() error { return e.s.Upload(ctx, p.ID, []byte("x")) }},
+			{"download", func() error { _, err := e.s.Download(ctx, p.ID); return err }},
+			{"list", func() error { _, err := e.s.List(ctx, "acme", ListOptions{}); return err }},
+			{"delete", func() error { return e.s.Delete(ctx, p.ID) }},
+			{"unknown policy", func() error { _, err := e.s.Get(root(), "pol-nope"); return err }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := tt.op(); !errors.Is(err, keel.ErrNotFound) {
+					t.Fatalf("err = %v, want not found", err)
+				}
+			})
+		}
+	})
 }
 
 func TestPolicySets(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	a := e.mk(t, "a")
-	set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: []string{a.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("b"), EnforcementLevel: ptr(Advisory), PolicySetIDs: []string{set.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		id   string
-		want []string
-	}{
-		{"joined by the set", a.ID, []string{set.ID}},
-		{"joined on create", b.ID, []string{set.ID}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := e.s.Get(root(), tt.id)
-			if err != nil || !slices.Equal(p.PolicySetIDs, tt.want) {
-				t.Fatalf("sets = %v, %v", p.PolicySetIDs, err)
-			}
-		})
-	}
-	if err := e.s.Delete(root(), a.ID); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := e.s.GetSet(root(), set.ID)
-	if !slices.Equal(got.PolicyIDs, []string{b.ID}) {
-		t.Fatalf("members after delete = %v", got.PolicyIDs)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		a := e.mk(t, "a")
+		set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: []string{a.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("b"), EnforcementLevel: ptr(Advisory), PolicySetIDs: []string{set.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name string
+			id   string
+			want []string
+		}{
+			{"joined by the set", a.ID, []string{set.ID}},
+			{"joined on create", b.ID, []string{set.ID}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p, err := e.s.Get(root(), tt.id)
+				if err != nil || !slices.Equal(p.PolicySetIDs, tt.want) {
+					t.Fatalf("sets = %v, %v", p.PolicySetIDs, err)
+				}
+			})
+		}
+		if err := e.s.Delete(root(), a.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := e.s.GetSet(root(), set.ID)
+		if !slices.Equal(got.PolicyIDs, []string{b.ID}) {
+			t.Fatalf("members after delete = %v", got.PolicyIDs)
+		}
+	})
 }
 
 func TestList(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	for _, n := range []string{"c-net", "a-net", "b-db", "d-db", "e-net"} {
-		e.mk(t, n)
-	}
-	tests := []struct {
-		name  string
-		opts  ListOptions
-		want  []string
-		total int
-		pages int
-	}{
-		{"all in name order", ListOptions{}, []string{"a-net", "b-db", "c-net", "d-db", "e-net"}, 5, 1},
-		{"page 2 of size 2", ListOptions{PageNumber: 2, PageSize: 2}, []string{"c-net", "d-db"}, 5, 3},
-		{"page past the end", ListOptions{PageNumber: 4, PageSize: 2}, nil, 5, 3},
-		{"search ignores case", ListOptions{Search: "NET"}, []string{"a-net", "c-net", "e-net"}, 3, 1},
-		{"search page 2", ListOptions{Search: "net", PageNumber: 2, PageSize: 2}, []string{"e-net"}, 3, 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			page, err := e.s.List(root(), "acme", tt.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, p := range page.Policies {
-				got = append(got, p.Name)
-			}
-			if !slices.Equal(got, tt.want) || page.Pagination.TotalCount != tt.total || page.Pagination.TotalPages != tt.pages {
-				t.Fatalf("got %v %+v", got, page.Pagination)
-			}
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		for _, n := range []string{"c-net", "a-net", "b-db", "d-db", "e-net"} {
+			e.mk(t, n)
+		}
+		tests := []struct {
+			name  string
+			opts  ListOptions
+			want  []string
+			total int
+			pages int
+		}{
+			{"all in name order", ListOptions{}, []string{"a-net", "b-db", "c-net", "d-db", "e-net"}, 5, 1},
+			{"page 2 of size 2", ListOptions{PageNumber: 2, PageSize: 2}, []string{"c-net", "d-db"}, 5, 3},
+			{"page past the end", ListOptions{PageNumber: 4, PageSize: 2}, nil, 5, 3},
+			{"search ignores case", ListOptions{Search: "NET"}, []string{"a-net", "c-net", "e-net"}, 3, 1},
+			{"search page 2", ListOptions{Search: "net", PageNumber: 2, PageSize: 2}, []string{"e-net"}, 3, 2},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				page, err := e.s.List(root(), "acme", tt.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, p := range page.Policies {
+					got = append(got, p.Name)
+				}
+				if !slices.Equal(got, tt.want) || page.Pagination.TotalCount != tt.total || page.Pagination.TotalPages != tt.pages {
+					t.Fatalf("got %v %+v", got, page.Pagination)
+				}
+			})
+		}
+	})
 }
 
 func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
-	var fs *faultstore.Store
-	e := newEnv(t, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
-	p := e.mk(t, "pol")
-	boom := errors.New("disk full")
-	tests := []struct {
-		name string
-		op   func() error
-	}{
-		{"create", func() error {
-			_, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("x"), EnforcementLevel: ptr(Advisory)})
-			return err
-		}},
-		{"update", func() error { _, err := e.s.Update(root(), p.ID, UpdateInput{Description: ptr("d")}); return err }},
-		{"upload", func() error { return e.s.Upload(root(), p.ID, []byte("code")) }},
-		{"delete", func() error { return e.s.Delete(root(), p.ID) }},
-		{"create set", func() error {
-			_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{p.ID}})
-			return err
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := storagetest.Dump(t, e.mem)
-			fs.Fail(faultstore.OpCommit, "", 1, boom)
-			if err := tt.op(); !errors.Is(err, boom) {
-				t.Fatalf("err = %v", err)
-			}
-			if !maps.Equal(before, storagetest.Dump(t, e.mem)) {
-				t.Fatal("the failed write changed the store")
-			}
-		})
-	}
-	fs.Rerun(true)
-	q := e.mk(t, "rerun")
-	if err := e.s.Upload(root(), q.ID, []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	if page, _ := e.s.List(root(), "acme", ListOptions{}); page.Pagination.TotalCount != 2 {
-		t.Fatalf("after reruns: %+v", page.Pagination)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		var fs *faultstore.Store
+		e := newEnv(t, open, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+		p := e.mk(t, "pol")
+		boom := errors.New("disk full")
+		tests := []struct {
+			name string
+			op   func() error
+		}{
+			{"create", func() error {
+				_, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("x"), EnforcementLevel: ptr(Advisory)})
+				return err
+			}},
+			{"update", func() error { _, err := e.s.Update(root(), p.ID, UpdateInput{Description: ptr("d")}); return err }},
+			{"upload", func() error { return e.s.Upload(root(), p.ID, []byte("code")) }},
+			{"delete", func() error { return e.s.Delete(root(), p.ID) }},
+			{"create set", func() error {
+				_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{p.ID}})
+				return err
+			}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before := storagetest.Dump(t, e.raw)
+				fs.Fail(faultstore.OpCommit, "", 1, boom)
+				if err := tt.op(); !errors.Is(err, boom) {
+					t.Fatalf("err = %v", err)
+				}
+				if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
+					t.Fatal("the failed write changed the store")
+				}
+			})
+		}
+		fs.Rerun(true)
+		q := e.mk(t, "rerun")
+		if err := e.s.Upload(root(), q.ID, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if page, _ := e.s.List(root(), "acme", ListOptions{}); page.Pagination.TotalCount != 2 {
+			t.Fatalf("after reruns: %+v", page.Pagination)
+		}
+	})
 }

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
@@ -25,9 +27,9 @@ type world struct {
 	opa, betaPol          string
 }
 
-func newWorld(t *testing.T, authz keel.Authorizer, wrap func(storage.Store) storage.Store) *world {
+func newWorld(t *testing.T, open everystore.Open, authz keel.Authorizer, wrap func(storage.Store) storage.Store) *world {
 	t.Helper()
-	e := newEnv(t, authz, wrap)
+	e := newEnv(t, open, authz, wrap)
 	return populate(t, e)
 }
 
@@ -77,7 +79,7 @@ func populate(t *testing.T, e *env) *world {
 // checks that the store is as it was.
 func (e *env) unchanged(t *testing.T, op func() error, want error, fields ...string) {
 	t.Helper()
-	before := storagetest.Dump(t, e.mem)
+	before := storagetest.Dump(t, e.raw)
 	err := op()
 	if !errors.Is(err, want) {
 		t.Fatalf("err = %v, want %v", err, want)
@@ -85,7 +87,7 @@ func (e *env) unchanged(t *testing.T, op func() error, want error, fields ...str
 	if got := fieldsOf(err); len(fields) > 0 && !slices.Equal(got, fields) {
 		t.Fatalf("fields %v, want %v (%v)", got, fields, err)
 	}
-	if after := storagetest.Dump(t, e.mem); !maps.Equal(before, after) {
+	if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
 		t.Fatal("a refused operation changed the store")
 	}
 }
@@ -101,89 +103,93 @@ func fieldsOf(err error) []string {
 // TestSetCreateRules: each rule of CreateSet, on its Go field, all at
 // once, nothing written.
 func TestSetCreateRules(t *testing.T) {
-	w := newWorld(t, nil, nil)
-	p := w.mk(t, "p")
-	if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("Taken")}); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name   string
-		in     SetInput
-		want   error
-		fields []string
-	}{
-		{"name required", SetInput{}, keel.ErrInvalid, []string{"Name"}},
-		{"name empty", SetInput{Name: ptr("")}, keel.ErrInvalid, []string{"Name"}},
-		{"name characters", SetInput{Name: ptr("a b")}, keel.ErrInvalid, []string{"Name"}},
-		{"name taken, case folded", SetInput{Name: ptr("taken")}, keel.ErrAlreadyExists, nil},
-		{"kind", SetInput{Name: ptr("k"), Kind: ptr("rego")}, keel.ErrInvalid, []string{"Kind"}},
-		{"global attached", SetInput{Name: ptr("g"), Global: ptr(true), WorkspaceIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"Global"}},
-		{"tool version empty", SetInput{Name: ptr("t"), PolicyToolVersion: ptr("")}, keel.ErrInvalid, []string{"PolicyToolVersion"}},
-		{"several at once", SetInput{Name: ptr("a b"), Kind: ptr("x")}, keel.ErrInvalid, []string{"Name", "Kind"}},
-		{"members unknown or of another organization", SetInput{
-			Name:                  ptr("m"),
-			PolicyIDs:             []string{p.ID, "pol-x", w.betaPol},
-			WorkspaceIDs:          []string{w.ws1, w.betaWS, "a/b"},
-			ProjectIDs:            []string{"prj-x", w.prj},
-			WorkspaceExclusionIDs: []string{w.betaWS},
-		}, keel.ErrInvalid, []string{"PolicyIDs[1]", "PolicyIDs[2]", "WorkspaceIDs[1]", "WorkspaceIDs[2]", "ProjectIDs[0]", "WorkspaceExclusionIDs[0]"}},
-		{"policy of another kind", SetInput{Name: ptr("o"), PolicyIDs: []string{p.ID, w.opa}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
-		{"opa set, sentinel policy", SetInput{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa, p.ID}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
-		{"workspace as a project", SetInput{Name: ptr("wp"), ProjectIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"ProjectIDs[0]"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w.unchanged(t, func() error { _, err := w.s.CreateSet(root(), "acme", tt.in); return err }, tt.want, tt.fields...)
-		})
-	}
-	// Unknown organization first, whatever the body.
-	if _, err := w.s.CreateSet(root(), "nope", SetInput{Name: ptr("a b")}); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("unknown organization: %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open, nil, nil)
+		p := w.mk(t, "p")
+		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("Taken")}); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name   string
+			in     SetInput
+			want   error
+			fields []string
+		}{
+			{"name required", SetInput{}, keel.ErrInvalid, []string{"Name"}},
+			{"name empty", SetInput{Name: ptr("")}, keel.ErrInvalid, []string{"Name"}},
+			{"name characters", SetInput{Name: ptr("a b")}, keel.ErrInvalid, []string{"Name"}},
+			{"name taken, case folded", SetInput{Name: ptr("taken")}, keel.ErrAlreadyExists, nil},
+			{"kind", SetInput{Name: ptr("k"), Kind: ptr("rego")}, keel.ErrInvalid, []string{"Kind"}},
+			{"global attached", SetInput{Name: ptr("g"), Global: ptr(true), WorkspaceIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"Global"}},
+			{"tool version empty", SetInput{Name: ptr("t"), PolicyToolVersion: ptr("")}, keel.ErrInvalid, []string{"PolicyToolVersion"}},
+			{"several at once", SetInput{Name: ptr("a b"), Kind: ptr("x")}, keel.ErrInvalid, []string{"Name", "Kind"}},
+			{"members unknown or of another organization", SetInput{
+				Name:                  ptr("m"),
+				PolicyIDs:             []string{p.ID, "pol-x", w.betaPol},
+				WorkspaceIDs:          []string{w.ws1, w.betaWS, "a/b"},
+				ProjectIDs:            []string{"prj-x", w.prj},
+				WorkspaceExclusionIDs: []string{w.betaWS},
+			}, keel.ErrInvalid, []string{"PolicyIDs[1]", "PolicyIDs[2]", "WorkspaceIDs[1]", "WorkspaceIDs[2]", "ProjectIDs[0]", "WorkspaceExclusionIDs[0]"}},
+			{"policy of another kind", SetInput{Name: ptr("o"), PolicyIDs: []string{p.ID, w.opa}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
+			{"opa set, sentinel policy", SetInput{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa, p.ID}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
+			{"workspace as a project", SetInput{Name: ptr("wp"), ProjectIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"ProjectIDs[0]"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w.unchanged(t, func() error { _, err := w.s.CreateSet(root(), "acme", tt.in); return err }, tt.want, tt.fields...)
+			})
+		}
+		// Unknown organization first, whatever the body.
+		if _, err := w.s.CreateSet(root(), "nope", SetInput{Name: ptr("a b")}); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("unknown organization: %v", err)
+		}
+	})
 }
 
 // TestSetCreateDefaultsAndMembers: HCP Terraform's defaults, members
 // de-duplicated and sorted, the same set read back, and the policy's
 // policy-set ids.
 func TestSetCreateDefaultsAndMembers(t *testing.T) {
-	w := newWorld(t, nil, nil)
-	a, b := w.mk(t, "a"), w.mk(t, "b")
-	set, err := w.s.CreateSet(root(), "acme", SetInput{
-		Name: ptr("s"), PolicyIDs: []string{b.ID, a.ID, b.ID}, WorkspaceIDs: []string{w.ws2, w.ws1},
-		ProjectIDs: []string{w.prj}, WorkspaceExclusionIDs: []string{w.ws1},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open, nil, nil)
+		a, b := w.mk(t, "a"), w.mk(t, "b")
+		set, err := w.s.CreateSet(root(), "acme", SetInput{
+			Name: ptr("s"), PolicyIDs: []string{b.ID, a.ID, b.ID}, WorkspaceIDs: []string{w.ws2, w.ws1},
+			ProjectIDs: []string{w.prj}, WorkspaceExclusionIDs: []string{w.ws1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set.Kind != Sentinel || set.Global || set.Overridable || set.AgentEnabled || set.PolicyToolVersion != DefaultPolicyToolVersion ||
+			set.PolicyUpdatePatterns == nil || len(set.PolicyUpdatePatterns) != 0 || set.Description != nil || set.PoliciesPath != nil {
+			t.Fatalf("defaults %+v", set)
+		}
+		if !set.CreatedAt.Equal(t0) || !set.UpdatedAt.Equal(t0) {
+			t.Fatalf("times %v %v", set.CreatedAt, set.UpdatedAt)
+		}
+		if want := slices.Sorted(slices.Values([]string{a.ID, b.ID})); !slices.Equal(set.PolicyIDs, want) ||
+			!slices.Equal(set.WorkspaceIDs, slices.Sorted(slices.Values([]string{w.ws1, w.ws2}))) ||
+			!slices.Equal(set.ProjectIDs, []string{w.prj}) || !slices.Equal(set.WorkspaceExclusionIDs, []string{w.ws1}) {
+			t.Fatalf("members %+v", set)
+		}
+		got, err := w.s.GetSet(root(), set.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalSets(got, set) {
+			t.Fatalf("read %+v, created %+v", got, set)
+		}
+		if p, _ := w.s.Get(root(), a.ID); !slices.Equal(p.PolicySetIDs, []string{set.ID}) {
+			t.Fatalf("policy's sets %v", p.PolicySetIDs)
+		}
+		o, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}, Global: ptr(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.AgentEnabled || o.Kind != OPA || !o.Global {
+			t.Fatalf("opa set %+v", o)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if set.Kind != Sentinel || set.Global || set.Overridable || set.AgentEnabled || set.PolicyToolVersion != DefaultPolicyToolVersion ||
-		set.PolicyUpdatePatterns == nil || len(set.PolicyUpdatePatterns) != 0 || set.Description != nil || set.PoliciesPath != nil {
-		t.Fatalf("defaults %+v", set)
-	}
-	if !set.CreatedAt.Equal(t0) || !set.UpdatedAt.Equal(t0) {
-		t.Fatalf("times %v %v", set.CreatedAt, set.UpdatedAt)
-	}
-	if want := slices.Sorted(slices.Values([]string{a.ID, b.ID})); !slices.Equal(set.PolicyIDs, want) ||
-		!slices.Equal(set.WorkspaceIDs, slices.Sorted(slices.Values([]string{w.ws1, w.ws2}))) ||
-		!slices.Equal(set.ProjectIDs, []string{w.prj}) || !slices.Equal(set.WorkspaceExclusionIDs, []string{w.ws1}) {
-		t.Fatalf("members %+v", set)
-	}
-	got, err := w.s.GetSet(root(), set.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equalSets(got, set) {
-		t.Fatalf("read %+v, created %+v", got, set)
-	}
-	if p, _ := w.s.Get(root(), a.ID); !slices.Equal(p.PolicySetIDs, []string{set.ID}) {
-		t.Fatalf("policy's sets %v", p.PolicySetIDs)
-	}
-	o, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}, Global: ptr(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !o.AgentEnabled || o.Kind != OPA || !o.Global {
-		t.Fatalf("opa set %+v", o)
-	}
 }
 
 func equalSets(a, b PolicySet) bool {
@@ -202,371 +208,388 @@ func equalSets(a, b PolicySet) bool {
 // TestSetUpdate: settings change, a rename moves the name, a taken name
 // and a global set with workspaces are refused, UpdatedAt moves.
 func TestSetUpdate(t *testing.T) {
-	w := newWorld(t, nil, nil)
-	set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), WorkspaceIDs: []string{w.ws1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("other")}); err != nil {
-		t.Fatal(err)
-	}
-	w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("OTHER")}); return err }, keel.ErrAlreadyExists)
-	w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("a/b")}); return err }, keel.ErrInvalid, "Name")
-	w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Global: ptr(true)}); return err }, keel.ErrInvalid, "Global")
-	w.clock.Advance(time.Minute)
-	got, err := w.s.UpdateSet(root(), set.ID, SetUpdate{
-		Name: ptr("renamed"), Description: ptr("d"), Overridable: ptr(true), AgentEnabled: ptr(true),
-		PolicyToolVersion: ptr("0.40.0"), PolicyUpdatePatterns: &[]string{"*.sentinel"}, PoliciesPath: ptr("p/"),
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open, nil, nil)
+		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), WorkspaceIDs: []string{w.ws1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("other")}); err != nil {
+			t.Fatal(err)
+		}
+		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("OTHER")}); return err }, keel.ErrAlreadyExists)
+		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("a/b")}); return err }, keel.ErrInvalid, "Name")
+		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Global: ptr(true)}); return err }, keel.ErrInvalid, "Global")
+		w.clock.Advance(time.Minute)
+		got, err := w.s.UpdateSet(root(), set.ID, SetUpdate{
+			Name: ptr("renamed"), Description: ptr("d"), Overridable: ptr(true), AgentEnabled: ptr(true),
+			PolicyToolVersion: ptr("0.40.0"), PolicyUpdatePatterns: &[]string{"*.sentinel"}, PoliciesPath: ptr("p/"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "renamed" || *got.Description != "d" || !got.Overridable || !got.AgentEnabled || got.PolicyToolVersion != "0.40.0" ||
+			!slices.Equal(got.PolicyUpdatePatterns, []string{"*.sentinel"}) || *got.PoliciesPath != "p/" ||
+			!got.UpdatedAt.Equal(t0.Add(time.Minute)) || !got.CreatedAt.Equal(t0) || !slices.Equal(got.WorkspaceIDs, []string{w.ws1}) {
+			t.Fatalf("updated %+v", got)
+		}
+		// The old name is free again, the new one taken.
+		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")}); err != nil {
+			t.Fatalf("old name: %v", err)
+		}
+		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("Renamed")}); !errors.Is(err, keel.ErrAlreadyExists) {
+			t.Fatalf("new name: %v", err)
+		}
+		if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Global: ptr(true)}); err != nil || !got.Global {
+			t.Fatalf("global once detached: %+v, %v", got, err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Name != "renamed" || *got.Description != "d" || !got.Overridable || !got.AgentEnabled || got.PolicyToolVersion != "0.40.0" ||
-		!slices.Equal(got.PolicyUpdatePatterns, []string{"*.sentinel"}) || *got.PoliciesPath != "p/" ||
-		!got.UpdatedAt.Equal(t0.Add(time.Minute)) || !got.CreatedAt.Equal(t0) || !slices.Equal(got.WorkspaceIDs, []string{w.ws1}) {
-		t.Fatalf("updated %+v", got)
-	}
-	// The old name is free again, the new one taken.
-	if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")}); err != nil {
-		t.Fatalf("old name: %v", err)
-	}
-	if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("Renamed")}); !errors.Is(err, keel.ErrAlreadyExists) {
-		t.Fatalf("new name: %v", err)
-	}
-	if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1}); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Global: ptr(true)}); err != nil || !got.Global {
-		t.Fatalf("global once detached: %+v, %v", got, err)
-	}
 }
 
 // TestSetMembers: adding and removing members of each kind; the rules of
 // AddSetMembers, all or none.
 func TestSetMembers(t *testing.T) {
-	w := newWorld(t, nil, nil)
-	a, b := w.mk(t, "a"), w.mk(t, "b")
-	set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.clock.Advance(time.Second)
-	add := func(m SetMembers, ids ...string) error { return w.s.AddSetMembers(root(), set.ID, m, ids) }
-	for _, c := range []struct {
-		m   SetMembers
-		ids []string
-	}{{SetPolicies, []string{b.ID, a.ID, b.ID}}, {SetWorkspaces, []string{w.ws1}}, {SetProjects, []string{w.prj}}, {SetWorkspaceExclusions, []string{w.ws2}}} {
-		if err := add(c.m, c.ids...); err != nil {
-			t.Fatalf("add %s: %v", c.m, err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open, nil, nil)
+		a, b := w.mk(t, "a"), w.mk(t, "b")
+		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	got, _ := w.s.GetSet(root(), set.ID)
-	if len(got.PolicyIDs) != 2 || !slices.Equal(got.WorkspaceIDs, []string{w.ws1}) || !slices.Equal(got.ProjectIDs, []string{w.prj}) ||
-		!slices.Equal(got.WorkspaceExclusionIDs, []string{w.ws2}) || !got.UpdatedAt.Equal(t0.Add(time.Second)) {
-		t.Fatalf("members %+v", got)
-	}
-	w.unchanged(t, func() error { return add(SetPolicies, a.ID, "pol-x", w.betaPol, w.opa) }, keel.ErrInvalid, "IDs[1]", "IDs[2]", "IDs[3]")
-	w.unchanged(t, func() error { return add(SetWorkspaces, w.ws2, w.betaWS) }, keel.ErrInvalid, "IDs[1]")
-	w.unchanged(t, func() error { return add(SetProjects, w.ws1) }, keel.ErrInvalid, "IDs[0]")
-	w.unchanged(t, func() error { return add(SetWorkspaces) }, keel.ErrInvalid, "IDs")
-	w.unchanged(t, func() error { return w.s.AddSetMembers(root(), "polset-x", SetWorkspaces, []string{w.ws1}) }, keel.ErrNotFound)
+		w.clock.Advance(time.Second)
+		add := func(m SetMembers, ids ...string) error { return w.s.AddSetMembers(root(), set.ID, m, ids) }
+		for _, c := range []struct {
+			m   SetMembers
+			ids []string
+		}{{SetPolicies, []string{b.ID, a.ID, b.ID}}, {SetWorkspaces, []string{w.ws1}}, {SetProjects, []string{w.prj}}, {SetWorkspaceExclusions, []string{w.ws2}}} {
+			if err := add(c.m, c.ids...); err != nil {
+				t.Fatalf("add %s: %v", c.m, err)
+			}
+		}
+		got, _ := w.s.GetSet(root(), set.ID)
+		if len(got.PolicyIDs) != 2 || !slices.Equal(got.WorkspaceIDs, []string{w.ws1}) || !slices.Equal(got.ProjectIDs, []string{w.prj}) ||
+			!slices.Equal(got.WorkspaceExclusionIDs, []string{w.ws2}) || !got.UpdatedAt.Equal(t0.Add(time.Second)) {
+			t.Fatalf("members %+v", got)
+		}
+		w.unchanged(t, func() error { return add(SetPolicies, a.ID, "pol-x", w.betaPol, w.opa) }, keel.ErrInvalid, "IDs[1]", "IDs[2]", "IDs[3]")
+		w.unchanged(t, func() error { return add(SetWorkspaces, w.ws2, w.betaWS) }, keel.ErrInvalid, "IDs[1]")
+		w.unchanged(t, func() error { return add(SetProjects, w.ws1) }, keel.ErrInvalid, "IDs[0]")
+		w.unchanged(t, func() error { return add(SetWorkspaces) }, keel.ErrInvalid, "IDs")
+		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), "polset-x", SetWorkspaces, []string{w.ws1}) }, keel.ErrNotFound)
 
-	// Removing: members go, ids that are not members are ignored.
-	if err := w.s.RemoveSetMembers(root(), set.ID, SetPolicies, []string{a.ID, "pol-x", w.opa}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1, w.ws1}); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = w.s.GetSet(root(), set.ID)
-	if !slices.Equal(got.PolicyIDs, []string{b.ID}) || len(got.WorkspaceIDs) != 0 {
-		t.Fatalf("after remove %+v", got)
-	}
-	if p, _ := w.s.Get(root(), a.ID); len(p.PolicySetIDs) != 0 {
-		t.Fatalf("a removed policy still names the set: %v", p.PolicySetIDs)
-	}
+		// Removing: members go, ids that are not members are ignored.
+		if err := w.s.RemoveSetMembers(root(), set.ID, SetPolicies, []string{a.ID, "pol-x", w.opa}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1, w.ws1}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = w.s.GetSet(root(), set.ID)
+		if !slices.Equal(got.PolicyIDs, []string{b.ID}) || len(got.WorkspaceIDs) != 0 {
+			t.Fatalf("after remove %+v", got)
+		}
+		if p, _ := w.s.Get(root(), a.ID); len(p.PolicySetIDs) != 0 {
+			t.Fatalf("a removed policy still names the set: %v", p.PolicySetIDs)
+		}
 
-	// A global set is attached to no workspace or project.
-	g, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("g"), Global: ptr(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetWorkspaces, []string{w.ws1}) }, keel.ErrInvalid, "IDs")
-	w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetProjects, []string{w.prj}) }, keel.ErrInvalid, "IDs")
-	if err := w.s.AddSetMembers(root(), g.ID, SetWorkspaceExclusions, []string{w.ws1}); err != nil {
-		t.Fatalf("exclusion of a global set: %v", err)
-	}
+		// A global set is attached to no workspace or project.
+		g, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("g"), Global: ptr(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetWorkspaces, []string{w.ws1}) }, keel.ErrInvalid, "IDs")
+		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetProjects, []string{w.prj}) }, keel.ErrInvalid, "IDs")
+		if err := w.s.AddSetMembers(root(), g.ID, SetWorkspaceExclusions, []string{w.ws1}); err != nil {
+			t.Fatalf("exclusion of a global set: %v", err)
+		}
+	})
 }
 
 // TestSetDelete: a deleted set leaves no edge; its members stay.
 func TestSetDelete(t *testing.T) {
-	w := newWorld(t, nil, nil)
-	a := w.mk(t, "a")
-	set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
-		ProjectIDs: []string{w.prj}, WorkspaceExclusionIDs: []string{w.ws2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.s.DeleteSet(root(), set.ID); err != nil {
-		t.Fatal(err)
-	}
-	for k := range storagetest.Dump(t, w.mem) {
-		if strings.Contains(k, set.ID) {
-			t.Errorf("key left: %s", k)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open, nil, nil)
+		a := w.mk(t, "a")
+		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
+			ProjectIDs: []string{w.prj}, WorkspaceExclusionIDs: []string{w.ws2}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := w.s.GetSet(root(), set.ID); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("read deleted: %v", err)
-	}
-	if p, err := w.s.Get(root(), a.ID); err != nil || len(p.PolicySetIDs) != 0 {
-		t.Fatalf("member %+v, %v", p, err)
-	}
-	if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")}); err != nil {
-		t.Fatalf("the name is free again: %v", err)
-	}
+		if err := w.s.DeleteSet(root(), set.ID); err != nil {
+			t.Fatal(err)
+		}
+		for k := range storagetest.Dump(t, w.raw) {
+			if strings.Contains(k, set.ID) {
+				t.Errorf("key left: %s", k)
+			}
+		}
+		if _, err := w.s.GetSet(root(), set.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("read deleted: %v", err)
+		}
+		if p, err := w.s.Get(root(), a.ID); err != nil || len(p.PolicySetIDs) != 0 {
+			t.Fatalf("member %+v, %v", p, err)
+		}
+		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")}); err != nil {
+			t.Fatalf("the name is free again: %v", err)
+		}
+	})
 }
 
 // TestSetMembersForgotten: deleting a policy, a workspace or a project
 // leaves no set pointing at it, in the deleting transaction, and the
 // set's counts follow.
 func TestSetMembersForgotten(t *testing.T) {
-	w := newWorld(t, nil, nil)
-	a := w.mk(t, "a")
-	set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
-		WorkspaceExclusionIDs: []string{w.ws1, w.ws2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := w.cat.Create(root(), "acme", project.Input{Name: ptr("empty")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.s.AddSetMembers(root(), set.ID, SetProjects, []string{p2.ID, w.prj}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.s.Delete(root(), a.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cat.DeleteWorkspace(root(), w.ws1); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cat.Delete(root(), p2.ID); err != nil {
-		t.Fatal(err)
-	}
-	got, err := w.s.GetSet(root(), set.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.PolicyIDs) != 0 || len(got.WorkspaceIDs) != 0 || !slices.Equal(got.WorkspaceExclusionIDs, []string{w.ws2}) ||
-		!slices.Equal(got.ProjectIDs, []string{w.prj}) {
-		t.Fatalf("members %+v", got)
-	}
-	for k := range storagetest.Dump(t, w.mem) {
-		for _, id := range []string{a.ID, w.ws1, p2.ID} {
-			if strings.HasPrefix(k, "policy/") && strings.Contains(k, id) {
-				t.Errorf("key left: %s", k)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open, nil, nil)
+		a := w.mk(t, "a")
+		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
+			WorkspaceExclusionIDs: []string{w.ws1, w.ws2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p2, err := w.cat.Create(root(), "acme", project.Input{Name: ptr("empty")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.s.AddSetMembers(root(), set.ID, SetProjects, []string{p2.ID, w.prj}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.s.Delete(root(), a.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.cat.DeleteWorkspace(root(), w.ws1); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.cat.Delete(root(), p2.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.s.GetSet(root(), set.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.PolicyIDs) != 0 || len(got.WorkspaceIDs) != 0 || !slices.Equal(got.WorkspaceExclusionIDs, []string{w.ws2}) ||
+			!slices.Equal(got.ProjectIDs, []string{w.prj}) {
+			t.Fatalf("members %+v", got)
+		}
+		for k := range storagetest.Dump(t, w.raw) {
+			for _, id := range []string{a.ID, w.ws1, p2.ID} {
+				if strings.HasPrefix(k, "policy/") && strings.Contains(k, id) {
+					t.Errorf("key left: %s", k)
+				}
 			}
 		}
-	}
-	var rec *setRecord
-	_ = w.s.store.View(context.Background(), func(_ context.Context, tx storage.Tx) error {
-		rec, err = getSet(tx, set.ID)
-		return err
+		var rec *setRecord
+		_ = w.s.store.View(context.Background(), func(_ context.Context, tx storage.Tx) error {
+			rec, err = getSet(tx, set.ID)
+			return err
+		})
+		if err != nil || *rec.Counts != (setCounts{Projects: 1, WorkspaceExclusions: 1}) {
+			t.Fatalf("counts %+v, %v", rec.Counts, err)
+		}
 	})
-	if err != nil || *rec.Counts != (setCounts{Projects: 1, WorkspaceExclusions: 1}) {
-		t.Fatalf("counts %+v, %v", rec.Counts, err)
-	}
 }
 
 // TestSetHidden: a caller without manage-policies finds no set, and
 // changes nothing.
 func TestSetHidden(t *testing.T) {
-	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
-		"reader": {{Path: "organizations*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+			"reader": {{Path: "organizations*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newWorld(t, open, authz, nil)
+		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := as("r", "reader")
+		for name, op := range map[string]func() error{
+			"create": func() error { _, err := w.s.CreateSet(ctx, "acme", SetInput{Name: ptr("a b")}); return err },
+			"get":    func() error { _, err := w.s.GetSet(ctx, set.ID); return err },
+			"list":   func() error { _, err := w.s.ListSets(ctx, "acme", SetListOptions{PageNumber: -1}); return err },
+			"update": func() error { _, err := w.s.UpdateSet(ctx, set.ID, SetUpdate{Name: ptr("a b")}); return err },
+			"delete": func() error { return w.s.DeleteSet(ctx, set.ID) },
+			"add":    func() error { return w.s.AddSetMembers(ctx, set.ID, SetWorkspaces, nil) },
+			"remove": func() error { return w.s.RemoveSetMembers(ctx, set.ID, SetWorkspaces, []string{w.ws1}) },
+		} {
+			t.Run(name, func(t *testing.T) { w.unchanged(t, op, keel.ErrNotFound) })
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(t, authz, nil)
-	set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := as("r", "reader")
-	for name, op := range map[string]func() error{
-		"create": func() error { _, err := w.s.CreateSet(ctx, "acme", SetInput{Name: ptr("a b")}); return err },
-		"get":    func() error { _, err := w.s.GetSet(ctx, set.ID); return err },
-		"list":   func() error { _, err := w.s.ListSets(ctx, "acme", SetListOptions{PageNumber: -1}); return err },
-		"update": func() error { _, err := w.s.UpdateSet(ctx, set.ID, SetUpdate{Name: ptr("a b")}); return err },
-		"delete": func() error { return w.s.DeleteSet(ctx, set.ID) },
-		"add":    func() error { return w.s.AddSetMembers(ctx, set.ID, SetWorkspaces, nil) },
-		"remove": func() error { return w.s.RemoveSetMembers(ctx, set.ID, SetWorkspaces, []string{w.ws1}) },
-	} {
-		t.Run(name, func(t *testing.T) { w.unchanged(t, op, keel.ErrNotFound) })
-	}
 }
 
 // TestListSets: name order, search, kind filter, pages.
 func TestListSets(t *testing.T) {
-	w := newWorld(t, nil, nil)
-	for _, n := range []string{"b-net", "A-net", "c"} {
-		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr(n)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("opa-net"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}}); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name  string
-		opts  SetListOptions
-		want  []string
-		total int
-	}{
-		{"all", SetListOptions{}, []string{"A-net", "b-net", "c", "opa-net"}, 4},
-		{"search", SetListOptions{Search: "NET"}, []string{"A-net", "b-net", "opa-net"}, 3},
-		{"kind", SetListOptions{FilterKind: OPA}, []string{"opa-net"}, 1},
-		{"kind and search", SetListOptions{FilterKind: Sentinel, Search: "net"}, []string{"A-net", "b-net"}, 2},
-		{"page 2", SetListOptions{PageNumber: 2, PageSize: 3}, []string{"opa-net"}, 4},
-		{"past the end", SetListOptions{PageNumber: 9, PageSize: 3}, nil, 4},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			page, err := w.s.ListSets(root(), "acme", tt.opts)
-			if err != nil {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open, nil, nil)
+		for _, n := range []string{"b-net", "A-net", "c"} {
+			if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr(n)}); err != nil {
 				t.Fatal(err)
 			}
-			var names []string
-			for _, s := range page.Sets {
-				names = append(names, s.Name)
-			}
-			if !slices.Equal(names, tt.want) || page.Pagination.TotalCount != tt.total {
-				t.Fatalf("names %v total %d", names, page.Pagination.TotalCount)
-			}
-		})
-	}
-	if page, _ := w.s.ListSets(root(), "acme", SetListOptions{FilterKind: OPA}); !slices.Equal(page.Sets[0].PolicyIDs, []string{w.opa}) {
-		t.Fatalf("a listed set lacks its members: %+v", page.Sets[0])
-	}
-	if _, err := w.s.ListSets(root(), "acme", SetListOptions{FilterKind: "x"}); !slices.Equal(fieldsOf(err), []string{"FilterKind"}) {
-		t.Fatalf("bad kind: %v", err)
-	}
-	if _, err := w.s.ListSets(root(), "acme", SetListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fieldsOf(err), []string{"PageNumber"}) {
-		t.Fatalf("page number: %v", err)
-	}
+		}
+		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("opa-net"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}}); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name  string
+			opts  SetListOptions
+			want  []string
+			total int
+		}{
+			{"all", SetListOptions{}, []string{"A-net", "b-net", "c", "opa-net"}, 4},
+			{"search", SetListOptions{Search: "NET"}, []string{"A-net", "b-net", "opa-net"}, 3},
+			{"kind", SetListOptions{FilterKind: OPA}, []string{"opa-net"}, 1},
+			{"kind and search", SetListOptions{FilterKind: Sentinel, Search: "net"}, []string{"A-net", "b-net"}, 2},
+			{"page 2", SetListOptions{PageNumber: 2, PageSize: 3}, []string{"opa-net"}, 4},
+			{"past the end", SetListOptions{PageNumber: 9, PageSize: 3}, nil, 4},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				page, err := w.s.ListSets(root(), "acme", tt.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, s := range page.Sets {
+					names = append(names, s.Name)
+				}
+				if !slices.Equal(names, tt.want) || page.Pagination.TotalCount != tt.total {
+					t.Fatalf("names %v total %d", names, page.Pagination.TotalCount)
+				}
+			})
+		}
+		if page, _ := w.s.ListSets(root(), "acme", SetListOptions{FilterKind: OPA}); !slices.Equal(page.Sets[0].PolicyIDs, []string{w.opa}) {
+			t.Fatalf("a listed set lacks its members: %+v", page.Sets[0])
+		}
+		if _, err := w.s.ListSets(root(), "acme", SetListOptions{FilterKind: "x"}); !slices.Equal(fieldsOf(err), []string{"FilterKind"}) {
+			t.Fatalf("bad kind: %v", err)
+		}
+		if _, err := w.s.ListSets(root(), "acme", SetListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fieldsOf(err), []string{"PageNumber"}) {
+			t.Fatalf("page number: %v", err)
+		}
+	})
 }
 
 // TestSetLimitsEtcd: with etcd's default limits (128 operations and reads
-// per transaction), a set of MaxSetMembers (62) members is created, read,
+// per transaction), in memstore and in a real etcd, a set of MaxSetMembers (62) members is created, read,
 // updated and deleted, each in one transaction; one more member is
 // refused up front, naming the limit; a member of more than MaxMemberSets
 // (40) sets cannot be deleted until it leaves one.
 func TestSetLimitsEtcd(t *testing.T) {
-	mem := memstore.New(&memstore.Options{Limits: storage.Limits{MaxTxOps: 128, MaxTxReads: 128}})
-	t.Cleanup(func() { mem.Close() })
-	clock := keel.NewFakeClock(t0)
-	cat := project.New(storage.Sub(mem, "project/"), &project.Options{Clock: clock})
-	if _, err := cat.CreateOrganization(root(), "acme", "", nil); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(storage.Sub(mem, "policy/"), &Options{Clock: clock, Organizations: cat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{s: s, cat: cat, mem: mem, clock: clock}
-	if s.MaxSetMembers() != 62 || s.MaxMemberSets() != 40 {
-		t.Fatalf("limits %d %d", s.MaxSetMembers(), s.MaxMemberSets())
-	}
-	var ids []string
-	for i := range 63 {
-		ids = append(ids, e.mk(t, "p"+string(rune('a'+i/26))+string(rune('a'+i%26))).ID)
-	}
-	e.unchanged(t, func() error {
-		_, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("big"), PolicyIDs: ids})
-		return err
-	}, keel.ErrTooLarge)
-	_, err = s.CreateSet(root(), "acme", SetInput{Name: ptr("x"), PolicyIDs: ids})
-	if err == nil || !strings.Contains(err.Error(), "at most 62") || !strings.Contains(err.Error(), "MaxTxOps 128") {
-		t.Fatalf("the refusal does not name the limit: %v", err)
-	}
-	set, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("big"), PolicyIDs: ids[:61]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AddSetMembers(root(), set.ID, SetPolicies, ids[61:62]); err != nil {
-		t.Fatal(err)
-	}
-	e.unchanged(t, func() error { return s.AddSetMembers(root(), set.ID, SetPolicies, ids[62:]) }, keel.ErrTooLarge)
-	if got, err := s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("big2")}); err != nil || len(got.PolicyIDs) != 62 {
-		t.Fatalf("update of the largest set: %d, %v", len(got.PolicyIDs), err)
-	}
-	if err := s.Delete(root(), ids[0]); err != nil {
-		t.Fatalf("delete a member of the largest set: %v", err)
-	}
-	if err := s.DeleteSet(root(), set.ID); err != nil {
-		t.Fatalf("delete of the largest set: %v", err)
-	}
+	for _, k := range []everystore.Kind{
+		{Name: "memstore with etcd's limits", Open: func(t testing.TB) storage.Store {
+			s := memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits})
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{Name: "etcdstore", Open: everystore.Etcd},
+	} {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, k.Open, nil, nil)
+			s := e.s
+			var err error
+			if s.MaxSetMembers() != 62 || s.MaxMemberSets() != 40 || s.MaxCodeBytes() != 1429504 {
+				t.Fatalf("limits %d %d %d; the package doc says 62, 40 and 1429504", s.MaxSetMembers(), s.MaxMemberSets(), s.MaxCodeBytes())
+			}
+			var ids []string
+			for i := range 63 {
+				ids = append(ids, e.mk(t, "p"+string(rune('a'+i/26))+string(rune('a'+i%26))).ID)
+			}
+			e.unchanged(t, func() error {
+				_, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("big"), PolicyIDs: ids})
+				return err
+			}, keel.ErrTooLarge)
+			_, err = s.CreateSet(root(), "acme", SetInput{Name: ptr("x"), PolicyIDs: ids})
+			if err == nil || !strings.Contains(err.Error(), "at most 62") || !strings.Contains(err.Error(), "MaxTxOps 128") {
+				t.Fatalf("the refusal does not name the limit: %v", err)
+			}
+			set, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("big"), PolicyIDs: ids[:61]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AddSetMembers(root(), set.ID, SetPolicies, ids[61:62]); err != nil {
+				t.Fatal(err)
+			}
+			e.unchanged(t, func() error { return s.AddSetMembers(root(), set.ID, SetPolicies, ids[62:]) }, keel.ErrTooLarge)
+			if got, err := s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("big2")}); err != nil || len(got.PolicyIDs) != 62 {
+				t.Fatalf("update of the largest set: %d, %v", len(got.PolicyIDs), err)
+			}
+			if err := s.Delete(root(), ids[0]); err != nil {
+				t.Fatalf("delete a member of the largest set: %v", err)
+			}
+			if err := s.DeleteSet(root(), set.ID); err != nil {
+				t.Fatalf("delete of the largest set: %v", err)
+			}
 
-	// One policy in 41 sets.
-	p := ids[1]
-	var sets []string
-	for i := range 41 {
-		set, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("s" + string(rune('a'+i/26)) + string(rune('a'+i%26)))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.AddSetMembers(root(), set.ID, SetPolicies, []string{p}); err != nil {
-			t.Fatal(err)
-		}
-		sets = append(sets, set.ID)
+			// One policy in 41 sets.
+			p := ids[1]
+			var sets []string
+			for i := range 41 {
+				set, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("s" + string(rune('a'+i/26)) + string(rune('a'+i%26)))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.AddSetMembers(root(), set.ID, SetPolicies, []string{p}); err != nil {
+					t.Fatal(err)
+				}
+				sets = append(sets, set.ID)
+			}
+			e.unchanged(t, func() error { return s.Delete(root(), p) }, keel.ErrTooLarge)
+			if err := s.RemoveSetMembers(root(), sets[0], SetPolicies, []string{p}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(root(), p); err != nil {
+				t.Fatalf("delete a member of 40 sets: %v", err)
+			}
+			// A new policy joining more sets than fit is refused up front.
+			e.unchanged(t, func() error {
+				_, err := s.Create(root(), "acme", CreateInput{Name: ptr("many"), EnforcementLevel: ptr(Advisory), PolicySetIDs: sets})
+				return err
+			}, keel.ErrTooLarge)
+		})
 	}
-	e.unchanged(t, func() error { return s.Delete(root(), p) }, keel.ErrTooLarge)
-	if err := s.RemoveSetMembers(root(), sets[0], SetPolicies, []string{p}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Delete(root(), p); err != nil {
-		t.Fatalf("delete a member of 40 sets: %v", err)
-	}
-	// A new policy joining more sets than fit is refused up front.
-	e.unchanged(t, func() error {
-		_, err := s.Create(root(), "acme", CreateInput{Name: ptr("many"), EnforcementLevel: ptr(Advisory), PolicySetIDs: sets})
-		return err
-	}, keel.ErrTooLarge)
 }
 
 // TestSetOperationsRetrySafe: every set operation, its closure run twice
 // as a store that retries does, has the effect of one run.
 func TestSetOperationsRetrySafe(t *testing.T) {
-	var fs *faultstore.Store
-	w := newWorld(t, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
-	a := w.mk(t, "a")
-	fs.Rerun(true)
-	set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.s.AddSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1, w.ws2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("t")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cat.DeleteWorkspace(root(), w.ws2); err != nil {
-		t.Fatal(err)
-	}
-	got, err := w.s.GetSet(root(), set.ID)
-	if err != nil || got.Name != "t" || len(got.WorkspaceIDs) != 0 || !slices.Equal(got.PolicyIDs, []string{a.ID}) {
-		t.Fatalf("%+v, %v", got, err)
-	}
-	if err := w.s.DeleteSet(root(), set.ID); err != nil {
-		t.Fatal(err)
-	}
-	for k := range storagetest.Dump(t, w.mem) {
-		if strings.Contains(k, set.ID) || strings.Contains(k, "setname/acme/") {
-			t.Errorf("key left: %s", k)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		var fs *faultstore.Store
+		w := newWorld(t, open, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+		a := w.mk(t, "a")
+		fs.Rerun(true)
+		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := w.s.AddSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1, w.ws2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("t")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.cat.DeleteWorkspace(root(), w.ws2); err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.s.GetSet(root(), set.ID)
+		if err != nil || got.Name != "t" || len(got.WorkspaceIDs) != 0 || !slices.Equal(got.PolicyIDs, []string{a.ID}) {
+			t.Fatalf("%+v, %v", got, err)
+		}
+		if err := w.s.DeleteSet(root(), set.ID); err != nil {
+			t.Fatal(err)
+		}
+		for k := range storagetest.Dump(t, w.raw) {
+			if strings.Contains(k, set.ID) || strings.Contains(k, "setname/acme/") {
+				t.Errorf("key left: %s", k)
+			}
+		}
+	})
 }

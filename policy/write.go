@@ -213,11 +213,40 @@ func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy
 	return out, err
 }
 
-// Upload replaces the policy's code with code, at most MaxCodeSize bytes
-// (keel.KindTooLarge, nothing saved), and sets UpdatedAt.
+// codeRoom is what an upload writes besides the code, at most, in the
+// transaction that writes it: the policy's record and the two keys.
+const codeRoom = 4 << 10
+
+// MaxCodeBytes is the most bytes of code Upload accepts on the Service's
+// store: MaxCodeSize (10 MiB), or less on a store that bounds a value or
+// the bytes one transaction writes (storage.Limits MaxValueSize and
+// MaxTxBytes; 4 KiB of the transaction are kept for the policy's record
+// and keys). It is 1,429,504 bytes (1,396 KiB) on etcdstore's default
+// limits, 10 MiB on memstore and boltstore.
+func (s *Service) MaxCodeBytes() int {
+	l := s.store.Limits()
+	n := MaxCodeSize
+	if l.MaxValueSize > 0 {
+		n = min(n, l.MaxValueSize)
+	}
+	if l.MaxTxBytes > 0 {
+		n = min(n, l.MaxTxBytes-codeRoom)
+	}
+	return max(n, 0)
+}
+
+// Upload replaces the policy's code with code, at most MaxCodeBytes
+// bytes (MaxCodeSize, or less on a store of smaller values: a longer code
+// is keel.KindTooLarge, refused before anything is read or saved), and
+// sets UpdatedAt.
 func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
-	if len(code) > MaxCodeSize {
-		return fmt.Errorf("policy code of %d bytes, at most %d: %w", len(code), MaxCodeSize, keel.ErrTooLarge)
+	if most := s.MaxCodeBytes(); len(code) > most {
+		if most == MaxCodeSize {
+			return fmt.Errorf("policy code of %d bytes, at most %d (MaxCodeSize): %w", len(code), most, keel.ErrTooLarge)
+		}
+		l := s.store.Limits()
+		return fmt.Errorf("policy code of %d bytes, at most %d on this store (storage.Limits MaxValueSize %d, MaxTxBytes %d): %w",
+			len(code), most, l.MaxValueSize, l.MaxTxBytes, keel.ErrTooLarge)
 	}
 	now := ms(s.clock.Now())
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {

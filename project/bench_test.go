@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -42,7 +43,7 @@ func fill(b *testing.B, e *env, n int) {
 func BenchmarkListFirstPage(b *testing.B) {
 	for _, n := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("projects=%d", n), func(b *testing.B) {
-			e := newEnv(b, nil, nil)
+			e := newEnv(b, everystore.Mem, nil, nil)
 			fill(b, e, n)
 			ctx := root()
 			for b.Loop() {
@@ -59,7 +60,7 @@ func BenchmarkListFirstPage(b *testing.B) {
 func BenchmarkListQuery(b *testing.B) {
 	for _, n := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("projects=%d", n), func(b *testing.B) {
-			e := newEnv(b, nil, nil)
+			e := newEnv(b, everystore.Mem, nil, nil)
 			fill(b, e, n)
 			ctx := root()
 			for b.Loop() {
@@ -73,7 +74,7 @@ func BenchmarkListQuery(b *testing.B) {
 
 // BenchmarkMoveWorkspaces moves 100 workspaces in one call, back and forth.
 func BenchmarkMoveWorkspaces(b *testing.B) {
-	e := newEnv(b, nil, nil)
+	e := newEnv(b, everystore.Mem, nil, nil)
 	p1, p2 := e.mkProject(b, "one"), e.mkProject(b, "two")
 	ids := make([]string, 100)
 	for i := range ids {

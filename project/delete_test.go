@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
@@ -121,51 +122,55 @@ func keysOf(dump map[string]string, o old) []string {
 }
 
 func TestRecreatedOrganizationShowsNothingOld(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	o := populate(t, e.c, 3)
-	if err := e.c.DeleteOrganization(root(), "acme"); err != nil {
-		t.Fatal(err)
-	}
-	if left := storagetest.Dump(t, e.mem); len(left) != 0 {
-		t.Fatalf("keys left: %v", slices.Sorted(maps.Keys(left)))
-	}
-	checkGone(t, e.c, o)
-	if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
-		t.Fatal(err)
-	}
-	checkNothingOld(t, e.c, o)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		o := populate(t, e.c, 3)
+		if err := e.c.DeleteOrganization(root(), "acme"); err != nil {
+			t.Fatal(err)
+		}
+		if left := storagetest.Dump(t, e.raw); len(left) != 0 {
+			t.Fatalf("keys left: %v", slices.Sorted(maps.Keys(left)))
+		}
+		checkGone(t, e.c, o)
+		if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		checkNothingOld(t, e.c, o)
+	})
 }
 
 // TestRefusedDeletionLeavesStore: a caller without delete on the
 // organization gets not found, and the store is as it was, whether the
 // deletion is new or pending.
 func TestRefusedDeletionLeavesStore(t *testing.T) {
-	authz := rules(t, map[string][]keel.Rule{
-		"reader": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz := rules(t, map[string][]keel.Rule{
+			"reader": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}}},
+		})
+		var fs *faultstore.Store
+		e := newEnv(t, open, authz, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
+		o := populate(t, e.c, 2)
+		before := storagetest.Dump(t, e.raw)
+		if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("delete without the right: %v", err)
+		}
+		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
+			t.Fatal("a refused deletion changed the store")
+		}
+		// Stop a deletion midway, then try to finish it without the right.
+		boom := errors.New("disk full")
+		fs.Fail(faultstore.OpDelete, "project/ws/"+o.workspaces[1], 1, boom)
+		if err := e.c.DeleteOrganization(root(), "acme"); !errors.Is(err, boom) {
+			t.Fatalf("delete: %v", err)
+		}
+		before = storagetest.Dump(t, e.raw)
+		if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("finish without the right: %v", err)
+		}
+		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
+			t.Fatal("a refused finish changed the store")
+		}
 	})
-	var fs *faultstore.Store
-	e := newEnv(t, authz, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
-	o := populate(t, e.c, 2)
-	before := storagetest.Dump(t, e.mem)
-	if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("delete without the right: %v", err)
-	}
-	if !maps.Equal(before, storagetest.Dump(t, e.mem)) {
-		t.Fatal("a refused deletion changed the store")
-	}
-	// Stop a deletion midway, then try to finish it without the right.
-	boom := errors.New("disk full")
-	fs.Fail(faultstore.OpDelete, "project/ws/"+o.workspaces[1], 1, boom)
-	if err := e.c.DeleteOrganization(root(), "acme"); !errors.Is(err, boom) {
-		t.Fatalf("delete: %v", err)
-	}
-	before = storagetest.Dump(t, e.mem)
-	if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("finish without the right: %v", err)
-	}
-	if !maps.Equal(before, storagetest.Dump(t, e.mem)) {
-		t.Fatal("a refused finish changed the store")
-	}
 }
 
 // stopMidway makes the deletion of acme stop after some of its
@@ -283,26 +288,28 @@ func TestDeletionStoppedMidway(t *testing.T) {
 // another caller finished, after which the name was taken again, deletes
 // nothing of the new organization.
 func TestLateFinisherSparesNewOrganization(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	populate(t, e.c, 2)
-	d, err := e.c.startDeletion(root(), "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
-		t.Fatal(err)
-	}
-	fresh := populate(t, e.c, 2)
-	before := storagetest.Dump(t, e.mem)
-	if err := e.c.finish(root(), "acme", d); err != nil {
-		t.Fatalf("late finish: %v", err)
-	}
-	if !maps.Equal(before, storagetest.Dump(t, e.mem)) {
-		t.Fatal("the late finisher changed the store")
-	}
-	if _, err := e.c.Workspace(root(), fresh.workspace); err != nil {
-		t.Fatal(err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		populate(t, e.c, 2)
+		d, err := e.c.startDeletion(root(), "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		fresh := populate(t, e.c, 2)
+		before := storagetest.Dump(t, e.raw)
+		if err := e.c.finish(root(), "acme", d); err != nil {
+			t.Fatalf("late finish: %v", err)
+		}
+		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
+			t.Fatal("the late finisher changed the store")
+		}
+		if _, err := e.c.Workspace(root(), fresh.workspace); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestRegisterRefusesViewsItCannotJoin(t *testing.T) {
@@ -344,58 +351,59 @@ func TestRegisterRefusesViewsItCannotJoin(t *testing.T) {
 // service was registered is finished only by a Catalog where it is
 // registered again, so that its data never outlives the organization.
 func TestPendingDeletionWaitsForItsServices(t *testing.T) {
-	mem := memstore.New(nil)
-	t.Cleanup(func() { mem.Close() })
-	fs := faultstore.New(mem)
-	svc := storage.Sub(fs, "svc/")
-	purge := func(ctx context.Context, org string, store storage.Store) error {
-		_, err := storage.DeletePrefix(ctx, store, org+"/")
-		return err
-	}
-	c := New(storage.Sub(fs, "project/"), nil)
-	reg, err := c.Register(svc, purge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
-		t.Fatal(err)
-	}
-	err = reg.Update(root(), func(ctx context.Context, tx storage.Tx, orgs Orgs) error {
-		if ok, err := orgs.Exists("acme"); !ok || err != nil {
-			return fmt.Errorf("acme exists = %v, %v", ok, err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		store := open(t)
+		fs := faultstore.New(store)
+		svc := storage.Sub(fs, "svc/")
+		purge := func(ctx context.Context, org string, store storage.Store) error {
+			_, err := storage.DeletePrefix(ctx, store, org+"/")
+			return err
 		}
-		return tx.Put("acme/data", []byte("x"))
+		c := New(storage.Sub(fs, "project/"), nil)
+		reg, err := c.Register(svc, purge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		err = reg.Update(root(), func(ctx context.Context, tx storage.Tx, orgs Orgs) error {
+			if ok, err := orgs.Exists("acme"); !ok || err != nil {
+				return fmt.Errorf("acme exists = %v, %v", ok, err)
+			}
+			return tx.Put("acme/data", []byte("x"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("disk full")
+		fs.Fail(faultstore.OpDelete, "svc/acme/", 1, boom)
+		if err := c.DeleteOrganization(root(), "acme"); !errors.Is(err, boom) {
+			t.Fatalf("delete: %v", err)
+		}
+		err = reg.View(root(), func(ctx context.Context, tx storage.Tx, orgs Orgs) error {
+			if ok, err := orgs.Exists("acme"); ok || err != nil {
+				return fmt.Errorf("acme exists = %v, %v during its deletion", ok, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restarted := New(storage.Sub(fs, "project/"), nil)
+		if _, err := restarted.CreateOrganization(root(), "acme", "", nil); !errors.Is(err, keel.ErrConflict) {
+			t.Fatalf("create without the service: %v", err)
+		}
+		if _, err := restarted.Register(svc, purge); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := restarted.CreateOrganization(root(), "acme", "", nil); err != nil {
+			t.Fatalf("create with the service: %v", err)
+		}
+		for k := range storagetest.Dump(t, store) {
+			if strings.HasPrefix(k, "svc/") || strings.HasPrefix(k, "project/del/") {
+				t.Errorf("key left: %s", k)
+			}
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	boom := errors.New("disk full")
-	fs.Fail(faultstore.OpDelete, "svc/acme/", 1, boom)
-	if err := c.DeleteOrganization(root(), "acme"); !errors.Is(err, boom) {
-		t.Fatalf("delete: %v", err)
-	}
-	err = reg.View(root(), func(ctx context.Context, tx storage.Tx, orgs Orgs) error {
-		if ok, err := orgs.Exists("acme"); ok || err != nil {
-			return fmt.Errorf("acme exists = %v, %v during its deletion", ok, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	restarted := New(storage.Sub(fs, "project/"), nil)
-	if _, err := restarted.CreateOrganization(root(), "acme", "", nil); !errors.Is(err, keel.ErrConflict) {
-		t.Fatalf("create without the service: %v", err)
-	}
-	if _, err := restarted.Register(svc, purge); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := restarted.CreateOrganization(root(), "acme", "", nil); err != nil {
-		t.Fatalf("create with the service: %v", err)
-	}
-	for k := range storagetest.Dump(t, mem) {
-		if strings.HasPrefix(k, "svc/") || strings.HasPrefix(k, "project/del/") {
-			t.Errorf("key left: %s", k)
-		}
-	}
 }

@@ -153,6 +153,9 @@
 //     read; for MoveWorkspaces, the error lists the workspace ids that are
 //     unknown or may not be moved.
 //   - keel.KindAlreadyExists: a taken name.
+//   - keel.KindTooLarge: a MoveWorkspaces of more workspaces than one
+//     transaction of the store holds (on etcd, more than 42 from one
+//     project), refused before anything is written.
 //   - keel.KindConflict: deleting a project that holds workspaces, or the
 //     default project; finishing the deletion of an organization whose
 //     recorded services are not all registered.

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -17,57 +17,58 @@ import (
 // ForgetFunc that fails refuses the deletion and leaves the store as it
 // was.
 func TestOnForget(t *testing.T) {
-	mem := memstore.New(nil)
-	t.Cleanup(func() { mem.Close() })
-	c := New(storage.Sub(mem, "project/"), nil)
-	reg, err := c.Register(storage.Sub(mem, "svc/"), func(context.Context, string, storage.Store) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var heard []Forgotten
-	fail := false
-	reg.OnForget(func(_ context.Context, tx storage.Tx, f Forgotten) error {
-		if fail {
-			return errors.New("refused")
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		store := open(t)
+		c := New(storage.Sub(store, "project/"), nil)
+		reg, err := c.Register(storage.Sub(store, "svc/"), func(context.Context, string, storage.Store) error { return nil })
+		if err != nil {
+			t.Fatal(err)
 		}
-		heard = append(heard, f)
-		return tx.Put("forgot/"+f.ID, nil)
+		var heard []Forgotten
+		fail := false
+		reg.OnForget(func(_ context.Context, tx storage.Tx, f Forgotten) error {
+			if fail {
+				return errors.New("refused")
+			}
+			heard = append(heard, f)
+			return tx.Put("forgot/"+f.ID, nil)
+		})
+		ctx := context.Background()
+		if _, err := c.CreateOrganization(ctx, "acme", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.Create(ctx, "acme", Input{Name: ptr("apps")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.CreateWorkspace(ctx, "acme", "web", p.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fail = true
+		before := storagetest.Dump(t, store)
+		if err := c.DeleteWorkspace(ctx, w.ID); err == nil {
+			t.Fatal("a refused forget did not refuse the deletion")
+		}
+		if !maps.Equal(before, storagetest.Dump(t, store)) {
+			t.Fatal("a refused deletion changed the store")
+		}
+		fail = false
+		if err := c.DeleteWorkspace(ctx, w.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		want := []Forgotten{{ForgetWorkspace, "acme", w.ID}, {ForgetProject, "acme", p.ID}}
+		if !slices.Equal(heard, want) {
+			t.Fatalf("heard %+v, want %+v", heard, want)
+		}
+		dump := storagetest.Dump(t, store)
+		for _, id := range []string{w.ID, p.ID} {
+			if _, ok := dump["svc/forgot/"+id]; !ok {
+				t.Fatalf("the service's write for %s is not in the store: %v", id, slices.Sorted(maps.Keys(dump)))
+			}
+		}
 	})
-	ctx := context.Background()
-	if _, err := c.CreateOrganization(ctx, "acme", "", nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := c.Create(ctx, "acme", Input{Name: ptr("apps")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.CreateWorkspace(ctx, "acme", "web", p.ID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fail = true
-	before := storagetest.Dump(t, mem)
-	if err := c.DeleteWorkspace(ctx, w.ID); err == nil {
-		t.Fatal("a refused forget did not refuse the deletion")
-	}
-	if !maps.Equal(before, storagetest.Dump(t, mem)) {
-		t.Fatal("a refused deletion changed the store")
-	}
-	fail = false
-	if err := c.DeleteWorkspace(ctx, w.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(ctx, p.ID); err != nil {
-		t.Fatal(err)
-	}
-	want := []Forgotten{{ForgetWorkspace, "acme", w.ID}, {ForgetProject, "acme", p.ID}}
-	if !slices.Equal(heard, want) {
-		t.Fatalf("heard %+v, want %+v", heard, want)
-	}
-	dump := storagetest.Dump(t, mem)
-	for _, id := range []string{w.ID, p.ID} {
-		if _, ok := dump["svc/forgot/"+id]; !ok {
-			t.Fatalf("the service's write for %s is not in the store: %v", id, slices.Sorted(maps.Keys(dump)))
-		}
-	}
 }

@@ -6,40 +6,53 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 // t0 is the start of every fake clock.
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// env is a Catalog under test over a memory store, with a fake clock and
-// the organization "acme".
+// env is a Catalog under test over a store of everystore, with a fake
+// clock and the organization "acme".
 type env struct {
 	c     *Catalog
-	mem   *memstore.Store
+	raw   storage.Store // the store opened, without wrap: to look at it
 	clock *keel.FakeClock
 	org   Organization
 }
 
-// newEnv returns an env. authz may be nil (everything allowed); wrap, when
-// not nil, wraps the memory store (a faultstore, say).
-func newEnv(t testing.TB, authz keel.Authorizer, wrap func(storage.Store) storage.Store) *env {
+// newEnv returns an env over a new store from open (everystore.Mem for a
+// test of one store). authz may be nil (everything allowed); wrap, when
+// not nil, wraps the store (a faultstore, say).
+func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func(storage.Store) storage.Store) *env {
 	t.Helper()
-	mem := memstore.New(nil)
-	t.Cleanup(func() { mem.Close() })
-	var store storage.Store = mem
+	raw := open(t)
+	store := raw
 	if wrap != nil {
-		store = wrap(mem)
+		store = wrap(raw)
 	}
 	clock := keel.NewFakeClock(t0)
-	e := &env{c: New(storage.Sub(store, "project/"), &Options{Authorizer: authz, Clock: clock}), mem: mem, clock: clock}
+	e := &env{c: New(storage.Sub(store, "project/"), &Options{Authorizer: authz, Clock: clock}), raw: raw, clock: clock}
 	org, err := e.c.CreateOrganization(root(), "acme", "ops@acme.test", nil)
 	if err != nil {
 		t.Fatalf("create organization: %v", err)
 	}
 	e.org = org
 	return e
+}
+
+// TestMain gives the tests on etcdstore one embedded etcd (see everystore).
+func TestMain(m *testing.M) { everystore.Main(m) }
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own).
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
 }
 
 // root is a context whose caller holds every right.

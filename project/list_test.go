@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 )
 
 // names returns the names of a page's projects.
@@ -18,78 +19,82 @@ func names(p Page) []string {
 }
 
 func TestListOptions(t *testing.T) {
-	authz := rules(t, map[string][]keel.Rule{
-		"lister": {
-			{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}},
-			{Path: "organizations/acme/projects/", Capabilities: []keel.Capability{keel.CapRead}},
-		},
-	})
-	e := newEnv(t, authz, nil)
-	for _, n := range []string{"alpha", "Beta", "gamma-db", "delta-db", "epsilon"} {
-		e.mkProject(t, n)
-	}
-	// Grant update on beta and gamma-db, create-workspace on gamma-db only.
-	page, _ := e.c.List(root(), "acme", ListOptions{Names: []string{"beta", "gamma-db"}})
-	beta, gamma := page.Projects[0].ID, page.Projects[1].ID
-	authz2 := rules(t, map[string][]keel.Rule{
-		"lister": {
-			{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}},
-			{Path: "organizations/acme/projects/" + beta, Capabilities: []keel.Capability{keel.CapRead, keel.CapUpdate}},
-			{Path: "organizations/acme/projects/" + gamma, Capabilities: []keel.Capability{keel.CapRead, keel.CapUpdate}},
-			{Path: "organizations/acme/projects/" + gamma + "/workspaces", Capabilities: []keel.Capability{keel.CapCreate}},
-		},
-	})
-	e.c.authz = authz2
-	all := []string{"alpha", "Beta", "Default Project", "delta-db", "epsilon", "gamma-db"}
-	tests := []struct {
-		name     string
-		opts     ListOptions
-		want     []string
-		matching int
-		pag      keel.Pagination
-	}{
-		{"default order is by name", ListOptions{}, all, 6, keel.NewPagination(1, 20, 6)},
-		{"sort name", ListOptions{Sort: "name"}, all, 6, keel.NewPagination(1, 20, 6)},
-		{"sort -name", ListOptions{Sort: "-name"}, reversed(all), 6, keel.NewPagination(1, 20, 6)},
-		{"page 2 of size 4", ListOptions{PageNumber: 2, PageSize: 4}, all[4:], 6, keel.NewPagination(2, 4, 6)},
-		{"page 2 of size 4 reversed", ListOptions{PageNumber: 2, PageSize: 4, Sort: "-name"}, reversed(all)[4:], 6, keel.NewPagination(2, 4, 6)},
-		{"page past the end", ListOptions{PageNumber: 9, PageSize: 4}, nil, 6, keel.NewPagination(9, 4, 6)},
-		{"page past the end reversed", ListOptions{PageNumber: 9, PageSize: 4, Sort: "-name"}, nil, 6, keel.NewPagination(9, 4, 6)},
-		{"size above 100 is 100", ListOptions{PageSize: 1000}, all, 6, keel.NewPagination(1, 100, 6)},
-		{"q ignores case", ListOptions{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
-		{"q reversed", ListOptions{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, keel.NewPagination(1, 20, 2)},
-		{"filter names exact any case", ListOptions{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, keel.NewPagination(1, 20, 2)},
-		{"filter names wins over q", ListOptions{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, keel.NewPagination(1, 20, 1)},
-		{"filter update", ListOptions{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
-		{"filter create-workspace", ListOptions{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, keel.NewPagination(1, 20, 1)},
-		{"filter update and q", ListOptions{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, keel.NewPagination(1, 20, 1)},
-		{"no match", ListOptions{Query: "zzz"}, nil, 0, keel.NewPagination(1, 20, 0)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := e.c.List(as("u", "lister"), "acme", tt.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(names(got), tt.want) {
-				t.Fatalf("names = %q, want %q", names(got), tt.want)
-			}
-			if got.Total != 6 || got.Matching != tt.matching {
-				t.Fatalf("status counts = %d/%d, want 6/%d", got.Total, got.Matching, tt.matching)
-			}
-			if fmt.Sprint(deref(got.Pagination)) != fmt.Sprint(deref(tt.pag)) {
-				t.Fatalf("pagination = %v, want %v", deref(got.Pagination), deref(tt.pag))
-			}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz := rules(t, map[string][]keel.Rule{
+			"lister": {
+				{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}},
+				{Path: "organizations/acme/projects/", Capabilities: []keel.Capability{keel.CapRead}},
+			},
 		})
-	}
+		e := newEnv(t, open, authz, nil)
+		for _, n := range []string{"alpha", "Beta", "gamma-db", "delta-db", "epsilon"} {
+			e.mkProject(t, n)
+		}
+		// Grant update on beta and gamma-db, create-workspace on gamma-db only.
+		page, _ := e.c.List(root(), "acme", ListOptions{Names: []string{"beta", "gamma-db"}})
+		beta, gamma := page.Projects[0].ID, page.Projects[1].ID
+		authz2 := rules(t, map[string][]keel.Rule{
+			"lister": {
+				{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}},
+				{Path: "organizations/acme/projects/" + beta, Capabilities: []keel.Capability{keel.CapRead, keel.CapUpdate}},
+				{Path: "organizations/acme/projects/" + gamma, Capabilities: []keel.Capability{keel.CapRead, keel.CapUpdate}},
+				{Path: "organizations/acme/projects/" + gamma + "/workspaces", Capabilities: []keel.Capability{keel.CapCreate}},
+			},
+		})
+		e.c.authz = authz2
+		all := []string{"alpha", "Beta", "Default Project", "delta-db", "epsilon", "gamma-db"}
+		tests := []struct {
+			name     string
+			opts     ListOptions
+			want     []string
+			matching int
+			pag      keel.Pagination
+		}{
+			{"default order is by name", ListOptions{}, all, 6, keel.NewPagination(1, 20, 6)},
+			{"sort name", ListOptions{Sort: "name"}, all, 6, keel.NewPagination(1, 20, 6)},
+			{"sort -name", ListOptions{Sort: "-name"}, reversed(all), 6, keel.NewPagination(1, 20, 6)},
+			{"page 2 of size 4", ListOptions{PageNumber: 2, PageSize: 4}, all[4:], 6, keel.NewPagination(2, 4, 6)},
+			{"page 2 of size 4 reversed", ListOptions{PageNumber: 2, PageSize: 4, Sort: "-name"}, reversed(all)[4:], 6, keel.NewPagination(2, 4, 6)},
+			{"page past the end", ListOptions{PageNumber: 9, PageSize: 4}, nil, 6, keel.NewPagination(9, 4, 6)},
+			{"page past the end reversed", ListOptions{PageNumber: 9, PageSize: 4, Sort: "-name"}, nil, 6, keel.NewPagination(9, 4, 6)},
+			{"size above 100 is 100", ListOptions{PageSize: 1000}, all, 6, keel.NewPagination(1, 100, 6)},
+			{"q ignores case", ListOptions{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
+			{"q reversed", ListOptions{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, keel.NewPagination(1, 20, 2)},
+			{"filter names exact any case", ListOptions{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, keel.NewPagination(1, 20, 2)},
+			{"filter names wins over q", ListOptions{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, keel.NewPagination(1, 20, 1)},
+			{"filter update", ListOptions{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
+			{"filter create-workspace", ListOptions{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, keel.NewPagination(1, 20, 1)},
+			{"filter update and q", ListOptions{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, keel.NewPagination(1, 20, 1)},
+			{"no match", ListOptions{Query: "zzz"}, nil, 0, keel.NewPagination(1, 20, 0)},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := e.c.List(as("u", "lister"), "acme", tt.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(names(got), tt.want) {
+					t.Fatalf("names = %q, want %q", names(got), tt.want)
+				}
+				if got.Total != 6 || got.Matching != tt.matching {
+					t.Fatalf("status counts = %d/%d, want 6/%d", got.Total, got.Matching, tt.matching)
+				}
+				if fmt.Sprint(deref(got.Pagination)) != fmt.Sprint(deref(tt.pag)) {
+					t.Fatalf("pagination = %v, want %v", deref(got.Pagination), deref(tt.pag))
+				}
+			})
+		}
+	})
 }
 
 func TestListBadSortIsInvalid(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	_, err := e.c.List(root(), "acme", ListOptions{Sort: "created-at"})
-	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Sort" {
-		t.Fatalf("err = %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		_, err := e.c.List(root(), "acme", ListOptions{Sort: "created-at"})
+		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Sort" {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }
 
 func TestPagination(t *testing.T) {

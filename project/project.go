@@ -295,6 +295,13 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 // with keel.KindForbidden; the error lists their ids (sorted) after
 // "workspaces: ". Ids are de-duplicated; workspaces already in the
 // destination stay.
+//
+// The one transaction writes three keys per workspace moved and one per
+// project whose count changes, and reads each workspace and project: on a
+// store that bounds transactions a larger move is keel.KindTooLarge,
+// refused before anything is written, with the counts and the limit in
+// the message (move fewer at once). On etcd's default limits (128
+// writes) that is more than 42 workspaces from one project.
 func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceIDs []string) error {
 	ids := slices.Clone(workspaceIDs)
 	slices.Sort(ids)
@@ -343,6 +350,11 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 		for _, w := range moving {
 			counts[w.ProjectID]--
 			counts[destID]++
+		}
+		if err := moveFits(c.store.Limits(), len(ids), len(moving), len(counts)); err != nil {
+			return err
+		}
+		for _, w := range moving {
 			if err := tx.Delete(prjWorkspaces(w.Org, w.ProjectID) + w.ID); err != nil {
 				return err
 			}
@@ -366,4 +378,24 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 		}
 		return nil
 	})
+}
+
+// moveFits returns nil when a MoveWorkspaces of n workspace ids, moving
+// moving of them and changing the counts of projects projects, fits one
+// transaction of a store of limits l, and else an error of kind
+// keel.KindTooLarge naming the limit. It writes, per workspace moved, its
+// record and its two index keys, and each project's record; it reads, at
+// most, the destination and its organization (four keys counted), each
+// workspace and each project.
+func moveFits(l storage.Limits, n, moving, projects int) error {
+	writes, reads := 3*moving+projects, 4+n+projects
+	switch {
+	case l.MaxTxOps > 0 && writes > l.MaxTxOps:
+		return fmt.Errorf("moving %d workspaces out of %d projects writes three keys per workspace and one per project: %d writes, at most %d fit in one transaction of this store (storage.Limits MaxTxOps); move fewer at once: %w",
+			moving, projects-1, writes, l.MaxTxOps, keel.ErrTooLarge)
+	case l.MaxTxReads > 0 && reads > l.MaxTxReads:
+		return fmt.Errorf("moving %d workspaces reads each workspace and project: %d reads, at most %d fit in one transaction of this store (storage.Limits MaxTxReads); move fewer at once: %w",
+			n, reads, l.MaxTxReads, keel.ErrTooLarge)
+	}
+	return nil
 }

@@ -6,190 +6,201 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 )
 
 // TestTeamSettings: defaults, settings kept on create, an update that
 // renames and changes only what it sends, organization access merged by
 // name.
 func TestTeamSettings(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	team, err := e.c.CreateTeam(root(), "acme", "devs", &TeamSettings{OrganizationAccess: map[string]bool{"read-workspaces": true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := team.Settings
-	if *s.Visibility != VisibilitySecret || !*s.AllowMemberTokenManagement || !s.OrganizationAccess["read-workspaces"] ||
-		s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(OrganizationAccessNames) {
-		t.Fatalf("created %+v", s)
-	}
-	got, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("ops"), TeamSettings: TeamSettings{
-		AllowMemberTokenManagement: ptr(false), OrganizationAccess: map[string]bool{"manage-policies": true},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, err := e.c.Team(root(), team.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range []Team{got, read} {
-		if x.Name != "ops" || *x.Settings.AllowMemberTokenManagement || !x.Settings.OrganizationAccess["read-workspaces"] ||
-			!x.Settings.OrganizationAccess["manage-policies"] || *x.Settings.Visibility != VisibilitySecret {
-			t.Fatalf("after update %+v", x)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		team, err := e.c.CreateTeam(root(), "acme", "devs", &TeamSettings{OrganizationAccess: map[string]bool{"read-workspaces": true}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := e.c.CreateTeam(root(), "acme", "DEVS", nil); err != nil {
-		t.Fatalf("the old name is not free: %v", err)
-	}
-	if _, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("devs")}); !errors.Is(err, keel.ErrAlreadyExists) {
-		t.Fatalf("taken name: %v", err)
-	}
+		s := team.Settings
+		if *s.Visibility != VisibilitySecret || !*s.AllowMemberTokenManagement || !s.OrganizationAccess["read-workspaces"] ||
+			s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(OrganizationAccessNames) {
+			t.Fatalf("created %+v", s)
+		}
+		got, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("ops"), TeamSettings: TeamSettings{
+			AllowMemberTokenManagement: ptr(false), OrganizationAccess: map[string]bool{"manage-policies": true},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := e.c.Team(root(), team.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []Team{got, read} {
+			if x.Name != "ops" || *x.Settings.AllowMemberTokenManagement || !x.Settings.OrganizationAccess["read-workspaces"] ||
+				!x.Settings.OrganizationAccess["manage-policies"] || *x.Settings.Visibility != VisibilitySecret {
+				t.Fatalf("after update %+v", x)
+			}
+		}
+		if _, err := e.c.CreateTeam(root(), "acme", "DEVS", nil); err != nil {
+			t.Fatalf("the old name is not free: %v", err)
+		}
+		if _, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("devs")}); !errors.Is(err, keel.ErrAlreadyExists) {
+			t.Fatalf("taken name: %v", err)
+		}
+	})
 }
 
 // TestTeamRulesNameGoFields: every broken rule of a team at once, on Go
 // paths, and a refused update changes nothing.
 func TestTeamRulesNameGoFields(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	_, err := e.c.CreateTeam(root(), "acme", "a b", &TeamSettings{Visibility: ptr("public"), OrganizationAccess: map[string]bool{"fly": true}})
-	if want := []string{"Name", "Visibility", `OrganizationAccess["fly"]`}; !slices.Equal(fields(err), want) {
-		t.Fatalf("err %v fields %q", err, fields(err))
-	}
-	team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
-	if _, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("x"), TeamSettings: TeamSettings{Visibility: ptr("public")}}); !slices.Equal(fields(err), []string{"Visibility"}) {
-		t.Fatalf("update: %v", err)
-	}
-	if read, _ := e.c.Team(root(), team.ID); read.Name != "devs" {
-		t.Fatalf("a refused update renamed: %+v", read)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		_, err := e.c.CreateTeam(root(), "acme", "a b", &TeamSettings{Visibility: ptr("public"), OrganizationAccess: map[string]bool{"fly": true}})
+		if want := []string{"Name", "Visibility", `OrganizationAccess["fly"]`}; !slices.Equal(fields(err), want) {
+			t.Fatalf("err %v fields %q", err, fields(err))
+		}
+		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
+		if _, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("x"), TeamSettings: TeamSettings{Visibility: ptr("public")}}); !slices.Equal(fields(err), []string{"Visibility"}) {
+			t.Fatalf("update: %v", err)
+		}
+		if read, _ := e.c.Team(root(), team.ID); read.Name != "devs" {
+			t.Fatalf("a refused update renamed: %+v", read)
+		}
+	})
 }
 
 // TestDeleteTeamRemovesItsAccess: a deleted team is gone with its access
 // to every project, whose team counts drop; deleting needs delete.
 func TestDeleteTeamRemovesItsAccess(t *testing.T) {
-	authz := rules(t, map[string][]keel.Rule{
-		"reader": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead}}},
-	})
-	e := newEnv(t, authz, nil)
-	p := e.mkProject(t, "apps")
-	team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
-	for _, prj := range []string{p.ID, e.org.DefaultProjectID} {
-		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: prj, TeamID: team.ID, Access: "write"}); err != nil {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz := rules(t, map[string][]keel.Rule{
+			"reader": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		e := newEnv(t, open, authz, nil)
+		p := e.mkProject(t, "apps")
+		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
+		for _, prj := range []string{p.ID, e.org.DefaultProjectID} {
+			if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: prj, TeamID: team.ID, Access: "write"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.c.DeleteTeam(as("r", "reader"), team.ID); !errors.Is(err, keel.ErrForbidden) {
+			t.Fatalf("reader delete: %v", err)
+		}
+		if err := e.c.DeleteTeam(as("n"), team.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("delete by a caller who cannot read: %v", err)
+		}
+		if err := e.c.DeleteTeam(root(), team.ID); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := e.c.DeleteTeam(as("r", "reader"), team.ID); !errors.Is(err, keel.ErrForbidden) {
-		t.Fatalf("reader delete: %v", err)
-	}
-	if err := e.c.DeleteTeam(as("n"), team.ID); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("delete by a caller who cannot read: %v", err)
-	}
-	if err := e.c.DeleteTeam(root(), team.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.c.Team(root(), team.ID); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("read deleted team: %v", err)
-	}
-	for _, prj := range []string{p.ID, e.org.DefaultProjectID} {
-		got, _ := e.c.Get(root(), prj)
-		list, _ := e.c.TeamAccesses(root(), prj)
-		if got.TeamCount != 0 || len(list) != 0 {
-			t.Fatalf("project %s keeps %d teams, %v", prj, got.TeamCount, list)
+		if _, err := e.c.Team(root(), team.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("read deleted team: %v", err)
 		}
-	}
+		for _, prj := range []string{p.ID, e.org.DefaultProjectID} {
+			got, _ := e.c.Get(root(), prj)
+			list, _ := e.c.TeamAccesses(root(), prj)
+			if got.TeamCount != 0 || len(list) != 0 {
+				t.Fatalf("project %s keeps %d teams, %v", prj, got.TeamCount, list)
+			}
+		}
+	})
 }
 
 // TestCustomTeamAccess: a custom level keeps the values sent over the
 // custom defaults; read, update and remove of one access; an update of an
 // access that does not exist is not found; bad values name their Go path.
 func TestCustomTeamAccess(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	p := e.mkProject(t, "apps")
-	team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
-	a, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
-		ProjectAccess:   &ProjectAccess{Teams: "manage"},
-		WorkspaceAccess: &WorkspaceAccess{Runs: "apply", Create: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := TeamAccess{TeamID: team.ID, ProjectID: p.ID, Access: "custom",
-		ProjectAccess:   &ProjectAccess{Settings: "read", Teams: "manage", VariableSets: "none"},
-		WorkspaceAccess: &WorkspaceAccess{Runs: "apply", SentinelMocks: "none", StateVersions: "none", Variables: "none", Create: true}}
-	read, err := e.c.TeamAccess(root(), p.ID, team.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, got := range []TeamAccess{a, read} {
-		if got.Access != want.Access || *got.ProjectAccess != *want.ProjectAccess || *got.WorkspaceAccess != *want.WorkspaceAccess {
-			t.Fatalf("access %+v %+v %+v", got, got.ProjectAccess, got.WorkspaceAccess)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mkProject(t, "apps")
+		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
+		a, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
+			ProjectAccess:   &ProjectAccess{Teams: "manage"},
+			WorkspaceAccess: &WorkspaceAccess{Runs: "apply", Create: true}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	up, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, WorkspaceAccess: &WorkspaceAccess{Variables: "write"}})
-	if err != nil || up.Access != "custom" || up.WorkspaceAccess.Variables != "write" || up.ProjectAccess.Teams != "manage" {
-		t.Fatalf("updated %+v, %v", up, err)
-	}
-	if up, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil || up.Access != "admin" {
-		t.Fatalf("to admin %+v, %v", up, err)
-	}
-	_, err = e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
-		ProjectAccess: &ProjectAccess{Settings: "own"}, WorkspaceAccess: &WorkspaceAccess{Runs: "destroy"}})
-	if want := []string{"ProjectAccess.Settings", "WorkspaceAccess.Runs"}; !slices.Equal(fields(err), want) {
-		t.Fatalf("bad values: %v", err)
-	}
-	if err := e.c.RemoveTeamAccess(root(), p.ID, team.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.c.TeamAccess(root(), p.ID, team.ID); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("read removed access: %v", err)
-	}
-	if _, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("update of no access: %v", err)
-	}
-	if got, _ := e.c.Get(root(), p.ID); got.TeamCount != 0 {
-		t.Fatalf("team count %d", got.TeamCount)
-	}
+		want := TeamAccess{TeamID: team.ID, ProjectID: p.ID, Access: "custom",
+			ProjectAccess:   &ProjectAccess{Settings: "read", Teams: "manage", VariableSets: "none"},
+			WorkspaceAccess: &WorkspaceAccess{Runs: "apply", SentinelMocks: "none", StateVersions: "none", Variables: "none", Create: true}}
+		read, err := e.c.TeamAccess(root(), p.ID, team.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range []TeamAccess{a, read} {
+			if got.Access != want.Access || *got.ProjectAccess != *want.ProjectAccess || *got.WorkspaceAccess != *want.WorkspaceAccess {
+				t.Fatalf("access %+v %+v %+v", got, got.ProjectAccess, got.WorkspaceAccess)
+			}
+		}
+		up, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, WorkspaceAccess: &WorkspaceAccess{Variables: "write"}})
+		if err != nil || up.Access != "custom" || up.WorkspaceAccess.Variables != "write" || up.ProjectAccess.Teams != "manage" {
+			t.Fatalf("updated %+v, %v", up, err)
+		}
+		if up, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil || up.Access != "admin" {
+			t.Fatalf("to admin %+v, %v", up, err)
+		}
+		_, err = e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
+			ProjectAccess: &ProjectAccess{Settings: "own"}, WorkspaceAccess: &WorkspaceAccess{Runs: "destroy"}})
+		if want := []string{"ProjectAccess.Settings", "WorkspaceAccess.Runs"}; !slices.Equal(fields(err), want) {
+			t.Fatalf("bad values: %v", err)
+		}
+		if err := e.c.RemoveTeamAccess(root(), p.ID, team.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.TeamAccess(root(), p.ID, team.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("read removed access: %v", err)
+		}
+		if _, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("update of no access: %v", err)
+		}
+		if got, _ := e.c.Get(root(), p.ID); got.TeamCount != 0 {
+			t.Fatalf("team count %d", got.TeamCount)
+		}
+	})
 }
 
 // TestListTeams: name order, pages, a names filter (ignoring case), and an
 // organization hidden from a caller who cannot read its teams.
 func TestListTeams(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	for _, n := range []string{"ops", "Devs", "audit"} {
-		if _, err := e.c.CreateTeam(root(), "acme", n, nil); err != nil {
-			t.Fatal(err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		for _, n := range []string{"ops", "Devs", "audit"} {
+			if _, err := e.c.CreateTeam(root(), "acme", n, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	names := func(p TeamPage) []string {
-		var out []string
-		for _, tm := range p.Teams {
-			out = append(out, tm.Name)
+		names := func(p TeamPage) []string {
+			var out []string
+			for _, tm := range p.Teams {
+				out = append(out, tm.Name)
+			}
+			return out
 		}
-		return out
-	}
-	for _, tc := range []struct {
-		opts  TeamListOptions
-		want  []string
-		total int
-	}{
-		{TeamListOptions{}, []string{"audit", "Devs", "ops"}, 3},
-		{TeamListOptions{PageNumber: 2, PageSize: 2}, []string{"ops"}, 3},
-		{TeamListOptions{PageNumber: 9}, nil, 3},
-		{TeamListOptions{Names: []string{"OPS", "devs", "nobody"}}, []string{"Devs", "ops"}, 2},
-	} {
-		page, err := e.c.ListTeams(root(), "acme", tc.opts)
-		if err != nil || !slices.Equal(names(page), tc.want) || page.Pagination.TotalCount != tc.total {
-			t.Errorf("ListTeams(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names(page), page.Pagination.TotalCount, err, tc.want, tc.total)
+		for _, tc := range []struct {
+			opts  TeamListOptions
+			want  []string
+			total int
+		}{
+			{TeamListOptions{}, []string{"audit", "Devs", "ops"}, 3},
+			{TeamListOptions{PageNumber: 2, PageSize: 2}, []string{"ops"}, 3},
+			{TeamListOptions{PageNumber: 9}, nil, 3},
+			{TeamListOptions{Names: []string{"OPS", "devs", "nobody"}}, []string{"Devs", "ops"}, 2},
+		} {
+			page, err := e.c.ListTeams(root(), "acme", tc.opts)
+			if err != nil || !slices.Equal(names(page), tc.want) || page.Pagination.TotalCount != tc.total {
+				t.Errorf("ListTeams(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names(page), page.Pagination.TotalCount, err, tc.want, tc.total)
+			}
 		}
-	}
-	e.c.authz = rules(t, map[string][]keel.Rule{
-		"org": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}}},
+		e.c.authz = rules(t, map[string][]keel.Rule{
+			"org": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		if _, err := e.c.ListTeams(as("o", "org"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("list by a caller who reads the organization but not its teams: %v", err)
+		}
+		if _, err := e.c.ListTeams(as("n"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("list by a caller who cannot read the organization: %v", err)
+		}
+		if _, err := e.c.ListTeams(root(), "acme", TeamListOptions{PageNumber: MaxPageNumber + 1}); keel.KindOf(err) != keel.KindInvalid {
+			t.Fatalf("a page number past the bound: %v", err)
+		}
 	})
-	if _, err := e.c.ListTeams(as("o", "org"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("list by a caller who reads the organization but not its teams: %v", err)
-	}
-	if _, err := e.c.ListTeams(as("n"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("list by a caller who cannot read the organization: %v", err)
-	}
-	if _, err := e.c.ListTeams(root(), "acme", TeamListOptions{PageNumber: MaxPageNumber + 1}); keel.KindOf(err) != keel.KindInvalid {
-		t.Fatalf("a page number past the bound: %v", err)
-	}
 }

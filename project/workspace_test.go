@@ -6,207 +6,220 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 )
 
 // TestWorkspaceSettingsDefaults: settings never sent read as HCP
 // Terraform's defaults; settings sent on create are kept.
 func TestWorkspaceSettingsDefaults(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	w := e.mkWorkspace(t, "plain", "")
-	s := w.Settings
-	if !*s.AllowDestroyPlan || !*s.FileTriggersEnabled || !*s.SpeculativeEnabled || !*s.StructuredRunOutputEnabled ||
-		*s.QueueAllRuns || *s.AutoApply || *s.ExecutionMode != ExecutionRemote || len(*s.TriggerPrefixes) != 0 || *s.Description != "" {
-		t.Fatalf("defaults %+v", s)
-	}
-	w, err := e.c.CreateWorkspace(root(), "acme", "set", "", &WorkspaceSettings{
-		AllowDestroyPlan: ptr(false), QueueAllRuns: ptr(true), SpeculativeEnabled: ptr(false), Description: ptr("d"),
-		TriggerPrefixes: &[]string{"modules/"}, ExecutionMode: ptr(ExecutionLocal),
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		w := e.mkWorkspace(t, "plain", "")
+		s := w.Settings
+		if !*s.AllowDestroyPlan || !*s.FileTriggersEnabled || !*s.SpeculativeEnabled || !*s.StructuredRunOutputEnabled ||
+			*s.QueueAllRuns || *s.AutoApply || *s.ExecutionMode != ExecutionRemote || len(*s.TriggerPrefixes) != 0 || *s.Description != "" {
+			t.Fatalf("defaults %+v", s)
+		}
+		w, err := e.c.CreateWorkspace(root(), "acme", "set", "", &WorkspaceSettings{
+			AllowDestroyPlan: ptr(false), QueueAllRuns: ptr(true), SpeculativeEnabled: ptr(false), Description: ptr("d"),
+			TriggerPrefixes: &[]string{"modules/"}, ExecutionMode: ptr(ExecutionLocal),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := e.c.Workspace(root(), w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = read.Settings
+		if *s.AllowDestroyPlan || !*s.QueueAllRuns || *s.SpeculativeEnabled || *s.Description != "d" ||
+			!slices.Equal(*s.TriggerPrefixes, []string{"modules/"}) || *s.ExecutionMode != ExecutionLocal || !*s.FileTriggersEnabled {
+			t.Fatalf("read %+v", s)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	read, err := e.c.Workspace(root(), w.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = read.Settings
-	if *s.AllowDestroyPlan || !*s.QueueAllRuns || *s.SpeculativeEnabled || *s.Description != "d" ||
-		!slices.Equal(*s.TriggerPrefixes, []string{"modules/"}) || *s.ExecutionMode != ExecutionLocal || !*s.FileTriggersEnabled {
-		t.Fatalf("read %+v", s)
-	}
 }
 
 // TestWorkspaceRulesNameGoFields: the rules of workspace settings, all at
 // once on their Go names, and nothing is created.
 func TestWorkspaceRulesNameGoFields(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	_, err := e.c.CreateWorkspace(root(), "acme", "a.b", "", &WorkspaceSettings{
-		ExecutionMode: ptr("agent"), TriggerPrefixes: &[]string{"a"}, TriggerPatterns: &[]string{"b/**"},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		_, err := e.c.CreateWorkspace(root(), "acme", "a.b", "", &WorkspaceSettings{
+			ExecutionMode: ptr("agent"), TriggerPrefixes: &[]string{"a"}, TriggerPatterns: &[]string{"b/**"},
+		})
+		if want := []string{"Name", "ExecutionMode", "TriggerPatterns"}; !slices.Equal(fields(err), want) {
+			t.Fatalf("err %v, fields %q", err, fields(err))
+		}
+		w := e.mkWorkspace(t, "web", "")
+		_, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("x y"), WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr("agent"), QueueAllRuns: ptr(true)}})
+		if want := []string{"Name", "ExecutionMode"}; !slices.Equal(fields(err), want) {
+			t.Fatalf("update err %v, fields %q", err, fields(err))
+		}
+		if r, _ := e.c.Workspace(root(), w.ID); r.Name != "web" || *r.Settings.QueueAllRuns {
+			t.Fatalf("a refused update changed %+v", r)
+		}
 	})
-	if want := []string{"Name", "ExecutionMode", "TriggerPatterns"}; !slices.Equal(fields(err), want) {
-		t.Fatalf("err %v, fields %q", err, fields(err))
-	}
-	w := e.mkWorkspace(t, "web", "")
-	_, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("x y"), WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr("agent"), QueueAllRuns: ptr(true)}})
-	if want := []string{"Name", "ExecutionMode"}; !slices.Equal(fields(err), want) {
-		t.Fatalf("update err %v, fields %q", err, fields(err))
-	}
-	if r, _ := e.c.Workspace(root(), w.ID); r.Name != "web" || *r.Settings.QueueAllRuns {
-		t.Fatalf("a refused update changed %+v", r)
-	}
 }
 
 // TestWorkspaceRename: a new name renames (the old name is free, the new
 // one finds the workspace), a taken name is refused, a change of case is
 // a rename.
 func TestWorkspaceRename(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	w := e.mkWorkspace(t, "web", "")
-	e.mkWorkspace(t, "db", "")
-	e.clock.Advance(1e9)
-	got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("frontend"), WorkspaceSettings: WorkspaceSettings{AutoApply: ptr(true)}})
-	if err != nil || got.Name != "frontend" || !*got.Settings.AutoApply || !got.UpdatedAt.Equal(t0.Add(1e9)) {
-		t.Fatalf("renamed %+v, %v", got, err)
-	}
-	if byName, err := e.c.WorkspaceByName(root(), "acme", "FRONTEND"); err != nil || byName.ID != w.ID {
-		t.Fatalf("by new name: %+v, %v", byName, err)
-	}
-	if _, err := e.c.WorkspaceByName(root(), "acme", "web"); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("old name still found: %v", err)
-	}
-	if _, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("DB")}); !errors.Is(err, keel.ErrAlreadyExists) {
-		t.Fatalf("taken name: %v", err)
-	}
-	if got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("Frontend")}); err != nil || got.Name != "Frontend" {
-		t.Fatalf("case change: %+v, %v", got, err)
-	}
-	e.mkWorkspace(t, "web", "") // the old name is free
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		w := e.mkWorkspace(t, "web", "")
+		e.mkWorkspace(t, "db", "")
+		e.clock.Advance(1e9)
+		got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("frontend"), WorkspaceSettings: WorkspaceSettings{AutoApply: ptr(true)}})
+		if err != nil || got.Name != "frontend" || !*got.Settings.AutoApply || !got.UpdatedAt.Equal(t0.Add(1e9)) {
+			t.Fatalf("renamed %+v, %v", got, err)
+		}
+		if byName, err := e.c.WorkspaceByName(root(), "acme", "FRONTEND"); err != nil || byName.ID != w.ID {
+			t.Fatalf("by new name: %+v, %v", byName, err)
+		}
+		if _, err := e.c.WorkspaceByName(root(), "acme", "web"); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("old name still found: %v", err)
+		}
+		if _, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("DB")}); !errors.Is(err, keel.ErrAlreadyExists) {
+			t.Fatalf("taken name: %v", err)
+		}
+		if got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{Name: ptr("Frontend")}); err != nil || got.Name != "Frontend" {
+			t.Fatalf("case change: %+v, %v", got, err)
+		}
+		e.mkWorkspace(t, "web", "") // the old name is free
+	})
 }
 
 // TestWorkspaceUpdateMoves: ProjectID moves the workspace with the counts
 // and the rules of a move; an unknown project is invalid on ProjectID.
 func TestWorkspaceUpdateMoves(t *testing.T) {
-	authz := rules(t, map[string][]keel.Rule{
-		"dev": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapUpdate}}},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz := rules(t, map[string][]keel.Rule{
+			"dev": {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapUpdate}}},
+		})
+		e := newEnv(t, open, authz, nil)
+		p := e.mkProject(t, "apps")
+		w := e.mkWorkspace(t, "web", "")
+		if _, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{ProjectID: ptr("prj-nope")}); !slices.Equal(fields(err), []string{"ProjectID"}) {
+			t.Fatalf("unknown project: %v", err)
+		}
+		if _, err := e.c.UpdateWorkspace(as("d", "dev"), w.ID, WorkspaceInput{ProjectID: &p.ID}); !errors.Is(err, keel.ErrForbidden) {
+			t.Fatalf("move without move-workspaces: %v", err)
+		}
+		got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{ProjectID: &p.ID})
+		if err != nil || got.ProjectID != p.ID {
+			t.Fatalf("moved %+v, %v", got, err)
+		}
+		if p, _ := e.c.Get(root(), p.ID); p.WorkspaceCount != 1 {
+			t.Fatalf("destination count %d", p.WorkspaceCount)
+		}
+		if d, _ := e.c.Get(root(), e.org.DefaultProjectID); d.WorkspaceCount != 0 {
+			t.Fatalf("source count %d", d.WorkspaceCount)
+		}
 	})
-	e := newEnv(t, authz, nil)
-	p := e.mkProject(t, "apps")
-	w := e.mkWorkspace(t, "web", "")
-	if _, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{ProjectID: ptr("prj-nope")}); !slices.Equal(fields(err), []string{"ProjectID"}) {
-		t.Fatalf("unknown project: %v", err)
-	}
-	if _, err := e.c.UpdateWorkspace(as("d", "dev"), w.ID, WorkspaceInput{ProjectID: &p.ID}); !errors.Is(err, keel.ErrForbidden) {
-		t.Fatalf("move without move-workspaces: %v", err)
-	}
-	got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{ProjectID: &p.ID})
-	if err != nil || got.ProjectID != p.ID {
-		t.Fatalf("moved %+v, %v", got, err)
-	}
-	if p, _ := e.c.Get(root(), p.ID); p.WorkspaceCount != 1 {
-		t.Fatalf("destination count %d", p.WorkspaceCount)
-	}
-	if d, _ := e.c.Get(root(), e.org.DefaultProjectID); d.WorkspaceCount != 0 {
-		t.Fatalf("source count %d", d.WorkspaceCount)
-	}
 }
 
 // TestWorkspacePermissionsAndHiding: the permissions follow the caller's
 // rights; a caller without read on a workspace gets not found on every
 // operation, and lists hold only what the caller may read.
 func TestWorkspacePermissionsAndHiding(t *testing.T) {
-	authz := rules(t, map[string][]keel.Rule{
-		"reader": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
-			{Path: "organizations/acme/projects/*", Capabilities: []keel.Capability{keel.CapRead}},
-			{Path: "organizations/acme/workspaces/+", Capabilities: []keel.Capability{keel.CapRead}}},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz := rules(t, map[string][]keel.Rule{
+			"reader": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/projects/*", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/workspaces/+", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		e := newEnv(t, open, authz, nil)
+		w := e.mkWorkspace(t, "web", "")
+		if got, _ := e.c.Workspace(root(), w.ID); got.Permissions != (WorkspacePermissions{CanUpdate: true, CanDestroy: true, CanForceDelete: true}) {
+			t.Fatalf("root permissions %+v", got.Permissions)
+		}
+		reader := as("r", "reader")
+		if got, err := e.c.Workspace(reader, w.ID); err != nil || got.Permissions != (WorkspacePermissions{}) {
+			t.Fatalf("reader: %+v, %v", got.Permissions, err)
+		}
+		if err := e.c.DeleteWorkspace(reader, w.ID); !errors.Is(err, keel.ErrForbidden) {
+			t.Fatalf("reader delete: %v", err)
+		}
+		nobody := as("n")
+		if _, err := e.c.UpdateWorkspace(nobody, w.ID, WorkspaceInput{Name: ptr("x y")}); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("update by a caller who cannot read: %v", err)
+		}
+		if _, err := e.c.CreateWorkspace(nobody, "acme", "new", "", nil); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("create in an organization the caller cannot read: %v", err)
+		}
+		if _, err := e.c.ListWorkspaces(nobody, "acme", WorkspaceListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("list of an organization the caller cannot read: %v", err)
+		}
+		other := e.mkWorkspace(t, "db", "")
+		e.c.authz = rules(t, map[string][]keel.Rule{
+			"one": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/projects/*", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/workspaces/" + w.ID, Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		one := as("o", "one")
+		page, err := e.c.ListWorkspaces(one, "acme", WorkspaceListOptions{})
+		if err != nil || len(page.Workspaces) != 1 || page.Workspaces[0].ID != w.ID || page.Pagination.TotalCount != 1 {
+			t.Fatalf("list of a caller who reads one workspace: %+v, %v", page, err)
+		}
+		if list, err := e.c.Workspaces(one, e.org.DefaultProjectID); err != nil || len(list) != 1 || list[0].ID != w.ID {
+			t.Fatalf("project's workspaces: %+v, %v", list, err)
+		}
+		if _, err := e.c.Workspace(one, other.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("a workspace the caller cannot read: %v", err)
+		}
 	})
-	e := newEnv(t, authz, nil)
-	w := e.mkWorkspace(t, "web", "")
-	if got, _ := e.c.Workspace(root(), w.ID); got.Permissions != (WorkspacePermissions{CanUpdate: true, CanDestroy: true, CanForceDelete: true}) {
-		t.Fatalf("root permissions %+v", got.Permissions)
-	}
-	reader := as("r", "reader")
-	if got, err := e.c.Workspace(reader, w.ID); err != nil || got.Permissions != (WorkspacePermissions{}) {
-		t.Fatalf("reader: %+v, %v", got.Permissions, err)
-	}
-	if err := e.c.DeleteWorkspace(reader, w.ID); !errors.Is(err, keel.ErrForbidden) {
-		t.Fatalf("reader delete: %v", err)
-	}
-	nobody := as("n")
-	if _, err := e.c.UpdateWorkspace(nobody, w.ID, WorkspaceInput{Name: ptr("x y")}); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("update by a caller who cannot read: %v", err)
-	}
-	if _, err := e.c.CreateWorkspace(nobody, "acme", "new", "", nil); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("create in an organization the caller cannot read: %v", err)
-	}
-	if _, err := e.c.ListWorkspaces(nobody, "acme", WorkspaceListOptions{}); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("list of an organization the caller cannot read: %v", err)
-	}
-	other := e.mkWorkspace(t, "db", "")
-	e.c.authz = rules(t, map[string][]keel.Rule{
-		"one": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
-			{Path: "organizations/acme/projects/*", Capabilities: []keel.Capability{keel.CapRead}},
-			{Path: "organizations/acme/workspaces/" + w.ID, Capabilities: []keel.Capability{keel.CapRead}}},
-	})
-	one := as("o", "one")
-	page, err := e.c.ListWorkspaces(one, "acme", WorkspaceListOptions{})
-	if err != nil || len(page.Workspaces) != 1 || page.Workspaces[0].ID != w.ID || page.Pagination.TotalCount != 1 {
-		t.Fatalf("list of a caller who reads one workspace: %+v, %v", page, err)
-	}
-	if list, err := e.c.Workspaces(one, e.org.DefaultProjectID); err != nil || len(list) != 1 || list[0].ID != w.ID {
-		t.Fatalf("project's workspaces: %+v, %v", list, err)
-	}
-	if _, err := e.c.Workspace(one, other.ID); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("a workspace the caller cannot read: %v", err)
-	}
 }
 
 // TestListWorkspacesPages: pages in name order, search and project
 // filters, a page past the end empty with true pagination, a page number
 // too large refused on PageNumber.
 func TestListWorkspacesPages(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	p := e.mkProject(t, "apps")
-	for _, n := range []string{"net-b", "db", "net-a", "web"} {
-		e.mkWorkspace(t, n, "")
-	}
-	e.mkWorkspace(t, "net-c", p.ID)
-	tests := []struct {
-		name  string
-		opts  WorkspaceListOptions
-		want  []string
-		total int
-		next  bool
-	}{
-		{"all", WorkspaceListOptions{}, []string{"db", "net-a", "net-b", "net-c", "web"}, 5, false},
-		{"page 2", WorkspaceListOptions{PageNumber: 2, PageSize: 2}, []string{"net-b", "net-c"}, 5, true},
-		{"search", WorkspaceListOptions{Search: "NET"}, []string{"net-a", "net-b", "net-c"}, 3, false},
-		{"project", WorkspaceListOptions{ProjectID: p.ID}, []string{"net-c"}, 1, false},
-		{"past the end", WorkspaceListOptions{PageNumber: 9, PageSize: 2}, nil, 5, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			page, err := e.c.ListWorkspaces(root(), "acme", tt.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, w := range page.Workspaces {
-				names = append(names, w.Name)
-			}
-			if !slices.Equal(names, tt.want) || page.Pagination.TotalCount != tt.total || (page.Pagination.NextPage != nil) != tt.next {
-				t.Fatalf("names %q pagination %+v", names, page.Pagination)
-			}
-		})
-	}
-	page, _ := e.c.ListWorkspaces(root(), "acme", WorkspaceListOptions{PageNumber: 9, PageSize: 2})
-	if page.Pagination.CurrentPage != 9 || page.Pagination.TotalPages != 3 || *page.Pagination.PrevPage != 3 {
-		t.Fatalf("past the end: %+v", page.Pagination)
-	}
-	_, err := e.c.ListWorkspaces(root(), "acme", WorkspaceListOptions{PageNumber: MaxPageNumber + 1})
-	if !slices.Equal(fields(err), []string{"PageNumber"}) {
-		t.Fatalf("huge page number: %v", err)
-	}
-	if _, err := e.c.List(root(), "acme", ListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fields(err), []string{"PageNumber"}) {
-		t.Fatalf("huge page number of projects: %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mkProject(t, "apps")
+		for _, n := range []string{"net-b", "db", "net-a", "web"} {
+			e.mkWorkspace(t, n, "")
+		}
+		e.mkWorkspace(t, "net-c", p.ID)
+		tests := []struct {
+			name  string
+			opts  WorkspaceListOptions
+			want  []string
+			total int
+			next  bool
+		}{
+			{"all", WorkspaceListOptions{}, []string{"db", "net-a", "net-b", "net-c", "web"}, 5, false},
+			{"page 2", WorkspaceListOptions{PageNumber: 2, PageSize: 2}, []string{"net-b", "net-c"}, 5, true},
+			{"search", WorkspaceListOptions{Search: "NET"}, []string{"net-a", "net-b", "net-c"}, 3, false},
+			{"project", WorkspaceListOptions{ProjectID: p.ID}, []string{"net-c"}, 1, false},
+			{"past the end", WorkspaceListOptions{PageNumber: 9, PageSize: 2}, nil, 5, false},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				page, err := e.c.ListWorkspaces(root(), "acme", tt.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, w := range page.Workspaces {
+					names = append(names, w.Name)
+				}
+				if !slices.Equal(names, tt.want) || page.Pagination.TotalCount != tt.total || (page.Pagination.NextPage != nil) != tt.next {
+					t.Fatalf("names %q pagination %+v", names, page.Pagination)
+				}
+			})
+		}
+		page, _ := e.c.ListWorkspaces(root(), "acme", WorkspaceListOptions{PageNumber: 9, PageSize: 2})
+		if page.Pagination.CurrentPage != 9 || page.Pagination.TotalPages != 3 || *page.Pagination.PrevPage != 3 {
+			t.Fatalf("past the end: %+v", page.Pagination)
+		}
+		_, err := e.c.ListWorkspaces(root(), "acme", WorkspaceListOptions{PageNumber: MaxPageNumber + 1})
+		if !slices.Equal(fields(err), []string{"PageNumber"}) {
+			t.Fatalf("huge page number: %v", err)
+		}
+		if _, err := e.c.List(root(), "acme", ListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fields(err), []string{"PageNumber"}) {
+			t.Fatalf("huge page number of projects: %v", err)
+		}
+	})
 }

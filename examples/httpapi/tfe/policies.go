@@ -166,14 +166,16 @@ func (h *Handler) deletePolicy(w http.ResponseWriter, r *http.Request) {
 	h.writeNoContent(w, r, h.policies.Delete(r.Context(), r.PathValue("id")))
 }
 
-// uploadPolicy stores the raw body; more than policy.MaxCodeSize bytes is
-// 413 and nothing is saved. Success is 204 with no body.
+// uploadPolicy stores the raw body; more than the policy service's
+// MaxCodeBytes (10 MiB, less on etcd) is 413 and nothing is saved.
+// Success is 204 with no body.
 func (h *Handler) uploadPolicy(w http.ResponseWriter, r *http.Request) {
-	code, err := io.ReadAll(http.MaxBytesReader(w, r.Body, policy.MaxCodeSize))
+	most := h.policies.MaxCodeBytes()
+	code, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(most)))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			err = fmt.Errorf("policy code larger than %d bytes: %w", policy.MaxCodeSize, keel.ErrTooLarge)
+			err = fmt.Errorf("policy code larger than %d bytes: %w", most, keel.ErrTooLarge)
 		} else {
 			err = keel.Invalid("", "reading the body: %v", err)
 		}
