@@ -23,12 +23,14 @@ type Base struct {
 	ops      int
 	bytes    int
 	keys     []string // written, in order, repeats kept
+	small    [4]string
 }
 
 // Init prepares b for a transaction of owner started with ctx. limits must
 // not change while the transaction runs.
 func (b *Base) Init(ctx context.Context, owner any, limits *storage.Limits, writable bool) {
 	*b = Base{Context: ctx, owner: owner, limits: limits, writable: writable}
+	b.keys = b.small[:0] // most transactions write a few keys: no allocation
 }
 
 // Value answers the owner for the key of nested-transaction detection and
