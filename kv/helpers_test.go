@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/kv"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/boltstore"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
@@ -29,27 +27,18 @@ func newMem(t testing.TB, limits storage.Limits) storage.Store {
 	return s
 }
 
-// newBolt returns an empty boltstore in t's temporary directory, closed at
-// the end of the test.
-func newBolt(t testing.TB) storage.Store {
-	t.Helper()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "kv.db"), &boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
-// stores are the stores every store-dependent test runs on: those of the
-// shared harness (everystore), etcd included.
-var stores = map[string]func(testing.TB) storage.Store{
-	"memstore":  func(t testing.TB) storage.Store { return newMem(t, storage.Limits{}) },
-	"boltstore": newBolt,
-	"etcdstore": everystore.Etcd,
-}
-
+// TestMain gives the tests on etcdstore one embedded etcd (see everystore).
 func TestMain(m *testing.M) { everystore.Main(m) }
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own): fn opens its stores with open.
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
+}
 
 // newEngine mounts an engine at "secret" on store.
 func newEngine(t testing.TB, store storage.Store, opts *kv.Options) *kv.Engine {

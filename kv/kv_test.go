@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/kv"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
@@ -107,9 +108,9 @@ func TestPairsRoundTrip(t *testing.T) {
 			},
 		},
 	}
-	for storeName, open := range stores {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		for name, tc := range tests {
-			t.Run(storeName+"/"+name, func(t *testing.T) {
+			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
 				e := newEngine(t, open(t), nil)
 				mustWrite(t, ctx, e, "app/config", tc.write)
@@ -125,156 +126,168 @@ func TestPairsRoundTrip(t *testing.T) {
 				}
 			})
 		}
-	}
+	})
 }
 
 // TestStoredAtPath: the path "a/b" is the key "a/b" of the engine's store,
 // and the stored value is the JSON encoding of the data.
 func TestStoredAtPath(t *testing.T) {
-	store := newMem(t, storage.Limits{})
-	e := newEngine(t, store, nil)
-	mustWrite(t, context.Background(), e, "a/b", map[string]any{"k": "v", "n": 1})
-	want := map[string]string{"a/b": `{"k":"v","n":1}`}
-	if got := storagetest.Dump(t, store); !reflect.DeepEqual(got, want) {
-		t.Fatalf("store holds %q, want %q", got, want)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		store := open(t)
+		e := newEngine(t, store, nil)
+		mustWrite(t, context.Background(), e, "a/b", map[string]any{"k": "v", "n": 1})
+		want := map[string]string{"a/b": `{"k":"v","n":1}`}
+		if got := storagetest.Dump(t, store); !reflect.DeepEqual(got, want) {
+			t.Fatalf("store holds %q, want %q", got, want)
+		}
+	})
 }
 
 // TestWriteReplaces: a write replaces every pair at the path; no merge.
 func TestWriteReplaces(t *testing.T) {
-	ctx := context.Background()
-	e := newEngine(t, newMem(t, storage.Limits{}), nil)
-	mustWrite(t, ctx, e, "app", map[string]any{"a": "1", "b": "2"})
-	mustWrite(t, ctx, e, "app", map[string]any{"c": "3"})
-	got, err := e.Read(ctx, "app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[string]any{"c": "3"}; !reflect.DeepEqual(got.Data, want) {
-		t.Fatalf("Data = %v, want %v", got.Data, want)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		e := newEngine(t, open(t), nil)
+		mustWrite(t, ctx, e, "app", map[string]any{"a": "1", "b": "2"})
+		mustWrite(t, ctx, e, "app", map[string]any{"c": "3"})
+		got, err := e.Read(ctx, "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]any{"c": "3"}; !reflect.DeepEqual(got.Data, want) {
+			t.Fatalf("Data = %v, want %v", got.Data, want)
+		}
+	})
 }
 
 func TestLeaseDuration(t *testing.T) {
-	tests := map[string]struct {
-		data       map[string]any
-		defaultTTL time.Duration
-		want       time.Duration
-	}{
-		"no ttl: 768h":              {data: map[string]any{"k": "v"}, want: 768 * time.Hour},
-		"no ttl: mount default":     {data: map[string]any{"k": "v"}, defaultTTL: time.Hour, want: time.Hour},
-		"seconds as number":         {data: map[string]any{"ttl": 3600}, want: time.Hour},
-		"seconds as json.Number":    {data: map[string]any{"ttl": json.Number("90")}, want: 90 * time.Second},
-		"seconds as string":         {data: map[string]any{"ttl": "3600"}, want: time.Hour},
-		"hours":                     {data: map[string]any{"ttl": "1h"}, want: time.Hour},
-		"minutes":                   {data: map[string]any{"ttl": "90m"}, want: 90 * time.Minute},
-		"seconds with unit":         {data: map[string]any{"ttl": "30s"}, want: 30 * time.Second},
-		"days":                      {data: map[string]any{"ttl": "7d"}, want: 7 * 24 * time.Hour},
-		"compound":                  {data: map[string]any{"ttl": "1h30m"}, want: 90 * time.Minute},
-		"fractional hours":          {data: map[string]any{"ttl": "1.5h"}, want: 90 * time.Minute},
-		"zero":                      {data: map[string]any{"ttl": 0}, want: 0},
-		"empty string is zero":      {data: map[string]any{"ttl": ""}, want: 0},
-		"null is zero":              {data: map[string]any{"ttl": nil}, want: 0},
-		"lease key when no ttl":     {data: map[string]any{"lease": "2h"}, want: 2 * time.Hour},
-		"ttl wins over lease":       {data: map[string]any{"ttl": "1h", "lease": "2h"}, want: time.Hour},
-		"unparsable lease: default": {data: map[string]any{"lease": "apartment 4"}, want: 768 * time.Hour},
-		"negative lease: default":   {data: map[string]any{"lease": "-5"}, want: 768 * time.Hour},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{DefaultTTL: tc.defaultTTL})
-			mustWrite(t, ctx, e, "p", tc.data)
-			got, err := e.Read(ctx, "p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.LeaseDuration != tc.want {
-				t.Fatalf("LeaseDuration = %v, want %v", got.LeaseDuration, tc.want)
-			}
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		tests := map[string]struct {
+			data       map[string]any
+			defaultTTL time.Duration
+			want       time.Duration
+		}{
+			"no ttl: 768h":              {data: map[string]any{"k": "v"}, want: 768 * time.Hour},
+			"no ttl: mount default":     {data: map[string]any{"k": "v"}, defaultTTL: time.Hour, want: time.Hour},
+			"seconds as number":         {data: map[string]any{"ttl": 3600}, want: time.Hour},
+			"seconds as json.Number":    {data: map[string]any{"ttl": json.Number("90")}, want: 90 * time.Second},
+			"seconds as string":         {data: map[string]any{"ttl": "3600"}, want: time.Hour},
+			"hours":                     {data: map[string]any{"ttl": "1h"}, want: time.Hour},
+			"minutes":                   {data: map[string]any{"ttl": "90m"}, want: 90 * time.Minute},
+			"seconds with unit":         {data: map[string]any{"ttl": "30s"}, want: 30 * time.Second},
+			"days":                      {data: map[string]any{"ttl": "7d"}, want: 7 * 24 * time.Hour},
+			"compound":                  {data: map[string]any{"ttl": "1h30m"}, want: 90 * time.Minute},
+			"fractional hours":          {data: map[string]any{"ttl": "1.5h"}, want: 90 * time.Minute},
+			"zero":                      {data: map[string]any{"ttl": 0}, want: 0},
+			"empty string is zero":      {data: map[string]any{"ttl": ""}, want: 0},
+			"null is zero":              {data: map[string]any{"ttl": nil}, want: 0},
+			"lease key when no ttl":     {data: map[string]any{"lease": "2h"}, want: 2 * time.Hour},
+			"ttl wins over lease":       {data: map[string]any{"ttl": "1h", "lease": "2h"}, want: time.Hour},
+			"unparsable lease: default": {data: map[string]any{"lease": "apartment 4"}, want: 768 * time.Hour},
+			"negative lease: default":   {data: map[string]any{"lease": "-5"}, want: 768 * time.Hour},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				e := newEngine(t, open(t), &kv.Options{DefaultTTL: tc.defaultTTL})
+				mustWrite(t, ctx, e, "p", tc.data)
+				got, err := e.Read(ctx, "p")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.LeaseDuration != tc.want {
+					t.Fatalf("LeaseDuration = %v, want %v", got.LeaseDuration, tc.want)
+				}
+			})
+		}
+	})
 }
 
 // TestLeaseDurationOfStoredGarbage: a ttl that could not have been written
 // through the engine (stored directly) reads as the default, as in Vault.
 func TestLeaseDurationOfStoredGarbage(t *testing.T) {
-	store := newMem(t, storage.Limits{})
-	e := newEngine(t, store, nil)
-	put(t, store, "p", `{"ttl":"soon"}`)
-	got, err := e.Read(context.Background(), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.LeaseDuration != kv.DefaultLeaseDuration {
-		t.Fatalf("LeaseDuration = %v, want %v", got.LeaseDuration, kv.DefaultLeaseDuration)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		store := open(t)
+		e := newEngine(t, store, nil)
+		put(t, store, "p", `{"ttl":"soon"}`)
+		got, err := e.Read(context.Background(), "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.LeaseDuration != kv.DefaultLeaseDuration {
+			t.Fatalf("LeaseDuration = %v, want %v", got.LeaseDuration, kv.DefaultLeaseDuration)
+		}
+	})
 }
 
 // TestReadCorrupt: a stored value that is not a JSON object, written past
 // the engine, reads as an internal error.
 func TestReadCorrupt(t *testing.T) {
-	tests := map[string]string{
-		"not JSON":      "password=x",
-		"null":          "null",
-		"array":         `["a"]`,
-		"string":        `"a"`,
-		"trailing data": `{"a":"b"} {"c":"d"}`,
-		"truncated":     `{"a":`,
-	}
-	for name, value := range tests {
-		t.Run(name, func(t *testing.T) {
-			store := newMem(t, storage.Limits{})
-			e := newEngine(t, store, nil)
-			put(t, store, "p", value)
-			_, err := e.Read(context.Background(), "p")
-			wantKind(t, err, keel.KindInternal)
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		tests := map[string]string{
+			"not JSON":      "password=x",
+			"null":          "null",
+			"array":         `["a"]`,
+			"string":        `"a"`,
+			"trailing data": `{"a":"b"} {"c":"d"}`,
+			"truncated":     `{"a":`,
+		}
+		for name, value := range tests {
+			t.Run(name, func(t *testing.T) {
+				store := open(t)
+				e := newEngine(t, store, nil)
+				put(t, store, "p", value)
+				_, err := e.Read(context.Background(), "p")
+				wantKind(t, err, keel.KindInternal)
+			})
+		}
+	})
 }
 
 // TestBadTTL: a ttl that is not a duration, or is negative, is refused at
 // write with the field "ttl", and nothing is written.
 func TestBadTTL(t *testing.T) {
-	tests := map[string]any{
-		"word":                "soon",
-		"negative seconds":    "-1",
-		"negative number":     -1,
-		"negative duration":   "-5m",
-		"fraction no unit":    json.Number("1.5"),
-		"float no unit":       2.5,
-		"exponent":            json.Number("1e3"),
-		"fractional days":     "1.5d",
-		"days and hours":      "1d2h",
-		"bool":                true,
-		"object":              map[string]any{"h": 1},
-		"array":               []any{1},
-		"seconds overflow":    "9223372036854775807",
-		"days overflow":       "106752d",
-		"duration overflow":   "9999999999h",
-		"int64 out of range":  json.Number("99999999999999999999"),
-		"unit only":           "h",
-		"space inside number": "1 h",
-	}
-	// As Vault: a ttl that is not a duration is data like any other; a
-	// read reports the mount default.
-	for name, ttl := range tests {
-		t.Run(name, func(t *testing.T) {
-			store := newMem(t, storage.Limits{})
-			e := newEngine(t, store, nil)
-			ctx := context.Background()
-			mustWrite(t, ctx, e, "existing", map[string]any{"k": "v"})
-			for _, path := range []string{"new", "existing"} {
-				if err := e.Write(ctx, path, map[string]any{"k": "v2", "ttl": ttl}); err != nil {
-					t.Fatalf("write with ttl %v: %v", ttl, err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		tests := map[string]any{
+			"word":                "soon",
+			"negative seconds":    "-1",
+			"negative number":     -1,
+			"negative duration":   "-5m",
+			"fraction no unit":    json.Number("1.5"),
+			"float no unit":       2.5,
+			"exponent":            json.Number("1e3"),
+			"fractional days":     "1.5d",
+			"days and hours":      "1d2h",
+			"bool":                true,
+			"object":              map[string]any{"h": 1},
+			"array":               []any{1},
+			"seconds overflow":    "9223372036854775807",
+			"days overflow":       "106752d",
+			"duration overflow":   "9999999999h",
+			"int64 out of range":  json.Number("99999999999999999999"),
+			"unit only":           "h",
+			"space inside number": "1 h",
+		}
+		// As Vault: a ttl that is not a duration is data like any other; a
+		// read reports the mount default.
+		for name, ttl := range tests {
+			t.Run(name, func(t *testing.T) {
+				store := open(t)
+				e := newEngine(t, store, nil)
+				ctx := context.Background()
+				mustWrite(t, ctx, e, "existing", map[string]any{"k": "v"})
+				for _, path := range []string{"new", "existing"} {
+					if err := e.Write(ctx, path, map[string]any{"k": "v2", "ttl": ttl}); err != nil {
+						t.Fatalf("write with ttl %v: %v", ttl, err)
+					}
+					s, err := e.Read(ctx, path)
+					if err != nil || s.LeaseDuration != kv.DefaultLeaseDuration || s.Data["k"] != "v2" || s.Data["ttl"] == nil {
+						t.Fatalf("read after a ttl of %v: %+v, %v", ttl, s, err)
+					}
 				}
-				s, err := e.Read(ctx, path)
-				if err != nil || s.LeaseDuration != kv.DefaultLeaseDuration || s.Data["k"] != "v2" || s.Data["ttl"] == nil {
-					t.Fatalf("read after a ttl of %v: %+v, %v", ttl, s, err)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // TestBadInput: malformed requests are Invalid (or TooLarge) and write
@@ -348,46 +361,50 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestReadMissing(t *testing.T) {
-	ctx := context.Background()
-	e := newEngine(t, newMem(t, storage.Limits{}), nil)
-	mustWrite(t, ctx, e, "app/db", map[string]any{"k": "v"})
-	for _, path := range []string{"nothing", "app", "app/db/deeper"} {
-		t.Run(path, func(t *testing.T) {
-			_, err := e.Read(ctx, path)
-			wantKind(t, err, keel.KindNotFound)
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		e := newEngine(t, open(t), nil)
+		mustWrite(t, ctx, e, "app/db", map[string]any{"k": "v"})
+		for _, path := range []string{"nothing", "app", "app/db/deeper"} {
+			t.Run(path, func(t *testing.T) {
+				_, err := e.Read(ctx, path)
+				wantKind(t, err, keel.KindNotFound)
+			})
+		}
+	})
 }
 
 func TestDelete(t *testing.T) {
-	ctx := context.Background()
-	tests := map[string]struct {
-		path string
-		want []string // keys left
-	}{
-		"a secret":                     {path: "app/db", want: []string{"app", "app/web"}},
-		"a secret that is also folder": {path: "app", want: []string{"app/db", "app/web"}},
-		"missing: no error":            {path: "nothing", want: []string{"app", "app/db", "app/web"}},
-		"a folder holding no value":    {path: "app/db/x", want: []string{"app", "app/db", "app/web"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			store := newMem(t, storage.Limits{})
-			e := newEngine(t, store, nil)
-			for _, p := range []string{"app", "app/db", "app/web"} {
-				mustWrite(t, ctx, e, p, map[string]any{"k": p})
-			}
-			for range 2 { // idempotent
-				if err := e.Delete(ctx, tc.path); err != nil {
-					t.Fatal(err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		tests := map[string]struct {
+			path string
+			want []string // keys left
+		}{
+			"a secret":                     {path: "app/db", want: []string{"app", "app/web"}},
+			"a secret that is also folder": {path: "app", want: []string{"app/db", "app/web"}},
+			"missing: no error":            {path: "nothing", want: []string{"app", "app/db", "app/web"}},
+			"a folder holding no value":    {path: "app/db/x", want: []string{"app", "app/db", "app/web"}},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				store := open(t)
+				e := newEngine(t, store, nil)
+				for _, p := range []string{"app", "app/db", "app/web"} {
+					mustWrite(t, ctx, e, p, map[string]any{"k": p})
 				}
-			}
-			got := slices.Sorted(maps.Keys(storagetest.Dump(t, store)))
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("keys left %q, want %q", got, tc.want)
-			}
-		})
-	}
+				for range 2 { // idempotent
+					if err := e.Delete(ctx, tc.path); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got := slices.Sorted(maps.Keys(storagetest.Dump(t, store)))
+				if !slices.Equal(got, tc.want) {
+					t.Fatalf("keys left %q, want %q", got, tc.want)
+				}
+			})
+		}
+	})
 }
 
 func TestList(t *testing.T) {
@@ -410,14 +427,14 @@ func TestList(t *testing.T) {
 		"name sharing a prefix":    {path: "d", want: nil},
 		"folder of the last child": {path: "a/c/", want: []string{"d", "e"}},
 	}
-	for storeName, open := range stores {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		store := open(t)
 		e := newEngine(t, store, nil)
 		for _, k := range keys {
 			mustWrite(t, context.Background(), e, k, map[string]any{"k": k})
 		}
 		for name, tc := range tests {
-			t.Run(storeName+"/"+name, func(t *testing.T) {
+			t.Run(name, func(t *testing.T) {
 				got, err := e.List(context.Background(), tc.path)
 				if tc.want == nil {
 					wantKind(t, err, keel.KindNotFound)
@@ -434,13 +451,15 @@ func TestList(t *testing.T) {
 				}
 			})
 		}
-	}
+	})
 }
 
 func TestListEmptyMount(t *testing.T) {
-	e := newEngine(t, newMem(t, storage.Limits{}), nil)
-	_, err := e.List(context.Background(), "")
-	wantKind(t, err, keel.KindNotFound)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEngine(t, open(t), nil)
+		_, err := e.List(context.Background(), "")
+		wantKind(t, err, keel.KindNotFound)
+	})
 }
 
 // TestListSeeksPastFolders: listing 20 folders of 1,000 secrets each visits
@@ -489,130 +508,136 @@ func TestListSeeksPastFolders(t *testing.T) {
 
 // TestRights: each operation asks for its capability on mount/path.
 func TestRights(t *testing.T) {
-	authz := &fakeAuthz{grants: map[string][]keel.Capability{
-		"reader":  {keel.CapRead},
-		"lister":  {keel.CapList},
-		"deleter": {keel.CapDelete},
-		"writer":  {keel.CapCreate, keel.CapUpdate},
-	}}
-	store := newMem(t, storage.Limits{})
-	e, err := kv.New(store, "team/secret", &kv.Options{Authorizer: authz})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, as("writer"), e, "app/db", map[string]any{"k": "v"})
-	authz.questions()
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz := &fakeAuthz{grants: map[string][]keel.Capability{
+			"reader":  {keel.CapRead},
+			"lister":  {keel.CapList},
+			"deleter": {keel.CapDelete},
+			"writer":  {keel.CapCreate, keel.CapUpdate},
+		}}
+		store := open(t)
+		e, err := kv.New(store, "team/secret", &kv.Options{Authorizer: authz})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, as("writer"), e, "app/db", map[string]any{"k": "v"})
+		authz.questions()
 
-	type op func(ctx context.Context) error
-	read := func(p string) op {
-		return func(ctx context.Context) error { _, err := e.Read(ctx, p); return err }
-	}
-	list := func(p string) op {
-		return func(ctx context.Context) error { _, err := e.List(ctx, p); return err }
-	}
-	del := func(p string) op {
-		return func(ctx context.Context) error { return e.Delete(ctx, p) }
-	}
-	tests := map[string]struct {
-		op      op
-		allowed string // the principal granted the right
-		asked   string // "cap resource"
-	}{
-		"read":               {op: read("app/db"), allowed: "reader", asked: "read team/secret/app/db"},
-		"list top":           {op: list(""), allowed: "lister", asked: "list team/secret/"},
-		"list folder":        {op: list("app"), allowed: "lister", asked: "list team/secret/app/"},
-		"list folder slash":  {op: list("app/"), allowed: "lister", asked: "list team/secret/app/"},
-		"delete (missing)":   {op: del("app/none"), allowed: "deleter", asked: "delete team/secret/app/none"},
-		"read (missing)":     {op: read("app/none"), allowed: "reader", asked: "read team/secret/app/none"},
-		"list (empty)":       {op: list("none"), allowed: "lister", asked: "list team/secret/none/"},
-		"write over a value": {op: func(ctx context.Context) error { return e.Write(ctx, "app/db", map[string]any{"k": "v"}) }, allowed: "writer", asked: "update team/secret/app/db"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			for _, who := range []string{"reader", "lister", "deleter", "writer"} {
-				before := storagetest.Dump(t, store)
-				err := tc.op(as(who))
-				q := authz.questions()
-				if want := []string{who + " " + tc.asked}; !slices.Equal(q, want) {
-					t.Fatalf("%s: asked %q, want %q", who, q, want)
-				}
-				if who == tc.allowed {
-					if keel.KindOf(err) == keel.KindForbidden {
-						t.Fatalf("%s: refused: %v", who, err)
+		type op func(ctx context.Context) error
+		read := func(p string) op {
+			return func(ctx context.Context) error { _, err := e.Read(ctx, p); return err }
+		}
+		list := func(p string) op {
+			return func(ctx context.Context) error { _, err := e.List(ctx, p); return err }
+		}
+		del := func(p string) op {
+			return func(ctx context.Context) error { return e.Delete(ctx, p) }
+		}
+		tests := map[string]struct {
+			op      op
+			allowed string // the principal granted the right
+			asked   string // "cap resource"
+		}{
+			"read":               {op: read("app/db"), allowed: "reader", asked: "read team/secret/app/db"},
+			"list top":           {op: list(""), allowed: "lister", asked: "list team/secret/"},
+			"list folder":        {op: list("app"), allowed: "lister", asked: "list team/secret/app/"},
+			"list folder slash":  {op: list("app/"), allowed: "lister", asked: "list team/secret/app/"},
+			"delete (missing)":   {op: del("app/none"), allowed: "deleter", asked: "delete team/secret/app/none"},
+			"read (missing)":     {op: read("app/none"), allowed: "reader", asked: "read team/secret/app/none"},
+			"list (empty)":       {op: list("none"), allowed: "lister", asked: "list team/secret/none/"},
+			"write over a value": {op: func(ctx context.Context) error { return e.Write(ctx, "app/db", map[string]any{"k": "v"}) }, allowed: "writer", asked: "update team/secret/app/db"},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				for _, who := range []string{"reader", "lister", "deleter", "writer"} {
+					before := storagetest.Dump(t, store)
+					err := tc.op(as(who))
+					q := authz.questions()
+					if want := []string{who + " " + tc.asked}; !slices.Equal(q, want) {
+						t.Fatalf("%s: asked %q, want %q", who, q, want)
 					}
-					continue
+					if who == tc.allowed {
+						if keel.KindOf(err) == keel.KindForbidden {
+							t.Fatalf("%s: refused: %v", who, err)
+						}
+						continue
+					}
+					wantKind(t, err, keel.KindForbidden)
+					if !errors.Is(err, keel.ErrForbidden) {
+						t.Fatalf("%s: %v does not wrap keel.ErrForbidden", who, err)
+					}
+					wantUnchanged(t, store, before)
 				}
-				wantKind(t, err, keel.KindForbidden)
-				if !errors.Is(err, keel.ErrForbidden) {
-					t.Fatalf("%s: %v does not wrap keel.ErrForbidden", who, err)
-				}
-				wantUnchanged(t, store, before)
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // TestReadNeedsRightBeforeExistence: without read, a missing path is
 // Forbidden, not NotFound (nothing is disclosed).
 func TestReadNeedsRightBeforeExistence(t *testing.T) {
-	e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{Authorizer: &fakeAuthz{}})
-	_, err := e.Read(as("nobody"), "missing")
-	wantKind(t, err, keel.KindForbidden)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEngine(t, open(t), &kv.Options{Authorizer: &fakeAuthz{}})
+		_, err := e.Read(as("nobody"), "missing")
+		wantKind(t, err, keel.KindForbidden)
+	})
 }
 
 // TestCreateVersusUpdate: create is needed where nothing is stored, update
 // where a value is.
 func TestCreateVersusUpdate(t *testing.T) {
-	tests := map[string]struct {
-		who       string
-		existing  bool
-		data      map[string]any
-		wantKind  keel.Kind
-		wantAsked string
-	}{
-		"create-only creates":              {who: "creator", existing: false, wantKind: keel.KindNone, wantAsked: "create"},
-		"create-only cannot overwrite":     {who: "creator", existing: true, wantKind: keel.KindForbidden, wantAsked: "update"},
-		"update-only overwrites":           {who: "updater", existing: true, wantKind: keel.KindNone, wantAsked: "update"},
-		"update-only cannot create":        {who: "updater", existing: false, wantKind: keel.KindForbidden, wantAsked: "create"},
-		"no right, bad data: forbidden":    {who: "nobody", existing: false, data: map[string]any{}, wantKind: keel.KindForbidden, wantAsked: "create"},
-		"no right, bad ttl: forbidden":     {who: "nobody", existing: true, data: map[string]any{"ttl": "soon"}, wantKind: keel.KindForbidden, wantAsked: "update"},
-		"right, bad data: invalid":         {who: "creator", existing: false, data: map[string]any{}, wantKind: keel.KindInvalid, wantAsked: "create"},
-		"unclassified refusal: forbidden":  {who: "plain", existing: false, wantKind: keel.KindForbidden, wantAsked: "create"},
-		"unclassified refusal, overwrites": {who: "plain", existing: true, wantKind: keel.KindForbidden, wantAsked: "update"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			authz := &fakeAuthz{grants: map[string][]keel.Capability{
-				"creator": {keel.CapCreate},
-				"updater": {keel.CapUpdate},
-			}, plain: tc.who == "plain"}
-			store := newMem(t, storage.Limits{})
-			e := newEngine(t, store, &kv.Options{Authorizer: authz})
-			if tc.existing {
-				put(t, store, "p", `{"old":"value"}`)
-			}
-			before := storagetest.Dump(t, store)
-			data := tc.data
-			if data == nil {
-				data = map[string]any{"new": "value"}
-			}
-			err := e.Write(as(tc.who), "p", data)
-			wantKind(t, err, tc.wantKind)
-			if q, want := authz.questions(), []string{tc.who + " " + tc.wantAsked + " secret/p"}; !slices.Equal(q, want) {
-				t.Fatalf("asked %q, want %q", q, want)
-			}
-			if err != nil {
-				if tc.wantKind == keel.KindForbidden && !errors.Is(err, keel.ErrForbidden) {
-					t.Fatalf("%v does not wrap keel.ErrForbidden", err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		tests := map[string]struct {
+			who       string
+			existing  bool
+			data      map[string]any
+			wantKind  keel.Kind
+			wantAsked string
+		}{
+			"create-only creates":              {who: "creator", existing: false, wantKind: keel.KindNone, wantAsked: "create"},
+			"create-only cannot overwrite":     {who: "creator", existing: true, wantKind: keel.KindForbidden, wantAsked: "update"},
+			"update-only overwrites":           {who: "updater", existing: true, wantKind: keel.KindNone, wantAsked: "update"},
+			"update-only cannot create":        {who: "updater", existing: false, wantKind: keel.KindForbidden, wantAsked: "create"},
+			"no right, bad data: forbidden":    {who: "nobody", existing: false, data: map[string]any{}, wantKind: keel.KindForbidden, wantAsked: "create"},
+			"no right, bad ttl: forbidden":     {who: "nobody", existing: true, data: map[string]any{"ttl": "soon"}, wantKind: keel.KindForbidden, wantAsked: "update"},
+			"right, bad data: invalid":         {who: "creator", existing: false, data: map[string]any{}, wantKind: keel.KindInvalid, wantAsked: "create"},
+			"unclassified refusal: forbidden":  {who: "plain", existing: false, wantKind: keel.KindForbidden, wantAsked: "create"},
+			"unclassified refusal, overwrites": {who: "plain", existing: true, wantKind: keel.KindForbidden, wantAsked: "update"},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				authz := &fakeAuthz{grants: map[string][]keel.Capability{
+					"creator": {keel.CapCreate},
+					"updater": {keel.CapUpdate},
+				}, plain: tc.who == "plain"}
+				store := open(t)
+				e := newEngine(t, store, &kv.Options{Authorizer: authz})
+				if tc.existing {
+					put(t, store, "p", `{"old":"value"}`)
 				}
-				wantUnchanged(t, store, before)
-				return
-			}
-			if got := storagetest.Dump(t, store)["p"]; got != `{"new":"value"}` {
-				t.Fatalf("stored %s", got)
-			}
-		})
-	}
+				before := storagetest.Dump(t, store)
+				data := tc.data
+				if data == nil {
+					data = map[string]any{"new": "value"}
+				}
+				err := e.Write(as(tc.who), "p", data)
+				wantKind(t, err, tc.wantKind)
+				if q, want := authz.questions(), []string{tc.who + " " + tc.wantAsked + " secret/p"}; !slices.Equal(q, want) {
+					t.Fatalf("asked %q, want %q", q, want)
+				}
+				if err != nil {
+					if tc.wantKind == keel.KindForbidden && !errors.Is(err, keel.ErrForbidden) {
+						t.Fatalf("%v does not wrap keel.ErrForbidden", err)
+					}
+					wantUnchanged(t, store, before)
+					return
+				}
+				if got := storagetest.Dump(t, store)["p"]; got != `{"new":"value"}` {
+					t.Fatalf("stored %s", got)
+				}
+			})
+		}
+	})
 }
 
 // TestCreateDecidedInTransaction: a secret created by a rival after the
@@ -620,296 +645,308 @@ func TestCreateVersusUpdate(t *testing.T) {
 // whether the rival commits just before the write's transaction or between
 // two runs of its closure.
 func TestCreateDecidedInTransaction(t *testing.T) {
-	for _, between := range []bool{false, true} {
-		name := "rival before the transaction"
-		if between {
-			name = "rival between runs"
-		}
-		t.Run(name, func(t *testing.T) {
-			mem := newMem(t, storage.Limits{})
-			store := &racingStore{Store: mem, between: between, rival: func(ctx context.Context, tx storage.Tx) error {
-				return tx.Put("p", []byte(`{"rival":"1"}`))
-			}}
-			authz := &fakeAuthz{grants: map[string][]keel.Capability{"creator": {keel.CapCreate}}}
-			e := newEngine(t, store, &kv.Options{Authorizer: authz})
-			err := e.Write(as("creator"), "p", map[string]any{"mine": "1"})
-			wantKind(t, err, keel.KindForbidden)
-			if got := storagetest.Dump(t, mem)["p"]; got != `{"rival":"1"}` {
-				t.Fatalf("stored %s, want the rival's value", got)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		for _, between := range []bool{false, true} {
+			name := "rival before the transaction"
+			if between {
+				name = "rival between runs"
 			}
-		})
-	}
+			t.Run(name, func(t *testing.T) {
+				raw := open(t)
+				store := &racingStore{Store: raw, between: between, rival: func(ctx context.Context, tx storage.Tx) error {
+					return tx.Put("p", []byte(`{"rival":"1"}`))
+				}}
+				authz := &fakeAuthz{grants: map[string][]keel.Capability{"creator": {keel.CapCreate}}}
+				e := newEngine(t, store, &kv.Options{Authorizer: authz})
+				err := e.Write(as("creator"), "p", map[string]any{"mine": "1"})
+				wantKind(t, err, keel.KindForbidden)
+				if got := storagetest.Dump(t, raw)["p"]; got != `{"rival":"1"}` {
+					t.Fatalf("stored %s, want the rival's value", got)
+				}
+			})
+		}
+	})
 }
 
 // TestFaultsLeaveStoreUnchanged: a failing Get, Put or commit fails the
 // write and leaves the store as it was.
 func TestFaultsLeaveStoreUnchanged(t *testing.T) {
-	boom := fmt.Errorf("disk on fire: %w", keel.ErrUnavailable)
-	tests := map[string]struct {
-		op   faultstore.Op
-		path string
-		del  bool // Delete instead of Write
-	}{
-		"put, create":       {op: faultstore.OpPut, path: "new"},
-		"put, overwrite":    {op: faultstore.OpPut, path: "old"},
-		"commit, create":    {op: faultstore.OpCommit, path: "new"},
-		"commit, overwrite": {op: faultstore.OpCommit, path: "old"},
-		"get, overwrite":    {op: faultstore.OpGet, path: "old"},
-		"delete":            {op: faultstore.OpDelete, path: "old", del: true},
-		"commit of delete":  {op: faultstore.OpCommit, path: "old", del: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			mem := newMem(t, storage.Limits{})
-			fs := faultstore.New(mem)
-			e := newEngine(t, fs, nil)
-			mustWrite(t, context.Background(), e, "old", map[string]any{"k": "old"})
-			before := storagetest.Dump(t, mem)
-			fs.Fail(tc.op, "", 1, boom)
-			var err error
-			if tc.del {
-				err = e.Delete(context.Background(), tc.path)
-			} else {
-				err = e.Write(context.Background(), tc.path, map[string]any{"k": "new"})
-			}
-			if !errors.Is(err, boom) {
-				t.Fatalf("error %v, want the fault", err)
-			}
-			wantKind(t, err, keel.KindUnavailable)
-			wantUnchanged(t, mem, before)
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		boom := fmt.Errorf("disk on fire: %w", keel.ErrUnavailable)
+		tests := map[string]struct {
+			op   faultstore.Op
+			path string
+			del  bool // Delete instead of Write
+		}{
+			"put, create":       {op: faultstore.OpPut, path: "new"},
+			"put, overwrite":    {op: faultstore.OpPut, path: "old"},
+			"commit, create":    {op: faultstore.OpCommit, path: "new"},
+			"commit, overwrite": {op: faultstore.OpCommit, path: "old"},
+			"get, overwrite":    {op: faultstore.OpGet, path: "old"},
+			"delete":            {op: faultstore.OpDelete, path: "old", del: true},
+			"commit of delete":  {op: faultstore.OpCommit, path: "old", del: true},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				raw := open(t)
+				fs := faultstore.New(raw)
+				e := newEngine(t, fs, nil)
+				mustWrite(t, context.Background(), e, "old", map[string]any{"k": "old"})
+				before := storagetest.Dump(t, raw)
+				fs.Fail(tc.op, "", 1, boom)
+				var err error
+				if tc.del {
+					err = e.Delete(context.Background(), tc.path)
+				} else {
+					err = e.Write(context.Background(), tc.path, map[string]any{"k": "new"})
+				}
+				if !errors.Is(err, boom) {
+					t.Fatalf("error %v, want the fault", err)
+				}
+				wantKind(t, err, keel.KindUnavailable)
+				wantUnchanged(t, raw, before)
+			})
+		}
+	})
 }
 
 // TestRerun: every operation gives the same result when the store runs its
 // closures twice, and the create/update choice is made afresh each run.
 func TestRerun(t *testing.T) {
-	type result struct {
-		data  map[string]any
-		names []string
-		kind  keel.Kind
-		store map[string]string
-	}
-	authz := &fakeAuthz{grants: map[string][]keel.Capability{
-		"all":     {keel.CapRead, keel.CapList, keel.CapCreate, keel.CapUpdate, keel.CapDelete},
-		"creator": {keel.CapCreate},
-	}}
-	tests := map[string]func(ctx context.Context, e *kv.Engine) (result, error){
-		"create": func(ctx context.Context, e *kv.Engine) (result, error) {
-			return result{}, e.Write(keel.WithPrincipal(ctx, keel.Principal{ID: "creator"}), "new", map[string]any{"k": "1"})
-		},
-		"create-only overwrite": func(ctx context.Context, e *kv.Engine) (result, error) {
-			return result{}, e.Write(keel.WithPrincipal(ctx, keel.Principal{ID: "creator"}), "a/b", map[string]any{"k": "1"})
-		},
-		"overwrite": func(ctx context.Context, e *kv.Engine) (result, error) {
-			return result{}, e.Write(ctx, "a/b", map[string]any{"k": "2"})
-		},
-		"delete": func(ctx context.Context, e *kv.Engine) (result, error) {
-			return result{}, e.Delete(ctx, "a/b")
-		},
-		"read": func(ctx context.Context, e *kv.Engine) (result, error) {
-			s, err := e.Read(ctx, "a/b")
-			return result{data: s.Data}, err
-		},
-		"list": func(ctx context.Context, e *kv.Engine) (result, error) {
-			names, err := e.List(ctx, "")
-			return result{names: names}, err
-		},
-	}
-	for name, run := range tests {
-		t.Run(name, func(t *testing.T) {
-			var results [2]result
-			for i, rerun := range []bool{false, true} {
-				mem := newMem(t, storage.Limits{})
-				fs := faultstore.New(mem)
-				e := newEngine(t, fs, &kv.Options{Authorizer: authz})
-				ctx := keel.WithPrincipal(context.Background(), keel.Principal{ID: "all"})
-				mustWrite(t, ctx, e, "a/b", map[string]any{"k": "0"})
-				mustWrite(t, ctx, e, "c", map[string]any{"k": "0"})
-				fs.Rerun(rerun)
-				r, err := run(ctx, e)
-				r.kind = keel.KindOf(err)
-				r.store = storagetest.Dump(t, mem)
-				results[i] = r
-			}
-			if !reflect.DeepEqual(results[0], results[1]) {
-				t.Fatalf("without rerun %+v\nwith rerun    %+v", results[0], results[1])
-			}
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		type result struct {
+			data  map[string]any
+			names []string
+			kind  keel.Kind
+			store map[string]string
+		}
+		authz := &fakeAuthz{grants: map[string][]keel.Capability{
+			"all":     {keel.CapRead, keel.CapList, keel.CapCreate, keel.CapUpdate, keel.CapDelete},
+			"creator": {keel.CapCreate},
+		}}
+		tests := map[string]func(ctx context.Context, e *kv.Engine) (result, error){
+			"create": func(ctx context.Context, e *kv.Engine) (result, error) {
+				return result{}, e.Write(keel.WithPrincipal(ctx, keel.Principal{ID: "creator"}), "new", map[string]any{"k": "1"})
+			},
+			"create-only overwrite": func(ctx context.Context, e *kv.Engine) (result, error) {
+				return result{}, e.Write(keel.WithPrincipal(ctx, keel.Principal{ID: "creator"}), "a/b", map[string]any{"k": "1"})
+			},
+			"overwrite": func(ctx context.Context, e *kv.Engine) (result, error) {
+				return result{}, e.Write(ctx, "a/b", map[string]any{"k": "2"})
+			},
+			"delete": func(ctx context.Context, e *kv.Engine) (result, error) {
+				return result{}, e.Delete(ctx, "a/b")
+			},
+			"read": func(ctx context.Context, e *kv.Engine) (result, error) {
+				s, err := e.Read(ctx, "a/b")
+				return result{data: s.Data}, err
+			},
+			"list": func(ctx context.Context, e *kv.Engine) (result, error) {
+				names, err := e.List(ctx, "")
+				return result{names: names}, err
+			},
+		}
+		for name, run := range tests {
+			t.Run(name, func(t *testing.T) {
+				var results [2]result
+				for i, rerun := range []bool{false, true} {
+					raw := open(t)
+					fs := faultstore.New(raw)
+					e := newEngine(t, fs, &kv.Options{Authorizer: authz})
+					ctx := keel.WithPrincipal(context.Background(), keel.Principal{ID: "all"})
+					mustWrite(t, ctx, e, "a/b", map[string]any{"k": "0"})
+					mustWrite(t, ctx, e, "c", map[string]any{"k": "0"})
+					fs.Rerun(rerun)
+					r, err := run(ctx, e)
+					r.kind = keel.KindOf(err)
+					r.store = storagetest.Dump(t, raw)
+					results[i] = r
+				}
+				if !reflect.DeepEqual(results[0], results[1]) {
+					t.Fatalf("without rerun %+v\nwith rerun    %+v", results[0], results[1])
+				}
+			})
+		}
+	})
 }
 
 func TestLeased(t *testing.T) {
-	// As Vault, a lease is renewable when the secret has a ttl or lease
-	// key.
-	tests := map[string]struct {
-		data       map[string]any
-		defaultTTL time.Duration
-		wantTTL    time.Duration
-		renewable  bool
-	}{
-		"ttl key":           {data: map[string]any{"ttl": "1h"}, wantTTL: time.Hour, renewable: true},
-		"no ttl: default":   {data: map[string]any{"k": "v"}, wantTTL: 768 * time.Hour},
-		"no ttl: mount's":   {data: map[string]any{"k": "v"}, defaultTTL: 2 * time.Hour, wantTTL: 2 * time.Hour},
-		"zero ttl: default": {data: map[string]any{"ttl": "0"}, defaultTTL: 2 * time.Hour, wantTTL: 2 * time.Hour, renewable: true},
-		"lease key":         {data: map[string]any{"lease": 60}, wantTTL: time.Minute, renewable: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			leaser := &fakeLeaser{}
-			e, err := kv.New(newMem(t, storage.Limits{}), "team/secret", &kv.Options{Leaser: leaser, DefaultTTL: tc.defaultTTL})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustWrite(t, ctx, e, "app/db", tc.data)
-			for i := 1; i <= 2; i++ { // every read issues its own lease
-				s, err := e.Read(ctx, "app/db")
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		// As Vault, a lease is renewable when the secret has a ttl or lease
+		// key.
+		tests := map[string]struct {
+			data       map[string]any
+			defaultTTL time.Duration
+			wantTTL    time.Duration
+			renewable  bool
+		}{
+			"ttl key":           {data: map[string]any{"ttl": "1h"}, wantTTL: time.Hour, renewable: true},
+			"no ttl: default":   {data: map[string]any{"k": "v"}, wantTTL: 768 * time.Hour},
+			"no ttl: mount's":   {data: map[string]any{"k": "v"}, defaultTTL: 2 * time.Hour, wantTTL: 2 * time.Hour},
+			"zero ttl: default": {data: map[string]any{"ttl": "0"}, defaultTTL: 2 * time.Hour, wantTTL: 2 * time.Hour, renewable: true},
+			"lease key":         {data: map[string]any{"lease": 60}, wantTTL: time.Minute, renewable: true},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				leaser := &fakeLeaser{}
+				e, err := kv.New(open(t), "team/secret", &kv.Options{Leaser: leaser, DefaultTTL: tc.defaultTTL})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := fmt.Sprintf("lease-%d", i); s.LeaseID != want || s.Renewable != tc.renewable || s.LeaseDuration != tc.wantTTL {
-					t.Fatalf("read %d: lease %q renewable %v duration %v, want %q %v %v", i, s.LeaseID, s.Renewable, s.LeaseDuration, want, tc.renewable, tc.wantTTL)
+				mustWrite(t, ctx, e, "app/db", tc.data)
+				for i := 1; i <= 2; i++ { // every read issues its own lease
+					s, err := e.Read(ctx, "app/db")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := fmt.Sprintf("lease-%d", i); s.LeaseID != want || s.Renewable != tc.renewable || s.LeaseDuration != tc.wantTTL {
+						t.Fatalf("read %d: lease %q renewable %v duration %v, want %q %v %v", i, s.LeaseID, s.Renewable, s.LeaseDuration, want, tc.renewable, tc.wantTTL)
+					}
 				}
-			}
-			want := fmt.Sprintf("team/secret/app/db %v %v", tc.wantTTL, tc.renewable)
-			if !slices.Equal(leaser.calls, []string{want, want}) {
-				t.Fatalf("leases issued %q, want two of %q", leaser.calls, want)
-			}
-		})
-	}
+				want := fmt.Sprintf("team/secret/app/db %v %v", tc.wantTTL, tc.renewable)
+				if !slices.Equal(leaser.calls, []string{want, want}) {
+					t.Fatalf("leases issued %q, want two of %q", leaser.calls, want)
+				}
+			})
+		}
+	})
 }
 
 // TestReadRenewed: the renewal of a leased read answers the secret read
 // anew (its current data), issues no lease, and refuses a resource outside
 // the mount or a secret that is gone.
 func TestReadRenewed(t *testing.T) {
-	ctx := context.Background()
-	leaser := &fakeLeaser{}
-	e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{Leaser: leaser})
-	mustWrite(t, ctx, e, "app/db", map[string]any{"password": "old", "ttl": "1h"})
-	mustWrite(t, ctx, e, "app/db", map[string]any{"password": "new", "ttl": "2h"})
-	s, err := e.ReadRenewed(ctx, "secret/app/db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Data["password"] != "new" || s.LeaseDuration != 2*time.Hour || s.LeaseID != "" {
-		t.Fatalf("ReadRenewed = %+v, want the current data and no lease", s)
-	}
-	if len(leaser.calls) != 0 {
-		t.Fatalf("ReadRenewed issued leases %q", leaser.calls)
-	}
-	_, err = e.ReadRenewed(ctx, "other/app/db")
-	if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != "Resource" {
-		t.Fatalf("ReadRenewed outside the mount = %v, want Invalid on Resource", err)
-	}
-	_, err = e.ReadRenewed(ctx, "secret/gone")
-	wantKind(t, err, keel.KindNotFound)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		leaser := &fakeLeaser{}
+		e := newEngine(t, open(t), &kv.Options{Leaser: leaser})
+		mustWrite(t, ctx, e, "app/db", map[string]any{"password": "old", "ttl": "1h"})
+		mustWrite(t, ctx, e, "app/db", map[string]any{"password": "new", "ttl": "2h"})
+		s, err := e.ReadRenewed(ctx, "secret/app/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Data["password"] != "new" || s.LeaseDuration != 2*time.Hour || s.LeaseID != "" {
+			t.Fatalf("ReadRenewed = %+v, want the current data and no lease", s)
+		}
+		if len(leaser.calls) != 0 {
+			t.Fatalf("ReadRenewed issued leases %q", leaser.calls)
+		}
+		_, err = e.ReadRenewed(ctx, "other/app/db")
+		if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != "Resource" {
+			t.Fatalf("ReadRenewed outside the mount = %v, want Invalid on Resource", err)
+		}
+		_, err = e.ReadRenewed(ctx, "secret/gone")
+		wantKind(t, err, keel.KindNotFound)
+	})
 }
 
 func TestLeasedErrors(t *testing.T) {
-	tests := map[string]struct {
-		leaser   *fakeLeaser
-		wantKind keel.Kind
-	}{
-		"unclassified error: unavailable": {leaser: &fakeLeaser{err: errors.New("lease store down")}, wantKind: keel.KindUnavailable},
-		"classified error keeps its kind": {leaser: &fakeLeaser{err: fmt.Errorf("too many leases: %w", keel.ErrTooLarge)}, wantKind: keel.KindTooLarge},
-		"empty lease id: internal":        {leaser: &fakeLeaser{empty: true}, wantKind: keel.KindInternal},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{Leaser: tc.leaser})
-			mustWrite(t, context.Background(), e, "p", map[string]any{"k": "v"})
-			_, err := e.Read(context.Background(), "p")
-			wantKind(t, err, tc.wantKind)
-			if tc.leaser.err != nil && !errors.Is(err, tc.leaser.err) {
-				t.Fatalf("%v does not wrap the leaser's error", err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		tests := map[string]struct {
+			leaser   *fakeLeaser
+			wantKind keel.Kind
+		}{
+			"unclassified error: unavailable": {leaser: &fakeLeaser{err: errors.New("lease store down")}, wantKind: keel.KindUnavailable},
+			"classified error keeps its kind": {leaser: &fakeLeaser{err: fmt.Errorf("too many leases: %w", keel.ErrTooLarge)}, wantKind: keel.KindTooLarge},
+			"empty lease id: internal":        {leaser: &fakeLeaser{empty: true}, wantKind: keel.KindInternal},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				e := newEngine(t, open(t), &kv.Options{Leaser: tc.leaser})
+				mustWrite(t, context.Background(), e, "p", map[string]any{"k": "v"})
+				_, err := e.Read(context.Background(), "p")
+				wantKind(t, err, tc.wantKind)
+				if tc.leaser.err != nil && !errors.Is(err, tc.leaser.err) {
+					t.Fatalf("%v does not wrap the leaser's error", err)
+				}
+			})
+		}
+		t.Run("granted TTL below the asked one is reported", func(t *testing.T) {
+			leaser := &fakeLeaser{max: time.Hour}
+			e := newEngine(t, open(t), &kv.Options{Leaser: leaser})
+			mustWrite(t, context.Background(), e, "p", map[string]any{"ttl": "48h"})
+			s, err := e.Read(context.Background(), "p")
+			if err != nil || s.LeaseDuration != time.Hour {
+				t.Fatalf("Read = %+v, %v; want the granted 1h", s, err)
 			}
 		})
-	}
-	t.Run("granted TTL below the asked one is reported", func(t *testing.T) {
-		leaser := &fakeLeaser{max: time.Hour}
-		e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{Leaser: leaser})
-		mustWrite(t, context.Background(), e, "p", map[string]any{"ttl": "48h"})
-		s, err := e.Read(context.Background(), "p")
-		if err != nil || s.LeaseDuration != time.Hour {
-			t.Fatalf("Read = %+v, %v; want the granted 1h", s, err)
-		}
-	})
-	t.Run("missing secret: no lease", func(t *testing.T) {
-		leaser := &fakeLeaser{}
-		e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{Leaser: leaser})
-		_, err := e.Read(context.Background(), "p")
-		wantKind(t, err, keel.KindNotFound)
-		if len(leaser.calls) != 0 {
-			t.Fatalf("leases issued %q", leaser.calls)
-		}
+		t.Run("missing secret: no lease", func(t *testing.T) {
+			leaser := &fakeLeaser{}
+			e := newEngine(t, open(t), &kv.Options{Leaser: leaser})
+			_, err := e.Read(context.Background(), "p")
+			wantKind(t, err, keel.KindNotFound)
+			if len(leaser.calls) != 0 {
+				t.Fatalf("leases issued %q", leaser.calls)
+			}
+		})
 	})
 }
 
 // TestCanceled: a canceled ctx fails every operation and writes nothing.
 func TestCanceled(t *testing.T) {
-	store := newMem(t, storage.Limits{})
-	e := newEngine(t, store, nil)
-	mustWrite(t, context.Background(), e, "p", map[string]any{"k": "v"})
-	before := storagetest.Dump(t, store)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	ops := map[string]func() error{
-		"read":   func() error { _, err := e.Read(ctx, "p"); return err },
-		"list":   func() error { _, err := e.List(ctx, ""); return err },
-		"write":  func() error { return e.Write(ctx, "q", map[string]any{"k": "v"}) },
-		"delete": func() error { return e.Delete(ctx, "p") },
-	}
-	for name, op := range ops {
-		t.Run(name, func(t *testing.T) {
-			wantKind(t, op(), keel.KindCanceled)
-		})
-	}
-	wantUnchanged(t, store, before)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		store := open(t)
+		e := newEngine(t, store, nil)
+		mustWrite(t, context.Background(), e, "p", map[string]any{"k": "v"})
+		before := storagetest.Dump(t, store)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		ops := map[string]func() error{
+			"read":   func() error { _, err := e.Read(ctx, "p"); return err },
+			"list":   func() error { _, err := e.List(ctx, ""); return err },
+			"write":  func() error { return e.Write(ctx, "q", map[string]any{"k": "v"}) },
+			"delete": func() error { return e.Delete(ctx, "p") },
+		}
+		for name, op := range ops {
+			t.Run(name, func(t *testing.T) {
+				wantKind(t, op(), keel.KindCanceled)
+			})
+		}
+		wantUnchanged(t, store, before)
+	})
 }
 
 // TestConcurrent: an Engine is safe for concurrent use, and concurrent
 // writes to a path leave one of them whole (run with -race).
 func TestConcurrent(t *testing.T) {
-	for storeName, open := range stores {
-		t.Run(storeName, func(t *testing.T) {
-			e := newEngine(t, open(t), nil)
-			ctx := context.Background()
-			var wg sync.WaitGroup
-			for w := range 8 {
-				wg.Go(func() {
-					for i := range 50 {
-						path := fmt.Sprintf("shared/%d", i%5)
-						data := map[string]any{"writer": w, "i": i, "ttl": "1m"}
-						if err := e.Write(ctx, path, data); err != nil {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEngine(t, open(t), nil)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range 50 {
+					path := fmt.Sprintf("shared/%d", i%5)
+					data := map[string]any{"writer": w, "i": i, "ttl": "1m"}
+					if err := e.Write(ctx, path, data); err != nil {
+						t.Error(err)
+						return
+					}
+					s, err := e.Read(ctx, path)
+					switch {
+					case keel.KindOf(err) == keel.KindNotFound: // deleted meanwhile
+					case err != nil:
+						t.Error(err)
+						return
+					case len(s.Data) != 3 || s.LeaseDuration != time.Minute:
+						t.Errorf("read a mix: %v", s.Data)
+						return
+					}
+					if _, err := e.List(ctx, "shared"); err != nil && keel.KindOf(err) != keel.KindNotFound {
+						t.Error(err)
+						return
+					}
+					if i%10 == 9 {
+						if err := e.Delete(ctx, path); err != nil {
 							t.Error(err)
 							return
-						}
-						s, err := e.Read(ctx, path)
-						switch {
-						case keel.KindOf(err) == keel.KindNotFound: // deleted meanwhile
-						case err != nil:
-							t.Error(err)
-							return
-						case len(s.Data) != 3 || s.LeaseDuration != time.Minute:
-							t.Errorf("read a mix: %v", s.Data)
-							return
-						}
-						if _, err := e.List(ctx, "shared"); err != nil && keel.KindOf(err) != keel.KindNotFound {
-							t.Error(err)
-							return
-						}
-						if i%10 == 9 {
-							if err := e.Delete(ctx, path); err != nil {
-								t.Error(err)
-								return
-							}
 						}
 					}
-				})
-			}
-			wg.Wait()
-		})
-	}
+				}
+			})
+		}
+		wg.Wait()
+	})
 }

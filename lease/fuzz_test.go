@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 )
 
 // FuzzLookupID feeds arbitrary lease ids and prefixes to the operations
 // that take one: none may panic, and each fails only with the kinds its
 // contract names.
 func FuzzLookupID(f *testing.F) {
-	e := newEnv(f, nil, nil)
+	e := newEnv(f, everystore.Mem, nil, nil)
 	l := e.issue(f, IssueRequest{TTL: time.Hour, Renewable: true})
 	for _, s := range []string{"", "ldap/", "ldap/creds/app", l.ID, l.ID + "/", "\x00", "ldap//x", "lease/id/x", strings.Repeat("a/", 100)} {
 		f.Add(s)
@@ -46,7 +47,7 @@ func FuzzLookupID(f *testing.F) {
 // FuzzIssuePath issues leases for arbitrary paths: no panic; a path that
 // is accepted gives an id made of it, that Lookup and List find.
 func FuzzIssuePath(f *testing.F) {
-	e := newEnv(f, nil, nil)
+	e := newEnv(f, everystore.Mem, nil, nil)
 	for _, s := range []string{"ldap/creds/app", "ldap", "ldap/", "ldap/a/../b", "ldap/é/ü", "ldap/a b", "ldap/\x7f", "ldap/" + strings.Repeat("x", 5000)} {
 		f.Add(s)
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -77,25 +77,25 @@ func (r *renewingRevoker) Renew(ctx context.Context, l Lease, ttl time.Duration)
 	return err
 }
 
-// env is a manager under test, over a memory store, with a fake clock and
-// one mount "ldap/" served by rev.
+// env is a manager under test, over a store of everystore, with a fake
+// clock and one mount "ldap/" served by rev.
 type env struct {
 	m     *Manager
-	store storage.Store // the store given to New
-	mem   *memstore.Store
+	store storage.Store // the store given to New (raw, wrapped)
+	raw   storage.Store // the store opened, without wrap: to look at it
 	clock *keel.FakeClock
 	rev   *fakeRevoker
 }
 
-// newEnv returns an env; opts (may be nil) gets the fake clock. wrap, when
-// not nil, wraps the memory store (a faultstore, say).
-func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store) *env {
+// newEnv returns an env over a new store from open (everystore.Mem for a
+// test of one store); opts (may be nil) gets the fake clock. wrap, when
+// not nil, wraps the store (a faultstore, say).
+func newEnv(t testing.TB, open everystore.Open, opts *Options, wrap func(storage.Store) storage.Store) *env {
 	t.Helper()
-	mem := memstore.New(nil)
-	t.Cleanup(func() { mem.Close() })
-	var store storage.Store = mem
+	raw := open(t)
+	store := raw
 	if wrap != nil {
-		store = wrap(mem)
+		store = wrap(raw)
 	}
 	clock := keel.NewFakeClock(t0)
 	var o Options
@@ -111,7 +111,17 @@ func newEnv(t testing.TB, opts *Options, wrap func(storage.Store) storage.Store)
 	if err := m.register("ldap/", rev, nil); err != nil {
 		t.Fatal(err)
 	}
-	return &env{m: m, store: store, mem: mem, clock: clock, rev: rev}
+	return &env{m: m, store: store, raw: raw, clock: clock, rev: rev}
+}
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own). TestMain is in size_test.go.
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
 }
 
 // issue issues a lease or fails t.
@@ -132,7 +142,7 @@ func (e *env) get(t testing.TB, id string) (entry, bool) {
 	t.Helper()
 	var out entry
 	var found bool
-	err := e.mem.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+	err := e.raw.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		raw, err := tx.Get(keyPrefix + idKey(id))
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil
@@ -163,25 +173,33 @@ func keysUnder(t testing.TB, s storage.Store, prefix string) []string {
 	return out
 }
 
-// raw writes (value != nil) or deletes (value == nil) raw keys of s.
+// raw writes (value != nil) or deletes (value == nil) raw keys of s, in
+// as many transactions as the store's MaxTxOps asks.
 func raw(t testing.TB, s storage.Store, kv map[string][]byte) {
 	t.Helper()
-	err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		for _, k := range slices.Sorted(maps.Keys(kv)) {
-			var err error
-			if kv[k] == nil {
-				err = tx.Delete(k)
-			} else {
-				err = tx.Put(k, kv[k])
+	keys := slices.Sorted(maps.Keys(kv))
+	per := len(keys)
+	if ops := s.Limits().MaxTxOps; ops > 0 {
+		per = ops
+	}
+	for chunk := range slices.Chunk(keys, max(per, 1)) {
+		err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+			for _, k := range chunk {
+				var err error
+				if kv[k] == nil {
+					err = tx.Delete(k)
+				} else {
+					err = tx.Put(k, kv[k])
+				}
+				if err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

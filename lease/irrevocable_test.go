@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -31,40 +32,44 @@ func makeIrrevocable(t *testing.T, e *env, path string, n int) []string {
 }
 
 func TestCountIrrevocable(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	if err := e.m.register("db/", e.rev, nil); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	c, err := e.m.CountIrrevocable(ctx, false)
-	if err != nil || c.Total != 0 || c.ByMount == nil || len(c.ByMount) != 0 {
-		t.Fatalf("empty: %+v, %v", c, err)
-	}
-	makeIrrevocable(t, e, "ldap/creds/app", 3)
-	makeIrrevocable(t, e, "db/creds/x", 2)
-	e.issue(t, IssueRequest{TTL: time.Hour}) // live: not counted
-	for _, child := range []bool{false, true} {
-		c, err = e.m.CountIrrevocable(ctx, child)
-		if err != nil || c.Total != 5 || c.ByMount["ldap/"] != 3 || c.ByMount["db/"] != 2 || len(c.ByMount) != 2 {
-			t.Fatalf("include_child_namespaces=%v: %+v, %v", child, c, err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		if err := e.m.register("db/", e.rev, nil); err != nil {
+			t.Fatal(err)
 		}
-	}
+		ctx := context.Background()
+		c, err := e.m.CountIrrevocable(ctx, false)
+		if err != nil || c.Total != 0 || c.ByMount == nil || len(c.ByMount) != 0 {
+			t.Fatalf("empty: %+v, %v", c, err)
+		}
+		makeIrrevocable(t, e, "ldap/creds/app", 3)
+		makeIrrevocable(t, e, "db/creds/x", 2)
+		e.issue(t, IssueRequest{TTL: time.Hour}) // live: not counted
+		for _, child := range []bool{false, true} {
+			c, err = e.m.CountIrrevocable(ctx, child)
+			if err != nil || c.Total != 5 || c.ByMount["ldap/"] != 3 || c.ByMount["db/"] != 2 || len(c.ByMount) != 2 {
+				t.Fatalf("include_child_namespaces=%v: %+v, %v", child, c, err)
+			}
+		}
+	})
 }
 
 func TestCountIrrevocableReadsTheIndexOnly(t *testing.T) {
-	e := newEnv(t, nil, func(s storage.Store) storage.Store { return &scanRecorder{Store: s} })
-	makeIrrevocable(t, e, "ldap/creds/app", 2)
-	for range 5 {
-		e.issue(t, IssueRequest{TTL: time.Hour})
-	}
-	rec := e.store.(*scanRecorder)
-	rec.prefixes = nil
-	if _, err := e.m.CountIrrevocable(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
-	if !equalStrings(rec.prefixes, []string{"lease/irrevocable/"}) {
-		t.Fatalf("count scanned %q", rec.prefixes)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, func(s storage.Store) storage.Store { return &scanRecorder{Store: s} })
+		makeIrrevocable(t, e, "ldap/creds/app", 2)
+		for range 5 {
+			e.issue(t, IssueRequest{TTL: time.Hour})
+		}
+		rec := e.store.(*scanRecorder)
+		rec.prefixes = nil
+		if _, err := e.m.CountIrrevocable(context.Background(), false); err != nil {
+			t.Fatal(err)
+		}
+		if !equalStrings(rec.prefixes, []string{"lease/irrevocable/"}) {
+			t.Fatalf("count scanned %q", rec.prefixes)
+		}
+	})
 }
 
 // scanRecorder records the prefixes of scans (not safe for concurrent use).
@@ -90,62 +95,66 @@ func (t *recordingTx) Scan(prefix string, opts storage.ScanOptions, fn func(stri
 }
 
 func TestListIrrevocable(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	ctx := context.Background()
-	ids := makeIrrevocable(t, e, "ldap/creds/app", 5)
-	e.issue(t, IssueRequest{TTL: time.Hour})
-	for name, tc := range map[string]struct {
-		limit   int
-		want    int
-		warning bool
-	}{
-		"default":       {0, 5, false},
-		"limit above":   {6, 5, false},
-		"limit equal":   {5, 5, false},
-		"limit below":   {3, 3, true},
-		"limit one":     {1, 1, true},
-		"none (all)":    {-1, 5, false},
-		"very negative": {-100, 5, false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got, err := e.m.ListIrrevocable(ctx, false, tc.limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Total != tc.want || len(got.Leases) != tc.want {
-				t.Fatalf("Total %d, %d leases; want %d", got.Total, len(got.Leases), tc.want)
-			}
-			for i, l := range got.Leases {
-				if l.LeaseID != ids[i] || l.Mount != "ldap/" || l.Error != "directory says no" {
-					t.Fatalf("lease %d: %+v, want %s", i, l, ids[i])
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		ctx := context.Background()
+		ids := makeIrrevocable(t, e, "ldap/creds/app", 5)
+		e.issue(t, IssueRequest{TTL: time.Hour})
+		for name, tc := range map[string]struct {
+			limit   int
+			want    int
+			warning bool
+		}{
+			"default":       {0, 5, false},
+			"limit above":   {6, 5, false},
+			"limit equal":   {5, 5, false},
+			"limit below":   {3, 3, true},
+			"limit one":     {1, 1, true},
+			"none (all)":    {-1, 5, false},
+			"very negative": {-100, 5, false},
+		} {
+			t.Run(name, func(t *testing.T) {
+				got, err := e.m.ListIrrevocable(ctx, false, tc.limit)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if (got.Warnings != nil) != tc.warning || tc.warning && got.Warnings[0] != TooManyIrrevocable {
-				t.Fatalf("warnings %q, want warning %v", got.Warnings, tc.warning)
-			}
-		})
-	}
+				if got.Total != tc.want || len(got.Leases) != tc.want {
+					t.Fatalf("Total %d, %d leases; want %d", got.Total, len(got.Leases), tc.want)
+				}
+				for i, l := range got.Leases {
+					if l.LeaseID != ids[i] || l.Mount != "ldap/" || l.Error != "directory says no" {
+						t.Fatalf("lease %d: %+v, want %s", i, l, ids[i])
+					}
+				}
+				if (got.Warnings != nil) != tc.warning || tc.warning && got.Warnings[0] != TooManyIrrevocable {
+					t.Fatalf("warnings %q, want warning %v", got.Warnings, tc.warning)
+				}
+			})
+		}
+	})
 }
 
 func TestListIrrevocableDefaultLimit(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	// Write the index directly: 10,001 revocations would be slow.
-	kv := map[string][]byte{}
-	for i := range DefaultIrrevocableLimit + 1 {
-		kv[keyPrefix+irrKey(idOfIndex(i))] = encodeIrr("ldap/", "x")
-	}
-	raw(t, e.mem, kv)
-	got, err := e.m.ListIrrevocable(context.Background(), false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Leases) != 10000 || got.Warnings == nil {
-		t.Fatalf("%d leases, warnings %q; want 10,000 and a warning", len(got.Leases), got.Warnings)
-	}
-	all, err := e.m.ListIrrevocable(context.Background(), false, -1)
-	if err != nil || len(all.Leases) != 10001 || all.Warnings != nil {
-		t.Fatalf("all: %d, %q, %v", len(all.Leases), all.Warnings, err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		// Write the index directly: 10,001 revocations would be slow.
+		kv := map[string][]byte{}
+		for i := range DefaultIrrevocableLimit + 1 {
+			kv[keyPrefix+irrKey(idOfIndex(i))] = encodeIrr("ldap/", "x")
+		}
+		raw(t, e.raw, kv)
+		got, err := e.m.ListIrrevocable(context.Background(), false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Leases) != 10000 || got.Warnings == nil {
+			t.Fatalf("%d leases, warnings %q; want 10,000 and a warning", len(got.Leases), got.Warnings)
+		}
+		all, err := e.m.ListIrrevocable(context.Background(), false, -1)
+		if err != nil || len(all.Leases) != 10001 || all.Warnings != nil {
+			t.Fatalf("all: %d, %q, %v", len(all.Leases), all.Warnings, err)
+		}
+	})
 }
 
 func idOfIndex(i int) string {
@@ -159,23 +168,27 @@ func idOfIndex(i int) string {
 }
 
 func TestListIrrevocableEmpty(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	got, err := e.m.ListIrrevocable(context.Background(), true, 0)
-	if err != nil || got.Leases == nil || got.Total != 0 || got.Warnings != nil {
-		t.Fatalf("%+v, %v", got, err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		got, err := e.m.ListIrrevocable(context.Background(), true, 0)
+		if err != nil || got.Leases == nil || got.Total != 0 || got.Warnings != nil {
+			t.Fatalf("%+v, %v", got, err)
+		}
+	})
 }
 
 func TestIrrevocableStaysListedAfterExpiry(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	ids := makeIrrevocable(t, e, "ldap/creds/app", 1)
-	e.clock.Advance(1000 * time.Hour)
-	// Its revocation failed: it stays visible until revoked, as in Vault.
-	if l, err := e.m.Lookup(context.Background(), ids[0]); err != nil || !l.Irrevocable || l.Attempts == 0 || l.LastError == "" {
-		t.Fatalf("Lookup of an expired irrevocable lease: %+v, %v", l, err)
-	}
-	got, err := e.m.ListIrrevocable(context.Background(), false, 0)
-	if err != nil || len(got.Leases) != 1 {
-		t.Fatalf("%+v, %v", got, err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		ids := makeIrrevocable(t, e, "ldap/creds/app", 1)
+		e.clock.Advance(1000 * time.Hour)
+		// Its revocation failed: it stays visible until revoked, as in Vault.
+		if l, err := e.m.Lookup(context.Background(), ids[0]); err != nil || !l.Irrevocable || l.Attempts == 0 || l.LastError == "" {
+			t.Fatalf("Lookup of an expired irrevocable lease: %+v, %v", l, err)
+		}
+		got, err := e.m.ListIrrevocable(context.Background(), false, 0)
+		if err != nil || len(got.Leases) != 1 {
+			t.Fatalf("%+v, %v", got, err)
+		}
+	})
 }

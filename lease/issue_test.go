@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
@@ -29,7 +30,7 @@ func TestNewDefaults(t *testing.T) {
 				RetryMax: time.Hour, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := mustNew(t, storage.Sub(newEnv(t, nil, nil).mem, "x/"), tc.in)
+			m := mustNew(t, storage.Sub(newEnv(t, everystore.Mem, nil, nil).raw, "x/"), tc.in)
 			got := m.opts
 			got.Clock, got.Logger, got.Authorizer = nil, nil, nil
 			if got != tc.want {
@@ -70,7 +71,7 @@ func TestRegister(t *testing.T) {
 		"default above sys max":  {"db/", rev, &mountConfig{DefaultTTL: 769 * time.Hour}, "DefaultTTL"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, nil, nil)
+			e := newEnv(t, everystore.Mem, nil, nil)
 			if err := e.m.register("lda/", rev, nil); err != nil { // a sibling that shares characters
 				t.Fatal(err)
 			}
@@ -90,7 +91,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterOverlapBothWays(t *testing.T) {
-	e := newEnv(t, nil, nil)
+	e := newEnv(t, everystore.Mem, nil, nil)
 	if err := e.m.register("ldap/creds/", e.rev, nil); err == nil {
 		t.Fatal("a mount under a registered mount was accepted")
 	}
@@ -106,21 +107,23 @@ func TestRegisterOverlapBothWays(t *testing.T) {
 var idPattern = regexp.MustCompile(`^ldap/creds/app/[0-9A-Za-z]{24}$`)
 
 func TestIssueID(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	seen := map[string]bool{}
-	for range 200 {
-		l := e.issue(t, IssueRequest{})
-		if !idPattern.MatchString(l.ID) {
-			t.Fatalf("id %q does not match %s", l.ID, idPattern)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		seen := map[string]bool{}
+		for range 200 {
+			l := e.issue(t, IssueRequest{})
+			if !idPattern.MatchString(l.ID) {
+				t.Fatalf("id %q does not match %s", l.ID, idPattern)
+			}
+			if seen[l.ID] {
+				t.Fatalf("id %q issued twice", l.ID)
+			}
+			seen[l.ID] = true
+			if l.Path != "ldap/creds/app" || l.Mount != "ldap/" {
+				t.Fatalf("path %q mount %q", l.Path, l.Mount)
+			}
 		}
-		if seen[l.ID] {
-			t.Fatalf("id %q issued twice", l.ID)
-		}
-		seen[l.ID] = true
-		if l.Path != "ldap/creds/app" || l.Mount != "ldap/" {
-			t.Fatalf("path %q mount %q", l.Path, l.Mount)
-		}
-	}
+	})
 }
 
 func TestRandomIDUsesWholeAlphabet(t *testing.T) {
@@ -165,102 +168,110 @@ func TestRandomIDHasNoModuloBias(t *testing.T) {
 }
 
 func TestIssueInvalid(t *testing.T) {
-	for name, tc := range map[string]struct {
-		req   IssueRequest
-		field string
-	}{
-		"unknown mount":     {IssueRequest{Path: "db/creds/x"}, "Path"},
-		"sibling of mount":  {IssueRequest{Path: "ldapx/creds"}, "Path"},
-		"the mount itself":  {IssueRequest{Path: "ldap"}, "Path"},
-		"empty":             {IssueRequest{Path: ""}, "Path"},
-		"trailing slash":    {IssueRequest{Path: "ldap/creds/"}, "Path"},
-		"double slash":      {IssueRequest{Path: "ldap//creds"}, "Path"},
-		"dot dot":           {IssueRequest{Path: "ldap/../x"}, "Path"},
-		"control character": {IssueRequest{Path: "ldap/a\x00b"}, "Path"},
-		"negative ttl":      {IssueRequest{Path: "ldap/creds/app", TTL: -1}, "TTL"},
-		"negative max ttl":  {IssueRequest{Path: "ldap/creds/app", MaxTTL: -1}, "MaxTTL"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, nil, nil)
-			_, err := e.m.issue(context.Background(), tc.req)
-			wantKind(t, err, keel.KindInvalid)
-			if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != tc.field {
-				t.Fatalf("%v: want a problem with %q", err, tc.field)
-			}
-			if keys := keysUnder(t, e.mem, ""); len(keys) != 0 {
-				t.Fatalf("failed Issue stored %q", keys)
-			}
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		for name, tc := range map[string]struct {
+			req   IssueRequest
+			field string
+		}{
+			"unknown mount":     {IssueRequest{Path: "db/creds/x"}, "Path"},
+			"sibling of mount":  {IssueRequest{Path: "ldapx/creds"}, "Path"},
+			"the mount itself":  {IssueRequest{Path: "ldap"}, "Path"},
+			"empty":             {IssueRequest{Path: ""}, "Path"},
+			"trailing slash":    {IssueRequest{Path: "ldap/creds/"}, "Path"},
+			"double slash":      {IssueRequest{Path: "ldap//creds"}, "Path"},
+			"dot dot":           {IssueRequest{Path: "ldap/../x"}, "Path"},
+			"control character": {IssueRequest{Path: "ldap/a\x00b"}, "Path"},
+			"negative ttl":      {IssueRequest{Path: "ldap/creds/app", TTL: -1}, "TTL"},
+			"negative max ttl":  {IssueRequest{Path: "ldap/creds/app", MaxTTL: -1}, "MaxTTL"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t, open, nil, nil)
+				_, err := e.m.issue(context.Background(), tc.req)
+				wantKind(t, err, keel.KindInvalid)
+				if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != tc.field {
+					t.Fatalf("%v: want a problem with %q", err, tc.field)
+				}
+				if keys := keysUnder(t, e.raw, ""); len(keys) != 0 {
+					t.Fatalf("failed Issue stored %q", keys)
+				}
+			})
+		}
+	})
 }
 
 func TestIssueTTL(t *testing.T) {
-	const h = time.Hour
-	for name, tc := range map[string]struct {
-		sys             *Options
-		mount           *mountConfig
-		ttl, maxTTL     time.Duration
-		wantTTL, wantMx time.Duration
-	}{
-		"system defaults":         {nil, nil, 0, 0, 768 * h, 768 * h},
-		"request ttl":             {nil, nil, 2 * h, 0, 2 * h, 768 * h},
-		"mount default":           {nil, &mountConfig{DefaultTTL: 3 * h}, 0, 0, 3 * h, 768 * h},
-		"request beats mount":     {nil, &mountConfig{DefaultTTL: 3 * h}, h, 0, h, 768 * h},
-		"system default":          {&Options{DefaultTTL: 5 * h}, nil, 0, 0, 5 * h, 768 * h},
-		"mount max caps ttl":      {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 0, 4 * h, 4 * h},
-		"mount max caps default":  {nil, &mountConfig{MaxTTL: 4 * h}, 0, 0, 4 * h, 4 * h},
-		"request max lowers":      {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 2 * h, 2 * h, 2 * h},
-		"request max cannot rise": {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 8 * h, 4 * h, 4 * h},
-		"system max caps request": {&Options{MaxTTL: 6 * h}, nil, 10 * h, 9 * h, 6 * h, 6 * h},
-		"system max caps default": {&Options{MaxTTL: 6 * h}, nil, 0, 0, 6 * h, 6 * h},
-	} {
-		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, tc.sys, nil)
-			if err := e.m.register("ldap/", e.rev, tc.mount); err != nil {
-				t.Fatal(err)
-			}
-			l := e.issue(t, IssueRequest{TTL: tc.ttl, MaxTTL: tc.maxTTL})
-			if got := l.ExpireTime.Sub(l.IssueTime); got != tc.wantTTL || l.MaxTTL != tc.wantMx {
-				t.Fatalf("TTL %s max %s, want %s and %s", got, l.MaxTTL, tc.wantTTL, tc.wantMx)
-			}
-			if !l.IssueTime.Equal(t0) || !l.NextAttempt.Equal(l.ExpireTime) || !l.LastRenewalTime.IsZero() {
-				t.Fatalf("times: %+v", l)
-			}
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		const h = time.Hour
+		for name, tc := range map[string]struct {
+			sys             *Options
+			mount           *mountConfig
+			ttl, maxTTL     time.Duration
+			wantTTL, wantMx time.Duration
+		}{
+			"system defaults":         {nil, nil, 0, 0, 768 * h, 768 * h},
+			"request ttl":             {nil, nil, 2 * h, 0, 2 * h, 768 * h},
+			"mount default":           {nil, &mountConfig{DefaultTTL: 3 * h}, 0, 0, 3 * h, 768 * h},
+			"request beats mount":     {nil, &mountConfig{DefaultTTL: 3 * h}, h, 0, h, 768 * h},
+			"system default":          {&Options{DefaultTTL: 5 * h}, nil, 0, 0, 5 * h, 768 * h},
+			"mount max caps ttl":      {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 0, 4 * h, 4 * h},
+			"mount max caps default":  {nil, &mountConfig{MaxTTL: 4 * h}, 0, 0, 4 * h, 4 * h},
+			"request max lowers":      {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 2 * h, 2 * h, 2 * h},
+			"request max cannot rise": {nil, &mountConfig{MaxTTL: 4 * h}, 10 * h, 8 * h, 4 * h, 4 * h},
+			"system max caps request": {&Options{MaxTTL: 6 * h}, nil, 10 * h, 9 * h, 6 * h, 6 * h},
+			"system max caps default": {&Options{MaxTTL: 6 * h}, nil, 0, 0, 6 * h, 6 * h},
+		} {
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t, open, tc.sys, nil)
+				if err := e.m.register("ldap/", e.rev, tc.mount); err != nil {
+					t.Fatal(err)
+				}
+				l := e.issue(t, IssueRequest{TTL: tc.ttl, MaxTTL: tc.maxTTL})
+				if got := l.ExpireTime.Sub(l.IssueTime); got != tc.wantTTL || l.MaxTTL != tc.wantMx {
+					t.Fatalf("TTL %s max %s, want %s and %s", got, l.MaxTTL, tc.wantTTL, tc.wantMx)
+				}
+				if !l.IssueTime.Equal(t0) || !l.NextAttempt.Equal(l.ExpireTime) || !l.LastRenewalTime.IsZero() {
+					t.Fatalf("times: %+v", l)
+				}
+			})
+		}
+	})
 }
 
 func TestIssueStoresLeaseAndIndex(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	l := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true, Data: []byte("cn=app")})
-	want := []string{
-		"lease/due/" + dueKey(t0.Add(time.Hour), l.ID)[len(duePrefix):],
-		"lease/id/" + l.ID,
-	}
-	if got := keysUnder(t, e.mem, ""); !equalStrings(got, want) {
-		t.Fatalf("keys %q, want %q", got, want)
-	}
-	got, err := e.m.Lookup(context.Background(), l.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !leaseEqual(got, l) || string(got.Data) != "cn=app" {
-		t.Fatalf("Lookup = %+v, Issue = %+v", got, l)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		l := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true, Data: []byte("cn=app")})
+		want := []string{
+			"lease/due/" + dueKey(t0.Add(time.Hour), l.ID)[len(duePrefix):],
+			"lease/id/" + l.ID,
+		}
+		if got := keysUnder(t, e.raw, ""); !equalStrings(got, want) {
+			t.Fatalf("keys %q, want %q", got, want)
+		}
+		got, err := e.m.Lookup(context.Background(), l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !leaseEqual(got, l) || string(got.Data) != "cn=app" {
+			t.Fatalf("Lookup = %+v, Issue = %+v", got, l)
+		}
+	})
 }
 
 func TestIssueCopiesData(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	data := []byte("abc")
-	l := e.issue(t, IssueRequest{Data: data})
-	data[0] = 'X'
-	if string(l.Data) != "abc" {
-		t.Fatalf("lease data changed with the caller's slice: %q", l.Data)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		data := []byte("abc")
+		l := e.issue(t, IssueRequest{Data: data})
+		data[0] = 'X'
+		if string(l.Data) != "abc" {
+			t.Fatalf("lease data changed with the caller's slice: %q", l.Data)
+		}
+	})
 }
 
 // engineIssuer registers "db/" with an engine store beside the manager's
-// view of e.mem, as a program does, and returns the Issuer.
+// view of e.raw, as a program does, and returns the Issuer.
 func engineIssuer(t *testing.T, e *env) *Issuer {
 	t.Helper()
 	iss, err := e.m.Register(Mount{Path: "db/", Revoker: e.rev, Store: storage.Sub(e.store, "engine/")})
@@ -271,86 +282,88 @@ func engineIssuer(t *testing.T, e *env) *Issuer {
 }
 
 func TestIssuerUpdate(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	iss := engineIssuer(t, e)
-	ctx := context.Background()
-	var l Lease
-	err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
-		if err := tx.Put("accounts/app", []byte("dn")); err != nil {
-			return err
-		}
-		var err error
-		l, err = issue(IssueRequest{Path: "db/creds/app", TTL: time.Minute})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := e.m.Lookup(ctx, l.ID); err != nil || got.ID != l.ID {
-		t.Fatalf("Lookup of the lease issued in the engine's transaction: %+v, %v", got, err)
-	}
-	if _, ok := storagetest.Dump(t, e.mem)["engine/accounts/app"]; !ok {
-		t.Fatal("engine's own write lost")
-	}
-
-	t.Run("rolled back with the caller", func(t *testing.T) {
-		before := storagetest.Dump(t, e.mem)
-		boom := errors.New("engine failed")
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		iss := engineIssuer(t, e)
+		ctx := context.Background()
+		var l Lease
 		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
-			if _, err := issue(IssueRequest{Path: "db/creds/app"}); err != nil {
+			if err := tx.Put("accounts/app", []byte("dn")); err != nil {
 				return err
 			}
-			return boom
-		})
-		if !errors.Is(err, boom) {
-			t.Fatal(err)
-		}
-		if after := storagetest.Dump(t, e.mem); !mapsEqual(before, after) {
-			t.Fatal("a rolled-back Update left keys behind")
-		}
-	})
-
-	t.Run("outside the mount", func(t *testing.T) {
-		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
-			_, err := issue(IssueRequest{Path: "ldap/creds/app"})
+			var err error
+			l, err = issue(IssueRequest{Path: "db/creds/app", TTL: time.Minute})
 			return err
 		})
-		wantKind(t, err, keel.KindInvalid)
-		_, err = iss.Issue(ctx, IssueRequest{Path: "ldap/creds/app"})
-		wantKind(t, err, keel.KindInvalid)
-	})
-
-	t.Run("wakes the worker after the commit", func(t *testing.T) {
-		select {
-		case <-e.m.wake:
-		default:
+		if err != nil {
+			t.Fatal(err)
 		}
-		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+		if got, err := e.m.Lookup(ctx, l.ID); err != nil || got.ID != l.ID {
+			t.Fatalf("Lookup of the lease issued in the engine's transaction: %+v, %v", got, err)
+		}
+		if _, ok := storagetest.Dump(t, e.raw)["engine/accounts/app"]; !ok {
+			t.Fatal("engine's own write lost")
+		}
+
+		t.Run("rolled back with the caller", func(t *testing.T) {
+			before := storagetest.Dump(t, e.raw)
+			boom := errors.New("engine failed")
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+				if _, err := issue(IssueRequest{Path: "db/creds/app"}); err != nil {
+					return err
+				}
+				return boom
+			})
+			if !errors.Is(err, boom) {
+				t.Fatal(err)
+			}
+			if after := storagetest.Dump(t, e.raw); !mapsEqual(before, after) {
+				t.Fatal("a rolled-back Update left keys behind")
+			}
+		})
+
+		t.Run("outside the mount", func(t *testing.T) {
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+				_, err := issue(IssueRequest{Path: "ldap/creds/app"})
+				return err
+			})
+			wantKind(t, err, keel.KindInvalid)
+			_, err = iss.Issue(ctx, IssueRequest{Path: "ldap/creds/app"})
+			wantKind(t, err, keel.KindInvalid)
+		})
+
+		t.Run("wakes the worker after the commit", func(t *testing.T) {
 			select {
 			case <-e.m.wake:
-				t.Error("woken before the commit")
 			default:
 			}
-			_, err := issue(IssueRequest{Path: "db/creds/app"})
-			return err
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+				select {
+				case <-e.m.wake:
+					t.Error("woken before the commit")
+				default:
+				}
+				_, err := issue(IssueRequest{Path: "db/creds/app"})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-e.m.wake:
+			default:
+				t.Fatal("Update did not wake the worker")
+			}
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-e.m.wake:
-		default:
-			t.Fatal("Update did not wake the worker")
-		}
-	})
 
-	t.Run("without a store", func(t *testing.T) {
-		plain, err := e.m.Register(Mount{Path: "kv/"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = plain.Update(ctx, func(context.Context, storage.Tx, IssueFunc) error { return nil })
-		wantKind(t, err, keel.KindInternal)
+		t.Run("without a store", func(t *testing.T) {
+			plain, err := e.m.Register(Mount{Path: "kv/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = plain.Update(ctx, func(context.Context, storage.Tx, IssueFunc) error { return nil })
+			wantKind(t, err, keel.KindInternal)
+		})
 	})
 }
 
@@ -358,23 +371,25 @@ func TestIssuerUpdate(t *testing.T) {
 // of the store under the manager's cannot register, so none of its leases
 // can be orphaned where Lookup would not find them.
 func TestRegisterRefusesMiswiredStores(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	other := memstore.New(nil)
-	t.Cleanup(func() { other.Close() })
-	for name, s := range map[string]storage.Store{
-		"another store":             storage.Sub(other, "engine/"),
-		"the manager's own view":    storage.Sub(e.store, keyPrefix),
-		"a view inside the manager": storage.Sub(e.store, keyPrefix+"x/"),
-		"the whole store":           e.store,
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := e.m.Register(Mount{Path: "db/", Store: s})
-			wantKind(t, err, keel.KindInvalid)
-			if _, _, ok := e.m.mountFor("db/x"); ok {
-				t.Fatal("a refused Register registered the mount")
-			}
-		})
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		other := memstore.New(nil)
+		t.Cleanup(func() { other.Close() })
+		for name, s := range map[string]storage.Store{
+			"another store":             storage.Sub(other, "engine/"),
+			"the manager's own view":    storage.Sub(e.store, keyPrefix),
+			"a view inside the manager": storage.Sub(e.store, keyPrefix+"x/"),
+			"the whole store":           e.store,
+		} {
+			t.Run(name, func(t *testing.T) {
+				_, err := e.m.Register(Mount{Path: "db/", Store: s})
+				wantKind(t, err, keel.KindInvalid)
+				if _, _, ok := e.m.mountFor("db/x"); ok {
+					t.Fatal("a refused Register registered the mount")
+				}
+			})
+		}
+	})
 }
 
 func TestNewRefusesNilStore(t *testing.T) {
@@ -387,27 +402,29 @@ func TestNewRefusesNilStore(t *testing.T) {
 // revoker); a new mount without leases, and a registered one again, are
 // accepted.
 func TestRegisterAfterStart(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	if err := e.m.register("db/", e.rev, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.issue(context.Background(), IssueRequest{Path: "db/creds/x", TTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	e.m.Unregister("db/")
-	e.m.Start()
-	t.Cleanup(e.m.Stop)
-	wantKind(t, e.m.register("db/", e.rev, nil), keel.KindInvalid)
-	if err := e.m.register("fresh/", e.rev, nil); err != nil {
-		t.Fatalf("a new mount without leases: %v", err)
-	}
-	if err := e.m.register("ldap/", e.rev, nil); err != nil {
-		t.Fatalf("registering a registered mount again: %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		if err := e.m.register("db/", e.rev, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.issue(context.Background(), IssueRequest{Path: "db/creds/x", TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		e.m.Unregister("db/")
+		e.m.Start()
+		t.Cleanup(e.m.Stop)
+		wantKind(t, e.m.register("db/", e.rev, nil), keel.KindInvalid)
+		if err := e.m.register("fresh/", e.rev, nil); err != nil {
+			t.Fatalf("a new mount without leases: %v", err)
+		}
+		if err := e.m.register("ldap/", e.rev, nil); err != nil {
+			t.Fatalf("registering a registered mount again: %v", err)
+		}
+	})
 }
 
 func TestIssueWakesWorker(t *testing.T) {
-	e := newEnv(t, nil, nil)
+	e := newEnv(t, everystore.Mem, nil, nil)
 	e.issue(t, IssueRequest{})
 	select {
 	case <-e.m.wake:
@@ -451,7 +468,7 @@ func leaseEqual(a, b Lease) bool {
 }
 
 func TestRegisterReportsEveryProblem(t *testing.T) {
-	e := newEnv(t, nil, nil)
+	e := newEnv(t, everystore.Mem, nil, nil)
 	err := e.m.register("db", nil, &mountConfig{DefaultTTL: -1, MaxTTL: -1})
 	var fields []string
 	for _, fe := range keel.FieldErrors(err) {

@@ -8,49 +8,52 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 )
 
 func TestLookup(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	ctx := context.Background()
-	live := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
-	short := e.issue(t, IssueRequest{TTL: time.Minute})
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		ctx := context.Background()
+		live := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
+		short := e.issue(t, IssueRequest{TTL: time.Minute})
 
-	got, err := e.m.Lookup(ctx, live.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.ID != live.ID || !got.IssueTime.Equal(t0) || !got.ExpireTime.Equal(t0.Add(time.Hour)) ||
-		!got.LastRenewalTime.IsZero() || !got.Renewable || got.TTL(t0) != time.Hour {
-		t.Fatalf("Lookup = %+v", got)
-	}
+		got, err := e.m.Lookup(ctx, live.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != live.ID || !got.IssueTime.Equal(t0) || !got.ExpireTime.Equal(t0.Add(time.Hour)) ||
+			!got.LastRenewalTime.IsZero() || !got.Renewable || got.TTL(t0) != time.Hour {
+			t.Fatalf("Lookup = %+v", got)
+		}
 
-	for name, tc := range map[string]struct {
-		id      string
-		at      time.Time
-		kind    keel.Kind
-		message string
-	}{
-		"empty id":              {"", t0, keel.KindInvalid, "LeaseID"},
-		"unknown":               {"ldap/creds/app/nope", t0, keel.KindNotFound, "not found"},
-		"expired exactly now":   {short.ID, t0.Add(time.Minute), keel.KindNotFound, "expired"},
-		"expired before worker": {short.ID, t0.Add(time.Hour), keel.KindNotFound, "expired"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			e.clock.Set(tc.at)
-			defer e.clock.Set(t0)
-			_, err := e.m.Lookup(ctx, tc.id)
-			wantKind(t, err, tc.kind)
-			if !strings.Contains(err.Error(), tc.message) {
-				t.Fatalf("error %q does not say %q", err, tc.message)
+		for name, tc := range map[string]struct {
+			id      string
+			at      time.Time
+			kind    keel.Kind
+			message string
+		}{
+			"empty id":              {"", t0, keel.KindInvalid, "LeaseID"},
+			"unknown":               {"ldap/creds/app/nope", t0, keel.KindNotFound, "not found"},
+			"expired exactly now":   {short.ID, t0.Add(time.Minute), keel.KindNotFound, "expired"},
+			"expired before worker": {short.ID, t0.Add(time.Hour), keel.KindNotFound, "expired"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				e.clock.Set(tc.at)
+				defer e.clock.Set(t0)
+				_, err := e.m.Lookup(ctx, tc.id)
+				wantKind(t, err, tc.kind)
+				if !strings.Contains(err.Error(), tc.message) {
+					t.Fatalf("error %q does not say %q", err, tc.message)
+				}
+			})
+		}
+
+		t.Run("expired lease stays stored until revoked", func(t *testing.T) {
+			if _, ok := e.get(t, short.ID); !ok {
+				t.Fatal("expired lease removed by a read")
 			}
 		})
-	}
-
-	t.Run("expired lease stays stored until revoked", func(t *testing.T) {
-		if _, ok := e.get(t, short.ID); !ok {
-			t.Fatal("expired lease removed by a read")
-		}
 	})
 }
 
@@ -74,42 +77,44 @@ func TestLeaseTTL(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	if err := e.m.register("auth/token/", e.rev, nil); err != nil {
-		t.Fatal(err)
-	}
-	a := e.issue(t, IssueRequest{Path: "ldap/creds/app"})
-	b := e.issue(t, IssueRequest{Path: "ldap/creds/app"})
-	e.issue(t, IssueRequest{Path: "ldap/creds/app2"})
-	e.issue(t, IssueRequest{Path: "ldap/static-cred/x"})
-	e.issue(t, IssueRequest{Path: "auth/token/create"})
-	expired := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Second})
-	e.clock.Advance(time.Minute)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		if err := e.m.register("auth/token/", e.rev, nil); err != nil {
+			t.Fatal(err)
+		}
+		a := e.issue(t, IssueRequest{Path: "ldap/creds/app"})
+		b := e.issue(t, IssueRequest{Path: "ldap/creds/app"})
+		e.issue(t, IssueRequest{Path: "ldap/creds/app2"})
+		e.issue(t, IssueRequest{Path: "ldap/static-cred/x"})
+		e.issue(t, IssueRequest{Path: "auth/token/create"})
+		expired := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Second})
+		e.clock.Advance(time.Minute)
 
-	last := func(id string) string { return id[strings.LastIndexByte(id, '/')+1:] }
-	leaves := []string{last(a.ID), last(b.ID), last(expired.ID)}
-	slices.Sort(leaves)
-	for name, tc := range map[string]struct {
-		prefix string
-		want   []string
-	}{
-		"top level":          {"", []string{"auth/", "ldap/"}},
-		"mount":              {"ldap/", []string{"creds/", "static-cred/"}},
-		"without slash":      {"ldap", []string{"creds/", "static-cred/"}},
-		"folders":            {"ldap/creds/", []string{"app/", "app2/"}},
-		"leaves and expired": {"ldap/creds/app/", leaves},
-		"leaves no slash":    {"ldap/creds/app", leaves},
-		"nothing":            {"nope/", []string{}},
-		"a lease id":         {a.ID, []string{}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got, err := e.m.List(context.Background(), tc.prefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got == nil || !equalStrings(got, tc.want) {
-				t.Fatalf("List(%q) = %#v, want %q", tc.prefix, got, tc.want)
-			}
-		})
-	}
+		last := func(id string) string { return id[strings.LastIndexByte(id, '/')+1:] }
+		leaves := []string{last(a.ID), last(b.ID), last(expired.ID)}
+		slices.Sort(leaves)
+		for name, tc := range map[string]struct {
+			prefix string
+			want   []string
+		}{
+			"top level":          {"", []string{"auth/", "ldap/"}},
+			"mount":              {"ldap/", []string{"creds/", "static-cred/"}},
+			"without slash":      {"ldap", []string{"creds/", "static-cred/"}},
+			"folders":            {"ldap/creds/", []string{"app/", "app2/"}},
+			"leaves and expired": {"ldap/creds/app/", leaves},
+			"leaves no slash":    {"ldap/creds/app", leaves},
+			"nothing":            {"nope/", []string{}},
+			"a lease id":         {a.ID, []string{}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				got, err := e.m.List(context.Background(), tc.prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got == nil || !equalStrings(got, tc.want) {
+					t.Fatalf("List(%q) = %#v, want %q", tc.prefix, got, tc.want)
+				}
+			})
+		}
+	})
 }

@@ -2,12 +2,13 @@ package lease
 
 import (
 	"context"
+	"github.com/keelhq/keel/internal/everystore"
 	"testing"
 	"time"
 )
 
 func TestWorkerPlansAndWakesForEarlierLeases(t *testing.T) {
-	e := newEnv(t, nil, nil)
+	e := newEnv(t, everystore.Mem, nil, nil)
 	calls := make(chan Lease, 10)
 	e.rev.calls = calls
 	ctx := context.Background()

@@ -8,7 +8,6 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 func entry(svcs ...peering.ExportedService) *peering.ExportedServicesEntry {
@@ -16,8 +15,8 @@ func entry(svcs ...peering.ExportedService) *peering.ExportedServicesEntry {
 }
 
 func TestExportedServicesEntry(t *testing.T) {
-	everystore.Run(t, func(t *testing.T, open everystore.Open) {
-		w := newWorldOn(t, open)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
 		ctx := context.Background()
 		_, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
 		wantKind(t, err, keel.KindNotFound)
@@ -75,7 +74,7 @@ func TestExportedServicesEntry(t *testing.T) {
 }
 
 func TestExportedServicesEntryRules(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, everystore.Mem)
 	ctx := context.Background()
 	for _, tt := range []struct {
 		entry *peering.ExportedServicesEntry
@@ -99,24 +98,26 @@ func TestExportedServicesEntryRules(t *testing.T) {
 }
 
 func TestExportedServicesEntryRights(t *testing.T) {
-	w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
-	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
-		"b-only": {{Path: "peering/b", Capabilities: []keel.Capability{keel.CapPeeringRead, keel.CapPeeringWrite}}},
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
+		authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+			"b-only": {{Path: "peering/b", Capabilities: []keel.Capability{keel.CapPeeringRead, keel.CapPeeringWrite}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := w.add(t, "dc1", "10.0.0.1:8300", open(t), authz)
+		ctx := keel.WithPrincipal(context.Background(), keel.Principal{Policies: []string{"b-only"}})
+		if err := c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"b"}})); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.svc.ExportedServicesEntry(ctx, "default"); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"c"}})), keel.KindForbidden)
+		// Dropping b needs no more than write on b.
+		if err := c.svc.SetExportedServicesEntry(ctx, entry()); err != nil {
+			t.Fatal(err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := w.add(t, "dc1", "10.0.0.1:8300", memstore.New(nil), authz)
-	ctx := keel.WithPrincipal(context.Background(), keel.Principal{Policies: []string{"b-only"}})
-	if err := c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"b"}})); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.svc.ExportedServicesEntry(ctx, "default"); err != nil {
-		t.Fatal(err)
-	}
-	wantKind(t, c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"c"}})), keel.KindForbidden)
-	// Dropping b needs no more than write on b.
-	if err := c.svc.SetExportedServicesEntry(ctx, entry()); err != nil {
-		t.Fatal(err)
-	}
 }

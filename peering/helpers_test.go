@@ -14,7 +14,6 @@ import (
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -36,17 +35,9 @@ type world struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newWorld(t testing.TB) *world {
-	t.Helper()
-	w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
-	w.a = w.add(t, "dc1", "10.0.0.1:8300", memstore.New(nil), nil)
-	w.b = w.add(t, "dc2", "10.0.0.2:8300", memstore.New(nil), nil)
-	return w
-}
-
-// newWorldOn is newWorld with the clusters' stores from open (see
-// everystore).
-func newWorldOn(t testing.TB, open everystore.Open) *world {
+// newWorld returns a world whose clusters have a store each from open
+// (everystore.Mem for a test of one store).
+func newWorld(t testing.TB, open everystore.Open) *world {
 	t.Helper()
 	w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
 	w.a = w.add(t, "dc1", "10.0.0.1:8300", open(t), nil)
@@ -54,7 +45,18 @@ func newWorldOn(t testing.TB, open everystore.Open) *world {
 	return w
 }
 
+// TestMain gives the tests on etcdstore one embedded etcd (see everystore).
 func TestMain(m *testing.M) { everystore.Main(m) }
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own).
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
+}
 
 func (w *world) add(t testing.TB, dc, addr string, store storage.Store, authz keel.Authorizer) *cluster {
 	t.Helper()

@@ -11,44 +11,47 @@ import (
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 func TestIndexesAreReal(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	first := read(t, w.a, "b")
-	if first.CreateIndex == 0 || first.CreateIndex != first.ModifyIndex {
-		t.Fatalf("new peering indexes %d %d", first.CreateIndex, first.ModifyIndex)
-	}
-	w.a.svc.SetExportedServices(ctx, "b", []string{"x"})
-	second := read(t, w.a, "b")
-	if second.CreateIndex != first.CreateIndex || second.ModifyIndex <= first.ModifyIndex {
-		t.Fatalf("after a change %d %d", second.CreateIndex, second.ModifyIndex)
-	}
-	l, err := w.a.svc.List(ctx, nil)
-	if err != nil || l.Index < second.ModifyIndex {
-		t.Fatalf("list index %v, %v", l, err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		first := read(t, w.a, "b")
+		if first.CreateIndex == 0 || first.CreateIndex != first.ModifyIndex {
+			t.Fatalf("new peering indexes %d %d", first.CreateIndex, first.ModifyIndex)
+		}
+		w.a.svc.SetExportedServices(ctx, "b", []string{"x"})
+		second := read(t, w.a, "b")
+		if second.CreateIndex != first.CreateIndex || second.ModifyIndex <= first.ModifyIndex {
+			t.Fatalf("after a change %d %d", second.CreateIndex, second.ModifyIndex)
+		}
+		l, err := w.a.svc.List(ctx, nil)
+		if err != nil || l.Index < second.ModifyIndex {
+			t.Fatalf("list index %v, %v", l, err)
+		}
+	})
 }
 
 func TestIndexNeverZero(t *testing.T) {
-	w := newWorld(t)
-	l, err := w.a.svc.List(context.Background(), nil)
-	if err != nil || l.Index == 0 || l.Peerings == nil {
-		t.Fatalf("empty list %+v, %v", l, err)
-	}
-	_, idx, err := w.a.svc.Read(context.Background(), "none", nil)
-	wantKind(t, err, keel.KindNotFound)
-	if idx == 0 {
-		t.Fatal("index 0 for a missing peering")
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		l, err := w.a.svc.List(context.Background(), nil)
+		if err != nil || l.Index == 0 || l.Peerings == nil {
+			t.Fatalf("empty list %+v, %v", l, err)
+		}
+		_, idx, err := w.a.svc.Read(context.Background(), "none", nil)
+		wantKind(t, err, keel.KindNotFound)
+		if idx == 0 {
+			t.Fatal("index 0 for a missing peering")
+		}
+	})
 }
 
 func TestBlockingReadReturnsOnChange(t *testing.T) {
-	everystore.Run(t, func(t *testing.T, open everystore.Open) {
-		w := newWorldOn(t, open)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
 		ctx := context.Background()
 		w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
 		_, idx, _ := w.a.svc.Read(ctx, "b", nil)
@@ -72,9 +75,8 @@ func TestBlockingReadReturnsOnChange(t *testing.T) {
 // server on the same store (on etcd, a Store of another client, as another
 // process): the store's watch wakes it, not the end of its wait.
 func TestBlockingReadSeesAnotherServer(t *testing.T) {
-	everystore.Run(t, func(t *testing.T, open everystore.Open) {
-		t.Parallel()
-		w := newWorldOn(t, open)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
 		ctx := context.Background()
 		other := peering.New(storage.Sub(everystore.Another(t, w.a.store), "peering/"), w.net, &peering.Options{
 			Datacenter: "dc1", Addresses: []string{"10.0.0.3:8300"}, Clock: w.clock, Logger: quiet(),
@@ -120,7 +122,7 @@ func TestBlockingReadEndsAtWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t)
+			w := newWorld(t, everystore.Mem)
 			ctx := context.Background()
 			l, _ := w.a.svc.List(ctx, nil)
 			done := make(chan *peering.List, 1)
@@ -146,23 +148,25 @@ func TestBlockingReadEndsAtWait(t *testing.T) {
 }
 
 func TestBlockingReadCanceled(t *testing.T) {
-	w := newWorld(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	_, idx, _ := w.a.svc.Read(ctx, "b", nil)
-	errc := make(chan error, 1)
-	go func() {
-		_, _, err := w.a.svc.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx})
-		errc <- err
-	}()
-	w.clock.BlockUntil(ctx, 1)
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("error %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx, cancel := context.WithCancel(context.Background())
+		_, idx, _ := w.a.svc.Read(ctx, "b", nil)
+		errc := make(chan error, 1)
+		go func() {
+			_, _, err := w.a.svc.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx})
+			errc <- err
+		}()
+		w.clock.BlockUntil(ctx, 1)
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v", err)
+		}
+	})
 }
 
 func TestQueryValidation(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, everystore.Mem)
 	_, err := w.a.svc.List(context.Background(), &peering.QueryOptions{Partition: "other"})
 	wantKind(t, err, keel.KindInvalid)
 	_, _, err = w.a.svc.Read(context.Background(), "b", &peering.QueryOptions{WaitTime: -1})
@@ -178,94 +182,98 @@ func TestQueryValidation(t *testing.T) {
 }
 
 func TestRights(t *testing.T) {
-	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
-		"reader": {{Path: "peering/*", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
-		"web":    {{Path: "peering/web", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(t)
-	c := w.add(t, "dc9", "10.0.0.9:8300", memstore.New(nil), authz)
-	root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
-	reader := keel.WithPrincipal(context.Background(), keel.Principal{ID: "r", Policies: []string{"reader"}})
-	web := keel.WithPrincipal(context.Background(), keel.Principal{ID: "w", Policies: []string{"web"}})
-	for _, n := range []string{"web", "db"} {
-		if _, err := c.svc.GenerateToken(root, peering.TokenRequest{PeerName: n}); err != nil {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+			"reader": {{Path: "peering/*", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+			"web":    {{Path: "peering/web", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	tests := []struct {
-		name string
-		call func() error
-		want keel.Kind
-	}{
-		{"token needs peering:write", func() error { _, err := c.svc.GenerateToken(reader, peering.TokenRequest{PeerName: "x"}); return err }, keel.KindForbidden},
-		{"establish needs peering:write", func() error { return c.svc.Establish(reader, peering.EstablishRequest{PeerName: "x"}) }, keel.KindForbidden},
-		{"delete needs peering:write", func() error { return c.svc.Delete(reader, "web", nil) }, keel.KindForbidden},
-		{"export needs peering:write", func() error { return c.svc.SetExportedServices(reader, "web", nil) }, keel.KindForbidden},
-		{"read needs peering:read", func() error { _, _, err := c.svc.Read(web, "db", nil); return err }, keel.KindForbidden},
-		{"read with peering:read", func() error { _, _, err := c.svc.Read(web, "web", nil); return err }, keel.KindNone},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { wantKind(t, tt.call(), tt.want) })
-	}
-	t.Run("list filtered", func(t *testing.T) {
-		l, err := c.svc.List(web, nil)
-		if err != nil || len(l.Peerings) != 1 || l.Peerings[0].Name != "web" || !l.Filtered {
-			t.Fatalf("list %+v, %v", l, err)
+		w := newWorld(t, open)
+		c := w.add(t, "dc9", "10.0.0.9:8300", open(t), authz)
+		root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+		reader := keel.WithPrincipal(context.Background(), keel.Principal{ID: "r", Policies: []string{"reader"}})
+		web := keel.WithPrincipal(context.Background(), keel.Principal{ID: "w", Policies: []string{"web"}})
+		for _, n := range []string{"web", "db"} {
+			if _, err := c.svc.GenerateToken(root, peering.TokenRequest{PeerName: n}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	})
-	t.Run("list not filtered", func(t *testing.T) {
-		l, err := c.svc.List(reader, nil)
-		if err != nil || len(l.Peerings) != 2 || l.Filtered {
-			t.Fatalf("list %+v, %v", l, err)
+		tests := []struct {
+			name string
+			call func() error
+			want keel.Kind
+		}{
+			{"token needs peering:write", func() error { _, err := c.svc.GenerateToken(reader, peering.TokenRequest{PeerName: "x"}); return err }, keel.KindForbidden},
+			{"establish needs peering:write", func() error { return c.svc.Establish(reader, peering.EstablishRequest{PeerName: "x"}) }, keel.KindForbidden},
+			{"delete needs peering:write", func() error { return c.svc.Delete(reader, "web", nil) }, keel.KindForbidden},
+			{"export needs peering:write", func() error { return c.svc.SetExportedServices(reader, "web", nil) }, keel.KindForbidden},
+			{"read needs peering:read", func() error { _, _, err := c.svc.Read(web, "db", nil); return err }, keel.KindForbidden},
+			{"read with peering:read", func() error { _, _, err := c.svc.Read(web, "web", nil); return err }, keel.KindNone},
 		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) { wantKind(t, tt.call(), tt.want) })
+		}
+		t.Run("list filtered", func(t *testing.T) {
+			l, err := c.svc.List(web, nil)
+			if err != nil || len(l.Peerings) != 1 || l.Peerings[0].Name != "web" || !l.Filtered {
+				t.Fatalf("list %+v, %v", l, err)
+			}
+		})
+		t.Run("list not filtered", func(t *testing.T) {
+			l, err := c.svc.List(reader, nil)
+			if err != nil || len(l.Peerings) != 2 || l.Filtered {
+				t.Fatalf("list %+v, %v", l, err)
+			}
+		})
 	})
 }
 
 func TestFaultsLeaveNothingHalfDone(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	fs := faultstore.New(memstore.New(nil))
-	c := w.add(t, "dc3", "10.0.0.3:8300", fs, nil)
-	fs.Rerun(true)
-	fs.Fail(faultstore.OpCommit, "", 1, errBoom)
-	_, err := c.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	if !errors.Is(err, errBoom) {
-		t.Fatalf("error %v", err)
-	}
-	_, _, err = c.svc.Read(ctx, "b", nil)
-	wantKind(t, err, keel.KindNotFound)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		fs := faultstore.New(open(t))
+		c := w.add(t, "dc3", "10.0.0.3:8300", fs, nil)
+		fs.Rerun(true)
+		fs.Fail(faultstore.OpCommit, "", 1, errBoom)
+		_, err := c.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("error %v", err)
+		}
+		_, _, err = c.svc.Read(ctx, "b", nil)
+		wantKind(t, err, keel.KindNotFound)
 
-	tok, err := c.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The acceptor's store fails: the secret stays unused.
-	fs.Fail(faultstore.OpPut, "peering/name/", 1, errBoom)
-	err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "c", PeeringToken: tok})
-	if !errors.Is(err, errBoom) {
-		t.Fatalf("error %v", err)
-	}
-	wantState(t, read(t, c, "b"), peering.StateInitial)
-	if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "c", PeeringToken: tok}); err != nil {
-		t.Fatal(err)
-	}
-	// A failing store makes Step fail and change nothing.
-	fs.Fail(faultstore.OpScan, "", 1, errBoom)
-	if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
-		t.Fatalf("Step: %v", err)
-	}
-	c.svc.Delete(ctx, "b", nil)
-	fs.Fail(faultstore.OpDelete, "", 1, errBoom)
-	if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
-		t.Fatalf("Step: %v", err)
-	}
-	read(t, c, "b")
-	if _, err := c.svc.Step(ctx, w.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = c.svc.Read(ctx, "b", nil)
-	wantKind(t, err, keel.KindNotFound)
+		tok, err := c.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The acceptor's store fails: the secret stays unused.
+		fs.Fail(faultstore.OpPut, "peering/name/", 1, errBoom)
+		err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "c", PeeringToken: tok})
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("error %v", err)
+		}
+		wantState(t, read(t, c, "b"), peering.StateInitial)
+		if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "c", PeeringToken: tok}); err != nil {
+			t.Fatal(err)
+		}
+		// A failing store makes Step fail and change nothing.
+		fs.Fail(faultstore.OpScan, "", 1, errBoom)
+		if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
+			t.Fatalf("Step: %v", err)
+		}
+		c.svc.Delete(ctx, "b", nil)
+		fs.Fail(faultstore.OpDelete, "", 1, errBoom)
+		if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
+			t.Fatalf("Step: %v", err)
+		}
+		read(t, c, "b")
+		if _, err := c.svc.Step(ctx, w.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = c.svc.Read(ctx, "b", nil)
+		wantKind(t, err, keel.KindNotFound)
+	})
 }

@@ -12,74 +12,82 @@ import (
 )
 
 func TestHeartbeatCarriesExportedServices(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	w.peer(t)
-	if err := w.a.svc.SetExportedServices(ctx, "b", []string{"web", "api", "web"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.b.svc.SetExportedServices(ctx, "a", []string{"db"}); err != nil {
-		t.Fatal(err)
-	}
-	w.clock.Advance(time.Second)
-	w.step(t)
-	a, b := read(t, w.a, "b"), read(t, w.b, "a")
-	if !slices.Equal(a.StreamStatus.ExportedServices, []string{"api", "web"}) || !slices.Equal(b.StreamStatus.ImportedServices, []string{"api", "web"}) {
-		t.Errorf("a exports %v, b imports %v", a.StreamStatus.ExportedServices, b.StreamStatus.ImportedServices)
-	}
-	if !slices.Equal(a.StreamStatus.ImportedServices, []string{"db"}) {
-		t.Errorf("a imports %v", a.StreamStatus.ImportedServices)
-	}
-	now := w.clock.Now()
-	if !a.StreamStatus.LastHeartbeat.Equal(now) || !b.StreamStatus.LastSend.Equal(now) || !b.StreamStatus.LastReceive.Equal(now) {
-		t.Errorf("times a %+v b %+v", a.StreamStatus, b.StreamStatus)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		w.peer(t)
+		if err := w.a.svc.SetExportedServices(ctx, "b", []string{"web", "api", "web"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.b.svc.SetExportedServices(ctx, "a", []string{"db"}); err != nil {
+			t.Fatal(err)
+		}
+		w.clock.Advance(time.Second)
+		w.step(t)
+		a, b := read(t, w.a, "b"), read(t, w.b, "a")
+		if !slices.Equal(a.StreamStatus.ExportedServices, []string{"api", "web"}) || !slices.Equal(b.StreamStatus.ImportedServices, []string{"api", "web"}) {
+			t.Errorf("a exports %v, b imports %v", a.StreamStatus.ExportedServices, b.StreamStatus.ImportedServices)
+		}
+		if !slices.Equal(a.StreamStatus.ImportedServices, []string{"db"}) {
+			t.Errorf("a imports %v", a.StreamStatus.ImportedServices)
+		}
+		now := w.clock.Now()
+		if !a.StreamStatus.LastHeartbeat.Equal(now) || !b.StreamStatus.LastSend.Equal(now) || !b.StreamStatus.LastReceive.Equal(now) {
+			t.Errorf("times a %+v b %+v", a.StreamStatus, b.StreamStatus)
+		}
+	})
 }
 
 func TestSetExportedServicesRules(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	wantKind(t, w.a.svc.SetExportedServices(ctx, "nobody", []string{"x"}), keel.KindNotFound)
-	w.peer(t)
-	wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{""}), keel.KindInvalid)
-	if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
-		t.Fatal(err)
-	}
-	wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{"x"}), keel.KindConflict)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		wantKind(t, w.a.svc.SetExportedServices(ctx, "nobody", []string{"x"}), keel.KindNotFound)
+		w.peer(t)
+		wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{""}), keel.KindInvalid)
+		if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{"x"}), keel.KindConflict)
+	})
 }
 
 func TestStepSchedulesNextHeartbeat(t *testing.T) {
-	w := newWorld(t)
-	w.peer(t)
-	next, err := w.b.svc.Step(context.Background(), w.clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := t0.Add(peering.DefaultHeartbeatInterval); !next.Equal(want) {
-		t.Fatalf("next %v, want %v", next, want)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		w.peer(t)
+		next, err := w.b.svc.Step(context.Background(), w.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := t0.Add(peering.DefaultHeartbeatInterval); !next.Equal(want) {
+			t.Fatalf("next %v, want %v", next, want)
+		}
+	})
 }
 
 func TestFailingWhenHeartbeatsStop(t *testing.T) {
-	w := newWorld(t)
-	w.peer(t)
-	w.net.SetDown(w.a.addr, true)
-	for range 8 {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		w.peer(t)
+		w.net.SetDown(w.a.addr, true)
+		for range 8 {
+			w.clock.Advance(peering.DefaultHeartbeatInterval)
+			w.step(t)
+		}
+		wantState(t, read(t, w.a, "b"), peering.StateFailing)
+		wantState(t, read(t, w.b, "a"), peering.StateFailing)
+		w.net.SetDown(w.a.addr, false)
 		w.clock.Advance(peering.DefaultHeartbeatInterval)
 		w.step(t)
-	}
-	wantState(t, read(t, w.a, "b"), peering.StateFailing)
-	wantState(t, read(t, w.b, "a"), peering.StateFailing)
-	w.net.SetDown(w.a.addr, false)
-	w.clock.Advance(peering.DefaultHeartbeatInterval)
-	w.step(t)
-	wantState(t, read(t, w.a, "b"), peering.StateActive)
-	wantState(t, read(t, w.b, "a"), peering.StateActive)
+		wantState(t, read(t, w.a, "b"), peering.StateActive)
+		wantState(t, read(t, w.b, "a"), peering.StateActive)
+	})
 }
 
 func TestDeleteByAcceptor(t *testing.T) {
-	everystore.Run(t, func(t *testing.T, open everystore.Open) {
-		w := newWorldOn(t, open)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
 		ctx := context.Background()
 		w.peer(t)
 		w.b.svc.SetExportedServices(ctx, "a", []string{"db"})
@@ -116,74 +124,84 @@ func TestDeleteByAcceptor(t *testing.T) {
 }
 
 func TestDeleteByDialer(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	w.peer(t)
-	if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
-		t.Fatal(err)
-	}
-	w.step(t)
-	wantState(t, read(t, w.a, "b"), peering.StateTerminated)
-	_, _, err := w.b.svc.Read(ctx, "a", nil)
-	wantKind(t, err, keel.KindNotFound)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		w.peer(t)
+		if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
+			t.Fatal(err)
+		}
+		w.step(t)
+		wantState(t, read(t, w.a, "b"), peering.StateTerminated)
+		_, _, err := w.b.svc.Read(ctx, "a", nil)
+		wantKind(t, err, keel.KindNotFound)
+	})
 }
 
 func TestDeleteWhilePeerUnreachable(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	w.peer(t)
-	w.net.SetDown(w.b.addr, true)
-	w.a.svc.Delete(ctx, "b", nil)
-	next, err := w.a.svc.Step(ctx, w.clock.Now())
-	if err != nil || next.IsZero() {
-		t.Fatalf("Step: next %v, %v", next, err)
-	}
-	read(t, w.a, "b") // still there: telling the peer is retried
-	w.clock.Advance(peering.DefaultHeartbeatTimeout)
-	w.a.svc.Step(ctx, w.clock.Now())
-	_, _, err = w.a.svc.Read(ctx, "b", nil)
-	wantKind(t, err, keel.KindNotFound)
-	// b learns at its next heartbeat: a answers that the peering is gone.
-	w.net.SetDown(w.b.addr, false)
-	w.b.svc.Step(ctx, w.clock.Now())
-	wantState(t, read(t, w.b, "a"), peering.StateTerminated)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		w.peer(t)
+		w.net.SetDown(w.b.addr, true)
+		w.a.svc.Delete(ctx, "b", nil)
+		next, err := w.a.svc.Step(ctx, w.clock.Now())
+		if err != nil || next.IsZero() {
+			t.Fatalf("Step: next %v, %v", next, err)
+		}
+		read(t, w.a, "b") // still there: telling the peer is retried
+		w.clock.Advance(peering.DefaultHeartbeatTimeout)
+		w.a.svc.Step(ctx, w.clock.Now())
+		_, _, err = w.a.svc.Read(ctx, "b", nil)
+		wantKind(t, err, keel.KindNotFound)
+		// b learns at its next heartbeat: a answers that the peering is gone.
+		w.net.SetDown(w.b.addr, false)
+		w.b.svc.Step(ctx, w.clock.Now())
+		wantState(t, read(t, w.b, "a"), peering.StateTerminated)
+	})
 }
 
 func TestDeleteMissingSucceeds(t *testing.T) {
-	w := newWorld(t)
-	if err := w.a.svc.Delete(context.Background(), "nobody", nil); err != nil {
-		t.Fatal(err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		if err := w.a.svc.Delete(context.Background(), "nobody", nil); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestDeleteInitialPeering(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	w.a.svc.Delete(ctx, "b", nil)
-	_, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	wantKind(t, err, keel.KindConflict)
-	err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})
-	wantKind(t, err, keel.KindInvalid)
-	w.step(t)
-	if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"}); err != nil {
-		t.Fatalf("after removal the name is free: %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		w.a.svc.Delete(ctx, "b", nil)
+		_, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		wantKind(t, err, keel.KindConflict)
+		err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})
+		wantKind(t, err, keel.KindInvalid)
+		w.step(t)
+		if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"}); err != nil {
+			t.Fatalf("after removal the name is free: %v", err)
+		}
+	})
 }
 
 func TestStreamSecretChecked(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	w.peer(t)
-	b := read(t, w.b, "a")
-	_, err := w.a.svc.HandleHeartbeat(ctx, &peering.HeartbeatRequest{PeerID: b.PeerID, StreamSecret: "forged"})
-	wantKind(t, err, keel.KindForbidden)
-	wantKind(t, w.a.svc.HandleTerminate(ctx, &peering.TerminateRequest{PeerID: b.PeerID, StreamSecret: "forged"}), keel.KindForbidden)
-	wantState(t, read(t, w.a, "b"), peering.StateActive)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		w.peer(t)
+		b := read(t, w.b, "a")
+		_, err := w.a.svc.HandleHeartbeat(ctx, &peering.HeartbeatRequest{PeerID: b.PeerID, StreamSecret: "forged"})
+		wantKind(t, err, keel.KindForbidden)
+		wantKind(t, w.a.svc.HandleTerminate(ctx, &peering.TerminateRequest{PeerID: b.PeerID, StreamSecret: "forged"}), keel.KindForbidden)
+		wantState(t, read(t, w.a, "b"), peering.StateActive)
+	})
 }
 
 func TestWorkerStartStop(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, everystore.Mem)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	w.peer(t)

@@ -37,7 +37,7 @@ func TestGenerateTokenValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t)
+			w := newWorld(t, everystore.Mem)
 			_, err := w.a.svc.GenerateToken(context.Background(), tt.req)
 			wantKind(t, err, keel.KindInvalid)
 			fes := keel.FieldErrors(err)
@@ -49,45 +49,49 @@ func TestGenerateTokenValidation(t *testing.T) {
 }
 
 func TestGenerateTokenAcceptsLimits(t *testing.T) {
-	w := newWorld(t)
-	meta := map[string]string{strings.Repeat("k", 128): strings.Repeat("v", 512)}
-	for _, name := range []string{"a", "0", "a-b", strings.Repeat("z", 63)} {
-		if _, err := w.a.svc.GenerateToken(context.Background(), peering.TokenRequest{PeerName: name, Meta: meta, Partition: "default"}); err != nil {
-			t.Fatalf("GenerateToken(%q): %v", name, err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		meta := map[string]string{strings.Repeat("k", 128): strings.Repeat("v", 512)}
+		for _, name := range []string{"a", "0", "a-b", strings.Repeat("z", 63)} {
+			if _, err := w.a.svc.GenerateToken(context.Background(), peering.TokenRequest{PeerName: name, Meta: meta, Partition: "default"}); err != nil {
+				t.Fatalf("GenerateToken(%q): %v", name, err)
+			}
 		}
-	}
+	})
 }
 
 func TestGenerateTokenNeedsAnAddress(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, everystore.Mem)
 	svc := peering.New(w.a.store, w.net, &peering.Options{Clock: w.clock})
 	_, err := svc.GenerateToken(context.Background(), peering.TokenRequest{PeerName: "p"})
 	wantKind(t, err, keel.KindInvalid)
 }
 
 func TestTokenContent(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	tok, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b", ServerExternalAddresses: []string{"lb.example.com:443"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := decodeToken(t, tok)
-	p := read(t, w.a, "b")
-	remote, _ := m["Remote"].(map[string]any)
-	switch {
-	case m["PeerID"] != p.ID:
-		t.Errorf("PeerID %v, want %s", m["PeerID"], p.ID)
-	case m["EstablishmentSecret"] == "":
-		t.Errorf("no secret")
-	case m["ServerName"] != "server.dc1.peering.keel":
-		t.Errorf("ServerName %v", m["ServerName"])
-	case !slices.Equal(toStrings(m["ServerAddresses"]), []string{"lb.example.com:443"}):
-		t.Errorf("ServerAddresses %v", m["ServerAddresses"])
-	case remote["Datacenter"] != "dc1" || remote["Partition"] != "default":
-		t.Errorf("Remote %v", remote)
-	}
-	wantState(t, p, peering.StateInitial)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		tok, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b", ServerExternalAddresses: []string{"lb.example.com:443"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := decodeToken(t, tok)
+		p := read(t, w.a, "b")
+		remote, _ := m["Remote"].(map[string]any)
+		switch {
+		case m["PeerID"] != p.ID:
+			t.Errorf("PeerID %v, want %s", m["PeerID"], p.ID)
+		case m["EstablishmentSecret"] == "":
+			t.Errorf("no secret")
+		case m["ServerName"] != "server.dc1.peering.keel":
+			t.Errorf("ServerName %v", m["ServerName"])
+		case !slices.Equal(toStrings(m["ServerAddresses"]), []string{"lb.example.com:443"}):
+			t.Errorf("ServerAddresses %v", m["ServerAddresses"])
+		case remote["Datacenter"] != "dc1" || remote["Partition"] != "default":
+			t.Errorf("Remote %v", remote)
+		}
+		wantState(t, p, peering.StateInitial)
+	})
 }
 
 func toStrings(v any) []string {
@@ -99,27 +103,29 @@ func toStrings(v any) []string {
 }
 
 func TestGenerateAgainKeepsIDAndReplacesSecret(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	first, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	second, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m1, m2 := decodeToken(t, first), decodeToken(t, second)
-	if m1["PeerID"] != m2["PeerID"] || m1["EstablishmentSecret"] == m2["EstablishmentSecret"] {
-		t.Fatalf("tokens %v and %v: want same PeerID, new secret", m1, m2)
-	}
-	err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: first})
-	wantKind(t, err, keel.KindInvalid)
-	if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: second}); err != nil {
-		t.Fatalf("Establish with the new token: %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		first, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		second, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m1, m2 := decodeToken(t, first), decodeToken(t, second)
+		if m1["PeerID"] != m2["PeerID"] || m1["EstablishmentSecret"] == m2["EstablishmentSecret"] {
+			t.Fatalf("tokens %v and %v: want same PeerID, new secret", m1, m2)
+		}
+		err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: first})
+		wantKind(t, err, keel.KindInvalid)
+		if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: second}); err != nil {
+			t.Fatalf("Establish with the new token: %v", err)
+		}
+	})
 }
 
 func TestEstablishActivatesBothSides(t *testing.T) {
-	everystore.Run(t, func(t *testing.T, open everystore.Open) {
-		w := newWorldOn(t, open)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
 		w.peer(t)
 		a, b := read(t, w.a, "b"), read(t, w.b, "a")
 		wantState(t, a, peering.StateActive)
@@ -140,94 +146,104 @@ func TestEstablishActivatesBothSides(t *testing.T) {
 }
 
 func TestEstablishValidation(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	good, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	m := decodeToken(t, good)
-	with := func(k string, v any) string {
-		c := map[string]any{}
-		for kk, vv := range m {
-			c[kk] = vv
-		}
-		c[k] = v
-		return encodeToken(t, c)
-	}
-	own, _ := w.b.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "x"})
-	if _, err := w.b.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "taken"}); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name  string
-		req   peering.EstablishRequest
-		field string
-	}{
-		{"name required", peering.EstablishRequest{PeeringToken: good}, "PeerName"},
-		{"name not a label", peering.EstablishRequest{PeerName: "A_1", PeeringToken: good}, "PeerName"},
-		{"token required", peering.EstablishRequest{PeerName: "a"}, "PeeringToken"},
-		{"token not base64", peering.EstablishRequest{PeerName: "a", PeeringToken: "%%%"}, "PeeringToken"},
-		{"token not JSON", peering.EstablishRequest{PeerName: "a", PeeringToken: "bm90IGpzb24="}, "PeeringToken"},
-		{"token without address", peering.EstablishRequest{PeerName: "a", PeeringToken: with("ServerAddresses", []string{})}, "PeeringToken"},
-		{"token with bad address", peering.EstablishRequest{PeerName: "a", PeeringToken: with("ServerAddresses", []string{"nope"})}, "PeeringToken"},
-		{"token without peer id", peering.EstablishRequest{PeerName: "a", PeeringToken: with("PeerID", "")}, "PeeringToken"},
-		{"token of own cluster", peering.EstablishRequest{PeerName: "a", PeeringToken: own}, "PeeringToken"},
-		{"name used by an acceptor", peering.EstablishRequest{PeerName: "taken", PeeringToken: good}, "PeerName"},
-		{"partition not default", peering.EstablishRequest{PeerName: "a", PeeringToken: good, Partition: "x"}, "Partition"},
-		{"meta value too long", peering.EstablishRequest{PeerName: "a", PeeringToken: good, Meta: map[string]string{"k": strings.Repeat("v", 513)}}, "Meta"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := w.b.svc.Establish(ctx, tt.req)
-			wantKind(t, err, keel.KindInvalid)
-			fes := keel.FieldErrors(err)
-			if len(fes) == 0 || fes[0].Field != tt.field {
-				t.Fatalf("field errors %v, want field %s", fes, tt.field)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		good, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		m := decodeToken(t, good)
+		with := func(k string, v any) string {
+			c := map[string]any{}
+			for kk, vv := range m {
+				c[kk] = vv
 			}
-		})
-	}
-	wantState(t, read(t, w.a, "b"), peering.StateInitial)
+			c[k] = v
+			return encodeToken(t, c)
+		}
+		own, _ := w.b.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "x"})
+		if _, err := w.b.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "taken"}); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name  string
+			req   peering.EstablishRequest
+			field string
+		}{
+			{"name required", peering.EstablishRequest{PeeringToken: good}, "PeerName"},
+			{"name not a label", peering.EstablishRequest{PeerName: "A_1", PeeringToken: good}, "PeerName"},
+			{"token required", peering.EstablishRequest{PeerName: "a"}, "PeeringToken"},
+			{"token not base64", peering.EstablishRequest{PeerName: "a", PeeringToken: "%%%"}, "PeeringToken"},
+			{"token not JSON", peering.EstablishRequest{PeerName: "a", PeeringToken: "bm90IGpzb24="}, "PeeringToken"},
+			{"token without address", peering.EstablishRequest{PeerName: "a", PeeringToken: with("ServerAddresses", []string{})}, "PeeringToken"},
+			{"token with bad address", peering.EstablishRequest{PeerName: "a", PeeringToken: with("ServerAddresses", []string{"nope"})}, "PeeringToken"},
+			{"token without peer id", peering.EstablishRequest{PeerName: "a", PeeringToken: with("PeerID", "")}, "PeeringToken"},
+			{"token of own cluster", peering.EstablishRequest{PeerName: "a", PeeringToken: own}, "PeeringToken"},
+			{"name used by an acceptor", peering.EstablishRequest{PeerName: "taken", PeeringToken: good}, "PeerName"},
+			{"partition not default", peering.EstablishRequest{PeerName: "a", PeeringToken: good, Partition: "x"}, "Partition"},
+			{"meta value too long", peering.EstablishRequest{PeerName: "a", PeeringToken: good, Meta: map[string]string{"k": strings.Repeat("v", 513)}}, "Meta"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				err := w.b.svc.Establish(ctx, tt.req)
+				wantKind(t, err, keel.KindInvalid)
+				fes := keel.FieldErrors(err)
+				if len(fes) == 0 || fes[0].Field != tt.field {
+					t.Fatalf("field errors %v, want field %s", fes, tt.field)
+				}
+			})
+		}
+		wantState(t, read(t, w.a, "b"), peering.StateInitial)
+	})
 }
 
 func TestEstablishUsedSecretRefused(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok}); err != nil {
-		t.Fatal(err)
-	}
-	c := w.add(t, "dc3", "10.0.0.3:8300", w.b.store, nil)
-	err := c.svc.Establish(ctx, peering.EstablishRequest{PeerName: "again", PeeringToken: tok})
-	wantKind(t, err, keel.KindInvalid)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok}); err != nil {
+			t.Fatal(err)
+		}
+		c := w.add(t, "dc3", "10.0.0.3:8300", everystore.Another(t, w.b.store), nil)
+		err := c.svc.Establish(ctx, peering.EstablishRequest{PeerName: "again", PeeringToken: tok})
+		wantKind(t, err, keel.KindInvalid)
+	})
 }
 
 func TestEstablishUnreachable(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
-	tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-	w.net.SetDown(w.a.addr, true)
-	err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})
-	wantKind(t, err, keel.KindUnavailable)
-	_, _, err = w.b.svc.Read(ctx, "a", nil)
-	wantKind(t, err, keel.KindNotFound)
-	w.net.SetDown(w.a.addr, false)
-	if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok}); err != nil {
-		t.Fatalf("the unused token works once the peer is back: %v", err)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
+		w.net.SetDown(w.a.addr, true)
+		err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})
+		wantKind(t, err, keel.KindUnavailable)
+		_, _, err = w.b.svc.Read(ctx, "a", nil)
+		wantKind(t, err, keel.KindNotFound)
+		w.net.SetDown(w.a.addr, false)
+		if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok}); err != nil {
+			t.Fatalf("the unused token works once the peer is back: %v", err)
+		}
+	})
 }
 
 func TestEstablishAgainKeepsID(t *testing.T) {
-	w := newWorld(t)
-	w.peer(t)
-	before := read(t, w.b, "a")
-	w.peer(t)
-	after := read(t, w.b, "a")
-	if before.ID != after.ID || after.CreateIndex != before.CreateIndex || after.ModifyIndex <= before.ModifyIndex {
-		t.Fatalf("before %+v after %+v", before, after)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		w.peer(t)
+		before := read(t, w.b, "a")
+		w.peer(t)
+		after := read(t, w.b, "a")
+		if before.ID != after.ID || after.CreateIndex != before.CreateIndex || after.ModifyIndex <= before.ModifyIndex {
+			t.Fatalf("before %+v after %+v", before, after)
+		}
+	})
 }
 
 func TestGenerateTokenForDialedNameRefused(t *testing.T) {
-	w := newWorld(t)
-	w.peer(t)
-	_, err := w.b.svc.GenerateToken(context.Background(), peering.TokenRequest{PeerName: "a"})
-	wantKind(t, err, keel.KindInvalid)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		w.peer(t)
+		_, err := w.b.svc.GenerateToken(context.Background(), peering.TokenRequest{PeerName: "a"})
+		wantKind(t, err, keel.KindInvalid)
+	})
 }
