@@ -40,6 +40,22 @@
 // keel.ErrUnavailable; the errors of the caller's ctx are returned as they
 // are.
 //
+// Options.RequestTimeout (DefaultRequestTimeout, 5 s, by default) bounds
+// each etcd call of a transaction, so that a cluster that has lost its
+// quorum, where etcd holds requests while it waits for a leader, fails them
+// with keel.ErrUnavailable, naming that bound, instead of holding the caller
+// for as long as its ctx allows. A caller's ctx whose deadline comes first
+// still ends the call with its own error. With one member of three down,
+// etcd serves on: a Store opened with every member's endpoint goes on with
+// the others. The Updates in flight when a member dies (a commit sent to it,
+// or proposed through it to a leader that dies) fail with
+// keel.ErrUnavailable, at once or after RequestTimeout; such a commit may or
+// may not have been applied, and running the Update again is safe when its
+// closure reads what it decides on (see storage.Store). An Update that
+// returned nil is committed by a quorum and
+// survives the loss of any minority of members. When the quorum comes back
+// the same Store serves again.
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use, and any number of Stores (in any

@@ -26,6 +26,9 @@ const (
 	// DefaultMaxRetries is how many times Update runs a closure again
 	// after a conflict, by default.
 	DefaultMaxRetries = 16
+	// DefaultRequestTimeout bounds each etcd call of a transaction, by
+	// default (see Options.RequestTimeout).
+	DefaultRequestTimeout = 5 * time.Second
 	// MaxCompares is how many comparisons one commit may carry: etcd's
 	// default --max-txn-ops, which bounds the comparisons of a Txn as it
 	// bounds its operations. It is the MaxTxReads of DefaultLimits: an
@@ -68,6 +71,15 @@ type Options struct {
 	// DialTimeout bounds how long Open waits for a first connection.
 	// Zero means 5 seconds.
 	DialTimeout time.Duration
+	// RequestTimeout bounds each etcd call of a transaction: a read, or
+	// the commit. A call etcd has not answered by then (as when the
+	// cluster has lost its quorum, where etcd waits for a leader) fails
+	// with an error of kind keel.KindUnavailable that names this bound;
+	// a commit that timed out may or may not have been applied. The
+	// caller's ctx still ends a call sooner, with its own error. Zero
+	// means DefaultRequestTimeout; a negative value means no bound but
+	// the caller's ctx.
+	RequestTimeout time.Duration
 }
 
 // Store is a storage.Store over etcd. Create one with Open or New. It is safe
@@ -81,6 +93,7 @@ type Store struct {
 	maxRetries int
 	limits     storage.Limits
 	gate       txbase.Gate
+	timeout    time.Duration // Options.RequestTimeout; <= 0: none
 
 	retry     chan struct{} // buffered 1: held by an Update that runs after a conflict
 	contended atomic.Int32  // Updates holding or waiting for retry
@@ -143,6 +156,9 @@ func New(client *clientv3.Client, opts *Options) *Store {
 	} else if o.MaxRetries < 0 {
 		o.MaxRetries = 0
 	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
 	limits := DefaultLimits
 	if o.Limits != (storage.Limits{}) {
 		limits = o.Limits
@@ -156,6 +172,7 @@ func New(client *clientv3.Client, opts *Options) *Store {
 		end:        clientv3.GetPrefixRangeEnd(o.Prefix),
 		maxRetries: o.MaxRetries,
 		limits:     limits,
+		timeout:    o.RequestTimeout,
 		retry:      make(chan struct{}, 1),
 	}
 }
@@ -306,8 +323,13 @@ func (t *tx) rangeOpts(extra ...clientv3.OpOption) []clientv3.OpOption {
 
 // fetch reads at t's revision, fixing it on the first read.
 func (t *tx) fetch(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	resp, err := t.s.client.Get(t.Base.Context, key, t.rangeOpts(opts...)...)
+	rctx, cancel := t.s.requestContext(t.Base.Context)
+	defer cancel()
+	resp, err := t.s.client.Get(rctx, key, t.rangeOpts(opts...)...)
 	if err != nil {
+		if derr := t.s.deadlineErr(t.Base.Context, rctx, "read", "", err); derr != nil {
+			return nil, derr
+		}
 		return nil, t.fail(err)
 	}
 	if t.rev == 0 {
@@ -327,6 +349,51 @@ func (t *tx) fail(err error) error {
 		return fmt.Errorf("etcdstore: revision %d: %w", t.rev, err)
 	}
 	return fmt.Errorf("etcdstore: %w", classify(err))
+}
+
+// requestContext returns ctx bounded by Options.RequestTimeout, for one
+// etcd call.
+func (s *Store) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// deadlineErr returns the error of an etcd call, made with rctx (ctx bounded
+// by requestContext), that failed with err, when a deadline ended it: ctx's
+// error when ctx's deadline came first, or one of kind keel.KindUnavailable
+// naming Options.RequestTimeout, and note (what it means for the caller),
+// when ours did. It returns nil when no deadline ended the call.
+//
+// etcd ends a call at the deadline the client sent it too, and may answer
+// before the client's own timer fires, with an Unknown status "context
+// deadline exceeded": so err is read as well as the contexts.
+func (s *Store) deadlineErr(ctx, rctx context.Context, call, note string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	ours, ok := rctx.Deadline()
+	if !ok || (rctx.Err() == nil && !isDeadline(err)) {
+		return nil
+	}
+	if theirs, ok := ctx.Deadline(); ok && !theirs.After(ours) {
+		return context.DeadlineExceeded
+	}
+	// The etcd error is not wrapped: its context.DeadlineExceeded is not
+	// the caller's.
+	return fmt.Errorf("etcdstore: %s: etcd did not answer within %v (Options.RequestTimeout; has the cluster lost its quorum?)%s: %v: %w", call, s.timeout, note, err, keel.ErrUnavailable)
+}
+
+// isDeadline reports whether err says that a deadline passed, as the client
+// or etcd saw it.
+func isDeadline(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	return ok && (st.Code() == codes.DeadlineExceeded ||
+		st.Code() == codes.Unknown && st.Message() == context.DeadlineExceeded.Error())
 }
 
 // classify wraps err with keel.ErrUnavailable when etcd cannot be reached.
@@ -555,17 +622,22 @@ func (t *tx) commit(ctx context.Context) error {
 	}
 	var resp *clientv3.TxnResponse
 	var err error
+	rctx, cancel := s.requestContext(ctx)
+	defer cancel()
 	if len(cmps) == 0 && len(ops) == 1 {
 		// A blind write of one key: a plain Put or Delete, cheaper than a
 		// Txn for etcd.
-		_, err = s.client.Do(ctx, ops[0])
+		_, err = s.client.Do(rctx, ops[0])
 		resp = &clientv3.TxnResponse{Succeeded: true}
 	} else {
-		resp, err = s.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, err = s.client.Txn(rctx).If(cmps...).Then(ops...).Commit()
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
+		}
+		if derr := s.deadlineErr(ctx, rctx, "commit", ", so the commit may or may not have been applied", err); derr != nil {
+			return derr
 		}
 		if errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) {
 			return fmt.Errorf("etcdstore: commit: %v: %w", err, storage.ErrTxTooLarge)

@@ -8,6 +8,10 @@
 // When $KEEL_ETCD_ENDPOINTS is set (comma-separated), the tests use that
 // etcd instead of starting one. When no etcd can be had, the tests that need
 // it are skipped with the reason.
+//
+// StartCluster starts a cluster of separate etcd processes instead (the etcd
+// binary, such as Debian's etcd-server), for a test that kills, stops and
+// restarts members.
 package etcdtest
 
 import (
