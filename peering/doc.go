@@ -65,9 +65,18 @@
 //
 // A Service is safe for concurrent use. Every change runs in one store
 // transaction; messages to the peer are sent outside transactions. Steps
-// run one at a time. Blocked reads are woken by the changes of this
-// Service: a change made by another process on a shared store is seen at
-// the end of the wait.
+// run one at a time. Blocked reads and the worker are woken by every
+// change of the peerings, whichever process commits it: by this
+// Service's commits, and by the store's watch of the change index
+// (storage.Watch), so several processes on one etcd see each other's
+// changes at once.
+//
+// # Limits
+//
+// SetExportedServicesEntry changes every peering concerned in one
+// transaction; on a store that bounds transactions (etcd) an entry may
+// name at most Service.MaxConsumerPeers peerings (31 on etcd), and a
+// larger one is refused up front on "Services", naming the limit.
 //
 // # Caveats
 //

@@ -56,9 +56,11 @@ type ExportedService struct {
 // created later (token or establish) starts with the services the stored
 // entry exports to its name. It needs peering:write on every peering
 // whose exports change (named by the previous or the new entry). All of
-// it is one transaction.
+// it is one transaction, so on a bounded store the entry may name at most
+// MaxConsumerPeers peerings; a larger one is refused before anything is
+// written.
 func (s *Service) SetExportedServicesEntry(ctx context.Context, entry *ExportedServicesEntry) error {
-	e, err := normEntry(entry)
+	e, err := normEntry(entry, s.MaxConsumerPeers())
 	if err != nil {
 		return err
 	}
@@ -191,9 +193,44 @@ func getEntry(tx storage.Tx) (*ExportedServicesEntry, error) {
 	return e, nil
 }
 
-// normEntry validates entry and returns a copy without duplicate
-// consumers.
-func normEntry(entry *ExportedServicesEntry) (*ExportedServicesEntry, error) {
+// MaxConsumerPeers is the most peerings one exported-services entry may
+// name as consumers, counted once across all its services, on the
+// Service's store; 0 when the store bounds no transaction (memstore and
+// boltstore by default). It is 31 on etcdstore's default limits (128
+// operations and 128 reads per transaction).
+//
+// SetExportedServicesEntry changes every peering concerned in one
+// transaction: it reads each peering the stored entry or the new one
+// names, and writes the two keys of each whose exports change, besides the
+// entry and the change index. So on a bounded store an entry may name at
+// most min((MaxTxOps-2)/4, (MaxTxReads-2)/2) peerings: the stored entry
+// (at most as many) and the new one may then name different peerings
+// and still fit. A larger entry is refused before anything is written,
+// with keel.KindInvalid on "Services" naming the limit.
+func (s *Service) MaxConsumerPeers() int {
+	l := s.store.Limits()
+	n := 0
+	if l.MaxTxOps > 0 {
+		n = max(1, (l.MaxTxOps-2)/4)
+	}
+	if l.MaxTxReads > 0 {
+		n = minPositive(n, max(1, (l.MaxTxReads-2)/2))
+	}
+	return n
+}
+
+// minPositive returns the smaller of a and b, where 0 means no bound.
+func minPositive(a, b int) int {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// normEntry validates entry and returns its normal form: the default
+// name, consumers sorted and without duplicates. maxPeers, when positive,
+// bounds the distinct consumers across the services (MaxConsumerPeers).
+func normEntry(entry *ExportedServicesEntry, maxPeers int) (*ExportedServicesEntry, error) {
 	var v keel.Validation
 	if entry == nil {
 		entry = &ExportedServicesEntry{}
@@ -227,6 +264,9 @@ func normEntry(entry *ExportedServicesEntry) (*ExportedServicesEntry, error) {
 		}
 		slices.Sort(consumers)
 		e.Services = append(e.Services, ExportedService{Name: svc.Name, Consumers: slices.Compact(consumers)})
+	}
+	if n := len(e.exports()); maxPeers > 0 && n > maxPeers {
+		v.Add("Services", "names %d consumer peerings, at most %d on this store (see Service.MaxConsumerPeers)", n, maxPeers)
 	}
 	return e, v.Err()
 }

@@ -2,7 +2,9 @@ package peering_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/keelhq/keel"
@@ -118,6 +120,81 @@ func TestExportedServicesEntryRights(t *testing.T) {
 		// Dropping b needs no more than write on b.
 		if err := c.svc.SetExportedServicesEntry(ctx, entry()); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestExportedServicesEntrySize sets entries of MaxConsumerPeers peerings
+// (100 on a store without a bound), then replaces them with as many other
+// peerings, on every store: both fit one transaction. An entry of one
+// peering more is refused on Services, naming the limit, and changes
+// nothing.
+func TestExportedServicesEntrySize(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		w := newWorld(t, open)
+		ctx := context.Background()
+		limit := w.a.svc.MaxConsumerPeers()
+		if open(t).Limits().MaxTxOps > 0 && limit == 0 {
+			t.Fatal("MaxConsumerPeers is 0 on a bounded store")
+		}
+		n := limit
+		if n == 0 {
+			n = 100
+		}
+		names := func(prefix string, n int) []string {
+			var out []string
+			for i := range n {
+				out = append(out, fmt.Sprintf("%s%03d", prefix, i))
+			}
+			return out
+		}
+		first, second := names("p", n), names("q", n+1)
+		for _, name := range append(slices.Clone(first), second...) {
+			if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.a.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: first})); err != nil {
+			t.Fatalf("%d consumers: %v", n, err)
+		}
+		if err := w.a.svc.SetExportedServicesEntry(ctx, entry(
+			peering.ExportedService{Name: "web", Consumers: second[:n/2]},
+			peering.ExportedService{Name: "api", Consumers: second[n/2 : n]},
+		)); err != nil {
+			t.Fatalf("%d other consumers: %v", n, err)
+		}
+		for _, name := range []string{first[0], first[n-1]} {
+			if got := read(t, w.a, name).StreamStatus.ExportedServices; len(got) != 0 {
+				t.Errorf("%s still exports %v", name, got)
+			}
+		}
+		if got := read(t, w.a, second[n-1]).StreamStatus.ExportedServices; !slices.Equal(got, []string{"api"}) {
+			t.Errorf("%s exports %v, want [api]", second[n-1], got)
+		}
+		if limit == 0 {
+			return
+		}
+		before, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.a.svc.SetExportedServicesEntry(ctx, entry(
+			peering.ExportedService{Name: "web", Consumers: second[:n]},
+			peering.ExportedService{Name: "db", Consumers: second[n:]},
+		))
+		wantKind(t, err, keel.KindInvalid)
+		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Services" || !strings.Contains(fe[0].Rule, fmt.Sprintf("at most %d", limit)) {
+			t.Errorf("%d consumers: field errors %v, want one on Services naming the limit %d", n+1, fe, limit)
+		}
+		after, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.ModifyIndex != before.ModifyIndex {
+			t.Errorf("a refused entry changed the stored one: index %d, was %d", after.ModifyIndex, before.ModifyIndex)
+		}
+		if got := read(t, w.a, second[n]).StreamStatus.ExportedServices; len(got) != 0 {
+			t.Errorf("a refused entry exported %v to %s", got, second[n])
 		}
 	})
 }
