@@ -367,9 +367,11 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 			}
 		}
 		for pid, delta := range counts {
-			p, err := getProject(tx, pid)
-			if err != nil {
-				return fmt.Errorf("project %q of a moved workspace: %v: %w", pid, err, keel.ErrInternal)
+			p := dest // read already
+			if pid != destID {
+				if p, err = getProject(tx, pid); err != nil {
+					return fmt.Errorf("project %q of a moved workspace: %v: %w", pid, err, keel.ErrInternal)
+				}
 			}
 			p.WorkspaceCount += delta
 			if err := putJSON(tx, prjKey(pid), p); err != nil {
