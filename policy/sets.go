@@ -784,7 +784,9 @@ func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, id
 
 // RemoveSetMembers removes the members ids of kind m from the set id and
 // sets UpdatedAt; an id that is not a member of that kind is ignored, so
-// that removing twice, or after the member's deletion, succeeds.
+// that removing twice, or after the member's deletion, succeeds. More
+// distinct ids than MaxSetMembers (more than any set holds) are
+// keel.KindTooLarge, refused before anything is written.
 func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) error {
 	return s.changeMembers(ctx, id, m, ids, false)
 }
@@ -820,7 +822,8 @@ func (s *Service) changeMembers(ctx context.Context, id string, m SetMembers, id
 		if err != nil {
 			return err
 		}
-		if add && len(list) > most {
+		if len(list) > most {
+			// A set has at most most members, and each id is read.
 			return s.tooLarge("policy set members", len(list), most)
 		}
 		if add && rec.Global && (m == SetWorkspaces || m == SetProjects) {

@@ -516,6 +516,13 @@ func TestSetLimitsEtcd(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.unchanged(t, func() error { return s.AddSetMembers(root(), set.ID, SetPolicies, ids[62:]) }, keel.ErrTooLarge)
+			// A removal reads every id it names: more than a set holds is
+			// refused up front, naming the limit (twice as many would not
+			// fit one transaction).
+			e.unchanged(t, func() error { return s.RemoveSetMembers(root(), set.ID, SetPolicies, ids) }, keel.ErrTooLarge)
+			if err := s.RemoveSetMembers(root(), set.ID, SetPolicies, append(slices.Clone(ids), ids...)); err == nil || !strings.Contains(err.Error(), "at most 62") {
+				t.Fatalf("a removal of 63 ids: %v, want a refusal naming the limit", err)
+			}
 			if got, err := s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("big2")}); err != nil || len(got.PolicyIDs) != 62 {
 				t.Fatalf("update of the largest set: %d, %v", len(got.PolicyIDs), err)
 			}
