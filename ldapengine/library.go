@@ -179,8 +179,11 @@ func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
 // these cases nothing changes. Accounts that join the set get a new
 // password before PutLibrarySet returns; when that fails, the set is
 // stored, the account stays unavailable, and the error is returned:
-// calling PutLibrarySet again retries. PutLibrarySet is safe for
-// concurrent use.
+// calling PutLibrarySet again retries. Accounts that leave the set are
+// freed after it is stored, in as many transactions as the store needs
+// (so that a set of MaxLibraryAccounts may shrink to one on etcd); when
+// that is interrupted, the next PutLibrarySet or DeleteLibrarySet of the
+// set frees the rest. PutLibrarySet is safe for concurrent use.
 func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetRequest) error {
 	if err := e.libraryOnly(); err != nil {
 		return err
@@ -293,8 +296,10 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	// The accounts that join are claimed first, in batches that fit the
 	// store's transactions, while the set does not list them yet (no
 	// check-out can take them); then one transaction checks that the set
-	// did not change, frees the accounts that leave and writes the set. A
-	// failure releases the claims of this call.
+	// did not change and that no account that leaves is checked out, and
+	// writes the set: it reads one key per account that leaves, and writes
+	// one. A failure releases the claims of this call. The accounts that
+	// left are freed after, in batches.
 	claimed, err := e.claimAccounts(ctx, name, added, dns)
 	if err == nil {
 		err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -306,11 +311,14 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 			if ok != found || !sameSet(&cur, &prev) {
 				return fmt.Errorf("library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
 			}
-			err = e.dropAccounts(tx, name, removed, func(n string) error {
-				return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
-			})
-			if err != nil {
-				return err
+			for _, n := range removed {
+				a, ok, err := loadAccount(tx, name, n)
+				if err != nil {
+					return err
+				}
+				if ok && a.CheckedOut {
+					return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
+				}
 			}
 			return putJSON(tx, setKey(name), &next)
 		})
@@ -318,6 +326,9 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	if err != nil {
 		e.releaseClaims(ctx, name, claimed, dns)
 		return err
+	}
+	if err := e.freeLeftAccounts(ctx, name); err != nil {
+		return fmt.Errorf("library set %q: stored, but the accounts that left it are not all freed (put it again): %w", name, err)
 	}
 	// Which accounts still need a password: read after the commit, in a
 	// View, which no transaction limit bounds.
@@ -473,26 +484,30 @@ func sameSet(a, b *setRecord) bool {
 	return slices.Equal(a.Accounts, b.Accounts) && a.TTL == b.TTL && a.MaxTTL == b.MaxTTL && a.DisableEnforcement == b.DisableEnforcement
 }
 
-// dropAccounts frees the accounts names of set (see dropAccount), in the
-// caller's transaction; an account that is checked out stops it with the
-// error of busy. Missing accounts are passed over.
-func (e *Engine) dropAccounts(tx storage.Tx, set string, names []string, busy func(name string) error) error {
-	for _, n := range names {
-		a, ok, err := loadAccount(tx, set, n)
+// freeLeftAccounts frees (see dropAccount), in as many transactions as
+// the store's limits require, every account record of the set name whose
+// account the stored set does not list: those of a set deleted, or that
+// left the set. It keeps no state: run again after an error or a crash,
+// it frees what is left.
+func (e *Engine) freeLeftAccounts(ctx context.Context, name string) error {
+	acctPrefix := prefixLibAcct + url.PathEscape(name) + "/"
+	_, err := storage.Batch(ctx, e.store, acctPrefix, &storage.BatchOptions{Writes: 3, Reads: 2}, func(tx storage.Tx, key string, raw []byte) error {
+		n := strings.TrimPrefix(key, acctPrefix)
+		var cur setRecord
+		ok, err := getJSON(tx, setKey(name), &cur)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			continue
+		if ok && slices.Contains(cur.Accounts, n) {
+			return nil // in the set (again)
 		}
-		if a.CheckedOut {
-			return busy(n)
-		}
-		if err := e.dropAccount(tx, set, n, &a); err != nil {
+		a, ok, err := loadAccount(tx, name, n)
+		if err != nil || !ok {
 			return err
 		}
-	}
-	return nil
+		return e.dropAccount(tx, name, n, &a)
+	})
+	return err
 }
 
 // dropAccount removes the record of account n of set and frees its entry.
@@ -593,24 +608,7 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 	}
 	// Then the accounts are freed in batches; run again, DeleteLibrarySet
 	// frees what an interrupted run left.
-	acctPrefix := prefixLibAcct + url.PathEscape(name) + "/"
-	_, err = storage.Batch(ctx, e.store, acctPrefix, &storage.BatchOptions{Writes: 3, Reads: 2}, func(tx storage.Tx, key string, raw []byte) error {
-		n := strings.TrimPrefix(key, acctPrefix)
-		var cur setRecord
-		ok, err := getJSON(tx, setKey(name), &cur)
-		if err != nil {
-			return err
-		}
-		if ok && slices.Contains(cur.Accounts, n) {
-			return nil // a set of the same name, created meanwhile
-		}
-		a, ok, err := loadAccount(tx, name, n)
-		if err != nil || !ok {
-			return err
-		}
-		return e.dropAccount(tx, name, n, &a)
-	})
-	if err != nil {
+	if err := e.freeLeftAccounts(ctx, name); err != nil {
 		return fmt.Errorf("library set %q: removed, but its accounts are not all freed (delete it again): %w", name, err)
 	}
 	return nil
