@@ -305,12 +305,15 @@ func purgeIndexKey(org string) func(tx storage.Tx, key string, value []byte) err
 }
 
 // FinishDeletions finishes every organization deletion a crash or an
-// error stopped midway, and returns the errors of those it could not
-// finish, joined. It asks the Authorizer nothing: it only finishes
-// deletions that a caller with the right started. A program may call it
-// when it starts; without it, a stopped deletion is finished when the name
-// is deleted or created again.
+// error stopped midway, and the deletion of the access of every team and
+// project deleted (see DeleteTeam and Delete), and returns the errors of
+// those it could not finish, joined. It asks the Authorizer nothing: it
+// only finishes deletions that a caller with the right started. A program
+// may call it when it starts; without it, a stopped organization deletion
+// is finished when the name is deleted or created again, and the access
+// of a deleted team or project stays stored (read by no one).
 func (c *Catalog) FinishDeletions(ctx context.Context) error {
+	cleanupErr := c.finishCleanups(ctx)
 	pending := map[string]deletion{}
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		clear(pending)
@@ -325,9 +328,9 @@ func (c *Catalog) FinishDeletions(ctx context.Context) error {
 		})
 	})
 	if err != nil {
-		return err
+		return errors.Join(cleanupErr, err)
 	}
-	var errs []error
+	errs := []error{cleanupErr}
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
 		errs = append(errs, c.finish(ctx, name, pending[name]))
 	}

@@ -94,6 +94,18 @@
 // deletes, in the deleting transaction, so that it keeps no reference to
 // them.
 //
+// # Deleting a team or a project
+//
+// A team may have access to any number of projects, and any number of
+// teams to a project: more access keys than one transaction of etcd
+// holds. DeleteTeam and Delete therefore delete the team or project in one
+// transaction, which also records a pending cleanup (cleanup/<team|prj>/<id>),
+// then its access keys in as many transactions as the store's limits
+// require (storage.Batch), then the pending cleanup. Until the cleanup is
+// over, the deleted team's access is listed by no read (TeamAccesses,
+// TeamAccess), though a project's TeamCount still counts it. A cleanup
+// stopped midway (an error, a crash) is finished by FinishDeletions.
+//
 // # Deleting an organization
 //
 // DeleteOrganization deletes everything the organization owns: its

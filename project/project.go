@@ -244,9 +244,13 @@ func (c *Catalog) Get(ctx context.Context, id string) (Project, error) {
 // keel.KindNotFound; without force-delete on it, keel.KindForbidden; with
 // workspaces inside, keel.KindConflict; the organization's default project,
 // keel.KindConflict too. The services registered with the Catalog forget
-// the project in the same transaction (Registration.OnForget).
+// the project in the same transaction (Registration.OnForget). The
+// teams' access to it, any number, is deleted after that transaction, in
+// as many as the store needs (an interrupted run is finished by
+// FinishDeletions).
 func (c *Catalog) Delete(ctx context.Context, id string) error {
-	return c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
+	var org string
+	err := c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -268,23 +272,22 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 		if err := putJSON(tx, orgKey(rec.Org), o); err != nil {
 			return err
 		}
-		teams, err := keysUnder(tx, prjAccess(rec.Org, id))
-		if err != nil {
-			return err
-		}
-		for _, t := range teams {
-			if err := tx.Delete(prjAccess(rec.Org, id) + t); err != nil {
-				return err
-			}
-		}
 		if err := tx.Delete(prjNames(rec.Org) + fold(rec.Name)); err != nil {
 			return err
 		}
 		if err := tx.Delete(prjKey(id)); err != nil {
 			return err
 		}
+		if err := tx.Put(cleanupKey(cleanupProject, id), []byte(rec.Org)); err != nil {
+			return err
+		}
+		org = rec.Org
 		return forget(Forgotten{Kind: ForgetProject, Org: rec.Org, ID: id})
 	})
+	if err != nil {
+		return err
+	}
+	return c.finishCleanup(ctx, cleanupProject, org, id)
 }
 
 // MoveWorkspaces moves workspaces into the project destID, all or none, in

@@ -17,6 +17,7 @@ import (
 //
 //	org/<name>                        the record of an organization (JSON)
 //	del/<name>                        the pending deletion of an organization (JSON, see deletion.go)
+//	cleanup/<team|prj>/<id>           the organization of a deleted team or project whose access keys are being deleted (see cleanup.go)
 //	prj/<id>                          the record of a project (JSON)
 //	ws/<id>                           the record of a workspace (JSON)
 //	team/<id>                         the record of a team (JSON)

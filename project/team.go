@@ -260,9 +260,12 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team
 // DeleteTeam deletes the team and its access to every project (whose team
 // counts drop). It needs delete on "organizations/<org>/teams"
 // (keel.KindForbidden without it); a team the caller cannot read is not
-// found.
+// found. One transaction deletes the team; its access, to any number of
+// projects, is deleted after, in as many transactions as the store needs
+// (an interrupted run is finished by FinishDeletions).
 func (c *Catalog) DeleteTeam(ctx context.Context, id string) error {
-	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	var org string
+	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
 		if err != nil {
 			return err
@@ -270,33 +273,19 @@ func (c *Catalog) DeleteTeam(ctx context.Context, id string) error {
 		if err := keel.Authorize(ctx, c.authz, keel.CapDelete, teamsResource(rec.Org)); err != nil {
 			return err
 		}
-		prefix := orgIx(rec.Org) + "access/"
-		keys, err := keysUnder(tx, prefix)
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			prj, team, ok := strings.Cut(k, "/")
-			if !ok || team != id {
-				continue
-			}
-			p, err := getProject(tx, prj)
-			if err != nil {
-				return fmt.Errorf("project of an access of team %q: %v: %w", id, err, keel.ErrInternal)
-			}
-			p.TeamCount--
-			if err := putJSON(tx, prjKey(p.ID), p); err != nil {
-				return err
-			}
-			if err := tx.Delete(prefix + k); err != nil {
-				return err
-			}
-		}
+		org = rec.Org
 		if err := tx.Delete(teamNames(rec.Org) + fold(rec.Name)); err != nil {
 			return err
 		}
-		return tx.Delete(teamKey(id))
+		if err := tx.Delete(teamKey(id)); err != nil {
+			return err
+		}
+		return tx.Put(cleanupKey(cleanupTeam, id), []byte(rec.Org))
 	})
+	if err != nil {
+		return err
+	}
+	return c.finishCleanup(ctx, cleanupTeam, org, id)
 }
 
 // Team access levels, as HCP Terraform names them.
@@ -504,6 +493,11 @@ func (c *Catalog) TeamAccess(ctx context.Context, projectID, teamID string) (Tea
 		if err != nil {
 			return err
 		}
+		if _, err := tx.Get(cleanupKey(cleanupTeam, teamID)); err == nil {
+			return fmt.Errorf("team %q has no access to project %q (deleted): %w", teamID, projectID, keel.ErrNotFound)
+		} else if !isMissing(err) {
+			return err
+		}
 		out = decodeAccess(raw).public(teamID, p.ID)
 		return nil
 	})
@@ -546,9 +540,15 @@ func (c *Catalog) TeamAccesses(ctx context.Context, projectID string) ([]TeamAcc
 		if err != nil {
 			return err
 		}
+		gone, err := teamsCleanedUp(tx)
+		if err != nil {
+			return err
+		}
 		prefix := prjAccess(p.Org, p.ID)
 		return tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
-			out = append(out, decodeAccess(v).public(key[len(prefix):], p.ID))
+			if team := key[len(prefix):]; !gone[team] {
+				out = append(out, decodeAccess(v).public(team, p.ID))
+			}
 			return nil
 		})
 	})
