@@ -310,7 +310,10 @@
 //	password policy messages           Vault's ("missing policy",     keel's rules after the wire name ("policy: …"),
 //	                                   "invalid password policy: …")  but "policy does not exist" for a missing one
 //	token headers                      X-Vault-Token, then            X-Secrets-Token first (the service's document),
-//	                                   Authorization: Bearer          then Vault's two, in Vault's order
+//	                                   Authorization: Bearer          then Vault's two, in Vault's order; the example
+//	                                                                  server also reads the Consul dialect's
+//	                                                                  X-Cluster-Token last, on every path (one token
+//	                                                                  rule for the three dialects it serves)
 //	lookup-self of a keel token        the token store's entry:       ttl 0, renewable false, expire_time null, num_uses 0,
 //	                                   creation_time, issue_time,     creation_time 0, no issue_time: keel's tokens are
 //	                                   ttl, renewable…                the program's, given at start, without a lifetime
@@ -334,7 +337,10 @@
 //	sys/internal/ui/mounts/:path       403 unless any rule of the     any right on the mount's path or on the path asked
 //	  access                           caller's ACL lies under the    for: keel's Authorizer answers a right on a resource,
 //	                                   mount                          it cannot list a caller's rules
-//	sys/internal/ui/mounts             lists visible mounts           not served (404): the CLI asks for one path
+//	sys/internal/ui/mounts             lists visible mounts           not served (405 "unsupported operation"): the CLI
+//	                                                                  asks for one path
+//	a subtree path without its slash   a listing lists "p/"; other    the same: a listing is served as the listing of "p/",
+//	  (sys/leases/lookup, …)           operations per the path        any other method is 405 (never the mux's redirect)
 //
 // # Caveats
 //

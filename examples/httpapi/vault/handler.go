@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/keelhq/keel"
@@ -140,13 +141,71 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	if h.groups != nil {
 		routes = append(routes, h.groupRoutes()...)
 	}
+	// A path of a route asked with a method the route does not serve, and
+	// the path a subtree pattern ("…/{prefix...}", "…/{$}") names without
+	// its slash, would reach the catch-all /v1/ (404 "no handler") or the
+	// mux's redirect (307): they get a handler of their own for each of
+	// Vault's methods, which answers as Vault does (see unrouted).
+	served := map[string][]string{} // pattern -> its methods; nil: every method
+	var patterns []string           // in order, for the same mux every time
 	for _, rt := range routes {
+		if _, seen := served[rt.pattern]; !seen {
+			patterns = append(patterns, rt.pattern)
+		}
 		if rt.methods == "" { // every method: the handler answers 405 itself
 			mux.HandleFunc(rt.pattern, checkList(rt.serve))
+			served[rt.pattern] = nil
+			continue
 		}
 		for _, method := range strings.Fields(rt.methods) {
 			mux.HandleFunc(method+" "+rt.pattern, checkList(rt.serve))
+			served[rt.pattern] = append(served[rt.pattern], method)
+		}
+	}
+	for _, pattern := range patterns {
+		if i := strings.LastIndex(pattern, "/{"); i > 0 && (strings.HasSuffix(pattern, "...}") || strings.HasSuffix(pattern, "/{$}")) {
+			if _, seen := served[pattern[:i]]; !seen {
+				patterns = append(patterns, pattern[:i])
+				served[pattern[:i]] = []string{}
+			}
+		}
+	}
+	for _, pattern := range patterns {
+		methods := served[pattern]
+		if methods == nil {
+			continue
+		}
+		allow := unrouted(mux, strings.Join(methods, ", "))
+		for _, method := range vaultMethods {
+			if !slices.Contains(methods, method) {
+				mux.HandleFunc(method+" "+pattern, allow)
+			}
 		}
 	}
 	mux.HandleFunc("/v1/", checkList(h.serveMount))
+}
+
+// vaultMethods are the methods Vault's clients send (PATCH aside, which
+// the adapter refuses as Vault does, whatever the path).
+var vaultMethods = []string{"GET", "POST", "PUT", "DELETE", "LIST"}
+
+// unrouted answers a request for a route's path that no method of the
+// route serves: a listing (LIST, or GET with list=true) of a path without
+// its final slash is served as the listing of the path with it, as Vault
+// lists "p/" when asked for "p"; anything else is 405 "unsupported
+// operation", as Vault answers an operation a path does not have, with
+// allow (the route's methods) as its Allow header when not empty.
+func unrouted(mux *http.ServeMux, allow string) http.HandlerFunc {
+	return checkList(func(w http.ResponseWriter, r *http.Request) {
+		if isList(r) && !strings.HasSuffix(r.URL.Path, "/") {
+			r2 := new(http.Request)
+			*r2 = *r
+			u := *r.URL
+			u.Path, u.RawPath = u.Path+"/", ""
+			r2.URL = &u
+			mux.ServeHTTP(w, r2)
+			return
+		}
+		methodNotAllowed(w, allow)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -280,6 +281,11 @@ func TestLeaseVaultAnswers(t *testing.T) {
 		!slices.Equal(r.Warnings, []string{`TTL of "168h" exceeded the effective max_ttl of "1h"; TTL value is capped accordingly`}) {
 		t.Errorf("renew with increment 7d = %+v, %v", r, err)
 	}
+	// Vault prints whole hours without minutes: 32 days are "768h".
+	if r, err := c.Sys().Renew(id, 32*24*3600); err != nil ||
+		!slices.Equal(r.Warnings, []string{`TTL of "768h" exceeded the effective max_ttl of "1h"; TTL value is capped accordingly`}) {
+		t.Errorf("renew by 32 days = %+v, %v", r, err)
+	}
 	r, err := c.Sys().Renew(id, 7200)
 	if err != nil || r.LeaseDuration != 3600 ||
 		!slices.Equal(r.Warnings, []string{`TTL of "2h" exceeded the effective max_ttl of "1h"; TTL value is capped accordingly`}) {
@@ -305,6 +311,14 @@ func TestLeaseVaultAnswers(t *testing.T) {
 		t.Errorf("sync revoke of an unknown lease: %v", err)
 	}
 
+	// Revoke and revoke-prefix are queued by default (the spec): 202.
+	if status, body := send(t, e, "PUT", "/v1/sys/leases/revoke", rootToken, map[string]any{"lease_id": id}); status != 202 || body != "" {
+		t.Errorf("queued revoke of a lease: %d %s; want 202", status, body)
+	}
+	if status, body := send(t, e, "PUT", "/v1/sys/leases/revoke-prefix/leased/", rootToken, nil); status != 202 || body != "" {
+		t.Errorf("queued revoke-prefix: %d %s; want 202", status, body)
+	}
+
 	tidy, err := c.Logical().Write("sys/leases/tidy", nil)
 	if err != nil || tidy == nil ||
 		!slices.Equal(tidy.Warnings, []string{"Tidy operation successfully started. Any information from the operation will be printed to Vault's server logs."}) {
@@ -312,5 +326,59 @@ func TestLeaseVaultAnswers(t *testing.T) {
 	}
 	if status, _ := send(t, e, "POST", "/v1/sys/leases/tidy", rootToken, nil); status != http.StatusAccepted {
 		t.Errorf("tidy: %d, want 202", status)
+	}
+}
+
+// TestUnsupportedOperations: a path of the adapter's own routes asked with
+// a method it does not serve answers Vault's 405 "unsupported operation"
+// (not the catch-all's 404), and a subtree's path without its final slash
+// is not redirected: a listing of it lists the path with the slash, as
+// Vault lists "p/" when asked for "p", and any other method is 405.
+func TestUnsupportedOperations(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	for _, tc := range []struct{ method, path string }{
+		{"DELETE", "/v1/sys/leases/tidy"},
+		{"GET", "/v1/sys/leases/renew"},
+		{"LIST", "/v1/sys/mounts"},
+		{"POST", "/v1/sys/mounts"},
+		{"DELETE", "/v1/sys/mounts"},
+		{"PUT", "/v1/sys/leases/revoke-prefix"},
+		{"PUT", "/v1/sys/leases/revoke-force"},
+		{"GET", "/v1/sys/leases/revoke/x"},
+		{"POST", "/v1/sys/internal/ui/mounts/secret"},
+		{"DELETE", "/v1/identity/group/id"},
+		{"POST", "/v1/identity/group/name"},
+		{"PUT", "/v1/sys/policies/password"},
+	} {
+		status, body := send(t, e, tc.method, tc.path, rootToken, nil)
+		var got struct{ Errors []string }
+		json.Unmarshal([]byte(body), &got)
+		if status != http.StatusMethodNotAllowed || !slices.Equal(got.Errors, []string{"unsupported operation"}) {
+			t.Errorf("%s %s: %d %s; want 405 unsupported operation", tc.method, tc.path, status, body)
+		}
+	}
+	c := e.defaultClient(t, rootToken)
+	if err := c.Sys().Mount("leased", &api.MountInput{Type: "kv", Options: map[string]string{"leased_passthrough": "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KVv1("leased").Put(context.Background(), "db", map[string]any{"password": "p", "ttl": "5m"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KVv1("leased").Get(context.Background(), "db"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus, want := send(t, e, "LIST", "/v1/sys/leases/lookup/", rootToken, nil)
+	if wantStatus != http.StatusOK || !strings.Contains(want, `"leased/"`) {
+		t.Fatalf("LIST sys/leases/lookup/: %d %s", wantStatus, want)
+	}
+	for _, method := range []string{"LIST", "GET?list=true"} {
+		m, query, _ := strings.Cut(method, "?")
+		status, body := send(t, e, m, "/v1/sys/leases/lookup?"+query, rootToken, nil)
+		var got, exp struct{ Data any }
+		json.Unmarshal([]byte(body), &got)
+		json.Unmarshal([]byte(want), &exp)
+		if status != wantStatus || fmt.Sprint(got) != fmt.Sprint(exp) {
+			t.Errorf("%s sys/leases/lookup: %d %s; want the listing of sys/leases/lookup/, %d %s", method, status, body, wantStatus, want)
+		}
 	}
 }
