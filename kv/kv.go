@@ -297,8 +297,10 @@ func (c *collector) all() []string {
 
 // Write stores data at path, replacing every pair stored there before:
 // version 1 keeps no history and merges nothing. Values are kept as JSON
-// (see the package documentation); data is not retained. A "ttl" key must
-// hold a duration, which reads report as their lease duration.
+// (see the package documentation); data is not retained. A "ttl" key that
+// holds a duration is reported by reads as their lease duration; one that
+// does not is data like any other, as in Vault, and reads report the
+// mount's default.
 //
 // It needs keel.CapCreate on mount/path when nothing is stored at path, and
 // keel.CapUpdate when a secret is; the right is chosen and checked in the
@@ -309,8 +311,7 @@ func (c *collector) all() []string {
 //
 // It fails with keel.KindInvalid for a malformed path, empty data ("missing
 // data fields"), a key that is not valid UTF-8, a value that cannot be
-// encoded as JSON, or a "ttl" that is not a duration of zero or more
-// (field Data["ttl"]); keel.KindForbidden without the right; keel.KindTooLarge
+// encoded as JSON; keel.KindForbidden without the right; keel.KindTooLarge
 // when the path or the encoded data exceeds the store's limits. On any
 // error nothing is written.
 func (e *Engine) Write(ctx context.Context, path string, data map[string]any) error {

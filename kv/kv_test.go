@@ -244,8 +244,9 @@ func TestReadCorrupt(t *testing.T) {
 	})
 }
 
-// TestBadTTL: a ttl that is not a duration, or is negative, is refused at
-// write with the field "ttl", and nothing is written.
+// TestBadTTL: a ttl that is not a duration, or is negative, is stored as
+// data, as Vault stores it; a read reports the mount's default lease
+// duration.
 func TestBadTTL(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		tests := map[string]any{

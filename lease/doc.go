@@ -116,9 +116,10 @@
 //     failure. An empty prefix is refused (keel.ErrInvalid).
 //   - Renew with increment 0: Vault lets the engine choose, which usually
 //     means its default TTL; keel grants again the TTL the lease was
-//     issued with. The capping warning is Vault's text: TTL of "1h0m0s"
-//     exceeded the effective max_ttl of "30m0s"; TTL value is capped
-//     accordingly. A token lease is refused with "tokens cannot be renewed
+//     issued with. The capping warning is Vault's text, its durations
+//     printed as Vault prints them (no zero units: "768h", "1h", "59m58s"):
+//     TTL of "1h" exceeded the effective max_ttl of "30m"; TTL value is
+//     capped accordingly. A token lease is refused with "tokens cannot be renewed
 //     through this endpoint; use the token renew endpoint".
 //   - Failed revocations: Vault retries 6 times from 10s doubling, with
 //     ±50% jitter; keel from RetryBase (20s) doubling to RetryMax, ±20%.

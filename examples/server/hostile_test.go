@@ -159,7 +159,13 @@ func TestHostileConsul(t *testing.T) {
 		"long peer name": {"GET", "/v1/peering/" + strings.Repeat("p", 2000), "", 400, "path: a segment is longer than 1024 bytes"},
 		"long path":      {"GET", "/v1/config/" + strings.Repeat("c/", 2100), "", 400, "path: longer than 4096 bytes"},
 		"trailing data":  {"POST", "/v1/peering/token", `{"PeerName":"b"}{"PeerName":"c"}`, 400, "data after the JSON value"},
-	}, "X-Consul-Token", hostileToken)
+		"index overflow": {"GET", "/v1/peering/b?index=18446744073709551616", "", 400, "index"},
+		"index negative": {"GET", "/v1/peering/b?index=-1", "", 400, "index"},
+		"wait negative":  {"GET", "/v1/peering/b?index=1&wait=-5s", "", 400, "wait"},
+		"wait overflow":  {"GET", "/v1/peering/b?index=1&wait=9999999999999h", "", 400, "wait"},
+		"wait seconds":   {"GET", "/v1/peering/b?index=1&wait=4294967296", "", 400, "wait"},
+		"case":           {"GET", "/v1/peering/B", "", 404, "not found"},
+	}, "X-Cluster-Token", hostileToken)
 }
 
 // TestHostileConcurrentWrites: 16 concurrent writes of 256 KiB through a

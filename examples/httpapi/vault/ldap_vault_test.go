@@ -159,7 +159,7 @@ func rawGet(t *testing.T, e *env, path string) (*http.Response, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("X-Secrets-Token", rootToken)
+	req.Header.Set("X-Vault-Token", rootToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
