@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/ldapengine/internal/credtemplate"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkTemplateCreationLDIF(b *testing.B) {
 // BenchmarkCredsFake is creds and revocation end to end on the fake
 // directory: the engine's own cost.
 func BenchmarkCredsFake(b *testing.B) {
-	v := newDynEnv(b, FlavorLDAP, nil)
+	v := newDynEnv(b, everystore.Mem, FlavorLDAP, nil)
 	v.putTestRole(b, "app", nil)
 	ctx := asCaller("alice")
 	for b.Loop() {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-ldap/ldap/v3"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/ldapengine/internal/slapdtest"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -36,7 +37,7 @@ func BenchmarkRotateStatic(b *testing.B) {
 		}
 	})
 	b.Run("fake", func(b *testing.B) {
-		v := newEnv(b, FlavorOpenLDAP, nil)
+		v := newEnv(b, everystore.Mem, FlavorOpenLDAP, nil)
 		v.configure(b)
 		if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour, SkipImportRotation: libPtr(true)}); err != nil {
 			b.Fatal(err)
@@ -74,7 +75,7 @@ func BenchmarkStep(b *testing.B) {
 	for _, total := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("roles=%d/due=10", total), func(b *testing.B) {
 			ctx := context.Background()
-			v := newEnv(b, FlavorOpenLDAP, nil)
+			v := newEnv(b, everystore.Mem, FlavorOpenLDAP, nil)
 			v.configure(b)
 			const due, period = 10, MinRotationPeriod
 			for i := range total {

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 const (
@@ -42,7 +42,7 @@ changetype: delete
 `
 )
 
-// dynEnv is an engine with a lease manager on one memory store, over a
+// dynEnv is an engine with a lease manager on one store, over a
 // fake directory that holds the bind account and the group devs.
 type dynEnv struct {
 	e      *Engine
@@ -53,11 +53,12 @@ type dynEnv struct {
 }
 
 // newDynEnv returns a configured engine of flavor with a lease manager
-// registered for its mount "ldap/". edit, when not nil, changes the
-// Options before New.
-func newDynEnv(t testing.TB, flavor Flavor, edit func(*Options)) *dynEnv {
+// registered for its mount "ldap/", over a new store from open
+// (everystore.Mem for a test of one store). edit, when not nil, changes
+// the Options before New.
+func newDynEnv(t testing.TB, open everystore.Open, flavor Flavor, edit func(*Options)) *dynEnv {
 	t.Helper()
-	s := memstore.New(nil)
+	s := open(t)
 	dir := newFakeDirectory()
 	dir.Add(bindDN, "bind-pw", "cn", "keel")
 	dir.Add(groupDN, "", "cn", "devs", "member", "cn=admin,dc=example,dc=org")

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -29,11 +29,13 @@ type env struct {
 	pol   *passwordpolicy.Policies
 }
 
-// newEnv returns an engine of flavor on a fake directory holding the bind
-// account and alice and bob. wrap, when not nil, wraps the memory store.
-func newEnv(t testing.TB, flavor Flavor, wrap func(storage.Store) storage.Store) *env {
+// newEnv returns an engine of flavor, over a new store from open
+// (everystore.Mem for a test of one store), on a fake directory holding the
+// bind account and alice and bob. wrap, when not nil, wraps the store (a
+// faultstore, say).
+func newEnv(t testing.TB, open everystore.Open, flavor Flavor, wrap func(storage.Store) storage.Store) *env {
 	t.Helper()
-	var s storage.Store = memstore.New(nil)
+	s := open(t)
 	if wrap != nil {
 		s = wrap(s)
 	}
@@ -52,6 +54,17 @@ func newEnv(t testing.TB, flavor Flavor, wrap func(storage.Store) storage.Store)
 	}
 	t.Cleanup(e.Stop)
 	return &env{e: e, dir: dir, clock: clock, store: s, pol: pol}
+}
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each has its own engine, directory and clock). TestMain is in
+// size_test.go.
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
 }
 
 func (v *env) configure(t testing.TB) {

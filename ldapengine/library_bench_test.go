@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -50,7 +51,7 @@ func BenchmarkLibraryCheckOutCheckIn(b *testing.B) {
 // in the fake directory.
 func benchCheckOutCheckIn(b *testing.B, par int, latency time.Duration) {
 	{
-		v := newLibEnv(b, 100, libOptions{})
+		v := newLibEnv(b, everystore.Mem, 100, libOptions{})
 		v.putSet(b, "s", libSvcNames(100)...)
 		v.dir.SetLatency(latency)
 		var callers, unavailable, outNS, inNS atomic.Int64

@@ -3,16 +3,14 @@ package ldapengine
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
-	"github.com/keelhq/keel/storage/boltstore"
-	"github.com/keelhq/keel/storage/memstore"
 )
 
 const libUsersDN = "ou=users,dc=example,dc=org"
@@ -25,7 +23,7 @@ type libEnv struct {
 }
 
 type libOptions struct {
-	store    storage.Store             // nil: a new memstore
+	store    storage.Store             // nil: a new store from open
 	flavor   Flavor                    // "": FlavorLDAP
 	dir      func(Directory) Directory // wraps the fake directory
 	auth     keel.Authorizer
@@ -33,12 +31,14 @@ type libOptions struct {
 }
 
 // newLibEnv returns a configured engine (userdn ou=users, userattr uid) on
-// a fake directory holding the bind account, alice, bob and svc0…svc{n-1}.
-func newLibEnv(t testing.TB, n int, o libOptions) *libEnv {
+// a fake directory holding the bind account, alice, bob and svc0…svc{n-1},
+// over o.store or else a new store from open (everystore.Mem for a test of
+// one store).
+func newLibEnv(t testing.TB, open everystore.Open, n int, o libOptions) *libEnv {
 	t.Helper()
 	s := o.store
 	if s == nil {
-		s = memstore.New(nil)
+		s = open(t)
 	}
 	if o.flavor == "" {
 		o.flavor = FlavorLDAP
@@ -78,16 +78,6 @@ func newLibEnv(t testing.TB, n int, o libOptions) *libEnv {
 		t.Fatal(err)
 	}
 	return v
-}
-
-func libBoltStore(t testing.TB) storage.Store {
-	t.Helper()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "keel.db"), &boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 func libSvcName(i int) string { return fmt.Sprintf("svc%d", i) }

@@ -29,9 +29,11 @@ func TestEntryLocks(t *testing.T) {
 	wg.Wait()
 	// A key is free while another is held.
 	ua := l.lock("role/a")
-	go func() { ub := l.lock("role/b"); close(both); ub() }()
+	done := make(chan struct{})
+	go func() { ub := l.lock("role/b"); close(both); ub(); close(done) }()
 	<-both
 	ua()
+	<-done // b's holder has unlocked: no key is held or waited for
 	l.mu.Lock()
 	n := len(l.m)
 	l.mu.Unlock()

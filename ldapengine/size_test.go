@@ -24,7 +24,7 @@ func TestLibrarySetOf64OnEveryStore(t *testing.T) {
 		ctx := context.Background()
 		store := open(t)
 		lim := MaxLibraryAccounts(store.Limits())
-		v := newLibEnv(t, max(n, lim+1), libOptions{store: store})
+		v := newLibEnv(t, open, max(n, lim+1), libOptions{store: store})
 		names := libSvcNames(n)
 		if err := v.e.PutLibrarySet(ctx, "big", LibrarySetRequest{ServiceAccountNames: names}); err != nil {
 			t.Fatalf("PutLibrarySet of %d accounts: %v", n, err)

@@ -9,9 +9,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/passwordpolicy"
-	"github.com/keelhq/keel/storage/memstore"
 )
+
+func TestMain(m *testing.M) { everystore.Main(m) }
+
+// onEveryStore runs fn on every store of everystore, the stores in
+// parallel (each test has its own).
+func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
+	t.Helper()
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		fn(t, open)
+	})
+}
 
 const digits8 = "length = 8\nrule \"charset\" {\n charset = \"0123456789\"\n min-chars = 8\n}\n"
 
@@ -79,89 +91,93 @@ func (d *denyAll) Authorize(_ context.Context, _ keel.Principal, c keel.Capabili
 }
 
 func TestPoliciesLifecycle(t *testing.T) {
-	ctx := context.Background()
-	p, err := passwordpolicy.New(memstore.New(nil), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Get(ctx, "digits"); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("Get of a missing policy: %v, want ErrNotFound", err)
-	}
-	if _, err := p.GenerateUnchecked(ctx, "digits"); !errors.Is(err, keel.ErrNotFound) {
-		t.Fatalf("GenerateUnchecked of a missing policy: %v, want ErrNotFound", err)
-	}
-	if err := p.Put(ctx, "bad name", digits8); !errors.Is(err, keel.ErrInvalid) {
-		t.Fatalf("Put with a bad name: %v, want ErrInvalid", err)
-	}
-	if err := p.Put(ctx, "digits", "length = 1"); !errors.Is(err, keel.ErrInvalid) {
-		t.Fatalf("Put of a bad policy: %v, want ErrInvalid", err)
-	}
-	if err := p.Put(ctx, "digits", digits8); err != nil {
-		t.Fatal(err)
-	}
-	if text, err := p.Get(ctx, "digits"); err != nil || text != digits8 {
-		t.Fatalf("Get = %q, %v; want the text put", text, err)
-	}
-	for _, gen := range []func(context.Context, string) (string, error){p.Generate, p.GenerateUnchecked} {
-		pw, err := gen(ctx, "digits")
-		if err != nil || len(pw) != 8 || strings.Trim(pw, "0123456789") != "" {
-			t.Fatalf("generated %q, %v; want 8 digits", pw, err)
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		p, err := passwordpolicy.New(open(t), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if names, err := p.List(ctx); err != nil || len(names) != 1 || names[0] != "digits" {
-		t.Fatalf("List = %v, %v", names, err)
-	}
-	if err := p.Delete(ctx, "digits"); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Delete(ctx, "digits"); err != nil {
-		t.Fatalf("Delete of a missing policy: %v", err)
-	}
-	if names, err := p.List(ctx); err != nil || len(names) != 0 {
-		t.Fatalf("List after Delete = %v, %v", names, err)
-	}
+		if _, err := p.Get(ctx, "digits"); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("Get of a missing policy: %v, want ErrNotFound", err)
+		}
+		if _, err := p.GenerateUnchecked(ctx, "digits"); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("GenerateUnchecked of a missing policy: %v, want ErrNotFound", err)
+		}
+		if err := p.Put(ctx, "bad name", digits8); !errors.Is(err, keel.ErrInvalid) {
+			t.Fatalf("Put with a bad name: %v, want ErrInvalid", err)
+		}
+		if err := p.Put(ctx, "digits", "length = 1"); !errors.Is(err, keel.ErrInvalid) {
+			t.Fatalf("Put of a bad policy: %v, want ErrInvalid", err)
+		}
+		if err := p.Put(ctx, "digits", digits8); err != nil {
+			t.Fatal(err)
+		}
+		if text, err := p.Get(ctx, "digits"); err != nil || text != digits8 {
+			t.Fatalf("Get = %q, %v; want the text put", text, err)
+		}
+		for _, gen := range []func(context.Context, string) (string, error){p.Generate, p.GenerateUnchecked} {
+			pw, err := gen(ctx, "digits")
+			if err != nil || len(pw) != 8 || strings.Trim(pw, "0123456789") != "" {
+				t.Fatalf("generated %q, %v; want 8 digits", pw, err)
+			}
+		}
+		if names, err := p.List(ctx); err != nil || len(names) != 1 || names[0] != "digits" {
+			t.Fatalf("List = %v, %v", names, err)
+		}
+		if err := p.Delete(ctx, "digits"); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Delete(ctx, "digits"); err != nil {
+			t.Fatalf("Delete of a missing policy: %v", err)
+		}
+		if names, err := p.List(ctx); err != nil || len(names) != 0 {
+			t.Fatalf("List after Delete = %v, %v", names, err)
+		}
+	})
 }
 
 func TestPoliciesRights(t *testing.T) {
-	ctx := context.Background()
-	store := memstore.New(nil)
-	open, err := passwordpolicy.New(store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := open.Put(ctx, "digits", digits8); err != nil {
-		t.Fatal(err)
-	}
-	auth := &denyAll{}
-	p, err := passwordpolicy.New(store, &passwordpolicy.Options{Authorizer: auth})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, tc := range map[string]struct {
-		call func() error
-		want string
-	}{
-		"put":      {func() error { return p.Put(ctx, "digits", digits8) }, "update sys/policies/password/digits"},
-		"get":      {func() error { _, err := p.Get(ctx, "digits"); return err }, "read sys/policies/password/digits"},
-		"delete":   {func() error { return p.Delete(ctx, "digits") }, "delete sys/policies/password/digits"},
-		"list":     {func() error { _, err := p.List(ctx); return err }, "list sys/policies/password/"},
-		"generate": {func() error { _, err := p.Generate(ctx, "digits"); return err }, "read sys/policies/password/digits/generate"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			auth.asked = nil
-			if err := tc.call(); !errors.Is(err, keel.ErrForbidden) {
-				t.Fatalf("error %v, want ErrForbidden", err)
-			}
-			if len(auth.asked) != 1 || auth.asked[0] != tc.want {
-				t.Fatalf("asked %v, want [%s]", auth.asked, tc.want)
-			}
-		})
-	}
-	auth.asked = nil
-	if _, err := p.GenerateUnchecked(ctx, "digits"); err != nil {
-		t.Fatalf("GenerateUnchecked: %v", err)
-	}
-	if len(auth.asked) != 0 {
-		t.Fatalf("GenerateUnchecked asked %v, want nothing", auth.asked)
-	}
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		store := open(t)
+		unrestricted, err := passwordpolicy.New(store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unrestricted.Put(ctx, "digits", digits8); err != nil {
+			t.Fatal(err)
+		}
+		auth := &denyAll{}
+		p, err := passwordpolicy.New(store, &passwordpolicy.Options{Authorizer: auth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range map[string]struct {
+			call func() error
+			want string
+		}{
+			"put":      {func() error { return p.Put(ctx, "digits", digits8) }, "update sys/policies/password/digits"},
+			"get":      {func() error { _, err := p.Get(ctx, "digits"); return err }, "read sys/policies/password/digits"},
+			"delete":   {func() error { return p.Delete(ctx, "digits") }, "delete sys/policies/password/digits"},
+			"list":     {func() error { _, err := p.List(ctx); return err }, "list sys/policies/password/"},
+			"generate": {func() error { _, err := p.Generate(ctx, "digits"); return err }, "read sys/policies/password/digits/generate"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				auth.asked = nil
+				if err := tc.call(); !errors.Is(err, keel.ErrForbidden) {
+					t.Fatalf("error %v, want ErrForbidden", err)
+				}
+				if len(auth.asked) != 1 || auth.asked[0] != tc.want {
+					t.Fatalf("asked %v, want [%s]", auth.asked, tc.want)
+				}
+			})
+		}
+		auth.asked = nil
+		if _, err := p.GenerateUnchecked(ctx, "digits"); err != nil {
+			t.Fatalf("GenerateUnchecked: %v", err)
+		}
+		if len(auth.asked) != 0 {
+			t.Fatalf("GenerateUnchecked asked %v, want nothing", auth.asked)
+		}
+	})
 }
