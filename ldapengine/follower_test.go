@@ -68,3 +68,69 @@ func TestRoleWrittenOnAFollowerIsRotatedWhenDue(t *testing.T) {
 		})
 	})
 }
+
+// beforeSet is a Directory that runs hook (once) before its first
+// SetPassword for dn.
+type beforeSet struct {
+	Directory
+	dn   string
+	hook func()
+}
+
+func (d *beforeSet) SetPassword(ctx context.Context, c Conn, dn, pw string) error {
+	if hook := d.hook; hook != nil && dn == d.dn {
+		d.hook = nil
+		hook()
+	}
+	return d.Directory.SetPassword(ctx, c, dn, pw)
+}
+
+// TestRotationFinishedByAnotherProcess: two engines on one store (on etcd,
+// two clients, as two processes) rotate one role at once: the second takes
+// up the first's write-ahead record, sets the same password and stores it
+// before the first does. The first then finds its change stored and
+// succeeds, instead of failing with "changed during rotation" for a
+// rotation that was made; the role holds the one password, which binds.
+func TestRotationFinishedByAnotherProcess(t *testing.T) {
+	everystore.Run(t, func(t *testing.T, open everystore.Open) {
+		t.Parallel()
+		ctx := context.Background()
+		store := open(t)
+		fake := newFakeDirectory()
+		fake.Add(bindDN, "bind-pw", "cn", "keel")
+		fake.Add(bobDN, "bob-pw", "cn", "bob", "uid", "bob")
+		clock := keel.NewFakeClock(t0)
+		engine := func(s storage.Store, dir Directory) *Engine {
+			e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorOpenLDAP, "ldap", &Options{Directory: dir, Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(e.Stop)
+			return e
+		}
+		dir := &beforeSet{Directory: fake, dn: bobDN}
+		first, second := engine(store, dir), engine(everystore.Another(t, store), fake)
+		if err := first.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
+			t.Fatal(err)
+		}
+		skip := true
+		if err := first.PutStaticRole(ctx, "bob", StaticRoleRequest{Username: "bob", DN: bobDN, RotationPeriod: time.Hour, SkipImportRotation: &skip}); err != nil {
+			t.Fatal(err)
+		}
+		var secondErr error
+		dir.hook = func() { secondErr = second.RotateRole(ctx, "bob") }
+		if err := first.RotateRole(ctx, "bob"); err != nil {
+			t.Errorf("the rotation the other process finished: %v", err)
+		}
+		if secondErr != nil {
+			t.Fatalf("the other process's rotation: %v", secondErr)
+		}
+		c, err := first.StaticCred(ctx, "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Password == "bob-pw" || fake.Bind(ctx, Conn{}, bobDN, c.Password) != nil {
+			t.Errorf("bob's stored password %q does not bind, or is the old one", c.Password)
+		}
+	})
+}

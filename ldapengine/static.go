@@ -463,6 +463,12 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 		if err != nil {
 			return err
 		}
+		if found && !ok && rec.Password == wal.Password {
+			// Another caller (the worker of another process, which
+			// took up the same record) stored this very change: done.
+			next = rec.NextRotation
+			return nil
+		}
 		if !found || !ok || cur.Password != wal.Password {
 			return fmt.Errorf("static role %q: changed during rotation: %w", name, keel.ErrConflict)
 		}
