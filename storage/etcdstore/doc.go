@@ -92,4 +92,17 @@
 // A View or Update that runs longer than etcd keeps old revisions (its
 // compaction) fails with an etcd "compacted" error; an Update then runs its
 // closure again.
+//
+// # Compaction
+//
+// Run etcd with automatic compaction (for example
+// --auto-compaction-mode=periodic --auto-compaction-retention=1h, or the
+// compaction of the platform that runs it). etcd keeps every deleted key
+// until a compaction, and a range read walks them: keel deletes keys all
+// the time (each rotation, lease and check-out moves a key of a due
+// index), so without compaction its scans slow down as it runs. Measured on
+// an uncompacted embedded etcd with 12 static roles: an idle Step of the
+// directory engine's worker took 1.1 ms after 1,200 rotations and 9.9 ms
+// after 6,000. etcd does not compact by default; keel does not compact
+// either, as a compaction is the cluster's, shared by every prefix.
 package etcdstore
