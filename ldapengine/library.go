@@ -32,7 +32,14 @@ const (
 	// pending (a write-ahead record, or none yet since they joined their
 	// set): the worker settles them.
 	prefixLibPending = "library/pending/"
+	// prefixLibLeaving lists the accounts that left their set, written
+	// with the set that no longer lists them, until they are freed.
+	prefixLibLeaving = "library/leaving/"
 )
+
+// leavingPrefix is the prefix of the leaving accounts of set, escaped as
+// in pendingKey.
+func leavingPrefix(set string) string { return prefixLibLeaving + url.PathEscape(set) + "/" }
 
 // pendingKey is the key of account name of set in the pending index; its
 // value is a pendingAccount. Set names are escaped in account keys (as in
@@ -319,6 +326,9 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 				if ok && a.CheckedOut {
 					return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
 				}
+				if err := tx.Put(leavingPrefix(name)+n, nil); err != nil {
+					return err
+				}
 			}
 			return putJSON(tx, setKey(name), &next)
 		})
@@ -327,7 +337,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 		e.releaseClaims(ctx, name, claimed, dns)
 		return err
 	}
-	if err := e.freeLeftAccounts(ctx, name); err != nil {
+	if err := e.freeLeaving(ctx, name); err != nil {
 		return fmt.Errorf("library set %q: stored, but the accounts that left it are not all freed (put it again): %w", name, err)
 	}
 	// Which accounts still need a password: read after the commit, in a
@@ -418,7 +428,13 @@ func (e *Engine) claimAccounts(ctx context.Context, set string, names []string, 
 						return err
 					}
 					if ok && strings.EqualFold(a.DN, dn) {
-						continue // left by an earlier call: take it over
+						// Left by an earlier call: take it over, so
+						// that no freeing of the accounts that left
+						// the set frees it.
+						if err := tx.Delete(leavingPrefix(set) + n); err != nil {
+							return err
+						}
+						continue
 					}
 					return fmt.Errorf("library set %q: %q and another name of the set are the same entry %q: %w", set, n, dn, keel.ErrConflict)
 				case strings.HasPrefix(owner, libOwnerTag):
@@ -484,11 +500,41 @@ func sameSet(a, b *setRecord) bool {
 	return slices.Equal(a.Accounts, b.Accounts) && a.TTL == b.TTL && a.MaxTTL == b.MaxTTL && a.DisableEnforcement == b.DisableEnforcement
 }
 
+// freeLeaving frees (see dropAccount) the accounts that left the set name
+// (its leaving list), in as many transactions as the store's limits
+// require, unless the set lists them again. It frees nothing else, so that
+// the claims of a PutLibrarySet of the same set running meanwhile (account
+// records the set does not list yet) stay. Run again after an error or a
+// crash, it frees what is left.
+func (e *Engine) freeLeaving(ctx context.Context, name string) error {
+	prefix := leavingPrefix(name)
+	_, err := storage.Batch(ctx, e.store, prefix, &storage.BatchOptions{Writes: 4, Reads: 3, KeysOnly: true}, func(tx storage.Tx, key string, _ []byte) error {
+		n := strings.TrimPrefix(key, prefix)
+		var cur setRecord
+		ok, err := getJSON(tx, setKey(name), &cur)
+		if err != nil {
+			return err
+		}
+		if !ok || !slices.Contains(cur.Accounts, n) {
+			a, ok, err := loadAccount(tx, name, n)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if err := e.dropAccount(tx, name, n, &a); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Delete(key)
+	})
+	return err
+}
+
 // freeLeftAccounts frees (see dropAccount), in as many transactions as
 // the store's limits require, every account record of the set name whose
-// account the stored set does not list: those of a set deleted, or that
-// left the set. It keeps no state: run again after an error or a crash,
-// it frees what is left.
+// account the stored set does not list: those of a deleted set. It keeps
+// no state: run again after an error or a crash, it frees what is left.
 func (e *Engine) freeLeftAccounts(ctx context.Context, name string) error {
 	acctPrefix := prefixLibAcct + url.PathEscape(name) + "/"
 	_, err := storage.Batch(ctx, e.store, acctPrefix, &storage.BatchOptions{Writes: 3, Reads: 2}, func(tx storage.Tx, key string, raw []byte) error {
@@ -606,9 +652,14 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	// Then the accounts are freed in batches; run again, DeleteLibrarySet
-	// frees what an interrupted run left.
-	if err := e.freeLeftAccounts(ctx, name); err != nil {
+	// Then the accounts are freed in batches, and the leaving list is
+	// dropped; run again, DeleteLibrarySet frees what an interrupted run
+	// left.
+	err = e.freeLeftAccounts(ctx, name)
+	if err == nil {
+		_, err = storage.DeletePrefix(ctx, e.store, leavingPrefix(name))
+	}
+	if err != nil {
 		return fmt.Errorf("library set %q: removed, but its accounts are not all freed (delete it again): %w", name, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/storage"
 )
 
 // TestLibrarySetShrinksAndSwapsOnEveryStore: on every store, etcd's limits
@@ -47,6 +48,56 @@ func TestLibrarySetShrinksAndSwapsOnEveryStore(t *testing.T) {
 			if _, err := v.e.CheckOut(libCaller("tok", "ent"), set, 0); err != nil {
 				t.Errorf("check-out from %s: %v", set, err)
 			}
+		}
+	})
+}
+
+// TestShrinkSparesTheClaimsOfAConcurrentPut: the accounts that leave a set
+// are freed after the set is stored, and only they: an account another
+// PutLibrarySet of the same set has claimed meanwhile (claimed, not yet
+// listed by the set) keeps its claim, so that that call's set lists an
+// account with its record and its entry's owner.
+func TestShrinkSparesTheClaimsOfAConcurrentPut(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		v := newLibEnv(t, open, 4, libOptions{})
+		names := libSvcNames(4)
+		if err := v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: names[:3]}); err != nil {
+			t.Fatal(err)
+		}
+		// A concurrent put of s that adds svc3 has claimed it.
+		if _, err := v.e.claimAccounts(ctx, "s", names[3:], map[string]string{names[3]: libSvcDN(3)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: names[:1]}); err != nil {
+			t.Fatal(err)
+		}
+		err := v.e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			a, ok, err := loadAccount(tx, "s", names[3])
+			if err != nil || !ok || a.DN != libSvcDN(3) {
+				t.Errorf("the concurrent put's claim of %s: %+v, %v, %v", names[3], a, ok, err)
+			}
+			for _, n := range names[1:3] {
+				if _, ok, err := loadAccount(tx, "s", n); err != nil || ok {
+					t.Errorf("%s left the set but keeps its record (%v)", n, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The concurrent put ends: svc3 joins with its record; the accounts
+		// that left are free for another set.
+		if err := v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: []string{names[0], names[3]}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.e.PutLibrarySet(ctx, "t", LibrarySetRequest{ServiceAccountNames: names[1:3]}); err != nil {
+			t.Fatalf("the accounts that left: %v", err)
+		}
+		status, err := v.e.LibraryStatus(ctx, "s")
+		if err != nil || len(status) != 2 || !status[names[3]].Available {
+			t.Errorf("status of s: %+v, %v; want svc0 and svc3, svc3 available", status, err)
 		}
 	})
 }
