@@ -284,9 +284,16 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 			return nil
 		}
 		if fresh = before.New == ""; fresh {
+			// An account that joined its set and has no password yet
+			// is in the pending index since it joined: writing its
+			// key again would wake the worker (the watch of the
+			// index) for a change this very step makes.
+			joined, _ := pendingOnly(&before)
 			before.New = candidate
-			if err := putJSON(tx, pendingKey(set, name), &pendingAccount{Set: set, Account: name}); err != nil {
-				return err
+			if !joined {
+				if err := putJSON(tx, pendingKey(set, name), &pendingAccount{Set: set, Account: name}); err != nil {
+					return err
+				}
 			}
 			return putJSON(tx, acctKey(set, name), &before)
 		}

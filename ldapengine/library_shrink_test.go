@@ -2,7 +2,10 @@ package ldapengine
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
@@ -98,6 +101,44 @@ func TestShrinkSparesTheClaimsOfAConcurrentPut(t *testing.T) {
 		status, err := v.e.LibraryStatus(ctx, "s")
 		if err != nil || len(status) != 2 || !status[names[3]].Available {
 			t.Errorf("status of s: %+v, %v; want svc0 and svc3, svc3 available", status, err)
+		}
+	})
+}
+
+// failingSets is a Directory whose SetPassword fails, certainly not
+// applied, while fail is set, counting the calls.
+type failingSets struct {
+	Directory
+	fail  atomic.Bool
+	calls atomic.Int32
+}
+
+func (d *failingSets) SetPassword(ctx context.Context, c Conn, dn, pw string) error {
+	d.calls.Add(1)
+	if d.fail.Load() {
+		return fmt.Errorf("directory refuses: %w", ErrNotApplied)
+	}
+	return d.Directory.SetPassword(ctx, c, dn, pw)
+}
+
+// TestWorkerDoesNotSpinOnAJoinedAccount: an account that joined its set
+// but whose first password change the directory refuses is tried by the
+// worker once per retry, not over and over: the worker's attempt writes
+// nothing that its own watch of the pending index sees.
+func TestWorkerDoesNotSpinOnAJoinedAccount(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		var dir *failingSets
+		v := newLibEnv(t, open, 1, libOptions{dir: func(d Directory) Directory { dir = &failingSets{Directory: d}; return dir }})
+		dir.fail.Store(true)
+		if err := v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: libSvcNames(1)}); err == nil {
+			t.Fatal("PutLibrarySet succeeded with the directory refusing the password change")
+		}
+		before := dir.calls.Load()
+		v.e.Start()
+		time.Sleep(300 * time.Millisecond) // real time; the worker's clock stands still
+		if n := dir.calls.Load() - before; n > 2 {
+			t.Errorf("the worker tried the password change %d times in 300 ms without its clock moving, want at most 2", n)
 		}
 	})
 }

@@ -331,3 +331,40 @@ func TestWorkerWatch(t *testing.T) {
 		t.Fatalf("after Stop: watch stopped %v, Watch called %d times; want true, 2", stopped, calls)
 	}
 }
+
+// TestWorkerWakeForDuringStep: a WakeFor of a time to come, made while a
+// step runs (a retry the step schedules, or its own writes seen by a
+// watch), does not run another step at once: the worker sleeps until that
+// time, earlier than the step's own plan. A WakeFor of the zero time
+// during a step still runs the next step at once.
+func TestWorkerWakeForDuringStep(t *testing.T) {
+	var w *leader.Worker
+	ready := make(chan struct{})
+	s := newStepper(func(n int, now time.Time) (time.Time, error) {
+		<-ready
+		switch n {
+		case 1:
+			w.WakeFor(now.Add(time.Minute)) // retry in a minute
+		case 2:
+			w.WakeFor(time.Time{})
+		}
+		return now.Add(time.Hour), nil
+	})
+	w, clock := startWorker(t, s, nil)
+	close(ready)
+	if at := s.call(t); !at.Equal(w0) {
+		t.Fatalf("first step at %v", at)
+	}
+	sleeping(t, clock)
+	s.none(t)
+	if p := w.Planned(); !p.Equal(w0.Add(time.Minute)) {
+		t.Fatalf("planned %v after a WakeFor of a minute later during the step, want %v", p, w0.Add(time.Minute))
+	}
+	clock.Advance(time.Minute)
+	if at := s.call(t); !at.Equal(w0.Add(time.Minute)) {
+		t.Fatalf("second step at %v", at)
+	}
+	if at := s.call(t); !at.Equal(w0.Add(time.Minute)) {
+		t.Fatalf("third step (woken at once during the second) at %v", at)
+	}
+}
