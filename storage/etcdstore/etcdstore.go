@@ -86,14 +86,18 @@ type Options struct {
 // for concurrent use, by the goroutines of one process and by any number of
 // processes that use the same etcd and Prefix.
 type Store struct {
-	client     *clientv3.Client
-	owned      bool // Close closes client
-	prefix     string
-	end        string // the etcd range end of prefix
-	maxRetries int
-	limits     storage.Limits
-	gate       txbase.Gate
-	timeout    time.Duration // Options.RequestTimeout; <= 0: none
+	client *clientv3.Client
+	owned  bool // Close closes client
+	// watches is the parent of the Store's watches: Close cancels it,
+	// which ends them, whether or not the Store owns its client.
+	watches     context.Context
+	stopWatches context.CancelFunc
+	prefix      string
+	end         string // the etcd range end of prefix
+	maxRetries  int
+	limits      storage.Limits
+	gate        txbase.Gate
+	timeout     time.Duration // Options.RequestTimeout; <= 0: none
 
 	retry     chan struct{} // buffered 1: held by an Update that runs after a conflict
 	contended atomic.Int32  // Updates holding or waiting for retry
@@ -166,14 +170,17 @@ func New(client *clientv3.Client, opts *Options) *Store {
 			limits.MaxTxReads = MaxCompares
 		}
 	}
+	watches, stopWatches := context.WithCancel(context.Background())
 	return &Store{
-		client:     client,
-		prefix:     o.Prefix,
-		end:        clientv3.GetPrefixRangeEnd(o.Prefix),
-		maxRetries: o.MaxRetries,
-		limits:     limits,
-		timeout:    o.RequestTimeout,
-		retry:      make(chan struct{}, 1),
+		watches:     watches,
+		stopWatches: stopWatches,
+		client:      client,
+		prefix:      o.Prefix,
+		end:         clientv3.GetPrefixRangeEnd(o.Prefix),
+		maxRetries:  o.MaxRetries,
+		limits:      limits,
+		timeout:     o.RequestTimeout,
+		retry:       make(chan struct{}, 1),
 	}
 }
 
@@ -192,6 +199,7 @@ func (s *Store) Close() error {
 	if !s.gate.Close() {
 		return nil
 	}
+	s.stopWatches()
 	if s.owned {
 		if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("etcdstore: close: %w", err)

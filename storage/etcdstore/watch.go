@@ -24,13 +24,13 @@ const rewatchDelay = 250 * time.Millisecond
 // it is reported. The watch asks for a member with a leader: when it
 // breaks (no leader, a compaction, a lost connection), it is created again
 // and fn gets prefix, since changes may have been missed. It ends with
-// stop, or when the client is closed.
+// stop, when the Store is closed, or when the client is closed.
 func (s *Store) Watch(ctx context.Context, prefix string, fn func(key string)) (stop func(), err error) {
 	if err := s.gate.Begin(ctx, s); err != nil {
 		return nil, err
 	}
 	defer s.gate.Leave()
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.watches))
 	full := s.prefix + prefix
 	w, err := s.startWatch(ctx, wctx, full)
 	if err != nil {
