@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -154,8 +155,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.Usage()
 		return o, usageError{err}
 	}
-	if o.leaderTTL < time.Second || o.etcdPrefix == "" {
-		err := errors.New("-leader-ttl: must be at least 1s; -etcd-prefix: must not be empty")
+	var bad []string
+	if o.leaderTTL < time.Second {
+		bad = append(bad, "-leader-ttl: must be at least 1s")
+	}
+	if o.etcdPrefix == "" || !strings.HasSuffix(o.etcdPrefix, "/") {
+		// "prod" would start "prod2/": its scans would see the keys of
+		// another deployment.
+		bad = append(bad, "-etcd-prefix: must end with \"/\"")
+	}
+	if len(bad) > 0 {
+		err := errors.New(strings.Join(bad, "; "))
 		fmt.Fprintln(stderr, err)
 		fs.Usage()
 		return o, usageError{err}

@@ -370,6 +370,15 @@ func TestFlags(t *testing.T) {
 		t.Errorf("extra argument: %v, want a usageError naming it", err)
 	}
 	stderr.Reset()
+	// A prefix without its slash would start another deployment's ("prod"
+	// and "prod2/"); each wrong flag is named alone.
+	if err := run(ctx, []string{"-etcd-prefix", "prod"}, &stderr); !errors.As(err, &usage) || err.Error() != `-etcd-prefix: must end with "/"` {
+		t.Errorf("-etcd-prefix prod: %v, want a usageError naming the flag alone", err)
+	}
+	if err := run(ctx, []string{"-leader-ttl", "10ms"}, &stderr); !errors.As(err, &usage) || err.Error() != "-leader-ttl: must be at least 1s" {
+		t.Errorf("-leader-ttl 10ms: %v, want a usageError naming the flag alone", err)
+	}
+	stderr.Reset()
 	if err := run(ctx, []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-seal-key-file") {
 		t.Errorf("-h: %v, stderr %q; want flag.ErrHelp and the usage", err, &stderr)
 	}
