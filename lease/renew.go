@@ -35,12 +35,13 @@ type Renewal struct {
 //
 //	TTL of "<increment>" exceeded the effective max_ttl of "<what is left>"; TTL value is capped accordingly
 //
-// (Vault's text: durations in whole seconds, as humanDuration prints them). LastRenewalTime becomes
-// now; the expiry index moves in the same transaction.
+// (Vault's text: durations in whole seconds, printed as Vault prints them,
+// without zero units: "768h", "59m58s"). LastRenewalTime becomes now; the
+// expiry index moves in the same transaction.
 //
-// When the mount's Revoker implements Renewer, and then Refresher, Renew
-// calls them before storing, outside any transaction; an error of either
-// refuses the renewal. The
+// When the mount's Revoker implements Renewer, Refresher, or both, Renew
+// calls them (Renewer first) before storing, outside any transaction; an
+// error of either refuses the renewal. The
 // renewal is then stored only if the lease is still exactly what Renew read
 // before calling the Renewer; otherwise Renew fails with an error of kind
 // keel.KindConflict (another operation changed the lease meanwhile; the

@@ -13,8 +13,10 @@ type Watcher interface {
 	// been missed (a broken connection to a shared store), fn is called
 	// with prefix itself: everything under it must be read again.
 	//
-	// fn runs in a goroutine of the store, one call at a time; it must
-	// return quickly and must not start a transaction nor call stop.
+	// fn runs one call at a time, in a goroutine of the store (etcdstore)
+	// or in the goroutine that commits, before its Update returns
+	// (memstore, boltstore); it must return quickly and must not start a
+	// transaction nor call stop.
 	// stop ends the watch and returns once no call of fn is in progress;
 	// closing the store ends it too. Watch fails with an error of the
 	// store (closed, unreachable) or of ctx, which bounds only Watch
