@@ -67,10 +67,6 @@ type Worker struct {
 	wake    chan struct{} // buffered 1: a pending wake-up
 	planned atomic.Int64  // see Planned
 
-	stepMu   sync.Mutex // guards stepping and due
-	stepping bool       // a step runs
-	due      time.Time  // the earliest future WakeFor during the step; zero: none
-
 	mu     sync.Mutex // guards cancel and done; held by Stop while it waits
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -152,23 +148,7 @@ func (w *Worker) Wake() {
 // after: a plan read after the commit either belongs to a step that began
 // after it (and sees the work), or wakes the worker no later than t. The
 // zero t wakes the worker at once.
-//
-// A WakeFor of a time still to come while a step runs (the step's own
-// writes, seen by a watch; a retry it schedules) does not wake the worker
-// at once: the worker sleeps after the step until that time at the latest.
-// A step that asks to be retried later is thus not run again at once.
 func (w *Worker) WakeFor(t time.Time) {
-	if !t.IsZero() {
-		w.stepMu.Lock()
-		if w.stepping && t.After(w.clock.Now()) {
-			if w.due.IsZero() || t.Before(w.due) {
-				w.due = t
-			}
-			w.stepMu.Unlock()
-			return
-		}
-		w.stepMu.Unlock()
-	}
 	if p := w.planned.Load(); p == 0 || t.IsZero() || t.UnixNano() < p {
 		w.Wake()
 	}
@@ -209,24 +189,13 @@ func (w *Worker) loop(ctx context.Context) {
 				w.report(fmt.Errorf("watch: %w", err))
 			}
 		}
-		w.stepMu.Lock()
-		w.stepping = true
-		w.stepMu.Unlock()
 		next, err := w.step(ctx, w.clock.Now())
-		w.stepMu.Lock()
-		w.stepping = false
-		due := w.due
-		w.due = time.Time{}
-		w.stepMu.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			w.report(err)
 			next = w.clock.Now().Add(w.retry)
-		}
-		if !due.IsZero() && (next.IsZero() || due.Before(next)) {
-			next = due
 		}
 		if w.watch != nil && stopWatch == nil {
 			if again := w.clock.Now().Add(w.retry); next.IsZero() || again.Before(next) {
