@@ -155,15 +155,17 @@
 //
 // # Caveats
 //
-// Register the mounts before Start: a Step that finds a due lease of an
-// unregistered mount counts a failed attempt, so Register refuses, once the
-// worker runs, a new mount whose leases are stored. Unregister leaves the
-// mount's leases in the store; revoke them first (RevokePrefix with sync),
-// as Vault does on unmount.
+// A Step that finds a due lease of a mount that is not registered puts it
+// off without counting a failed attempt (another process may have just
+// mounted it); register the mounts before Start all the same, or their
+// leases wait a second. Unregister leaves the mount's leases in the store;
+// revoke them first (RevokePrefix with sync), as Vault does on unmount.
 //
-// Give each store one Manager: two Managers over one store each take the
-// other's due leases, cannot revoke them (their mounts are not registered
-// with it) and make them irrevocable. Package mount keeps one per table.
+// Two Managers over one store (two processes on one etcd, two tables of
+// package mount) each take due leases; a lease of a mount only one of them
+// knows is put off by the other, and Revokers are idempotent, so a lease
+// revoked by both is revoked once in effect. Package mount keeps the
+// mounts of every Manager of a store alike.
 //
 // Revokers run one at a time. A slow revoker delays the revocations behind
 // it; give it a deadline of its own. A Revoker must not call Step, which

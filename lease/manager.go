@@ -322,10 +322,9 @@ func (m *Manager) checkMount(mt Mount) (mountConfig, error) {
 // "." or ".." segment, or overlaps another registered mount (one a prefix
 // of the other); when a TTL is negative, MaxTTL exceeds the system MaxTTL,
 // or DefaultTTL exceeds the mount's max TTL; when mt.Store and the
-// Manager's store cannot be joined (see Mount.Store); and when the worker
-// already runs (Start) and leases of this new mount are stored, which the
-// worker may already have tried to revoke without a revoker: register
-// every mount that has leases before Start.
+// Manager's store cannot be joined (see Mount.Store). A mount may be
+// registered while the worker runs, with leases stored: the worker put
+// them off while it knew no revoker for them (see Step).
 func (m *Manager) Register(mt Mount) (*Issuer, error) {
 	c, err := m.checkMount(mt)
 	if err != nil {
@@ -340,18 +339,6 @@ func (m *Manager) Register(mt Mount) (*Issuer, error) {
 	r := mt.Revoker
 	if r == nil {
 		r = advisory{}
-	}
-	m.mu.Lock()
-	_, known := m.mounts[mt.Path]
-	m.mu.Unlock()
-	if !known && m.worker.Running() {
-		stored, err := m.hasLeases(mt.Path)
-		if err != nil {
-			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, err)
-		}
-		if stored {
-			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, keel.Invalid("Path", "leases of this mount are stored and the worker already runs: register the mounts that have leases before Start"))
-		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -369,23 +356,11 @@ type advisory struct{}
 
 func (advisory) Revoke(context.Context, Lease) error { return nil }
 
-// hasLeases reports whether a lease whose id starts with mount is stored.
-func (m *Manager) hasLeases(mount string) (bool, error) {
-	found := false
-	err := m.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		return tx.Scan(idKey(mount), storage.ScanOptions{KeysOnly: true}, func(string, []byte) error {
-			found = true
-			return storage.StopScan
-		})
-	})
-	return found, err
-}
-
-// Unregister forgets mount. Its stored leases stay: revoking them then
-// fails (no revoker), so that they become irrevocable after
-// Options.MaxAttempts attempts, unless the mount is registered again
-// first. Revoke them before (RevokePrefix with sync), as Vault does when it
-// unmounts an engine. Unregistering an unknown mount does nothing.
+// Unregister forgets mount. Its stored leases stay, put off by the worker
+// until the mount is registered again or they are revoked with
+// RevokeForce (see Step). Revoke them before (RevokePrefix with sync), as
+// Vault does when it unmounts an engine. Unregistering an unknown mount
+// does nothing.
 func (m *Manager) Unregister(mount string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -24,9 +24,11 @@ import (
 // With sync true Revoke calls the mount's Revoker now, outside any
 // transaction, then removes the lease and its index entries in one
 // transaction. When the Revoker fails, Revoke returns its error (kind
-// keel.KindUnavailable unless it has a kind; also when no Revoker is
-// registered) and the lease stays, expired and scheduled for a retry by
-// the worker as after any failed attempt.
+// keel.KindUnavailable unless it has a kind) and the lease stays, expired
+// and scheduled for a retry by the worker as after any failed attempt.
+// When no Revoker is registered for the lease's mount, Revoke fails with
+// keel.KindUnavailable and the lease stays as it was: that is no failure
+// of an engine.
 //
 // As in Vault, revoking an id that names no lease succeeds and does
 // nothing. Revoke fails with an error of kind keel.KindInvalid for an
@@ -104,6 +106,11 @@ func (m *Manager) revokeNow(ctx context.Context, id string) error {
 func (m *Manager) revokeLoaded(ctx context.Context, e *entry, raw []byte) error {
 	now := m.now()
 	rerr := m.callRevoker(ctx, e.Lease)
+	if errors.Is(rerr, errNoRevoker) {
+		// Not a failure of an engine: this process does not serve the
+		// mount (yet). The lease stays as it is.
+		return fmt.Errorf("lease %q: %w: %w", e.ID, rerr, keel.ErrUnavailable)
+	}
 	if rerr == nil {
 		err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			return removeCurrent(tx, e.ID, "")
@@ -169,12 +176,16 @@ func putIfUnchanged(tx storage.Tx, e *entry, raw []byte, ne *entry) error {
 	return putEntry(tx, e, ne)
 }
 
+// errNoRevoker is the error of callRevoker for a lease of a mount that
+// is not registered.
+var errNoRevoker = errors.New("no revoker is registered for the mount of the lease")
+
 // callRevoker calls the Revoker registered for l's mount, turning a panic
-// into an error; without one it fails.
+// into an error; without one it fails with errNoRevoker.
 func (m *Manager) callRevoker(ctx context.Context, l Lease) (err error) {
 	_, mt, ok := m.mountFor(l.ID)
 	if !ok {
-		return fmt.Errorf("no revoker is registered for the mount of lease %q", l.ID)
+		return errNoRevoker
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -212,6 +223,26 @@ func (m *Manager) failed(e *entry, now time.Time, err error) entry {
 		ne.NextAttempt = now.Add(m.backoff(ne.Attempts))
 	}
 	ne.LastError = truncateError(msg)
+	return ne
+}
+
+// unknownMountRetry is how soon the worker looks again at a due lease of a
+// mount that is not registered, for RetryMax after its expiry: another
+// process may just have mounted it, and this one registers it within a
+// second (package mount watches the table).
+const unknownMountRetry = time.Second
+
+// postponed returns e, due at now, put off because its mount is not
+// registered: due again after unknownMountRetry (at most RetryBase) while
+// its expiry is less than RetryMax ago, then after RetryMax. Nothing else
+// changes: no attempt is counted and no error recorded.
+func (m *Manager) postponed(e *entry, now time.Time) entry {
+	ne := *e
+	d := min(unknownMountRetry, m.opts.RetryBase)
+	if now.Sub(e.ExpireTime) >= m.opts.RetryMax {
+		d = m.opts.RetryMax
+	}
+	ne.NextAttempt = now.Add(d)
 	return ne
 }
 

@@ -153,8 +153,8 @@ func TestRevokeSyncUnregisteredMount(t *testing.T) {
 		e.m.Unregister("ldap/")
 		err := e.m.Revoke(context.Background(), l.ID, true)
 		wantKind(t, err, keel.KindUnavailable)
-		if got, _ := e.get(t, l.ID); got.Attempts != 1 {
-			t.Fatalf("failure not recorded: %+v", got)
+		if got, _ := e.get(t, l.ID); got.Attempts != 0 || !got.NextAttempt.Equal(l.NextAttempt) {
+			t.Fatalf("no engine failed, yet the lease changed: %+v", got)
 		}
 	})
 }

@@ -22,7 +22,11 @@ import (
 // that cannot be parsed, are removed on the way; a lease record that cannot
 // be decoded loses its index entry (Tidy reports it). A revocation
 // interrupted by the cancellation of ctx is not counted as a failure: it
-// is tried again later.
+// is tried again later. Nor is a due lease of a mount that is not
+// registered: another process may have just mounted it, so it is put off,
+// due again a second later (RetryBase if shorter), and every RetryMax once
+// its expiry is RetryMax past, with no attempt counted, until its mount is
+// registered or it is revoked with RevokeForce.
 //
 // Step returns an error only for ctx or the store; a lease revoked whose
 // removal did not commit is revoked again by a later Step (revokers are
@@ -70,6 +74,7 @@ const (
 	dropIndex                    // the entry dangles: remove it
 	revoked                      // the lease is revoked: remove it
 	failedAttempt                // record next in place of e
+	postponed                    // no revoker yet: record next in place of e
 )
 
 // dueBatch reads up to m.batch index entries due at now, with their
@@ -133,15 +138,20 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		}
 		it.e = e
 		it.err = m.callRevoker(ctx, e.Lease)
-		if it.err != nil && ctx.Err() != nil {
+		switch {
+		case it.err != nil && ctx.Err() != nil:
 			it.outcome = leave
-			break
-		}
-		if it.err == nil {
+		case it.err == nil:
 			it.outcome = revoked
-		} else {
+		case errors.Is(it.err, errNoRevoker):
+			it.outcome = postponed
+			it.next = m.postponed(&it.e, now)
+		default:
 			it.outcome = failedAttempt
 			it.next = m.failed(&it.e, now, it.err)
+		}
+		if it.outcome == leave {
+			break
 		}
 	}
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -152,7 +162,7 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 				err = dropIfDangling(tx, it.key, it.id, it.bad)
 			case revoked:
 				err = removeCurrent(tx, it.id, it.key)
-			case failedAttempt:
+			case failedAttempt, postponed:
 				err = putIfUnchanged(tx, &it.e, it.raw, &it.next)
 			}
 			if err != nil {
@@ -170,6 +180,8 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 			m.log.Info("lease revoked", "lease_id", it.id)
 		case failedAttempt:
 			m.logFailure(&it.next, it.err)
+		case postponed:
+			m.log.Debug("lease of a mount not served here yet: revocation put off", "lease_id", it.id, "next_attempt", it.next.NextAttempt)
 		}
 	}
 	return ctx.Err()

@@ -220,16 +220,40 @@ func TestPermanentErrorIrrevocableAtOnce(t *testing.T) {
 	})
 }
 
-func TestStepUnregisteredMountFails(t *testing.T) {
+// A due lease of a mount that is not registered (another process may have
+// just mounted it) is put off, never counted as a failed attempt; once the
+// mount is registered, the next Step revokes it.
+func TestStepPutsOffLeasesOfUnknownMounts(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		e := newEnv(t, open, &Options{MaxAttempts: 2}, nil)
+		e := newEnv(t, open, &Options{MaxAttempts: 2, RetryMax: time.Minute}, nil)
 		l := e.issue(t, IssueRequest{TTL: time.Minute})
 		e.m.Unregister("ldap/")
-		next := e.step(t, l.ExpireTime)
-		e.step(t, next)
-		got, ok := e.get(t, l.ID)
-		if !ok || !got.Irrevocable || !strings.Contains(got.LastError, "no revoker") {
-			t.Fatalf("lease of an unregistered mount: %+v (stored %v)", got, ok)
+		now := l.ExpireTime
+		for i := range 5 {
+			next := e.step(t, now)
+			got, ok := e.get(t, l.ID)
+			if !ok || got.Attempts != 0 || got.Irrevocable || got.LastError != "" {
+				t.Fatalf("step %d: lease of an unregistered mount: %+v (stored %v)", i, got, ok)
+			}
+			if want := now.Add(time.Second); !next.Equal(want) || !got.NextAttempt.Equal(want) {
+				t.Fatalf("step %d: next %v, lease due %v; want %v", i, next, got.NextAttempt, want)
+			}
+			now = next
+		}
+		// Long past its expiry it is looked at every RetryMax.
+		now = l.ExpireTime.Add(time.Minute)
+		if next := e.step(t, now); !next.Equal(now.Add(time.Minute)) {
+			t.Fatalf("next %v, want RetryMax later (%v)", next, now.Add(time.Minute))
+		}
+		if len(e.rev.ids()) != 0 {
+			t.Fatalf("the revoker was called %d times", len(e.rev.ids()))
+		}
+		if err := e.m.register("ldap/", e.rev, nil); err != nil {
+			t.Fatal(err)
+		}
+		e.step(t, now.Add(time.Minute))
+		if _, ok := e.get(t, l.ID); ok || len(e.rev.ids()) != 1 {
+			t.Fatalf("after the mount is registered: stored %v, revoker called %d times", ok, len(e.rev.ids()))
 		}
 	})
 }

@@ -29,6 +29,9 @@ func (t *Table) Disable(ctx context.Context, path string) error {
 	}
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
+	if err := t.checkOpen(); err != nil {
+		return fmt.Errorf("mount: disable %q: %w", path, err)
+	}
 	t.mu.RLock()
 	m, ok := t.mounts[path]
 	t.mu.RUnlock()
@@ -36,7 +39,7 @@ func (t *Table) Disable(ctx context.Context, path string) error {
 		return nil
 	}
 	if !m.Disabling {
-		err := t.changeTable(ctx, func(entries []Entry) ([]Entry, error) {
+		err := t.changeTable(ctx, func(_ storage.Tx, entries []Entry) ([]Entry, error) {
 			for i := range entries {
 				if entries[i].Path == path {
 					entries[i].Disabling = true
@@ -76,10 +79,17 @@ func (t *Table) finishDisable(ctx context.Context, m *Mount) error {
 		return fmt.Errorf("mount: disable %q: revoking its leases: %w", m.Path, err)
 	}
 	t.leases.Unregister(m.Path)
+	// From the guard's deletion on, no engine of the mount, in any
+	// process, reads or writes its data: what it wrote before is deleted
+	// next.
+	err = t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(guardKey(m.Entry)) })
+	if err != nil {
+		return fmt.Errorf("mount: disable %q: %w", m.Path, err)
+	}
 	if _, err := storage.DeletePrefix(ctx, t.store, dataPrefix(m.Entry)); err != nil {
 		return fmt.Errorf("mount: disable %q: deleting its data: %w", m.Path, err)
 	}
-	err = t.changeTable(ctx, func(entries []Entry) ([]Entry, error) {
+	err = t.changeTable(ctx, func(_ storage.Tx, entries []Entry) ([]Entry, error) {
 		return slices.DeleteFunc(entries, func(e Entry) bool { return e.Path == m.Path }), nil
 	})
 	if err != nil {

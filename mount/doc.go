@@ -18,8 +18,9 @@
 // "leased_passthrough"), "ldap" and "openldap" (package ldapengine). Each
 // mount gets its own part of the store, chosen by the table: a kv mount's
 // data under "kv/UUID/", an ldap or openldap mount's under
-// "ldapengine/mounts/PATH/"; the table itself is at "sys/mounts" and the
-// leases of every mount under "lease/". Engines never share keys, every
+// "ldapengine/mounts/PATH/"; the table itself is at "sys/mounts", a guard
+// key per mount at "sys/mount-guards/UUID", and the leases of every mount
+// under "lease/". Engines never share keys, every
 // engine that issues leases is registered with the table's one lease
 // manager (a leased kv mount through an Issuer, an ldap engine with its
 // store joined to the manager's), and Close stops the engines' workers
@@ -48,19 +49,40 @@
 // "sys/mounts/PATH/tune", List and Get keel.CapRead on "sys/mounts" and
 // "sys/mounts/PATH". Store errors keep their kinds.
 //
+// # Several tables on one store
+//
+// The stored table is the truth, not a table's memory of it: each Table
+// watches the store's table key (storage.Watch) and follows what another
+// Table changed on the same store, another process on one etcd or another
+// Table of the same program, within a second (milliseconds when nothing
+// is slow): it builds and serves the mounts enabled there, registering
+// their leases with its lease manager, rebuilds the tuned ones, stops
+// serving those being disabled and drops those removed. A lease worker
+// that meets a due lease of a mount its table does not know yet puts it
+// off for a second instead of counting a failure (see lease.Manager.Step).
+//
+// Every transaction of an engine first reads its mount's guard key (see
+// storage.Guard), which Disable deletes before the mount's data: from then
+// on an engine of that mount, whichever table built it and however long
+// the program kept its *Mount, neither reads nor writes (keel.KindNotFound,
+// "mount ... was disabled"), and a mount enabled again at the path has a
+// new UUID and a new guard.
+//
 // # Removal
 //
 // Disable first marks the entry (the mount stops being served, and its
-// path stays taken), revokes the mount's leases through its engine, deletes
-// its data with storage.DeletePrefix in batches sized from the store's
-// limits (so a mount of any size can be removed from etcd), then drops the
-// entry. Each step can be repeated: a crash or an error leaves the entry
-// marked, Disable again or the next Open finishes the removal.
+// path stays taken), revokes the mount's leases through its engine,
+// deletes its guard key, deletes its data with storage.DeletePrefix in
+// batches sized from the store's limits (so a mount of any size can be
+// removed from etcd), then drops the entry. Each step can be repeated: a
+// crash or an error leaves the entry marked, Disable again or the next
+// Open finishes the removal.
 //
 // # Old and broken entries
 //
 // The table is stored as it was by the example server before this package
-// existed, so its bbolt files open unchanged. A stored entry that no longer
+// existed, so its bbolt files open unchanged (Open adds the guard keys
+// they lack). A stored entry that no longer
 // validates (written by an older version, or by hand), or whose engine
 // cannot be built, does not stop Open: List returns it with Mount.Err,
 // Route does not serve it, every other mount is served, and Disable removes
@@ -69,14 +91,17 @@
 // # Concurrency
 //
 // A Table is safe for concurrent use; Enable, Disable and Tune run one at
-// a time. Open starts one goroutine per ldap or openldap mount and one for
-// the lease manager; Close stops them and waits.
+// a time. Open starts one goroutine per ldap or openldap mount, one for
+// the lease manager and one that follows the stored table; Close stops
+// them and waits. After Close, Enable, Disable and Tune fail with
+// keel.KindUnavailable.
 //
 // # Caveats
 //
 // Only the three types above can be mounted: the factories are not open to
 // other engines yet. A mount's engine runs in every process that opens the
-// table, but its background work runs where Options.Leader says; mounts
-// enabled by another process on the same etcd are seen at that process's
-// next Open, not at once.
+// table, but its background work runs where Options.Leader says. Between
+// the commit of a change by another table and the moment this one follows
+// it, a request routed here to a mount just disabled fails as above; one
+// routed to a mount just enabled is not found.
 package mount

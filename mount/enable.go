@@ -60,6 +60,9 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
 	}
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
+	if err := t.checkOpen(); err != nil {
+		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+	}
 	e, err := t.newEntry(req)
 	if err != nil {
 		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
@@ -71,11 +74,14 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
 	if err := t.build(m); err != nil {
 		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
 	}
-	err = t.changeTable(ctx, func(entries []Entry) ([]Entry, error) {
+	err = t.changeTable(ctx, func(tx storage.Tx, entries []Entry) ([]Entry, error) {
 		for _, o := range entries {
 			if overlaps(o.Path, e.Path) {
 				return nil, keel.Invalid("Path", "the mount %q is in the way", o.Path)
 			}
+		}
+		if err := putGuard(tx, e); err != nil {
+			return nil, err
 		}
 		return append(entries, e), nil
 	})
@@ -83,14 +89,16 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
 		t.leases.Unregister(e.Path)
 		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
 	}
-	t.mu.Lock()
-	t.mounts[e.Path] = m
-	start := !t.closed && m.LDAP != nil
-	t.mu.Unlock()
-	if start {
-		m.LDAP.Start()
-	}
+	t.serve(m)
 	return e, nil
+}
+
+// checkOpen fails once the table is closed.
+func (t *Table) checkOpen() error {
+	if t.isClosed() {
+		return fmt.Errorf("the table is closed: %w", keel.ErrUnavailable)
+	}
+	return nil
 }
 
 // TuneRequest changes a mount's settings; a nil field keeps the stored
@@ -113,6 +121,9 @@ func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, 
 	}
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
+	if err := t.checkOpen(); err != nil {
+		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
+	}
 	t.mu.RLock()
 	old, ok := t.mounts[path]
 	t.mu.RUnlock()
@@ -132,9 +143,9 @@ func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, 
 	if err := t.leases.CheckMount(lease.Mount{Path: e.Path, DefaultTTL: e.DefaultTTL, MaxTTL: e.MaxTTL}); err != nil {
 		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
 	}
-	err := t.changeTable(ctx, func(entries []Entry) ([]Entry, error) {
+	err := t.changeTable(ctx, func(_ storage.Tx, entries []Entry) ([]Entry, error) {
 		for i := range entries {
-			if entries[i].Path == path {
+			if entries[i].Path == path && entries[i].UUID == e.UUID && !entries[i].Disabling {
 				entries[i] = e
 				return entries, nil
 			}
@@ -147,17 +158,8 @@ func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, 
 	if old.LDAP != nil {
 		old.LDAP.Stop()
 	}
-	m := &Mount{Entry: e}
-	if err := t.build(m); err != nil {
-		m.Err = err // checked above; not expected
-	}
-	t.mu.Lock()
-	t.mounts[path] = m
-	start := !t.closed && m.LDAP != nil
-	t.mu.Unlock()
-	if start {
-		m.LDAP.Start()
-	}
+	m := t.open(e)
+	t.serve(m)
 	return e, m.Err
 }
 
@@ -318,7 +320,7 @@ func (t *Table) build(m *Mount) error {
 		if leased, _ := strconv.ParseBool(m.Options["leased_passthrough"]); leased {
 			opts.Leaser = leaser{iss}
 		}
-		eng, err := kv.New(storage.Sub(t.store, dataPrefix(m.Entry)), mount, opts)
+		eng, err := kv.New(t.dataView(m.Entry), mount, opts)
 		if err != nil {
 			t.leases.Unregister(m.Path)
 			return err
@@ -327,7 +329,7 @@ func (t *Table) build(m *Mount) error {
 		m.KV = eng
 		return nil
 	}
-	eng, err := ldapengine.New(storage.Sub(t.store, dataPrefix(m.Entry)), ldapengine.Flavor(m.Type), mount, &ldapengine.Options{
+	eng, err := ldapengine.New(t.dataView(m.Entry), ldapengine.Flavor(m.Type), mount, &ldapengine.Options{
 		Directory: t.dir, Policies: t.policies, Clock: t.clock, Authorizer: t.auth, Logger: t.log,
 		Leader: t.leader("ldapengine/" + mount), Leases: t.leases, DefaultTTL: m.DefaultTTL, MaxTTL: m.MaxTTL,
 	})
@@ -336,6 +338,15 @@ func (t *Table) build(m *Mount) error {
 	}
 	m.LDAP = eng
 	return nil
+}
+
+// dataView is the view of the store that e's engine keeps its data in:
+// its part of the store, guarded by e's guard key, so that the engine of a
+// mount that is gone (disabled by another table, or kept by the program
+// across Disable) can no longer read or write it.
+func (t *Table) dataView(e Entry) storage.Store {
+	guarded := storage.Guard(t.store, guardKey(e), fmt.Sprintf("mount %q was disabled", e.Path))
+	return storage.Sub(guarded, dataPrefix(e))
 }
 
 // dataPrefix is the key prefix of the data of e's engine.

@@ -23,6 +23,7 @@ import (
 // The keys of the table's store (see the package documentation).
 const (
 	tableKey         = "sys/mounts"
+	guardPrefix      = "sys/mount-guards/" // + mount UUID: exists while the mount's data may be written
 	leasePrefix      = "lease/"
 	kvPrefix         = "kv/"                // + mount UUID + "/"
 	ldapPrefix       = "ldapengine/mounts/" // + escaped mount path + "/"
@@ -123,10 +124,15 @@ type Table struct {
 	dir      ldapengine.Directory
 	leader   func(string) leader.Leader
 
-	opMu   sync.Mutex // one Enable, Disable or Tune at a time
+	opMu   sync.Mutex // one Enable, Disable, Tune or reconcile at a time
 	mu     sync.RWMutex
 	mounts map[string]*Mount // by path; served or not
 	closed bool
+
+	stopWatch func()        // ends the store watch of the table
+	changed   chan struct{} // the stored table may have changed
+	done      chan struct{} // closed by Close: the reconciler ends
+	ended     chan struct{} // closed by the reconciler when it ends
 }
 
 // Open reads the mount table of store (enabling opts.Defaults when it
@@ -184,22 +190,23 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 		dir:      o.Directory,
 		leader:   o.Leader,
 		mounts:   make(map[string]*Mount),
+		changed:  make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		ended:    make(chan struct{}),
 	}
+	// Watch before reading: a change committed after the read is seen.
+	stop, err := storage.Watch(ctx, store, tableKey, func(string) { t.signal() })
+	if err != nil {
+		return nil, fmt.Errorf("mount: open: watching the table: %w", err)
+	}
+	t.stopWatch = stop
 	entries, err := t.load(ctx, o.Defaults)
 	if err != nil {
+		stop()
 		return nil, err
 	}
 	for _, e := range entries {
-		m := &Mount{Entry: e}
-		if err := t.checkStored(e); err != nil {
-			m.Err = err
-		} else if err := t.build(m); err != nil {
-			m.Err = err
-		}
-		if m.Err != nil {
-			t.log.Error("mount not served", "path", e.Path, "type", e.Type, "error", m.Err)
-		}
-		t.mounts[e.Path] = m
+		t.mounts[e.Path] = t.open(e)
 	}
 	for _, m := range t.list() {
 		if m.Disabling {
@@ -216,7 +223,23 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 	// Leases fall due from now on: the worker revokes what expired while
 	// no table ran, then what expires while it runs.
 	leases.Start()
+	go t.reconciler()
 	return t, nil
+}
+
+// open returns the mount of the stored entry e with its engine built, or
+// with the reason it is not served.
+func (t *Table) open(e Entry) *Mount {
+	m := &Mount{Entry: e}
+	if err := t.checkStored(e); err != nil {
+		m.Err = err
+	} else if err := t.build(m); err != nil {
+		m.Err = err
+	}
+	if m.Err != nil {
+		t.log.Error("mount not served", "path", e.Path, "type", e.Type, "error", m.Err)
+	}
+	return m
 }
 
 // load reads the stored table, storing the defaults' entries when there
@@ -234,6 +257,9 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 					return fmt.Errorf("mount: default mount %q: %w", req.Path, err)
 				}
 				entries = append(entries, e)
+				if err := putGuard(tx, e); err != nil {
+					return err
+				}
 			}
 			return putTable(tx, entries)
 		case err != nil:
@@ -241,6 +267,19 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 		}
 		if err := json.Unmarshal(raw, &entries); err != nil {
 			return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
+		}
+		// A table stored before guards existed gets them now.
+		for _, e := range entries {
+			if e.Disabling || e.UUID == "" {
+				continue
+			}
+			if _, err := tx.Get(guardKey(e)); errors.Is(err, storage.ErrNotFound) {
+				if err := putGuard(tx, e); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -250,15 +289,24 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 	return entries, nil
 }
 
-// Close stops the rotation workers of the ldap and openldap mounts, then
-// the lease manager's worker, and waits for them. The Table still answers
-// afterwards, but nothing runs on schedule, and mounts enabled later start
-// no worker. Close may be called more than once.
+// Close stops following the stored table, stops the rotation workers of
+// the ldap and openldap mounts, then the lease manager's worker, and waits
+// for them. The Table still routes and lists afterwards, but nothing runs
+// on schedule, changes made by other tables are no longer seen, and
+// Enable, Disable and Tune fail. Close may be called more than once.
 func (t *Table) Close() {
+	t.opMu.Lock()
 	t.mu.Lock()
+	first := !t.closed
 	t.closed = true
 	mounts := t.listLocked()
 	t.mu.Unlock()
+	t.opMu.Unlock()
+	if first {
+		t.stopWatch()
+		close(t.done)
+	}
+	<-t.ended
 	for _, m := range mounts {
 		if m.LDAP != nil {
 			m.LDAP.Stop()
@@ -359,8 +407,8 @@ func putTable(tx storage.Tx, entries []Entry) error {
 }
 
 // changeTable rewrites the stored table with change applied, in one
-// transaction.
-func (t *Table) changeTable(ctx context.Context, change func([]Entry) ([]Entry, error)) error {
+// transaction; change may write other keys with tx.
+func (t *Table) changeTable(ctx context.Context, change func(tx storage.Tx, entries []Entry) ([]Entry, error)) error {
 	return t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		raw, err := tx.Get(tableKey)
 		var entries []Entry
@@ -373,13 +421,41 @@ func (t *Table) changeTable(ctx context.Context, change func([]Entry) ([]Entry, 
 				return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
 			}
 		}
-		entries, err = change(entries)
+		entries, err = change(tx, entries)
 		if err != nil {
 			return err
 		}
 		return putTable(tx, entries)
 	})
 }
+
+// readTable returns the stored table.
+func (t *Table) readTable(ctx context.Context) ([]Entry, error) {
+	var entries []Entry
+	err := t.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		entries = nil
+		raw, err := tx.Get(tableKey)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
+		}
+		return nil
+	})
+	return entries, err
+}
+
+// guardKey is the key that exists while the data of e's engine may be
+// written: every transaction of the engine reads it (storage.Guard), and
+// Disable deletes it before it deletes the data.
+func guardKey(e Entry) string { return guardPrefix + e.UUID }
+
+// putGuard stores the guard of e.
+func putGuard(tx storage.Tx, e Entry) error { return tx.Put(guardKey(e), []byte(e.Path)) }
 
 // system is the principal of the table's own work on leases: the caller's
 // rights were checked on the mount.

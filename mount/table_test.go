@@ -224,7 +224,7 @@ func leftOf(t testing.TB, store storage.Store, e mount.Entry) []string {
 	t.Helper()
 	var left []string
 	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		for _, p := range []string{"kv/" + e.UUID + "/", "lease/id/" + e.Path} {
+		for _, p := range []string{"kv/" + e.UUID + "/", "lease/id/" + e.Path, "sys/mount-guards/" + e.UUID} {
 			err := tx.Scan(p, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
 				left = append(left, k)
 				return nil
@@ -253,8 +253,8 @@ func TestDisableLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(leftOf(t, store, m.Entry)); n != 2000 {
-			t.Fatalf("%d keys before Disable, want 2000", n)
+		if n := len(leftOf(t, store, m.Entry)); n != 2001 { // and the guard
+			t.Fatalf("%d keys before Disable, want 2001", n)
 		}
 		if err := table.Disable(ctx, "big"); err != nil {
 			t.Fatal(err)
@@ -365,16 +365,26 @@ func TestMountsAreJoinedByConstruction(t *testing.T) {
 	})
 }
 
-// TestCloseThenEnable: after Close the table still
-// answers, mounts enabled later start no worker.
+// TestCloseThenEnable: after Close the table still routes, and Enable,
+// Disable and Tune are refused (Unavailable) with the store unchanged: a
+// closed table no longer follows the stored one, so a change through it
+// would be served by nobody here.
 func TestCloseThenEnable(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
-		table := open(t, openStore(t))
+		store := openStore(t)
+		table := open(t, store)
 		table.Close()
-		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "corp", Type: "ldap"}); err != nil {
-			t.Fatal(err)
+		before := storagetest.Dump(t, store)
+		_, err := table.Enable(ctx, mount.EnableRequest{Path: "corp", Type: "ldap"})
+		wantKind(t, err, keel.KindUnavailable)
+		wantKind(t, table.Disable(ctx, "secret/"), keel.KindUnavailable)
+		hour := time.Hour
+		_, err = table.Tune(ctx, "secret/", mount.TuneRequest{DefaultTTL: &hour})
+		wantKind(t, err, keel.KindUnavailable)
+		if after := storagetest.Dump(t, store); !maps.Equal(before, after) {
+			t.Fatal("a refused change after Close changed the store")
 		}
-		if m, rest, ok := table.Route("corp/config"); !ok || m.LDAP == nil || rest != "config" {
+		if m, rest, ok := table.Route("ldap/config"); !ok || m.LDAP == nil || rest != "config" {
 			t.Fatalf("Route after Close: %+v %q %v", m, rest, ok)
 		}
 		table.Close() // twice is fine

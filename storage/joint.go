@@ -16,6 +16,7 @@ import (
 type Joint struct {
 	base   Store
 	pa, pb string
+	guards []guard // of both views (see Guard)
 }
 
 // Join returns the Joint of a and b. a and b must be views of one store
@@ -25,33 +26,35 @@ type Joint struct {
 // of kind keel.KindInvalid naming both prefixes: two stores, a sealed and
 // an unsealed view of one store, or views one inside the other.
 func Join(a, b Store) (*Joint, error) {
-	ba, pa := Split(a)
-	bb, pb := Split(b)
+	ba, pa, ga := split(a)
+	bb, pb, gb := split(b)
 	if !sameStore(ba, bb) {
 		return nil, fmt.Errorf("storage: join %q and %q: %w", pa, pb, keel.Invalid("", "the two views are not of one store (a different store, or one sealed and one not)"))
 	}
 	if strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa) {
 		return nil, fmt.Errorf("storage: join %q and %q: %w", pa, pb, keel.Invalid("", "the two views overlap: one would write the other's keys"))
 	}
-	return &Joint{base: ba, pa: pa, pb: pb}, nil
+	return &Joint{base: ba, pa: pa, pb: pb, guards: append(ga[:len(ga):len(ga)], gb...)}, nil
 }
 
 // Update runs fn in one Update of the store under the Joint's views, with
 // ta the first view's and tb the second view's part of its transaction:
-// the writes through both commit together, or none does.
+// the writes through both commit together, or none does. The guards of
+// both views are checked first (see Guard).
 func (j *Joint) Update(ctx context.Context, fn func(ctx context.Context, ta, tb Tx) error) error {
 	return j.base.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := checkGuards(tx, j.guards); err != nil {
+			return err
+		}
 		return fn(ctx, SubTx(tx, j.pa), SubTx(tx, j.pb))
 	})
 }
 
 // Split returns the store under s and the prefix of s in it: s and "" when
-// s is not a Sub view.
+// s is not a Sub view. The guards of s (see Guard) do not hold on base.
 func Split(s Store) (base Store, prefix string) {
-	if sub, ok := s.(*subStore); ok {
-		return sub.inner, sub.prefix
-	}
-	return s, ""
+	base, prefix, _ = split(s)
+	return base, prefix
 }
 
 // sameStore reports whether a and b are the same store, without panicking

@@ -16,7 +16,7 @@ func Sub(s Store, prefix string) Store {
 		return s
 	}
 	if inner, ok := s.(*subStore); ok {
-		return &subStore{inner: inner.inner, prefix: inner.prefix + prefix}
+		return &subStore{inner: inner.inner, prefix: inner.prefix + prefix, guards: inner.guards}
 	}
 	return &subStore{inner: s, prefix: prefix}
 }
@@ -24,25 +24,36 @@ func Sub(s Store, prefix string) Store {
 type subStore struct {
 	inner  Store
 	prefix string
+	guards []guard // checked first by every transaction (see Guard)
 }
 
 func (s *subStore) View(ctx context.Context, fn func(context.Context, Tx) error) error {
 	return s.inner.View(ctx, func(ctx context.Context, tx Tx) error {
+		if err := checkGuards(tx, s.guards); err != nil {
+			return err
+		}
 		return fn(ctx, &subTx{tx: tx, prefix: s.prefix})
 	})
 }
 
 func (s *subStore) Update(ctx context.Context, fn func(context.Context, Tx) error) error {
 	return s.inner.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := checkGuards(tx, s.guards); err != nil {
+			return err
+		}
 		return fn(ctx, &subTx{tx: tx, prefix: s.prefix})
 	})
 }
 
-// Limits are those of the underlying store, less the prefix in key size.
+// Limits are those of the underlying store, less the prefix in key size
+// and the guards' reads.
 func (s *subStore) Limits() Limits {
 	l := s.inner.Limits()
 	if l.MaxKeySize > 0 {
 		l.MaxKeySize -= len(s.prefix)
+	}
+	if l.MaxTxReads > 0 {
+		l.MaxTxReads = max(1, l.MaxTxReads-len(s.guards))
 	}
 	return l
 }
