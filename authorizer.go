@@ -42,6 +42,42 @@ type Authorizer interface {
 	Authorize(ctx context.Context, p Principal, c Capability, resource string) error
 }
 
+// A Folder is an Authorizer that can fold the names of a domain: a domain
+// whose names are compared in a canonical form (identity's group names
+// ignore case) asks for rights on prefix+fold(name), and a rule written
+// with another spelling of the name must hold for it too. The domain, which
+// alone knows its fold, calls Fold on the Authorizer it is given; the
+// Authorizer applies the fold to its own rules.
+//
+// FoldUnder returns a view of the Authorizer that decides on a resource
+// under prefix as if the part of every rule's path that matches the
+// resource beyond prefix had been passed through fold (wildcards staying
+// wildcards): with strings.ToLower, a rule on prefix+"Admins" or
+// prefix+"Adm*" holds for the resource prefix+"admins". Resources not under
+// prefix are decided as by the Authorizer itself, which FoldUnder leaves
+// as it is. prefix ends with "/" (it is a number of whole segments). fold
+// must act on a name piece by piece (fold(a+b) == fold(a)+fold(b)) and
+// keep "/" and "+" without making either, as strings.ToLower does.
+//
+// An Authorizer of one's own that does not implement Folder is called with
+// the folded resources only: if its rules name such resources (see each
+// domain's documentation), it must fold them itself, or a rule written
+// with another spelling (a deny, say) never applies.
+type Folder interface {
+	Authorizer
+	FoldUnder(prefix string, fold func(string) string) Authorizer
+}
+
+// Fold returns a.FoldUnder(prefix, fold) when a is a Folder, and a itself
+// (nil included) otherwise. Domain packages call it on the Authorizer they
+// are given, with the prefix of their folded resources and their fold.
+func Fold(a Authorizer, prefix string, fold func(string) string) Authorizer {
+	if f, ok := a.(Folder); ok {
+		return f.FoldUnder(prefix, fold)
+	}
+	return a
+}
+
 // AllowAll is the Authorizer that grants every capability to every caller.
 // It is what keel packages use when no Authorizer is configured, so that a
 // program that does its own access control pays nothing for keel's.
@@ -82,9 +118,23 @@ const RootPolicy = "root"
 // matches the resource and lists the capability, and no matching rule lists
 // CapDeny.
 //
+// RuleAuthorizer is a Folder: FoldUnder folds the rules once, and a view
+// pays one prefix comparison per folded prefix on each decision.
+//
 // Create one with NewRuleAuthorizer. It is immutable and safe for
 // concurrent use.
 type RuleAuthorizer struct {
+	policies map[string][]compiledRule
+	// folded are the rules of the views of FoldUnder, longest prefix
+	// first: a resource under one of the prefixes is decided by the
+	// rules of the first.
+	folded []foldedRules
+}
+
+// foldedRules are the policies of a RuleAuthorizer as they apply to the
+// resources under prefix.
+type foldedRules struct {
+	prefix   string
 	policies map[string][]compiledRule
 }
 
@@ -197,14 +247,84 @@ func (cr compiledRule) matches(resource string) bool {
 	return true
 }
 
+// folded returns r with its text beyond the first depth segments (those
+// that match the resource beyond a prefix of depth segments) passed
+// through fold; "+" stays a wildcard. A rule that ends before is returned
+// as it is.
+func (r compiledRule) folded(depth int, fold func(string) string) compiledRule {
+	if len(r.segments) <= depth {
+		return r // it ends within the prefix: no name to fold
+	}
+	r.segments = slices.Clone(r.segments)
+	for i := depth; i < len(r.segments); i++ {
+		if r.segments[i] != "+" {
+			r.segments[i] = fold(r.segments[i])
+		}
+	}
+	return r
+}
+
+// FoldUnder implements Folder: it returns a *RuleAuthorizer that decides on
+// the resources under prefix with every rule folded beyond prefix, and on
+// others as a does. Rules such as "identity/group/+/Admins" or
+// "identity/group/name/Adm*" are folded too. a is unchanged; on a view,
+// FoldUnder folds the view's rules again. It panics when prefix does not
+// end with "/" or fold is nil: both are the program's constants.
+func (a *RuleAuthorizer) FoldUnder(prefix string, fold func(string) string) Authorizer {
+	if !strings.HasSuffix(prefix, "/") || fold == nil {
+		panic(fmt.Sprintf("keel: RuleAuthorizer.FoldUnder(%q, fold): the prefix must end with \"/\" and fold must not be nil", prefix))
+	}
+	depth := strings.Count(prefix, "/")
+	out := &RuleAuthorizer{policies: a.policies, folded: make([]foldedRules, 0, len(a.folded)+1)}
+	seen := false
+	for _, f := range a.folded {
+		if strings.HasPrefix(f.prefix, prefix) { // within prefix: fold again
+			seen = seen || f.prefix == prefix
+			f.policies = foldPolicies(f.policies, depth, fold)
+		}
+		out.folded = append(out.folded, f)
+	}
+	if !seen {
+		out.folded = append(out.folded, foldedRules{prefix: prefix, policies: foldPolicies(a.rulesFor(prefix), depth, fold)})
+		slices.SortStableFunc(out.folded, func(x, y foldedRules) int { return len(y.prefix) - len(x.prefix) })
+	}
+	return out
+}
+
+// foldPolicies returns policies with each rule folded beyond depth
+// segments (see compiledRule.folded).
+func foldPolicies(policies map[string][]compiledRule, depth int, fold func(string) string) map[string][]compiledRule {
+	out := make(map[string][]compiledRule, len(policies))
+	for name, rules := range policies {
+		folded := make([]compiledRule, len(rules))
+		for i, r := range rules {
+			folded[i] = r.folded(depth, fold)
+		}
+		out[name] = folded
+	}
+	return out
+}
+
+// rulesFor returns the policies that decide on resource: those of the
+// longest folded prefix of resource, else a's own.
+func (a *RuleAuthorizer) rulesFor(resource string) map[string][]compiledRule {
+	for _, f := range a.folded {
+		if strings.HasPrefix(resource, f.prefix) {
+			return f.policies
+		}
+	}
+	return a.policies
+}
+
 // Authorize implements Authorizer.
 func (a *RuleAuthorizer) Authorize(_ context.Context, p Principal, c Capability, resource string) error {
 	if slices.Contains(p.Policies, RootPolicy) {
 		return nil
 	}
+	policies := a.rulesFor(resource)
 	granted := false
 	for _, name := range p.Policies {
-		for _, r := range a.policies[name] {
+		for _, r := range policies[name] {
 			if !r.matches(resource) {
 				continue
 			}

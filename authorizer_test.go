@@ -14,6 +14,7 @@ import (
 var (
 	_ keel.Authorizer = keel.AllowAll{}
 	_ keel.Authorizer = (*keel.RuleAuthorizer)(nil)
+	_ keel.Folder     = (*keel.RuleAuthorizer)(nil)
 )
 
 func TestAllowAll(t *testing.T) {
@@ -447,6 +448,157 @@ func TestRuleAuthorizerConcurrentUse(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestRuleAuthorizerFoldUnder: the view of FoldUnder decides on a resource
+// under the prefix as if each rule's path beyond the prefix were folded,
+// wildcards included, and on any other resource as the authorizer does;
+// the authorizer itself is left as it was.
+func TestRuleAuthorizerFoldUnder(t *testing.T) {
+	const prefix = "identity/group/name/"
+	tests := []struct {
+		name           string
+		path, resource string
+		view, original bool
+	}{
+		{"literal", "identity/group/name/Admins", "identity/group/name/admins", true, false},
+		{"literal already folded", "identity/group/name/admins", "identity/group/name/admins", true, true},
+		{"literal, another name", "identity/group/name/Admins", "identity/group/name/admin", false, false},
+		{"the resource is taken as folded", "identity/group/name/ADMINS", "identity/group/name/ADMINS", false, true},
+		{"glob", "identity/group/name/Adm*", "identity/group/name/admins-2", true, false},
+		{"glob, another name", "identity/group/name/Adm*", "identity/group/name/ops", false, false},
+		{"plus before the name", "identity/group/+/Admins", "identity/group/name/admins", true, false},
+		{"plus in the name", "identity/group/name/+/B", "identity/group/name/x/b", true, false},
+		{"name of two segments", "identity/group/name/A/B", "identity/group/name/a/b", true, false},
+		{"glob before the prefix ends", "identity/group/na*", "identity/group/name/Any", true, true},
+		{"the prefix is not folded", "Identity/group/name/admins", "identity/group/name/admins", false, false},
+		{"plus outside the prefix: not folded", "identity/group/+/Admins", "identity/group/id/admins", false, false},
+		{"plus outside the prefix: as written", "identity/group/+/Admins", "identity/group/id/Admins", true, true},
+		{"other resource: not folded", "secret/Admins", "secret/admins", false, false},
+		{"other resource: as written", "secret/Admins", "secret/Admins", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ra, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+				"p": {{Path: tc.path, Capabilities: []keel.Capability{keel.CapRead}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			view := ra.FoldUnder(prefix, strings.ToLower)
+			p := keel.Principal{ID: "alice", Policies: []string{"p"}}
+			checkDecision(t, view.Authorize(context.Background(), p, keel.CapRead, tc.resource), tc.view)
+			checkDecision(t, ra.Authorize(context.Background(), p, keel.CapRead, tc.resource), tc.original)
+		})
+	}
+}
+
+// TestRuleAuthorizerFoldUnderDeny: a deny written with any spelling holds
+// in the view for the folded name, and nowhere else.
+func TestRuleAuthorizerFoldUnderDeny(t *testing.T) {
+	ra, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"all": {{Path: "*", Capabilities: []keel.Capability{keel.CapRead}}},
+		"deny": {
+			{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}},
+			{Path: "identity/group/name/OPS*", Capabilities: []keel.Capability{keel.CapDeny}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := keel.Fold(ra, "identity/group/name/", strings.ToLower)
+	p := keel.Principal{ID: "alice", Policies: []string{"all", "deny"}}
+	for resource, want := range map[string]bool{
+		"identity/group/name/admins":  false,
+		"identity/group/name/ops-eu":  false,
+		"identity/group/name/team-a":  true,
+		"identity/group/id/Admins":    true, // rights follow the endpoint
+		"secret/identity/group/name/": true,
+	} {
+		checkDecision(t, view.Authorize(context.Background(), p, keel.CapRead, resource), want)
+		checkDecision(t, ra.Authorize(context.Background(), p, keel.CapRead, resource), true)
+	}
+}
+
+// TestRuleAuthorizerFoldUnderComposes: a view's FoldUnder folds its rules
+// again, under nested or separate prefixes, in either order.
+func TestRuleAuthorizerFoldUnderComposes(t *testing.T) {
+	underscore := func(s string) string { return strings.ReplaceAll(s, "-", "_") }
+	ra, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"p": {
+			{Path: "x/y/A-B", Capabilities: []keel.Capability{keel.CapRead}},
+			{Path: "x/z/A-B", Capabilities: []keel.Capability{keel.CapRead}},
+			{Path: "w/A-B", Capabilities: []keel.Capability{keel.CapRead}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := keel.Principal{ID: "alice", Policies: []string{"p"}}
+	for name, view := range map[string]keel.Authorizer{
+		"outer first": keel.Fold(keel.Fold(keel.Fold(ra, "x/", strings.ToLower), "x/y/", underscore), "w/", underscore),
+		"inner first": keel.Fold(keel.Fold(keel.Fold(ra, "w/", underscore), "x/y/", underscore), "x/", strings.ToLower),
+		"again":       keel.Fold(keel.Fold(keel.Fold(keel.Fold(ra, "x/", strings.ToLower), "x/y/", underscore), "w/", underscore), "x/", strings.ToLower),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for resource, want := range map[string]bool{
+				"x/y/a_b": true, // both folds
+				"x/y/a-b": false,
+				"x/z/a-b": true, // ToLower only
+				"x/z/a_b": false,
+				"w/A_B":   true, // underscore only
+				"w/a_b":   false,
+			} {
+				t.Run(resource, func(t *testing.T) {
+					checkDecision(t, view.Authorize(context.Background(), p, keel.CapRead, resource), want)
+				})
+			}
+		})
+	}
+	checkDecision(t, ra.Authorize(context.Background(), p, keel.CapRead, "x/y/A-B"), true)
+	checkDecision(t, ra.Authorize(context.Background(), p, keel.CapRead, "x/y/a_b"), false)
+}
+
+// TestRuleAuthorizerFoldUnderRefuses: a prefix that is not whole segments,
+// or no fold, is the program's mistake.
+func TestRuleAuthorizerFoldUnderRefuses(t *testing.T) {
+	ra, err := keel.NewRuleAuthorizer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func(){
+		"prefix without slash": func() { ra.FoldUnder("identity/group/name", strings.ToLower) },
+		"empty prefix":         func() { ra.FoldUnder("", strings.ToLower) },
+		"nil fold":             func() { ra.FoldUnder("identity/group/name/", nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("FoldUnder did not panic")
+				}
+			}()
+			call()
+		})
+	}
+}
+
+// TestFoldLeavesOtherAuthorizers: Fold returns an Authorizer that is not
+// a Folder, nil included, as it is.
+func TestFoldLeavesOtherAuthorizers(t *testing.T) {
+	if got := keel.Fold(nil, "a/", strings.ToLower); got != nil {
+		t.Errorf("Fold(nil) = %v, want nil", got)
+	}
+	if got := keel.Fold(keel.AllowAll{}, "a/", strings.ToLower); got != (keel.AllowAll{}) {
+		t.Errorf("Fold(AllowAll) = %v", got)
+	}
+	rec := &recordingAuthorizer{}
+	if got := keel.Fold(rec, "a/", strings.ToLower); got != rec {
+		t.Errorf("Fold(recorder) = %v, want the recorder", got)
+	}
+	keel.Authorize(context.Background(), keel.Fold(rec, "a/", strings.ToLower), keel.CapRead, "a/B")
+	if rec.resource != "a/B" {
+		t.Errorf("the recorder was asked for %q, want the resource as given", rec.resource)
 	}
 }
 

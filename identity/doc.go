@@ -136,13 +136,20 @@
 // Create or update is chosen inside the transaction that writes, as kv's
 // Write does: a caller that may only create can never change a group that
 // someone created meanwhile. UpdateByID always asks for update, even for a
-// missing id, so that a caller without the right learns nothing. Names in
-// resources are folded (lower-cased) as the name index folds them, so that
-// a right holds for every spelling of a name: a deny on
-// identity/group/name/admins is not passed by asking for ADMINS. An
-// Authorizer whose rules name groups must fold them alike: CanonicalRules
-// does it for keel.RuleAuthorizer's rules. The rights are checked before
-// the request's own faults are reported.
+// missing id, so that a caller without the right learns nothing. The
+// rights are checked before the request's own faults are reported.
+//
+// Names are case-insensitive, and so are the rights on them: a right on
+// identity/group/name/Admins holds for every spelling of the name, and a
+// deny on it is not passed by asking for ADMINS. The resources carry the
+// name folded (lower-cased) as the name index folds it, and New asks for
+// them the view keel.Fold(Options.Authorizer, "identity/group/name/",
+// fold), in which the Authorizer folds its rules beyond that prefix alike:
+// keel.RuleAuthorizer does (keel.Folder), for globs too
+// ("identity/group/name/Adm*", "identity/group/+/Admins"), without a
+// wrapper the program could forget. An Authorizer of one's own that is not
+// a keel.Folder sees only the folded names: its rules on group names must
+// be folded (strings.ToLower) to apply.
 //
 // Rights follow the endpoint, not the group: a rule on
 // identity/group/name/admins does not cover the same group reached

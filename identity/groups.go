@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -38,7 +37,9 @@ type EntityDirectory interface {
 // field, mean the defaults.
 type Options struct {
 	// Authorizer decides the caller's rights on each operation. Nil
-	// allows everything.
+	// allows everything. Its rules on group names are folded when it is
+	// a keel.Folder (keel.RuleAuthorizer is); any other must fold them
+	// itself (see Rights in the package documentation).
 	Authorizer keel.Authorizer
 	// Clock gives Group.CreationTime and LastUpdateTime. Nil:
 	// keel.SystemClock{}.
@@ -126,6 +127,12 @@ type Groups struct {
 // New returns Groups that keep their keys in store, which its caller has
 // scoped to them (the example server gives it the view "identity/" of its
 // store). It reads nothing from the store.
+//
+// The Groups ask opts.Authorizer's view keel.Fold(opts.Authorizer,
+// "identity/group/name/", …) for their rights, in which rules on group
+// names are folded as the names are, so that they hold for every spelling
+// (see Rights in the package documentation). The Authorizer given is left
+// as it is.
 func New(store storage.Store, opts *Options) *Groups {
 	var o Options
 	if opts != nil {
@@ -133,7 +140,7 @@ func New(store storage.Store, opts *Options) *Groups {
 	}
 	return &Groups{
 		store:     store,
-		authz:     o.Authorizer,
+		authz:     keel.Fold(o.Authorizer, resourceName, foldName),
 		clock:     keel.ClockOrSystem(o.Clock),
 		entities:  o.Entities,
 		maxGroups: maxMemberGroups(store.Limits()),
@@ -179,28 +186,9 @@ const (
 
 // nameResource is the resource of the group named name: its folded name,
 // so that a right on one spelling holds for every spelling of the same
-// group (names are case-insensitive, see CanonicalRules).
+// group (names are case-insensitive). New folds the Authorizer's rules
+// alike (keel.Fold).
 func nameResource(name string) string { return resourceName + foldName(name) }
-
-// CanonicalRules returns policies with the path of every rule under
-// "identity/group/name/" folded as group names are (lower-cased), for a
-// keel.RuleAuthorizer that guards this package: the package asks for the
-// folded name, so a rule written for "Admins" holds for "ADMINS" and
-// "admins" alike, and a deny cannot be passed by another spelling. Other
-// rules, and the map given, are left as they are.
-func CanonicalRules(policies map[string][]keel.Rule) map[string][]keel.Rule {
-	out := make(map[string][]keel.Rule, len(policies))
-	for name, rules := range policies {
-		rules = slices.Clone(rules)
-		for i, r := range rules {
-			if rest, ok := strings.CutPrefix(r.Path, resourceName); ok {
-				rules[i].Path = resourceName + foldName(rest)
-			}
-		}
-		out[name] = rules
-	}
-	return out
-}
 
 // ReadByID returns the group of id.
 //

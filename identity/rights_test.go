@@ -91,50 +91,83 @@ func TestReadRightsCannotChangeMembership(t *testing.T) {
 }
 
 // TestRightsHoldForEverySpelling: names are case-insensitive, so a right
-// on a name holds for every spelling of it. A caller allowed everything
-// on groups but denied "Admins" cannot read, change or delete the group
-// as "ADMINS" or "admins"; a grant on "Team-A" works as "team-a".
+// on a name holds for every spelling of it, with a keel.RuleAuthorizer
+// built from the policies as written and given to New as it is. A caller
+// allowed everything on groups but denied "Admins" (or "Adm*", or
+// "identity/group/+/ADMINS") cannot read, change or delete the group as
+// "ADMINS", "admins" or "aDmInS"; a grant on "Team-A" works as "team-a",
+// one on "Dev*" as "developers".
 func TestRightsHoldForEverySpelling(t *testing.T) {
-	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		authz, err := keel.NewRuleAuthorizer(CanonicalRules(map[string][]keel.Rule{
-			"limited": {
-				{Path: "identity/group/name/*", Capabilities: []keel.Capability{keel.CapCreate, keel.CapRead, keel.CapUpdate, keel.CapDelete}},
-				{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}},
-			},
-			"team": {{Path: "identity/group/name/Team-A", Capabilities: []keel.Capability{keel.CapRead}}},
-		}))
-		if err != nil {
+	policies := map[string][]keel.Rule{
+		"all":        {{Path: "identity/group/name/*", Capabilities: []keel.Capability{keel.CapCreate, keel.CapRead, keel.CapUpdate, keel.CapDelete}}},
+		"deny-exact": {{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}}},
+		"deny-glob":  {{Path: "identity/group/name/Adm*", Capabilities: []keel.Capability{keel.CapDeny}}},
+		"deny-plus":  {{Path: "identity/group/+/ADMINS", Capabilities: []keel.Capability{keel.CapDeny}}},
+		"team": {
+			{Path: "identity/group/name/Team-A", Capabilities: []keel.Capability{keel.CapRead}},
+			{Path: "identity/group/name/Dev*", Capabilities: []keel.Capability{keel.CapRead}},
+		},
+	}
+	for _, tc := range []struct {
+		name     string
+		policies map[string][]keel.Rule
+	}{
+		{"as written", policies},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onEveryStore(t, func(t *testing.T, open everystore.Open) {
+				authz, err := keel.NewRuleAuthorizer(tc.policies)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := newEnv(t, open, &Options{Authorizer: authz}, nil)
+				checkEverySpelling(t, e)
+			})
+		})
+	}
+}
+
+// checkEverySpelling checks, on e whose Authorizer holds the policies of
+// TestRightsHoldForEverySpelling, that the rights on a name hold for every
+// spelling of it.
+func checkEverySpelling(t *testing.T, e *env) {
+	as := func(policies ...string) context.Context {
+		return keel.WithPrincipal(context.Background(), keel.Principal{ID: "caller", Policies: policies})
+	}
+	root := as(keel.RootPolicy)
+	for _, name := range []string{"admins", "team-a", "developers"} {
+		if _, err := e.g.UpsertByName(root, name, Input{Policies: &[]string{"p"}}); err != nil {
 			t.Fatal(err)
 		}
-		e := newEnv(t, open, &Options{Authorizer: authz}, nil)
-		root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
-		limited := keel.WithPrincipal(context.Background(), keel.Principal{ID: "l", Policies: []string{"limited"}})
-		team := keel.WithPrincipal(context.Background(), keel.Principal{ID: "t", Policies: []string{"team"}})
-		if _, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.g.UpsertByName(root, "team-a", Input{}); err != nil {
-			t.Fatal(err)
-		}
-		before := storagetest.Dump(t, e.raw)
+	}
+	before := storagetest.Dump(t, e.raw)
+	for _, deny := range []string{"deny-exact", "deny-glob", "deny-plus"} {
+		limited := as("all", deny)
 		for _, spelling := range []string{"Admins", "ADMINS", "admins", "aDmInS"} {
 			if _, err := e.g.ReadByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
-				t.Errorf("read %q: %v, want forbidden", spelling, err)
+				t.Errorf("%s: read %q: %v, want forbidden", deny, spelling, err)
 			}
 			if _, err := e.g.UpsertByName(limited, spelling, Input{MemberEntityIDs: &[]string{"me"}}); keel.KindOf(err) != keel.KindForbidden {
-				t.Errorf("write %q: %v, want forbidden", spelling, err)
+				t.Errorf("%s: update %q: %v, want forbidden", deny, spelling, err)
 			}
 			if err := e.g.DeleteByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
-				t.Errorf("delete %q: %v, want forbidden", spelling, err)
+				t.Errorf("%s: delete %q: %v, want forbidden", deny, spelling, err)
 			}
 		}
-		if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
-			t.Fatal("a refused spelling changed the store")
+		if _, err := e.g.ReadByName(limited, "Team-A"); err != nil {
+			t.Errorf("%s: read another group: %v", deny, err)
 		}
-		for _, spelling := range []string{"team-a", "TEAM-A", "Team-A"} {
-			if _, err := e.g.ReadByName(team, spelling); err != nil {
-				t.Errorf("read %q with a grant on Team-A: %v", spelling, err)
-			}
+	}
+	if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
+		t.Fatal("a refused spelling changed the store")
+	}
+	team := as("team")
+	for _, spelling := range []string{"team-a", "TEAM-A", "Team-A", "developers", "DEVELOPERS", "Developers"} {
+		if _, err := e.g.ReadByName(team, spelling); err != nil {
+			t.Errorf("read %q with grants on Team-A and Dev*: %v", spelling, err)
 		}
-	})
+	}
+	if _, err := e.g.ReadByName(team, "admins"); keel.KindOf(err) != keel.KindForbidden {
+		t.Errorf("read admins with grants on Team-A and Dev*: %v, want forbidden", err)
+	}
 }

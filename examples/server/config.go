@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/identity"
 )
 
 // config is the file named by -config. See the package documentation for
@@ -86,9 +85,9 @@ func loadAuth(path, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error)
 func buildAuth(cfg *config, rootToken string) (*keel.RuleAuthorizer, *tokenTable, error) {
 	var v keel.Validation
 
-	// Group names are case-insensitive: rules naming one are folded as
-	// package identity asks for them, so that they hold for every spelling.
-	authz, err := keel.NewRuleAuthorizer(identity.CanonicalRules(cfg.Policies))
+	// Rules on group names hold for every spelling: package identity
+	// folds them itself (keel.Fold).
+	authz, err := keel.NewRuleAuthorizer(cfg.Policies)
 	if err != nil {
 		fields := keel.FieldErrors(err)
 		if len(fields) == 0 {
