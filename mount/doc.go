@@ -8,7 +8,7 @@
 // Open reads the table of a store and serves every mount in it; Enable,
 // Disable and Tune change it; Route finds the engine of a request path:
 //
-//	table, err := mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults()})
+//	table, err := mount.Open(ctx, store, &mount.Options{Authorizer: authz, Defaults: mount.VaultDefaults()})
 //	defer table.Close()
 //	_, err = table.Enable(ctx, mount.EnableRequest{Path: "team-a/", Type: "kv",
 //		Options: map[string]string{"leased_passthrough": "true"}})

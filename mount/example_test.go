@@ -22,7 +22,7 @@ func Example() {
 	dir.Add("cn=admin,dc=example,dc=org", "admin-pw", "cn", "admin")
 	dir.Add("cn=svc1,dc=example,dc=org", "pw1", "cn", "svc1")
 
-	table, err := mount.Open(ctx, store, &mount.Options{Directory: dir, Defaults: mount.VaultDefaults()})
+	table, err := mount.Open(ctx, store, &mount.Options{Authorizer: keel.AllowAll{}, Directory: dir, Defaults: mount.VaultDefaults()})
 	if err != nil {
 		panic(err)
 	}

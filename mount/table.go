@@ -78,7 +78,8 @@ type Options struct {
 	// keel.SystemClock{}.
 	Clock keel.Clock
 	// Authorizer decides the rights of callers, on the table and in
-	// every engine. Nil: everything is allowed.
+	// every engine. It is required: a program that does its own access
+	// control says so with keel.AllowAll{}.
 	Authorizer keel.Authorizer
 	// Logger receives the workers' lines and the mounts not served.
 	// Nil: discard.
@@ -148,18 +149,23 @@ type Table struct {
 //
 // A stored mount that no longer validates, or whose engine cannot be
 // built, does not stop Open: it is listed with its error (Mount.Err) and
-// not served. Open fails when store is nil (keel.KindInvalid), or the
-// store fails.
+// not served. Open fails when store or opts.Authorizer is nil
+// (keel.KindInvalid, naming the field: allowing everything, anonymous
+// callers included, is never a default), or the store fails.
 func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, error) {
-	if store == nil {
-		return nil, keel.Invalid("Store", "is required")
-	}
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
+	var v keel.Validation
+	if store == nil {
+		v.Add("Store", "is required")
+	}
 	if o.Authorizer == nil {
-		o.Authorizer = keel.AllowAll{}
+		v.Add("Authorizer", "is required: keel.AllowAll{} allows every caller everything")
+	}
+	if err := v.Err(); err != nil {
+		return nil, fmt.Errorf("mount: open: %w", err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,7 @@ var ctx = context.Background()
 // with the test.
 func open(t testing.TB, store storage.Store) *mount.Table {
 	t.Helper()
-	table, err := mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults(), Directory: ldaptest.NewDirectory()})
+	table, err := mount.Open(ctx, store, &mount.Options{Authorizer: keel.AllowAll{}, Defaults: mount.VaultDefaults(), Directory: ldaptest.NewDirectory()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,23 @@ func TestRights(t *testing.T) {
 
 func TestMain(m *testing.M) { everystore.Main(m) }
 
-func TestOpenRefusesNilStore(t *testing.T) {
+// TestOpenRefusesNilStoreAndAuthorizer: a table allows everything only
+// when the program says so (keel.AllowAll{}); a forgotten Authorizer is
+// refused, naming the field, and nothing is written.
+func TestOpenRefusesNilStoreAndAuthorizer(t *testing.T) {
 	_, err := mount.Open(ctx, nil, nil)
 	wantKind(t, err, keel.KindInvalid)
+	var fields []string
+	for _, fe := range keel.FieldErrors(err) {
+		fields = append(fields, fe.Field)
+	}
+	if !slices.Equal(fields, []string{"Store", "Authorizer"}) {
+		t.Fatalf("fields %q, want Store and Authorizer", fields)
+	}
+	store := everystore.Mem(t)
+	_, err = mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults()})
+	wantKind(t, err, keel.KindInvalid)
+	if dump := storagetest.Dump(t, store); len(dump) != 0 {
+		t.Fatalf("a refused Open wrote %d keys", len(dump))
+	}
 }

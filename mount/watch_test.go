@@ -35,7 +35,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // defaults.
 func openClocked(t testing.TB, store storage.Store, clock keel.Clock) *mount.Table {
 	t.Helper()
-	table, err := mount.Open(ctx, store, &mount.Options{Clock: clock, Directory: ldaptest.NewDirectory(),
+	table, err := mount.Open(ctx, store, &mount.Options{Authorizer: keel.AllowAll{}, Clock: clock, Directory: ldaptest.NewDirectory(),
 		Leases: &lease.Options{RetryBase: time.Minute}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func Example() {
 	ctx := context.Background()
 	store := memstore.New(nil)
 	// No Authorizer: everything is allowed.
-	table, err := mount.Open(ctx, store, &mount.Options{Defaults: mount.VaultDefaults()})
+	table, err := mount.Open(ctx, store, &mount.Options{Authorizer: keel.AllowAll{}, Defaults: mount.VaultDefaults()})
 	if err != nil {
 		panic(err)
 	}
@@ -64,7 +64,7 @@ func ExampleRequestToken() {
 			next.ServeHTTP(w, r)
 		})
 	}
-	table, err := mount.Open(context.Background(), memstore.New(nil), nil)
+	table, err := mount.Open(context.Background(), memstore.New(nil), &mount.Options{Authorizer: keel.AllowAll{}})
 	if err != nil {
 		panic(err)
 	}

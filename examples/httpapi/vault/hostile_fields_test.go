@@ -156,7 +156,7 @@ func TestDecodeBodyTrailing(t *testing.T) {
 // list read.
 func TestCheckList(t *testing.T) {
 	ctx := context.Background()
-	table, err := mount.Open(ctx, memstore.New(nil), &mount.Options{Defaults: mount.VaultDefaults()})
+	table, err := mount.Open(ctx, memstore.New(nil), &mount.Options{Authorizer: keel.AllowAll{}, Defaults: mount.VaultDefaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
