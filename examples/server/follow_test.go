@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
+)
+
+// TestMountsFollowedAcrossServers runs two server processes on one etcd.
+// A leased kv mount enabled through the server that does not lead the
+// lease worker is served by the leader, and the leader revokes the leases
+// of secrets read through either server once their ttl (2s) has passed.
+// Disabled through the follower, the mount answers 404 through the leader
+// at once, and etcd keeps no key of it. The bounds are far beyond what the
+// watch needs (milliseconds); the times are logged.
+func TestMountsFollowedAcrossServers(t *testing.T) {
+	endpoints := strings.Join(etcdtest.Endpoints(t), ",")
+	cli := etcdtest.Client(t)
+	prefix := etcdtest.Prefix()
+	args := []string{"-addr", "127.0.0.1:0", "-etcd", endpoints, "-etcd-prefix", prefix, "-leader-ttl", "2s", "-root-token", "root-t"}
+	child := []string{childEnv + "=1"}
+	servers := []*process{startProcess(t, child, os.Args[0], args...), startProcess(t, child, os.Args[0], args...)}
+	pid := workerLeader(t, cli, prefix, "lease")
+	leader, follower := servers[0], servers[1]
+	if leader.cmd.Process.Pid != pid {
+		leader, follower = follower, leader
+	}
+
+	// Enabled through the follower, served by the leader.
+	if status, body, _ := follower.do("POST", "/v1/sys/mounts/late", `{"type":"kv","options":{"leased_passthrough":"true"}}`); status != http.StatusNoContent {
+		t.Fatalf("enable through the follower: %d %s", status, body)
+	}
+	enabled := time.Now()
+	for {
+		status, body, _ := leader.do("PUT", "/v1/late/x", `{"v":"1","ttl":"2s"}`)
+		if status == http.StatusNoContent {
+			break
+		}
+		if status != http.StatusNotFound || time.Since(enabled) > wait {
+			t.Fatalf("write through the leader %v after the enable: %d %s", time.Since(enabled), status, body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("the leader served the mount enabled through the follower %v after the enable", time.Since(enabled))
+
+	// Leases of reads through each server, revoked by the leader.
+	read := func(p *process) (string, time.Time) {
+		status, body, _ := p.do("GET", "/v1/late/x", "")
+		var out struct {
+			LeaseID       string `json:"lease_id"`
+			LeaseDuration int    `json:"lease_duration"`
+		}
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || out.LeaseID == "" || out.LeaseDuration != 2 {
+			t.Fatalf("leased read: %d %s", status, body)
+		}
+		return out.LeaseID, time.Now().Add(2 * time.Second)
+	}
+	ids := map[string]time.Time{}
+	for _, p := range []*process{follower, leader} {
+		id, expiry := read(p)
+		ids[id] = expiry
+	}
+	listed := func() string {
+		_, body, _ := leader.do("LIST", "/v1/sys/leases/lookup/late/x/", "")
+		return body
+	}
+	for id, expiry := range ids {
+		key := id[strings.LastIndexByte(id, '/')+1:]
+		for strings.Contains(listed(), key) {
+			if time.Since(expiry) > wait {
+				t.Fatalf("lease %s still listed %v after its expiry", id, time.Since(expiry))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("lease %s gone %v after its expiry", id, time.Since(expiry))
+	}
+	if log := leader.log() + follower.log(); strings.Contains(log, "revocation failed") || strings.Contains(log, "irrevocable") {
+		t.Fatalf("a revocation was counted as failed:\n%s", log)
+	}
+
+	// Disabled through the follower: 404 through the leader, no key left.
+	status, body, _ := leader.do("GET", "/v1/sys/mounts", "")
+	var mounts struct {
+		Data map[string]struct{ UUID string } `json:"data"`
+	}
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &mounts) != nil || mounts.Data["late/"].UUID == "" {
+		t.Fatalf("mounts: %d %s", status, body)
+	}
+	uuid := mounts.Data["late/"].UUID
+	if status, body, _ := follower.do("DELETE", "/v1/sys/mounts/late", ""); status != http.StatusNoContent {
+		t.Fatalf("disable through the follower: %d %s", status, body)
+	}
+	disabled := time.Now()
+	for {
+		status, body, _ := leader.do("PUT", "/v1/late/x", `{"v":"2"}`)
+		if status == http.StatusNotFound {
+			break
+		}
+		if status != http.StatusNoContent || time.Since(disabled) > wait {
+			t.Fatalf("write through the leader %v after the disable: %d %s", time.Since(disabled), status, body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("the leader answered 404 %v after the disable through the follower", time.Since(disabled))
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if k := string(kv.Key); strings.Contains(k, uuid) || strings.HasPrefix(k, prefix+"lease/id/late/") {
+			t.Errorf("key of the disabled mount left in etcd: %s", k)
+		}
+	}
+}
