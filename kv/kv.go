@@ -141,10 +141,18 @@ func (e *Engine) Mount() string { return e.mount }
 //
 // It needs keel.CapRead on mount/path. It fails with keel.KindInvalid for
 // a malformed path, keel.KindForbidden without the right, and
-// keel.KindNotFound when nothing is stored at path (a folder holds no
-// value). An error of the Leaser is returned with its kind, or with
-// keel.KindUnavailable when it has none.
+// keel.KindNotFound when nothing is stored at path. A folder (path "" for
+// the top of the mount, or ending in "/") holds no value: its read is
+// keel.KindNotFound for a caller with read on it and keel.KindForbidden
+// for another, as Vault checks the right first. An error of the Leaser is
+// returned with its kind, or with keel.KindUnavailable when it has none.
 func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
+	if folder, ok := strings.CutSuffix(path, "/"); path == "" || ok && pathRule(folder) == "" {
+		if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
+			return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
+		}
+		return Secret{}, fmt.Errorf("kv: read %q: a folder holds no value: %w", path, keel.ErrNotFound)
+	}
 	if err := checkPath(path); err != nil {
 		return Secret{}, fmt.Errorf("kv: read: %w", err)
 	}

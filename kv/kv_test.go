@@ -348,9 +348,14 @@ func TestBadInput(t *testing.T) {
 			if tc.wantField != "Path" {
 				return
 			}
-			// The other operations refuse the path alike.
+			// The other operations refuse the path alike; a read of a
+			// folder ("" or "app/") finds no value.
 			_, err = e.Read(context.Background(), tc.path)
-			wantKind(t, err, keel.KindInvalid)
+			if tc.path == "" || tc.path == "app/" {
+				wantKind(t, err, keel.KindNotFound)
+			} else {
+				wantKind(t, err, keel.KindInvalid)
+			}
 			wantKind(t, e.Delete(context.Background(), tc.path), keel.KindInvalid)
 			if tc.path != "" && tc.path != "app/" { // List takes those
 				_, err = e.List(context.Background(), tc.path)
@@ -950,4 +955,29 @@ func TestConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 	})
+}
+
+// TestReadFolder: a folder holds no value; its read asks for read on the
+// folder first, so a caller without the right learns nothing (403), and
+// one with it finds nothing (404), as Vault answers.
+func TestReadFolder(t *testing.T) {
+	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"app": {{Path: "secret/app/*", Capabilities: []keel.Capability{keel.CapRead}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, newMem(t, storage.Limits{}), &kv.Options{Authorizer: authz})
+	ctx := keel.WithPrincipal(context.Background(), keel.Principal{ID: "app", Policies: []string{"app"}})
+	for path, want := range map[string]keel.Kind{
+		"":       keel.KindForbidden,
+		"other/": keel.KindForbidden,
+		"app/":   keel.KindNotFound,
+		"app/x/": keel.KindNotFound,
+	} {
+		_, err := e.Read(ctx, path)
+		if keel.KindOf(err) != want {
+			t.Errorf("Read(%q) = %v, want kind %v", path, err, want)
+		}
+	}
 }

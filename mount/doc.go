@@ -1,6 +1,8 @@
-// Package mount is keel's mount table: which secrets engine serves which
-// path of a store, built, joined to the one lease manager, run and removed
-// by the library, so that a program embedding keel wires a whole
+// Package mount is the composition root of keel's Vault-like service: the
+// mount table (which secrets engine serves which path of a store, built,
+// joined to the one lease manager, run and removed by the library), the
+// lease manager, the password policies and the identity groups, over one
+// store and one Authorizer, so that a program embedding keel wires a whole
 // Vault-like service in a few lines and cannot wire it wrong.
 //
 // # Basics
@@ -25,6 +27,19 @@
 // manager (a leased kv mount through an Issuer, an ldap engine with its
 // store joined to the manager's), and Close stops the engines' workers
 // before the lease manager's.
+//
+// # Store layout
+//
+// Open owns the keys of the store it is given; a program writes no
+// prefix:
+//
+//	sys/mounts                     the mount table (JSON, one key)
+//	sys/mount-guards/UUID          a mount's guard (see below)
+//	kv/UUID/                       a kv mount's secrets
+//	ldapengine/mounts/PATH/        an ldap or openldap mount's data
+//	ldapengine/password-policies/  the password policies (PasswordPolicies)
+//	lease/                         the leases of every mount (Leases)
+//	identity/                      the identity groups (Groups)
 //
 // # Rules
 //

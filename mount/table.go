@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/kv"
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/leader"
@@ -28,6 +29,7 @@ const (
 	kvPrefix         = "kv/"                // + mount UUID + "/"
 	ldapPrefix       = "ldapengine/mounts/" // + escaped mount path + "/"
 	passwordPolicies = "ldapengine/password-policies/"
+	identityPrefix   = "identity/"
 )
 
 // Entry is one row of the mount table, as stored.
@@ -84,6 +86,9 @@ type Options struct {
 	// Logger receives the workers' lines and the mounts not served.
 	// Nil: discard.
 	Logger *slog.Logger
+	// Entities, when not nil, checks the member entity ids of identity
+	// group writes (see identity.Options). Nil: ids are stored as given.
+	Entities identity.EntityDirectory
 	// Directory reaches the LDAP servers of the ldap and openldap
 	// mounts. Nil: ldapengine.LDAP{}.
 	Directory ldapengine.Directory
@@ -119,6 +124,7 @@ type Table struct {
 	store    storage.Store
 	leases   *lease.Manager
 	policies *passwordpolicy.Policies
+	groups   *identity.Groups
 	auth     keel.Authorizer
 	clock    keel.Clock
 	log      *slog.Logger
@@ -142,10 +148,12 @@ type Table struct {
 // of each ldap and openldap mount, then the lease manager's.
 //
 // store is the program's whole store, or a view of it; the table keeps the
-// mount table at "sys/mounts", the leases under "lease/", each kv mount's
-// data under "kv/UUID/", each ldap or openldap mount's under
-// "ldapengine/mounts/PATH/" and the password policies under
-// "ldapengine/password-policies/".
+// mount table at "sys/mounts" with a guard key per mount under
+// "sys/mount-guards/", the leases under "lease/", each kv mount's data
+// under "kv/UUID/", each ldap or openldap mount's under
+// "ldapengine/mounts/PATH/", the password policies under
+// "ldapengine/password-policies/" and the identity groups under
+// "identity/".
 //
 // A stored mount that no longer validates, or whose engine cannot be
 // built, does not stop Open: it is listed with its error (Mount.Err) and
@@ -190,15 +198,17 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 		store:    store,
 		leases:   leases,
 		policies: policies,
-		auth:     o.Authorizer,
-		clock:    keel.ClockOrSystem(o.Clock),
-		log:      o.Logger,
-		dir:      o.Directory,
-		leader:   o.Leader,
-		mounts:   make(map[string]*Mount),
-		changed:  make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		ended:    make(chan struct{}),
+		groups: identity.New(storage.Sub(store, identityPrefix), &identity.Options{
+			Authorizer: o.Authorizer, Clock: o.Clock, Entities: o.Entities}),
+		auth:    o.Authorizer,
+		clock:   keel.ClockOrSystem(o.Clock),
+		log:     o.Logger,
+		dir:     o.Directory,
+		leader:  o.Leader,
+		mounts:  make(map[string]*Mount),
+		changed: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		ended:   make(chan struct{}),
 	}
 	// Watch before reading: a change committed after the read is seen.
 	stop, err := storage.Watch(ctx, store, tableKey, func(string) { t.signal() })
@@ -329,6 +339,10 @@ func (t *Table) Leases() *lease.Manager { return t.leases }
 // mounts generate passwords with.
 func (t *Table) PasswordPolicies() *passwordpolicy.Policies { return t.policies }
 
+// Groups returns the identity groups of the service, kept under
+// "identity/" and guarded by the table's Authorizer.
+func (t *Table) Groups() *identity.Groups { return t.groups }
+
 // List returns every mount of the table, served or not, ordered by path.
 // It needs keel.CapRead on "sys/mounts".
 func (t *Table) List(ctx context.Context) ([]Mount, error) {
@@ -383,6 +397,32 @@ func (t *Table) Route(p string) (m *Mount, rest string, ok bool) {
 		rest = p[len(m.Path):]
 	}
 	return m, rest, true
+}
+
+// usableCapabilities are the rights of which any one, on a mount or on a
+// path under it, lets a caller see the mount (MountFor).
+var usableCapabilities = []keel.Capability{keel.CapRead, keel.CapList, keel.CapCreate, keel.CapUpdate, keel.CapDelete, keel.CapSudo}
+
+// MountFor returns the served mount under which the request path p lies,
+// for a caller that may use it: one that holds any of read, list, create,
+// update, delete or sudo on the mount's path or on p, as Vault describes a
+// mount to a client before it sends a request there. A path under no
+// mount, or under one the caller may not use, is keel.KindForbidden alike,
+// so that the answer does not reveal which mounts exist.
+func (t *Table) MountFor(ctx context.Context, p string) (Mount, error) {
+	forbidden := fmt.Errorf("mount: no mount the caller may use lies above %q: %w", p, keel.ErrForbidden)
+	m, _, ok := t.Route(p)
+	if !ok {
+		return Mount{}, forbidden
+	}
+	for _, res := range []string{p, m.Path} {
+		for _, c := range usableCapabilities {
+			if keel.Authorize(ctx, t.auth, c, res) == nil {
+				return *m, nil
+			}
+		}
+	}
+	return Mount{}, forbidden
 }
 
 func (t *Table) list() []*Mount {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/mount"
@@ -461,5 +462,50 @@ func TestOpenRefusesNilStoreAndAuthorizer(t *testing.T) {
 	wantKind(t, err, keel.KindInvalid)
 	if dump := storagetest.Dump(t, store); len(dump) != 0 {
 		t.Fatalf("a refused Open wrote %d keys", len(dump))
+	}
+}
+
+// TestOneAuthorizerForTheService: the table's one Authorizer guards every
+// part of the service (mounts, engines, identity groups), a group name's
+// rules hold for every spelling, and MountFor shows a mount only to a
+// caller that may use it, refusing alike a path under no mount.
+func TestOneAuthorizerForTheService(t *testing.T) {
+	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"app": {
+			{Path: "secret/app/*", Capabilities: []keel.Capability{keel.CapRead}},
+			{Path: "identity/group/name/*", Capabilities: []keel.Capability{keel.CapRead, keel.CapCreate, keel.CapUpdate}},
+			{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := mount.Open(ctx, everystore.Mem(t), &mount.Options{Authorizer: authz, Defaults: mount.VaultDefaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(table.Close)
+	app := keel.WithPrincipal(ctx, keel.Principal{ID: "app", Policies: []string{"app"}})
+	root := keel.WithPrincipal(ctx, keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+
+	if m, err := table.MountFor(app, "secret/app/db"); err != nil || m.Path != "secret/" {
+		t.Fatalf("MountFor a path the caller may read: %+v, %v", m.Path, err)
+	}
+	for _, p := range []string{"secret/other", "ldap/config", "nothing/here"} {
+		_, err := table.MountFor(app, p)
+		wantKind(t, err, keel.KindForbidden)
+	}
+	if _, err := table.MountFor(root, "ldap/config"); err != nil {
+		t.Fatalf("MountFor as root: %v", err)
+	}
+	m, _, _ := table.Route("secret/")
+	wantKind(t, m.KV.Write(app, "app/db", map[string]any{"k": "v"}), keel.KindForbidden)
+
+	for _, name := range []string{"Admins", "ADMINS", "admins"} {
+		_, err := table.Groups().UpsertByName(app, name, identity.Input{})
+		wantKind(t, err, keel.KindForbidden)
+	}
+	if _, err := table.Groups().UpsertByName(app, "devs", identity.Input{}); err != nil {
+		t.Fatalf("a group the caller may create: %v", err)
 	}
 }

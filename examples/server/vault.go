@@ -5,15 +5,13 @@ import (
 	"net/http"
 
 	"github.com/keelhq/keel/examples/httpapi/vault"
-	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/mount"
-	"github.com/keelhq/keel/storage"
 )
 
 // mountVault serves the server's mount table (package mount: kv, ldap and
 // openldap engines, whose workers and lease manager stop with the server)
-// in Vault's dialect, the identity groups kept under "identity/" of the
-// server's store, auth/token/lookup-self, and what `vault status` reads
+// in Vault's dialect with the table's identity groups,
+// auth/token/lookup-self, and what `vault status` reads
 // (sys/health, sys/seal-status, sys/leader), without a token for the
 // last three. The token comes in X-Secrets-Token, X-Vault-Token or
 // Authorization: Bearer (see requestToken).
@@ -28,10 +26,9 @@ func mountVault(mux *http.ServeMux, d *deps) error {
 	d.mounts = table
 	d.onClose(func() error { table.Close(); return nil })
 	vault.New(table, &vault.Options{
-		Clock: d.clock, Logger: d.logger, Authorizer: d.authorizer,
+		Clock: d.clock, Logger: d.logger,
 		Server: vault.Server{Version: keelVersion(), BuildDate: buildDate(),
 			ClusterName: d.state.ClusterName, ClusterID: d.state.ClusterID, StorageType: d.storageType},
-		Groups: identity.New(storage.Sub(d.store, "identity/"), &identity.Options{Authorizer: d.authorizer, Clock: d.clock}),
 	}).Register(mux)
 	return nil
 }

@@ -32,7 +32,7 @@
 //	                                                write (POST, PUT), delete (DELETE)
 //	PATCH          /v1/…                            400, 415 or 405, as Vault (see Status codes)
 //
-// with Options.Groups, the identity groups (package identity):
+// and the table's identity groups (mount.Table.Groups):
 //
 //	POST, PUT          /v1/identity/group             create, or update by id (in the body) or name
 //	GET, POST, DELETE  /v1/identity/group/id/:id      read, update (POST, PUT), delete
@@ -125,7 +125,9 @@
 // reads secret/x. That endpoint answers 403 with Vault's message for a
 // path under no mount, and for a caller that holds none of read, list,
 // create, update, delete or sudo on the mount or on the path asked for
-// (Options.Authorizer), so that it does not reveal which mounts exist.
+// (mount.Table.MountFor decides), so that it does not reveal which mounts
+// exist. The adapter decides no right itself: every right is the table's
+// Authorizer's, asked by the library.
 //
 // Every answer of a path with data names its mount type in mount_type, as
 // Vault's: the engine's type under a mount ("kv", "ldap", "openldap"),

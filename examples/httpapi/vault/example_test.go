@@ -17,7 +17,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	store := memstore.New(nil)
-	// No Authorizer: everything is allowed.
+	// keel.AllowAll{}: everything is allowed, as asked for by name.
 	table, err := mount.Open(ctx, store, &mount.Options{Authorizer: keel.AllowAll{}, Defaults: mount.VaultDefaults()})
 	if err != nil {
 		panic(err)

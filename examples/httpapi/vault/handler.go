@@ -16,14 +16,8 @@ import (
 
 // Options configure a Handler. A nil *Options means defaults.
 type Options struct {
-	Clock  keel.Clock       // nil: the system clock
-	Logger *slog.Logger     // nil: discard
-	Groups *identity.Groups // nil: no identity group endpoints
-	// Authorizer decides which mounts sys/internal/ui/mounts/:path
-	// describes to a caller: those on which, or on the path asked for,
-	// it holds any of read, list, create, update, delete or sudo. Give
-	// the mount table's. Nil: every caller sees every mount.
-	Authorizer keel.Authorizer
+	Clock  keel.Clock   // nil: the system clock
+	Logger *slog.Logger // nil: discard
 	// Server describes the program for sys/health, sys/seal-status and
 	// sys/leader. The zero value: version "dev", no cluster.
 	Server Server
@@ -37,7 +31,6 @@ type Handler struct {
 	leases *lease.Manager
 	clock  keel.Clock
 	groups *identity.Groups
-	authz  keel.Authorizer
 	server Server
 }
 
@@ -52,8 +45,8 @@ func New(table *mount.Table, opts *Options) *Handler {
 	if o.Server.Version == "" {
 		o.Server.Version = "dev"
 	}
-	return &Handler{mounts: table, leases: table.Leases(), clock: keel.ClockOrSystem(o.Clock), groups: o.Groups,
-		authz: o.Authorizer, server: o.Server}
+	return &Handler{mounts: table, leases: table.Leases(), clock: keel.ClockOrSystem(o.Clock), groups: table.Groups(),
+		server: o.Server}
 }
 
 // errNoPolicy is Vault's answer to a read or generate of a missing
@@ -138,9 +131,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		{"LIST GET", policies, listing(mountSystem, "LIST", pp.List)},
 		{"LIST GET", policies + "/{$}", listing(mountSystem, "LIST", pp.List)},
 	}
-	if h.groups != nil {
-		routes = append(routes, h.groupRoutes()...)
-	}
+	routes = append(routes, h.groupRoutes()...)
 	// A path of a route asked with a method the route does not serve, and
 	// the path a subtree pattern ("…/{prefix...}", "…/{$}") names without
 	// its slash, would reach the catch-all /v1/ (404 "no handler") or the

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/keelhq/keel"
 )
 
 // serveMount routes a request under /v1/ to the engine mounted there.
@@ -30,10 +29,6 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 		keys, err := m.KV.List(ctx, rest)
 		writeRead(w, m.Type, err, keysData(keys))
 	case r.Method == http.MethodGet:
-		if rest == "" || strings.HasSuffix(rest, "/") {
-			h.readFolder(w, r, m.Path+rest)
-			return
-		}
 		sec, err := m.KV.Read(ctx, rest)
 		if err != nil {
 			writeError(w, missing(err))
@@ -55,21 +50,6 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 	default:
 		methodNotAllowed(w, "GET, LIST, POST, PUT, DELETE")
 	}
-}
-
-// readFolder answers a kv read of a path that can hold no secret, the
-// mount's root or a path ending in "/" (resource, such as "secret/" or
-// "secret/app/"): 404 with an empty errors list, as Vault's (which finds
-// nothing stored under that key), or 403 for a caller without read on
-// it, as Vault checks the right first.
-func (h *Handler) readFolder(w http.ResponseWriter, r *http.Request, resource string) {
-	if h.authz != nil {
-		if err := keel.Authorize(r.Context(), h.authz, keel.CapRead, resource); err != nil {
-			writeError(w, keel.ErrForbidden)
-			return
-		}
-	}
-	writeError(w, errMissing)
 }
 
 // mergePatch is the one media type of Vault's PATCH requests.

@@ -173,8 +173,8 @@ func (h *Handler) uiMount(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusBadRequest, "path not set")
 		return
 	}
-	m, _, ok := h.mounts.Route(p)
-	if !ok || !h.mayUse(r, m.Path, p) {
+	m, err := h.mounts.MountFor(r.Context(), p)
+	if err != nil {
 		mp := p
 		if !strings.HasSuffix(mp, "/") {
 			mp += "/"
@@ -182,29 +182,8 @@ func (h *Handler) uiMount(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusForbidden, "preflight capability check returned 403, please ensure client's policies grant access to path "+strconv.Quote(mp))
 		return
 	}
-	out := h.mountInfo(m)
+	out := h.mountInfo(&m)
 	out.Path = m.Path
 	writeJSON(w, http.StatusOK, newResponse(mountSystem, &out))
 }
 
-// mountCapabilities are the rights of which any one, on a mount or on the
-// path asked for, lets a caller see the mount's entry.
-var mountCapabilities = []keel.Capability{keel.CapRead, keel.CapList, keel.CapCreate, keel.CapUpdate, keel.CapDelete, keel.CapSudo}
-
-// mayUse reports whether the caller of r holds any right of
-// mountCapabilities on the mount at mountPath or on the path p under it,
-// as Vault lets a caller see a mount it may use. Without an authorizer,
-// every caller may.
-func (h *Handler) mayUse(r *http.Request, mountPath, p string) bool {
-	if h.authz == nil {
-		return true
-	}
-	for _, res := range []string{p, mountPath} {
-		for _, c := range mountCapabilities {
-			if keel.Authorize(r.Context(), h.authz, c, res) == nil {
-				return true
-			}
-		}
-	}
-	return false
-}

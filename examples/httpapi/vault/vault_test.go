@@ -16,7 +16,6 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/vault"
-	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/mount"
@@ -80,8 +79,7 @@ func newEnv(t testing.TB, store storage.Store) *env {
 	// The tests drive the lease worker's Step themselves.
 	e.leases = table.Leases()
 	e.leases.Stop()
-	h := vault.New(table, &vault.Options{Clock: e.clock, Authorizer: authz, Server: testServer,
-		Groups: identity.New(storage.Sub(store, "identity/"), &identity.Options{Authorizer: authz, Clock: e.clock})})
+	h := vault.New(table, &vault.Options{Clock: e.clock, Server: testServer})
 	mux := http.NewServeMux()
 	h.Register(mux)
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
