@@ -76,7 +76,8 @@
 // sets "MOUNT/library/SET" (create or update, read, delete), list on
 // "MOUNT/library/", read on "MOUNT/library/SET/status", update on
 // "MOUNT/library/SET/check-out", "MOUNT/library/SET/check-in" and
-// "MOUNT/library/manage/SET/check-in".
+// "MOUNT/library/manage/SET/check-in". No operation of the engine needs
+// a right on "sys/leases/...": a check-in ends its lease itself.
 //
 // # Concurrency
 //
@@ -106,8 +107,9 @@
 // creation LDIF with a generated username and password and runs its
 // entries in order (add, modify, delete); at the first error it runs the
 // rollback LDIF, continuing past errors, and returns every error. On
-// success it issues a lease from Options.Leases whose revocation (Revoke)
-// runs the deletion LDIF kept with the lease. Templates are Go's
+// success it issues a lease from Options.Leases whose revocation (by the
+// lease manager, through the engine's unexported Revoker) runs the
+// deletion LDIF kept with the lease. Templates are Go's
 // text/template with the functions of Vault's engine (random, truncate,
 // truncate_sha256, uppercase, lowercase, replace, sha256, base64,
 // unix_time, unix_time_millis, timestamp, uuid, and utf16le in LDIF);
@@ -171,8 +173,8 @@
 // names them (each must exist in the directory, and belong to one set or
 // static role only), CheckOut lends the first free one with its password
 // and a renewable lease from Options.Leases, CheckIn (or the end of the
-// lease, through Revoke) gives it back and changes its password.
-// Check-out, check-in and expiry each run in one transaction.
+// lease, revoked by the lease manager) gives it back and changes its
+// password. Check-out, check-in and expiry each run in one transaction.
 //
 // Sizes. On a store that bounds its transactions a set holds at most
 // MaxLibraryAccounts accounts (MaxTxReads less 8: 120 on etcdstore's
@@ -208,9 +210,7 @@
 //     check-out).
 //   - Check-in enforcement (Vault's rule): the caller may check an account
 //     in when its entity id, or else its client token id, equals the
-//     borrower's (both non-empty). An account borrowed by a caller with
-//     neither can only be checked in through the manage path, with
-//     enforcement disabled, or by the end of its lease.
+//     borrower's (both non-empty).
 //   - Check-in without names takes the accounts of the set that are
 //     checked out and that the caller may check in; more than one is an
 //     error (keel.ErrInvalid on ServiceAccountNames), none gives an empty
@@ -240,7 +240,7 @@
 //     success) fails with an unknown outcome, the account stays out of
 //     circulation (indexed as pending) until the worker settles it: the
 //     account then gets its password, a check-in or lease end is finished
-//     and its lease removed, and a joining account becomes available. The
+//     and its lease ended with it, and a joining account becomes available. The
 //     alternative, making it available with the old password, could hand
 //     out a password the directory no longer accepts when the failed change
 //     did reach the server. A change that certainly was not made leaves
@@ -253,12 +253,25 @@
 //   - An account whose lease has expired stays checked out until the lease
 //     manager has revoked the lease (rotated the password): handing it out
 //     earlier would share the password with its previous borrower.
-//   - Check-in removes the account's lease with lease.Manager.Revoke (sync)
-//     using the caller's context; the Engine's Revoke then finds the
-//     account no longer held under that lease and does nothing. When that
-//     removal fails (the caller may lack update on "sys/leases/revoke"),
-//     the check-in still succeeds, the failure is logged, and the lease
-//     ends harmlessly later.
+//   - Check-in ends the account's lease in the transaction that checks the
+//     account in (lease.Tx.End of the mount's Issuer), whether the caller
+//     checks it in or the worker finishes a check-in: the lease is gone
+//     when the account is available again, no revoker runs, and no right
+//     on sys/leases is needed (the borrower needs update on its set's
+//     check-in path only). The engine has no exported method that revokes
+//     a lease: its Revoker is unexported, reached through the lease
+//     manager, which checks its callers' rights.
+//   - A check-out lease is renewed (sys/leases/renew) only while its
+//     account is checked out under it with no check-in under way: the
+//     renewal of a lease whose account is checked in, or lent again under
+//     another lease, is refused (keel.ErrInvalid on LeaseID), as Vault's
+//     engine refuses it. Once checked in the lease is usually gone, and
+//     the renewal answers keel.ErrNotFound.
+//   - A check-out needs a caller with a client token id or an entity id
+//     (keel.Principal.ClientTokenID, EntityID): they name the borrower who
+//     may check the account in. CheckOut refuses a caller with neither
+//     (keel.ErrInvalid on Principal.ClientTokenID) before writing
+//     anything.
 //   - No account available is ErrNoAccountAvailable, of kind
 //     keel.ErrConflict (the set's state refuses the check-out now, the
 //     request itself is fine); the Vault adapter's one status table

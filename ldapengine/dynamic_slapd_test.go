@@ -153,7 +153,7 @@ func TestSlapdDynamicCreds(t *testing.T) {
 			t.Fatal("the membership survives revocation")
 		}
 		// Idempotent against the real server too.
-		if err := s.e.Revoke(ctx, c.Lease); err != nil {
+		if err := (revoker{s.e}).Revoke(ctx, c.Lease); err != nil {
 			t.Fatalf("second revocation: %v", err)
 		}
 	})

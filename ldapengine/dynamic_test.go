@@ -297,9 +297,9 @@ func TestCredsRevokeDeletesAccount(t *testing.T) {
 		if members, ok := v.dir.Attr(groupDN, "member"); !ok || slices.Contains(members, dn) {
 			t.Fatalf("group after revocation: %v %v", members, ok)
 		}
-		// Revoke is idempotent: the engine's Revoke of the same lease again
+		// Revoke is idempotent: the engine's revoker, given the same lease again,
 		// succeeds though everything is already deleted.
-		if err := v.e.Revoke(ctx, c.Lease); err != nil {
+		if err := (revoker{v.e}).Revoke(ctx, c.Lease); err != nil {
 			t.Fatalf("second revocation: %v", err)
 		}
 	})
@@ -382,7 +382,7 @@ func TestCredsFailedDeletionIsRetriedThenIrrevocable(t *testing.T) {
 		v.dir.FailApply(dn, errors.New("busy"))
 		// Deletion LDIF entries run on past an error: the group membership
 		// (the first entry) is removed though the account's deletion fails.
-		err = v.e.Revoke(ctx, c.Lease)
+		err = revoker{v.e}.Revoke(ctx, c.Lease)
 		wantKind(t, err, keel.KindUnavailable)
 		if members, _ := v.dir.Attr(groupDN, "member"); slices.Contains(members, dn) {
 			t.Fatal("deletion stopped at the failing entry")
@@ -591,7 +591,7 @@ func TestCredsTTLs(t *testing.T) {
 func TestRevokeCredsBadLeaseData(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
-		err := v.e.Revoke(context.Background(), lease.Lease{ID: "ldap/creds/app/x", Path: "ldap/creds/app", Data: []byte("{")})
+		err := revoker{v.e}.Revoke(context.Background(), lease.Lease{ID: "ldap/creds/app/x", Path: "ldap/creds/app", Data: []byte("{")})
 		wantKind(t, err, keel.KindInternal)
 	})
 }

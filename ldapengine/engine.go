@@ -60,10 +60,12 @@ type Options struct {
 	// Nil: leader.Always.
 	Leader leader.Leader
 	// Leases issues the leases of dynamic credentials and library
-	// check-outs. New registers the Engine with it as the Revoker of its
-	// mount (MOUNT + "/"), with the engine's store, which must then be a
-	// view of the same store as the Manager's (see lease.Mount.Store).
-	// Nil: those operations fail with keel.ErrUnavailable.
+	// check-outs. New registers the engine's mount (MOUNT + "/") with it,
+	// with an unexported Revoker and Renewer of the engine (the Engine
+	// itself has no method that revokes without a right) and the engine's
+	// store, which must then be a view of the same store as the Manager's
+	// (see lease.Mount.Store). Nil: those operations fail with
+	// keel.ErrUnavailable.
 	Leases *lease.Manager
 	// DefaultTTL is the mount's default lease TTL, registered with
 	// Leases. Zero: the manager's system default.
@@ -103,8 +105,8 @@ type Engine struct {
 // New returns the engine of flavor for mount (such as "ldap" or
 // "team/openldap"), keeping its state in store, which its caller has scoped
 // to the engine (package mount gives each engine a view of its own). It
-// reads nothing from the store. With opts.Leases, New registers the engine
-// as the Revoker of the mount's leases.
+// reads nothing from the store. With opts.Leases, New registers the
+// engine's Revoker and Renewer of the mount's leases.
 //
 // New fails with an error of kind keel.KindInvalid when store is nil, the
 // flavor is unknown, mount is empty, or the lease manager refuses the
@@ -159,7 +161,7 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 		Watch:   e.watchDue,
 	})
 	if o.Leases != nil {
-		iss, err := o.Leases.Register(lease.Mount{Path: mount + "/", Revoker: e, Store: store, DefaultTTL: o.DefaultTTL, MaxTTL: o.MaxTTL})
+		iss, err := o.Leases.Register(lease.Mount{Path: mount + "/", Revoker: revoker{e}, Store: store, DefaultTTL: o.DefaultTTL, MaxTTL: o.MaxTTL})
 		if err != nil {
 			return nil, fmt.Errorf("ldapengine: %w", err)
 		}

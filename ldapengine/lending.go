@@ -38,15 +38,21 @@ type checkOutData struct {
 }
 
 // CheckOut checks out the first available account of the library set
-// name for the
-// caller (keel.PrincipalFrom: its ClientTokenID and EntityID are recorded
-// as the borrower) and issues a renewable lease for it, in one
-// transaction. The lease's TTL is ttl capped at the set's ttl (zero: the
-// set's ttl), its max TTL the set's max_ttl. It needs update on
-// "MOUNT/library/NAME/check-out". No available account is
-// ErrNoAccountAvailable (keel.ErrConflict); a nil Options.Leases is
-// keel.ErrUnavailable too. CheckOut is safe for concurrent use: concurrent
-// check-outs never get the same account.
+// name for the caller (keel.PrincipalFrom: its ClientTokenID and EntityID
+// are recorded as the borrower) and issues a renewable lease for it, in
+// one transaction. The lease's TTL is ttl capped at the set's ttl (zero:
+// the set's ttl), its max TTL the set's max_ttl. It needs update on
+// "MOUNT/library/NAME/check-out". The lease is renewed (sys/leases/renew)
+// only while the account is checked out under it; its end checks the
+// account in.
+//
+// A caller with neither a ClientTokenID nor an EntityID could never check
+// the account in as its borrower: CheckOut refuses it with an error of
+// kind keel.KindInvalid on the field "Principal.ClientTokenID", before
+// any write. No available account is ErrNoAccountAvailable
+// (keel.ErrConflict); a nil Options.Leases is keel.ErrUnavailable.
+// CheckOut is safe for concurrent use: concurrent check-outs never get the
+// same account.
 func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (CheckOut, error) {
 	if err := e.libraryOnly(); err != nil {
 		return CheckOut{}, err
@@ -60,13 +66,16 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("library", name, "check-out")); err != nil {
 		return CheckOut{}, err
 	}
+	p, _ := keel.PrincipalFrom(ctx)
+	if p.ClientTokenID == "" && p.EntityID == "" {
+		return CheckOut{}, keel.Invalid("Principal.ClientTokenID", "a check-out needs a caller with a client token id or an entity id, so that its borrower can check it in")
+	}
 	if e.leases == nil {
 		return CheckOut{}, errNoLeases
 	}
-	p, _ := keel.PrincipalFrom(ctx)
 	now := e.clock.Now().UTC()
 	var out CheckOut
-	err := e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, issue lease.IssueFunc) error {
+	err := e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
 		out = CheckOut{}
 		rec, err := loadSet(tx, name)
 		if err != nil {
@@ -88,7 +97,7 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 			if err != nil {
 				return fmt.Errorf("ldapengine: encode check-out data: %v: %w", err, keel.ErrInternal)
 			}
-			l, err := issue(lease.IssueRequest{
+			l, err := leases.Issue(lease.IssueRequest{
 				Path: e.resource("library", name, "check-out"), TTL: eff, MaxTTL: rec.MaxTTL, Renewable: true, Data: data,
 			})
 			if err != nil {
@@ -111,7 +120,10 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 
 // CheckIn checks the accounts serviceAccountNames of the library set name
 // back in, gives each a new password (the one the borrower had stops
-// working), removes its lease, and returns the names it checked in. With
+// working), and returns the names it checked in. The lease of each
+// check-out ends in the transaction that checks its account in
+// (lease.Tx.End): it is gone when CheckIn returns, no Revoker is called,
+// and no right on sys/leases is needed. With
 // serviceAccountNames empty it checks in the one account
 // of the set that the caller may check in; several are keel.ErrInvalid.
 // An account already checked in is not an error and is not returned.
@@ -191,10 +203,9 @@ func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames [
 		return nil, fmt.Errorf("check-in: %w", err)
 	}
 	checkIns := []string{}
-	var leaseIDs []string
 	var failure error
 	for _, n := range todo {
-		in, leaseID, err := e.changePassword(ctx, name, n, func(a *libAccount) (bool, error) {
+		in, err := e.changePassword(ctx, name, n, func(a *libAccount) (bool, error) {
 			if a.CheckedOut && enforce && !isBorrower(p, a) {
 				return false, fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
 			}
@@ -206,18 +217,6 @@ func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames [
 		}
 		if in {
 			checkIns = append(checkIns, n)
-			if leaseID != "" {
-				leaseIDs = append(leaseIDs, leaseID)
-			}
-		}
-	}
-	// The leases of the accounts checked in: the Engine's Revoke finds them
-	// no longer current and does nothing.
-	if e.leases != nil {
-		for _, id := range leaseIDs {
-			if err := e.leases.Manager().Revoke(ctx, id, true); err != nil {
-				e.log.Warn("library check-in: removing the lease failed; it ends harmlessly later", "set", name, "lease_id", id, "error", err)
-			}
 		}
 	}
 	if failure != nil {
@@ -243,20 +242,21 @@ func settleOnly(a *libAccount) (bool, error) {
 // it available, when match, called in the first transaction with the
 // account's record, says so. The new password is written to the record
 // (or a pending one reused) before the directory changes; the record
-// takes it, and the account is checked in, in a second transaction. It
-// returns whether the account was checked out, and the id of the lease it
-// was checked out under. A missing set or account is not an error (false).
-func (e *Engine) changePassword(ctx context.Context, set, name string, match func(*libAccount) (bool, error)) (bool, string, error) {
+// takes it, the account is checked in, and the lease it was checked out
+// under ends (lease.Tx.End), in a second transaction. It returns whether
+// the account was checked out. A missing set or account is not an error
+// (false).
+func (e *Engine) changePassword(ctx context.Context, set, name string, match func(*libAccount) (bool, error)) (bool, error) {
 	e.rootMu.RLock()
 	defer e.rootMu.RUnlock()
 	defer e.entries.lock("library/" + set + "/" + name)()
 	cfg, err := e.loadConfig(ctx)
 	if err != nil {
-		return false, "", fmt.Errorf("account %q: %w", name, err)
+		return false, fmt.Errorf("account %q: %w", name, err)
 	}
 	candidate, err := e.generate(ctx, &cfg)
 	if err != nil {
-		return false, "", fmt.Errorf("account %q: %w", name, err)
+		return false, fmt.Errorf("account %q: %w", name, err)
 	}
 	var before libAccount
 	var skip, fresh bool
@@ -300,10 +300,10 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 		return nil
 	})
 	if err != nil {
-		return false, "", fmt.Errorf("account %q: write-ahead record: %w", name, err)
+		return false, fmt.Errorf("account %q: write-ahead record: %w", name, err)
 	}
 	if skip {
-		return false, "", nil
+		return false, nil
 	}
 	if !fresh && e.dir.Bind(ctx, cfg.conn(), before.DN, before.New) == nil {
 		err = nil // an earlier attempt made the change
@@ -313,12 +313,12 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	if err != nil {
 		if fresh && errors.Is(err, ErrNotApplied) {
 			e.dropNew(ctx, set, name, before.New)
-			return false, "", fmt.Errorf("account %q: password change failed, nothing changed: %w", name, err)
+			return false, fmt.Errorf("account %q: password change failed, nothing changed: %w", name, err)
 		}
 		e.worker.WakeFor(e.clock.Now().Add(e.retry))
-		return false, "", fmt.Errorf("account %q: password change failed, the account stays out of circulation until the worker settles it: %w", name, err)
+		return false, fmt.Errorf("account %q: password change failed, the account stays out of circulation until the worker settles it: %w", name, err)
 	}
-	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	commit := func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
 		a, ok, err := loadAccount(tx, set, name)
 		if err != nil {
 			return err
@@ -326,17 +326,29 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 		if !ok || a.New != before.New || a.LeaseID != before.LeaseID {
 			return fmt.Errorf("changed during the password change: %w", keel.ErrConflict)
 		}
+		// The engine has taken the account back: its lease ends here,
+		// with no revocation to run and no right to ask for.
+		if a.LeaseID != "" && leases != nil {
+			if err := leases.End(a.LeaseID); err != nil {
+				return err
+			}
+		}
 		a = libAccount{DN: a.DN, Password: a.New, Ready: true}
 		if err := tx.Delete(pendingKey(set, name)); err != nil {
 			return err
 		}
 		return putJSON(tx, acctKey(set, name), &a)
-	})
+	}
+	if e.leases != nil {
+		err = e.leases.Update(ctx, commit)
+	} else {
+		err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return commit(ctx, tx, nil) })
+	}
 	if err != nil {
-		return false, "", fmt.Errorf("account %q: the directory holds the new password, storing it failed (the write-ahead record keeps it): %w", name, err)
+		return false, fmt.Errorf("account %q: the directory holds the new password, storing it failed (the write-ahead record keeps it): %w", name, err)
 	}
 	e.log.Info("library account password changed", "set", set, "account", name, "checked_in", before.CheckedOut)
-	return before.CheckedOut, before.LeaseID, nil
+	return before.CheckedOut, nil
 }
 
 // dropNew drops the write-ahead record pw of account name of set, when
@@ -372,8 +384,10 @@ func pendingOnly(a *libAccount) (bool, error) {
 // settleAccounts finishes the pending password changes of library
 // accounts (the pending index), at most batch of them: each gets its
 // password, and one that was checked out is checked in and its lease
-// removed, as its check-in or lease end asked. It returns how many it
-// tried and whether one failed (logged; the next Step tries again).
+// ended in the same transaction, as its check-in or lease end asked
+// (with no right asked: the worker's context carries no principal). It
+// returns how many it tried and whether one failed (logged; the next Step
+// tries again).
 func (e *Engine) settleAccounts(ctx context.Context, batch int) (int, bool, error) {
 	var todo []pendingAccount
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -395,19 +409,12 @@ func (e *Engine) settleAccounts(ctx context.Context, batch int) (int, bool, erro
 	}
 	failed := false
 	for _, p := range todo {
-		in, leaseID, err := e.changePassword(ctx, p.Set, p.Account, pendingOnly)
-		if err != nil {
+		if _, err := e.changePassword(ctx, p.Set, p.Account, pendingOnly); err != nil {
 			if ctx.Err() != nil {
 				return 0, false, ctx.Err()
 			}
 			failed = true
 			e.log.Error("library account: settling a password change failed", "set", p.Set, "account", p.Account, "error", err)
-			continue
-		}
-		if in && leaseID != "" && e.leases != nil {
-			if err := e.leases.Manager().Revoke(ctx, leaseID, true); err != nil {
-				e.log.Warn("library account checked in by the worker: removing the lease failed; it ends harmlessly later", "set", p.Set, "lease_id", leaseID, "error", err)
-			}
 		}
 	}
 	return len(todo), failed, nil
@@ -417,15 +424,15 @@ func (e *Engine) settleAccounts(ctx context.Context, batch int) (int, bool, erro
 // checked out under l, it gets a new password and becomes available;
 // otherwise (checked in already, set or account gone) nothing happens.
 func (e *Engine) revokeCheckOut(ctx context.Context, l lease.Lease) error {
-	var d checkOutData
-	if err := json.Unmarshal(l.Data, &d); err != nil || d.Set == "" || d.Account == "" {
-		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: no check-out data: %w", l.ID, keel.ErrInvalid))
+	d, err := checkOutOf(l)
+	if err != nil {
+		return lease.Permanent(err)
 	}
 	current := func(a *libAccount) (bool, error) { return a.CheckedOut && a.LeaseID == l.ID, nil }
 	// Fast path without the rotation lock: most revocations after a
 	// check-in find nothing to do.
 	var held bool
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		a, ok, err := loadAccount(tx, d.Set, d.Account)
 		held = ok && a.CheckedOut && a.LeaseID == l.ID
 		return err
@@ -433,8 +440,56 @@ func (e *Engine) revokeCheckOut(ctx context.Context, l lease.Lease) error {
 	if err != nil || !held {
 		return err
 	}
-	if _, _, err := e.changePassword(ctx, d.Set, d.Account, current); err != nil {
+	if _, err := e.changePassword(ctx, d.Set, d.Account, current); err != nil {
 		return fmt.Errorf("library set %q: automatic check-in: %w", d.Set, err)
 	}
 	return nil
+}
+
+// renewCheckOut allows the renewal of the check-out lease l only while its
+// account is checked out under l and no check-in of it is under way (no
+// password change written ahead): the renewal of a lease whose account is
+// checked in, or lent again under another lease, is refused with an error
+// of kind keel.KindInvalid on the field "LeaseID", as Vault's engine
+// refuses it.
+func (e *Engine) renewCheckOut(ctx context.Context, l lease.Lease) error {
+	d, err := checkOutOf(l)
+	if err != nil {
+		return err
+	}
+	var why string
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		why = ""
+		a, ok, err := loadAccount(tx, d.Set, d.Account)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			why = "is no longer an account of the set"
+		case !a.CheckedOut:
+			why = "is already checked in; check it out again to regain it"
+		case a.LeaseID != l.ID:
+			why = "is checked out under another lease"
+		case a.New != "":
+			why = "is being checked in"
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("library set %q: renewal of lease %q: %w", d.Set, l.ID, err)
+	}
+	if why != "" {
+		return fmt.Errorf("library set %q: %w", d.Set, keel.Invalid("LeaseID", "the account %q of the check-out %s", d.Account, why))
+	}
+	return nil
+}
+
+// checkOutOf decodes the Data of the check-out lease l; it fails with an
+// error of kind keel.KindInvalid when l holds no check-out.
+func checkOutOf(l lease.Lease) (checkOutData, error) {
+	var d checkOutData
+	if err := json.Unmarshal(l.Data, &d); err != nil || d.Set == "" || d.Account == "" {
+		return checkOutData{}, fmt.Errorf("ldapengine: lease %q: no check-out data: %w", l.ID, keel.ErrInvalid)
+	}
+	return d, nil
 }

@@ -363,7 +363,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	// and any whose earlier change failed).
 	var errs []error
 	for _, n := range settle {
-		if _, _, err := e.changePassword(ctx, name, n, settleOnly); err != nil {
+		if _, err := e.changePassword(ctx, name, n, settleOnly); err != nil {
 			errs = append(errs, err)
 		}
 	}

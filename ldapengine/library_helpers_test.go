@@ -3,6 +3,7 @@ package ldapengine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -16,24 +17,26 @@ import (
 const libUsersDN = "ou=users,dc=example,dc=org"
 
 // libEnv is an ldap engine on a fake directory with a lease manager that
-// has the engine registered as the Revoker of "ldap/".
+// has the engine's revoker registered for "ldap/".
 type libEnv struct {
 	*env
 	leases *lease.Manager
 }
 
 type libOptions struct {
-	store    storage.Store             // nil: a new store from open
-	flavor   Flavor                    // "": FlavorLDAP
-	dir      func(Directory) Directory // wraps the fake directory
-	auth     keel.Authorizer
-	noLeases bool
+	store     storage.Store             // nil: a new store from open
+	flavor    Flavor                    // "": FlavorLDAP
+	dir       func(Directory) Directory // wraps the fake directory
+	auth      keel.Authorizer           // the engine's
+	leaseAuth keel.Authorizer           // the lease manager's
+	logger    *slog.Logger              // the engine's and the lease manager's
+	noLeases  bool
 }
 
 // newLibEnv returns a configured engine (userdn ou=users, userattr uid) on
 // a fake directory holding the bind account, alice, bob and svc0…svc{n-1},
 // over o.store or else a new store from open (everystore.Mem for a test of
-// one store).
+// one store). It configures the engine as libRoot.
 func newLibEnv(t testing.TB, open everystore.Open, n int, o libOptions) *libEnv {
 	t.Helper()
 	s := o.store
@@ -61,10 +64,10 @@ func newLibEnv(t testing.TB, open everystore.Open, n int, o libOptions) *libEnv 
 	}
 	var m *lease.Manager
 	if !o.noLeases {
-		m = newLeases(t, s, &lease.Options{Clock: clock})
+		m = newLeases(t, s, &lease.Options{Clock: clock, Authorizer: o.leaseAuth, Logger: o.logger})
 		t.Cleanup(m.Stop)
 	}
-	e, err := New(storage.Sub(s, storePrefix("ldap")), o.flavor, "ldap", &Options{Directory: d, Clock: clock, Policies: pol, Leases: m, Authorizer: o.auth})
+	e, err := New(storage.Sub(s, storePrefix("ldap")), o.flavor, "ldap", &Options{Directory: d, Clock: clock, Policies: pol, Leases: m, Authorizer: o.auth, Logger: o.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +77,7 @@ func newLibEnv(t testing.TB, open everystore.Open, n int, o libOptions) *libEnv 
 	if o.flavor == FlavorLDAP {
 		cfg.UserDN, cfg.UserAttr = libUsersDN, "uid"
 	}
-	if err := e.WriteConfig(context.Background(), cfg); err != nil {
+	if err := e.WriteConfig(libRoot(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -92,6 +95,12 @@ func libSvcNames(n int) []string {
 	return out
 }
 
+// libRoot returns a context of a caller with the root policy, which a
+// keel.RuleAuthorizer lets do anything.
+func libRoot() context.Context {
+	return keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", ClientTokenID: "tok-root", Policies: []string{keel.RootPolicy}})
+}
+
 // libCaller returns a context of a caller with client token token and entity
 // entity.
 func libCaller(token, entity string) context.Context {
@@ -100,10 +109,11 @@ func libCaller(token, entity string) context.Context {
 
 func libPtr[T any](v T) *T { return &v }
 
-// putSet creates the set name with accounts and fails the test on error.
+// putSet creates the set name with accounts, as libRoot, and fails the
+// test on error.
 func (v *libEnv) putSet(t testing.TB, name string, accounts ...string) {
 	t.Helper()
-	if err := v.e.PutLibrarySet(context.Background(), name, LibrarySetRequest{ServiceAccountNames: accounts}); err != nil {
+	if err := v.e.PutLibrarySet(libRoot(), name, LibrarySetRequest{ServiceAccountNames: accounts}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -195,4 +205,35 @@ func (a *libDenyAuth) last() string {
 		return ""
 	}
 	return a.asked[len(a.asked)-1]
+}
+
+// levelLog is a slog.Handler that records the level and message of every
+// record, to check what an operation logged.
+type levelLog struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *levelLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *levelLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *levelLog) WithGroup(string) slog.Handler            { return h }
+
+func (h *levelLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+// atLeast returns "LEVEL message" of the records of level lvl or above.
+func (h *levelLog) atLeast(lvl slog.Level) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.recs {
+		if r.Level >= lvl {
+			out = append(out, r.Level.String()+" "+r.Message)
+		}
+	}
+	return out
 }

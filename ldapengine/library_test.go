@@ -494,7 +494,7 @@ func TestCheckOutLeaseEndChecksIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		changes := v.dir.Changes()
-		if err := v.e.Revoke(ctx, co.Lease); err != nil {
+		if err := (revoker{v.e}).Revoke(ctx, co.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if v.dir.Changes() != changes || !v.binds(libSvcDN(0), co2.Password) {
@@ -524,7 +524,7 @@ func TestCheckInLeaseRevokeIsNoop(t *testing.T) {
 		}
 		// A late revocation of the first lease (a retry of the manager, say)
 		// does not end bob's check-out.
-		if err := v.e.Revoke(ctx, co.Lease); err != nil {
+		if err := (revoker{v.e}).Revoke(ctx, co.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if !v.binds(libSvcDN(0), co2.Password) {
@@ -533,7 +533,7 @@ func TestCheckInLeaseRevokeIsNoop(t *testing.T) {
 		// Malformed lease data is a permanent error.
 		bad := co.Lease
 		bad.Data = []byte("{")
-		wantKind(t, v.e.Revoke(ctx, bad), keel.KindInvalid)
+		wantKind(t, revoker{v.e}.Revoke(ctx, bad), keel.KindInvalid)
 	})
 }
 

@@ -135,9 +135,9 @@ func preload(tb testing.TB, s storage.Store, clock keel.Clock, n, batch int, ttl
 	req := IssueRequest{Path: "ldap/creds/app", TTL: ttl, Renewable: true, Data: benchData}
 	for done := 0; done < n; {
 		k := min(batch, n-done)
-		err := iss.Update(context.Background(), func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+		err := iss.Update(context.Background(), func(ctx context.Context, tx storage.Tx, leases *Tx) error {
 			for range k {
-				if _, err := issue(req); err != nil {
+				if _, err := leases.Issue(req); err != nil {
 					return err
 				}
 			}

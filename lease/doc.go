@@ -11,7 +11,10 @@
 // worker (Start; Stop at shutdown). Register hands out the mount's Issuer,
 // the one way to issue its leases: an engine that creates a secret asks for
 // a lease with Issuer.Issue, or with Issuer.Update inside its own
-// transaction so that its data and the lease commit together. Package mount
+// transaction so that its data and the lease commit together; an engine
+// that takes a secret back (a library check-in) ends its lease in its own
+// transaction the same way (Tx.End), calling no Revoker and needing no
+// right on sys/leases. Package mount
 // does all of this for the engines it builds:
 //
 //	m, err := lease.New(storage.Sub(root, "lease/"), &lease.Options{Logger: logger})
@@ -95,8 +98,9 @@
 // "sys/leases/revoke-prefix/<prefix>"; RevokeForce keel.CapSudo on
 // "sys/leases/revoke-force/<prefix>"; Tidy keel.CapUpdate on
 // "sys/leases/tidy"; CountIrrevocable keel.CapRead on "sys/leases/count";
-// ListIrrevocable keel.CapSudo on "sys/leases". Issuer.Issue, Issuer.Update, Step and
-// the worker are the engines' and the program's: they check no right.
+// ListIrrevocable keel.CapSudo on "sys/leases". Issuer.Issue,
+// Issuer.Update (Tx.Issue, Tx.End), Step and the worker are the engines'
+// and the program's: they check no right.
 //
 // # Vault's behaviour where the specification is silent
 //

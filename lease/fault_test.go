@@ -108,9 +108,9 @@ func TestClosuresAreRetrySafe(t *testing.T) {
 			t.Fatal(err)
 		}
 		var inTx Lease
-		err = iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+		err = iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
 			var err error
-			inTx, err = issue(IssueRequest{Path: "db/creds/app", TTL: 2 * time.Hour})
+			inTx, err = leases.Issue(IssueRequest{Path: "db/creds/app", TTL: 2 * time.Hour})
 			return err
 		})
 		if err != nil {

@@ -287,12 +287,12 @@ func TestIssuerUpdate(t *testing.T) {
 		iss := engineIssuer(t, e)
 		ctx := context.Background()
 		var l Lease
-		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
 			if err := tx.Put("accounts/app", []byte("dn")); err != nil {
 				return err
 			}
 			var err error
-			l, err = issue(IssueRequest{Path: "db/creds/app", TTL: time.Minute})
+			l, err = leases.Issue(IssueRequest{Path: "db/creds/app", TTL: time.Minute})
 			return err
 		})
 		if err != nil {
@@ -308,8 +308,8 @@ func TestIssuerUpdate(t *testing.T) {
 		t.Run("rolled back with the caller", func(t *testing.T) {
 			before := storagetest.Dump(t, e.raw)
 			boom := errors.New("engine failed")
-			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
-				if _, err := issue(IssueRequest{Path: "db/creds/app"}); err != nil {
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
+				if _, err := leases.Issue(IssueRequest{Path: "db/creds/app"}); err != nil {
 					return err
 				}
 				return boom
@@ -323,8 +323,8 @@ func TestIssuerUpdate(t *testing.T) {
 		})
 
 		t.Run("outside the mount", func(t *testing.T) {
-			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
-				_, err := issue(IssueRequest{Path: "ldap/creds/app"})
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
+				_, err := leases.Issue(IssueRequest{Path: "ldap/creds/app"})
 				return err
 			})
 			wantKind(t, err, keel.KindInvalid)
@@ -337,13 +337,13 @@ func TestIssuerUpdate(t *testing.T) {
 			case <-e.m.wake:
 			default:
 			}
-			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
 				select {
 				case <-e.m.wake:
 					t.Error("woken before the commit")
 				default:
 				}
-				_, err := issue(IssueRequest{Path: "db/creds/app"})
+				_, err := leases.Issue(IssueRequest{Path: "db/creds/app"})
 				return err
 			})
 			if err != nil {
@@ -361,7 +361,7 @@ func TestIssuerUpdate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = plain.Update(ctx, func(context.Context, storage.Tx, IssueFunc) error { return nil })
+			err = plain.Update(ctx, func(context.Context, storage.Tx, *Tx) error { return nil })
 			wantKind(t, err, keel.KindInternal)
 		})
 	})

@@ -12,7 +12,12 @@ import (
 
 // Issuer issues the leases of one registered mount: Register hands it out,
 // so an engine cannot issue a lease the Manager would not find, nor under
-// a mount it did not register. An Issuer is safe for concurrent use.
+// a mount it did not register. Inside a transaction of Update it also
+// ends the mount's leases (Tx.End), so that an engine that takes back a
+// secret (a library check-in) removes its lease in the transaction that
+// records it, without calling a Revoker and without a right on
+// sys/leases. It cannot touch another mount's leases. An Issuer is safe
+// for concurrent use.
 type Issuer struct {
 	m     *Manager
 	mount string
@@ -46,46 +51,102 @@ func (i *Issuer) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
 	return i.m.issue(ctx, req)
 }
 
-// IssueFunc issues a lease inside the transaction of Issuer.Update.
-type IssueFunc func(req IssueRequest) (Lease, error)
-
 // Update runs fn in one transaction of the engine's store (Mount.Store)
-// joined with the Manager's: tx is the engine's view of it, and issue
-// stores a lease, checked as Issue checks it, in the same transaction, so
-// that the engine's records and its leases commit together or not at all.
-// The closure may run more than once, as any Update's; each call of issue
-// makes a new id, so keep the Leases of the run that returned nil. After
-// the commit, Update wakes the worker for the leases issued.
+// joined with the Manager's: tx is the engine's view of it, and leases
+// issues and ends the leases of the Issuer's mount in the same
+// transaction, so that the engine's records and its leases commit
+// together or not at all. The closure may run more than once, as any
+// Update's, with a new Tx each time; each Issue makes a new id, so keep
+// the Leases of the run that returned nil. After the commit, Update
+// wakes the worker for the leases issued.
 //
-// Update fails with an error of kind keel.KindInternal when the mount was
-// registered without a Store.
-func (i *Issuer) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, issue IssueFunc) error) error {
+// Update fails with an error of kind keel.KindInternal when the mount
+// was registered without a Store; otherwise with fn's error, or the
+// store's.
+func (i *Issuer) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, leases *Tx) error) error {
 	if i.joint == nil {
 		return fmt.Errorf("lease: mount %q was registered without a Store: %w", i.mount, keel.ErrInternal)
 	}
-	var due []time.Time
+	var last *Tx
 	err := i.joint.Update(ctx, func(ctx context.Context, tx, leases storage.Tx) error {
-		due = due[:0]
-		return fn(ctx, tx, func(req IssueRequest) (Lease, error) {
-			if err := i.check(req); err != nil {
-				return Lease{}, err
-			}
-			e, err := i.m.newEntry(req)
-			if err != nil {
-				return Lease{}, err
-			}
-			if err := putEntry(leases, nil, &e); err != nil {
-				return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
-			}
-			due = append(due, e.NextAttempt)
-			return e.Lease, nil
-		})
+		last = &Tx{i: i, tx: leases}
+		defer last.close()
+		return fn(ctx, tx, last)
 	})
-	if err != nil {
+	if err != nil || last == nil {
 		return err
 	}
-	for _, d := range due {
+	for _, d := range last.due {
 		i.m.wakeFor(d)
+	}
+	return nil
+}
+
+// Tx is the lease side of one run of the closure of Issuer.Update: it
+// issues and ends the leases of the Issuer's mount in the transaction of
+// that run. It is valid only until the closure returns: a call after that
+// fails with an error of kind keel.KindInternal. A Tx is not safe for
+// concurrent use.
+type Tx struct {
+	i      *Issuer
+	tx     storage.Tx // the Manager's view of the transaction
+	due    []time.Time
+	closed bool
+}
+
+func (t *Tx) close() { t.closed = true }
+
+// open fails once the closure that got t has returned.
+func (t *Tx) open(op string) error {
+	if t.closed {
+		return fmt.Errorf("lease: %s: the lease transaction of mount %q is over: %w", op, t.i.mount, keel.ErrInternal)
+	}
+	return nil
+}
+
+// Issue stores a new lease for req in the transaction, checked and made
+// as Issuer.Issue makes it, and fails as it does.
+func (t *Tx) Issue(req IssueRequest) (Lease, error) {
+	if err := t.open("issue"); err != nil {
+		return Lease{}, err
+	}
+	if err := t.i.check(req); err != nil {
+		return Lease{}, err
+	}
+	e, err := t.i.m.newEntry(req)
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := putEntry(t.tx, nil, &e); err != nil {
+		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
+	}
+	t.due = append(t.due, e.NextAttempt)
+	return e.Lease, nil
+}
+
+// End removes the lease leaseID of the Issuer's mount in the transaction,
+// with its expiry-index entry (and its irrevocable-index entry): the
+// engine has taken the secret back itself, so no Revoker is called, and
+// no right is asked. Ending a lease that does not exist (already ended,
+// revoked or expired and removed) is not an error and does nothing; an
+// undecodable record is removed alone.
+//
+// End fails with an error of kind keel.KindInvalid on the field "LeaseID",
+// and changes nothing, when leaseID is empty or does not lie under the
+// Issuer's mount: an engine ends its own leases only. It fails with the
+// store's error when the store fails.
+func (t *Tx) End(leaseID string) error {
+	if err := t.open("end"); err != nil {
+		return err
+	}
+	switch {
+	case leaseID == "":
+		return fmt.Errorf("lease: end: %w", keel.Invalid("LeaseID", "is required"))
+	case !t.i.under(leaseID):
+		return fmt.Errorf("lease: end: %w", keel.Invalid("LeaseID", "%q does not lie under the mount %q", leaseID, t.i.mount))
+	}
+	if err := removeCurrent(t.tx, leaseID, ""); err != nil {
+		return fmt.Errorf("lease: end %q: %w", leaseID, err)
 	}
 	return nil
 }
@@ -95,8 +156,14 @@ func (i *Issuer) Unregister() { i.m.Unregister(i.mount) }
 
 // check refuses a request whose path lies outside the Issuer's mount.
 func (i *Issuer) check(req IssueRequest) error {
-	if len(req.Path) <= len(i.mount) || !strings.HasPrefix(req.Path, i.mount) {
+	if !i.under(req.Path) {
 		return fmt.Errorf("lease: issue: %w", keel.Invalid("Path", "%q does not lie under the mount %q", req.Path, i.mount))
 	}
 	return nil
+}
+
+// under reports whether the path or lease id p lies under the Issuer's
+// mount: starts with it and is longer.
+func (i *Issuer) under(p string) bool {
+	return len(p) > len(i.mount) && strings.HasPrefix(p, i.mount)
 }

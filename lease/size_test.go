@@ -33,9 +33,9 @@ func TestRevokePrefixTenThousandOnEveryStore(t *testing.T) {
 		// Issued 25 to a transaction: a lease writes its record and its
 		// index entry.
 		for done := 0; done < n; done += 25 {
-			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
 				for range min(25, n-done) {
-					if _, err := issue(IssueRequest{Path: "ldap/creds/app", TTL: time.Hour}); err != nil {
+					if _, err := leases.Issue(IssueRequest{Path: "ldap/creds/app", TTL: time.Hour}); err != nil {
 						return err
 					}
 				}
@@ -85,9 +85,9 @@ func TestQueuedRevokePrefixOnEveryStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		for done := 0; done < n; done += 25 {
-			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, issue IssueFunc) error {
+			err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
 				for range min(25, n-done) {
-					if _, err := issue(IssueRequest{Path: "ldap/creds/app", TTL: time.Hour}); err != nil {
+					if _, err := leases.Issue(IssueRequest{Path: "ldap/creds/app", TTL: time.Hour}); err != nil {
 						return err
 					}
 				}
