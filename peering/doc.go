@@ -6,10 +6,16 @@
 //
 // # Basics
 //
-// A Service is one cluster's side: New takes the store its caller has scoped
-// to it (the example server's is storage.Sub(root, "peering/")), a Transport that reaches the peer's servers, and Options
-// that name the cluster (Datacenter, ServerName, Addresses).
+// A Service is one cluster's side. Open, the root of the peering family,
+// is the usual way to build one: it takes the program's store (or a view
+// of it) and keeps peering's keys under "peering/" of it, the prefix the
+// example server chose before Open existed (its data files are served
+// unchanged); a Transport that reaches the peer's servers; and Options
+// that name the cluster (Datacenter, ServerName, Addresses) and give the
+// Authorizer, which Open requires. Open starts the worker, Close stops it:
 //
+//	a, err := peering.Open(ctx, store, transport, &peering.Options{Datacenter: "dc1", Authorizer: authz})
+//	defer a.Close()
 //	tok, err := a.GenerateToken(ctx, peering.TokenRequest{PeerName: "cluster-b"})
 //	err = b.Establish(ctx, peering.EstablishRequest{PeerName: "cluster-a", PeeringToken: tok})
 //
@@ -34,9 +40,11 @@
 // is the last change of any peering, removals included.
 //
 // The background work is Step(ctx, now), which returns when it is next
-// due; Start and Stop run it on the clock. InProcess is a Transport for
-// tests and examples; the Consul adapter (examples/httpapi/consul) has an
-// HTTP one.
+// due; Start and Stop (or Close) run it on the clock. New builds a
+// Service over a store its caller has scoped itself and starts nothing:
+// it is for a program that chooses its own view, or runs Step itself.
+// InProcess is a Transport for tests and examples; the Consul adapter
+// (examples/httpapi/consul) has an HTTP one.
 //
 // # Errors
 //
@@ -46,7 +54,11 @@
 // cluster or a name already used by the other role; keel.ErrNotFound for
 // a missing peering (Delete of a missing peering succeeds, as in Consul);
 // keel.ErrConflict for a peering being deleted; keel.ErrUnavailable when
-// the peer cannot be reached; store errors as they come.
+// the peer cannot be reached; store errors as they come. Open fails with
+// keel.ErrInvalid naming "Store", "Transport" or "Authorizer" when one is
+// nil: allowing everything, anonymous callers included, is never a
+// default of Open, and a program that does its own access control says so
+// with keel.AllowAll{} (New keeps its nil Authorizer allowing everything).
 //
 // # Rights
 //
@@ -65,7 +77,9 @@
 //
 // A Service is safe for concurrent use. Every change runs in one store
 // transaction; messages to the peer are sent outside transactions. Steps
-// run one at a time. Blocked reads and the worker are woken by every
+// run one at a time. The worker is the Service's one goroutine: Open (or
+// Start) starts it, Close (or Stop) cancels its Step and waits for it to
+// end. Blocked reads and the worker are woken by every
 // change of the peerings, whichever process commits it: by this
 // Service's commits, and by the store's watch of the change index
 // (storage.Watch), so several processes on one etcd see each other's

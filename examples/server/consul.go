@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/keelhq/keel/examples/httpapi/consul"
 	"github.com/keelhq/keel/peering"
-	"github.com/keelhq/keel/storage"
 )
 
 // cluster is what names this server to peer clusters: the -datacenter and
@@ -15,13 +16,14 @@ type cluster struct {
 	advertise  string // host:port peers reach this server at; empty: -addr
 }
 
-// mountConsul serves cluster peering (package peering, keys under
-// "peering/") in Consul's dialect (token header X-Cluster-Token), with the
-// peer-to-peer messages over HTTP, and runs the peering worker
-// (heartbeats, failure detection, clean-up after delete) until the server
-// stops; with -etcd, on one server of the deployment at a time (the
-// election "peering"). A server that serves TLS speaks to its peers over
-// https.
+// mountConsul serves cluster peering (package peering, opened over the
+// server's store by peering.Open, which chooses the keys) in Consul's
+// dialect (token header X-Cluster-Token), with the peer-to-peer messages
+// over HTTP. peering.Open starts the peering worker (heartbeats, failure
+// detection, clean-up after delete), which runs until the server stops and
+// closes the Service; with -etcd, on one server of the deployment at a
+// time (the election "peering"). A server that serves TLS speaks to its
+// peers over https.
 func mountConsul(mux *http.ServeMux, d *deps) error {
 	var addrs []string
 	if d.cluster.advertise != "" {
@@ -33,13 +35,15 @@ func mountConsul(mux *http.ServeMux, d *deps) error {
 		// trusted by this process (the system's roots, or SSL_CERT_FILE).
 		transport.Scheme = "https"
 	}
-	svc := peering.New(storage.Sub(d.store, "peering/"), transport, &peering.Options{
+	svc, err := peering.Open(context.Background(), d.store, transport, &peering.Options{
 		Datacenter: d.cluster.datacenter, Addresses: addrs,
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
 		Leader: d.leader("peering"), HeartbeatInterval: d.peeringHeartbeat,
 	})
+	if err != nil {
+		return fmt.Errorf("consul: %w", err)
+	}
+	d.onClose(svc.Close)
 	consul.New(svc, &consul.Options{Logger: d.logger}).Register(mux)
-	svc.Start()
-	d.onClose(func() error { svc.Stop(); return nil })
 	return nil
 }
