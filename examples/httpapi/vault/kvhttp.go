@@ -4,7 +4,6 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-
 )
 
 // serveMount routes a request under /v1/ to the engine mounted there.

@@ -186,4 +186,3 @@ func (h *Handler) uiMount(w http.ResponseWriter, r *http.Request) {
 	out.Path = m.Path
 	writeJSON(w, http.StatusOK, newResponse(mountSystem, &out))
 }
-
