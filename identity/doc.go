@@ -5,8 +5,8 @@
 // # Basics
 //
 // New returns Groups that keep their keys in the store it is given, scoped
-// by the caller (the example server gives it storage.Sub(root,
-// "identity/")). Writes take an Input whose nil
+// by the caller; a program gets them from mount.Table.Groups, which keeps
+// them under "identity/" of its store. Writes take an Input whose nil
 // fields were not sent and keep the stored values, and return the group's
 // id and name:
 //

@@ -125,8 +125,9 @@ type Groups struct {
 }
 
 // New returns Groups that keep their keys in store, which its caller has
-// scoped to them (the example server gives it the view "identity/" of its
-// store). It reads nothing from the store.
+// scoped to them. It reads nothing from the store. A program gets them
+// from the root of the Vault-like service, mount.Table.Groups, which keeps
+// them under "identity/" of its store with its one Authorizer.
 //
 // The Groups ask opts.Authorizer's view keel.Fold(opts.Authorizer,
 // "identity/group/name/", …) for their rights, in which rules on group

@@ -139,9 +139,10 @@ type Service struct {
 	worker *leader.Worker
 }
 
-// New returns the Service of one cluster, keeping its data in store, which
-// its caller has scoped to it (the example server gives it the view
-// "peering/" of its store), and reaching peers through transport.
+// New returns the Service of one cluster, keeping its data in store as
+// given (a view its caller has scoped to it), and reaching peers through
+// transport. Open is the usual way: it chooses the view and starts the
+// worker.
 func New(store storage.Store, transport Transport, opts *Options) *Service {
 	var o Options
 	if opts != nil {

@@ -4,16 +4,17 @@
 //
 // # Basics
 //
-// New returns a Service that keeps its keys in the store it is given, as
-// given: the caller scopes it, and programs give it the view "policy/" of
-// the store whose view "project/" the catalog has. Options.Organizations
+// A program opens the policies with the catalog through governance.Open,
+// which chooses their parts of the store and joins them. New, for a
+// program that composes them itself, returns a Service that keeps its keys
+// in the store it is given, as given. Options.Organizations
 // (a *project.Catalog) tells which organizations exist, and New registers
 // the Service with it, so that deleting an organization deletes its
 // policies and policy sets (see Deleting an organization). A policy is
 // created as an object, then its code is uploaded:
 //
-//	catalog := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
-//	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Authorizer: authz, Clock: clock, Organizations: catalog})
+//	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
+//	policies := gov.Policies()
 //	p, err := policies.Create(ctx, "acme", policy.CreateInput{Name: &name, Enforce: &enforce})
 //	err = policies.Upload(ctx, p.ID, code)           // at most 10 MiB
 //	code, err = policies.Download(ctx, p.ID)

@@ -5,12 +5,14 @@
 //
 // # Basics
 //
-// New returns a Catalog that keeps its keys in the store it is given, as
-// given: the caller scopes it, and programs give it the view "project/" of
-// their store. Projects are created, updated, read, listed and deleted by
-// id, and workspaces moved between them:
+// A program opens the catalog with the policies through governance.Open,
+// which chooses its part of the store and joins the two. New, for a
+// program that composes them itself, returns a Catalog that keeps its keys
+// in the store it is given, as given. Projects are created, updated, read,
+// listed and deleted by id, and workspaces moved between them:
 //
-//	cat := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
+//	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
+//	cat := gov.Catalog()
 //	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test", nil)
 //	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
 //	ws, err := cat.CreateWorkspace(ctx, "acme", "network", prj.ID, nil)
