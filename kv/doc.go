@@ -40,11 +40,14 @@
 // value cannot be parsed, a read reports the mount default
 // (Options.DefaultTTL, else DefaultLeaseDuration, 768h).
 //
-// Leased mounts. With Options.Leaser set (Vault's leased_passthrough),
-// every Read issues a lease through the Leaser, for the path
-// mount/path and the secret's lease duration (the mount default when that
-// is zero), and returns its id with Renewable set. A lease does not protect
-// or expire the secret; revoking it does nothing to the data.
+// Leased mounts. With Options.Leases set (Vault's leased_passthrough: the
+// mount's lease.Issuer, which package mount hands over), every Read issues
+// a lease through it, for the path mount/path and the secret's lease
+// duration (the mount default when that is zero), and returns its id. A
+// lease does not protect or expire the secret; revoking it does nothing to
+// the data, and renewing it answers the secret read anew. New names the
+// engine's lease.Revoker with the Issuer, so that the engine and the lease
+// manager meet in one way only.
 //
 // Paths. Secret paths (and the mount path given to New) are non-empty,
 // valid UTF-8, and contain no empty segment: no leading or trailing "/",
@@ -75,10 +78,9 @@
 //     and nothing below it (Vault answers 404 to both).
 //   - keel.KindTooLarge: the path or the encoded secret exceeds the
 //     store's limits (storage.Limits).
-//   - a Leaser's error, with its kind, or keel.KindUnavailable when it has
-//     none; keel.KindInternal when the Leaser returns an empty id, or when
-//     the value stored at a path is not a JSON object (written past the
-//     engine).
+//   - the lease manager's error, with its kind, or keel.KindUnavailable
+//     when it has none; keel.KindInternal when the value stored at a path
+//     is not a JSON object (written past the engine).
 //   - the store's kinds (keel.KindUnavailable for a closed store, and so
 //     on), and keel.KindCanceled or KindDeadlineExceeded from ctx.
 //
@@ -115,7 +117,7 @@
 // one transaction: a Read sees one snapshot, and concurrent Writes to a
 // path leave one of them whole, never a mix. Closures given to the store
 // may run more than once and read through the transaction all they decide
-// on. The Leaser is called after the read's transaction has ended.
+// on. A read's lease is issued after the read's transaction has ended.
 //
 // # Caveats
 //

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
@@ -123,31 +122,6 @@ func (a *fakeAuthz) questions() []string {
 	return q
 }
 
-// fakeLeaser issues leases "lease-1", "lease-2"… and records them.
-type fakeLeaser struct {
-	max   time.Duration // when set, the granted TTL is capped at max
-	err   error         // returned instead of a lease when set
-	empty bool          // return an empty id
-	n     atomic.Int64
-	mu    sync.Mutex
-	calls []string // "path ttl renewable"
-}
-
-func (l *fakeLeaser) IssueLease(_ context.Context, path string, ttl time.Duration, renewable bool) (string, time.Duration, error) {
-	l.mu.Lock()
-	l.calls = append(l.calls, fmt.Sprintf("%s %v %v", path, ttl, renewable))
-	l.mu.Unlock()
-	if l.err != nil {
-		return "", 0, l.err
-	}
-	if l.empty {
-		return "", 0, nil
-	}
-	if l.max > 0 && ttl > l.max {
-		ttl = l.max
-	}
-	return fmt.Sprintf("lease-%d", l.n.Add(1)), ttl, nil
-}
 
 // countingStore counts the keys its transactions' Scans visit.
 type countingStore struct {

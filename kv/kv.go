@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -21,26 +22,6 @@ import (
 // without a "ttl" key when Options.DefaultTTL is zero: 768 hours (2,764,800
 // seconds), the system default of Vault.
 const DefaultLeaseDuration = 768 * time.Hour
-
-// Leaser issues the leases of a leased mount. kv declares only what it
-// needs, so that it builds and tests without package lease; the lease
-// manager satisfies it through an adapter such as:
-//
-//	type leaser struct{ m *lease.Manager }
-//
-//	func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration, renewable bool) (string, time.Duration, error) {
-//		le, err := l.m.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: renewable})
-//		return le.ID, le.ExpireTime.Sub(le.IssueTime), err
-//	}
-//
-// Implementations must be safe for concurrent use.
-type Leaser interface {
-	// IssueLease issues a lease for a read of path (the mount and the
-	// secret's path, "secret/app/db") with the given TTL, renewable or
-	// not, and returns its id, which must not be empty, and the TTL it
-	// granted, which may be less (capped at a maximum).
-	IssueLease(ctx context.Context, path string, ttl time.Duration, renewable bool) (id string, granted time.Duration, err error)
-}
 
 // Options configure an Engine. A nil *Options, and the zero value of each
 // field, mean the defaults.
@@ -52,10 +33,14 @@ type Options struct {
 	// read of a secret without a usable "ttl" key. Zero means
 	// DefaultLeaseDuration; a negative value is refused by New.
 	DefaultTTL time.Duration
-	// Leaser, when not nil, makes the mount leased (Vault's
-	// leased_passthrough): every Read issues a renewable lease of the
-	// secret's lease duration through it.
-	Leaser Leaser
+	// Leases, when not nil, makes the mount leased (Vault's
+	// leased_passthrough): every Read issues a lease of the secret's lease
+	// duration through it. It is the lease handle of the engine's mount
+	// (package mount registers the mount and hands it over); New names
+	// the engine the mount's Revoker with it (lease.Issuer.SetRevoker):
+	// revoking a leased read has nothing to undo, and renewing it answers
+	// the secret read anew, as Vault's kv engine does.
+	Leases *lease.Issuer
 }
 
 // Secret is what Read returns: the pairs stored at a path and the lease
@@ -72,7 +57,8 @@ type Secret struct {
 	// LeaseID is the id of the lease issued for this read; empty unless
 	// the mount is leased.
 	LeaseID string
-	// Renewable is true only for the read of a leased mount.
+	// Renewable is true for the read of a leased mount of a secret
+	// that says how long it lasts (a "ttl" or "lease" key).
 	Renewable bool
 	// JSON is Data as stored: one JSON object, the encoding of Data
 	// (for data written through Write, json.Marshal(Data) gives the same
@@ -91,7 +77,7 @@ type Engine struct {
 	mount      string
 	authz      keel.Authorizer
 	defaultTTL time.Duration
-	leaser     Leaser
+	leases     *lease.Issuer
 }
 
 // New returns an Engine that keeps its secrets in store, at keys equal to
@@ -101,8 +87,9 @@ type Engine struct {
 // prefixes the resources given to the Authorizer and the paths of leases.
 //
 // New fails with an error of kind keel.KindInvalid when store is nil, mount
-// breaks the rules of paths (see the package documentation), or
-// opts.DefaultTTL is negative.
+// breaks the rules of paths (see the package documentation),
+// opts.DefaultTTL is negative, or opts.Leases issues the leases of another
+// mount than mount + "/".
 func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
 	var o Options
 	if opts != nil {
@@ -118,19 +105,55 @@ func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
 	if o.DefaultTTL < 0 {
 		v.Add("Opts.DefaultTTL", "must not be negative")
 	}
+	if o.Leases != nil && o.Leases.Mount() != mount+"/" {
+		v.Add("Opts.Leases", "issues the leases of the mount %q, not %q", o.Leases.Mount(), mount+"/")
+	}
 	if err := v.Err(); err != nil {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	if o.DefaultTTL == 0 {
 		o.DefaultTTL = DefaultLeaseDuration
 	}
-	return &Engine{
+	e := &Engine{
 		store:      store,
 		mount:      mount,
 		authz:      o.Authorizer,
 		defaultTTL: o.DefaultTTL,
-		leaser:     o.Leaser,
-	}, nil
+		leases:     o.Leases,
+	}
+	if e.leases != nil {
+		e.leases.SetRevoker(leaseEnds{e})
+	}
+	return e, nil
+}
+
+// leaseEnds is the lease.Revoker of a leased mount's reads: revoking one
+// has nothing to undo (the secret stays, as in Vault), and renewing one
+// answers the secret read anew (a lease.Refresher).
+type leaseEnds struct{ e *Engine }
+
+// Revoke does nothing: a leased read gave out no credential.
+func (leaseEnds) Revoke(context.Context, lease.Lease) error { return nil }
+
+// Refresh answers the renewal of the lease l of a leased read, as Vault's
+// kv engine does: with the secret read anew, and no new lease. The lease
+// manager calls it once it has checked the caller's right to renew. It
+// fails with an error of kind keel.KindNotFound when the secret is gone,
+// and of kind keel.KindInvalid (field "Path") when the lease's path is not
+// under the engine's mount.
+func (r leaseEnds) Refresh(ctx context.Context, l lease.Lease) (any, error) {
+	path, ok := strings.CutPrefix(l.Path, r.e.mount+"/")
+	if !ok {
+		return nil, fmt.Errorf("kv: renew: %w", keel.Invalid("Path", "is not under the mount %q", r.e.mount))
+	}
+	if err := checkPath(path); err != nil {
+		return nil, fmt.Errorf("kv: renew: %w", err)
+	}
+	s, err := r.e.load(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Data, nil
 }
 
 // Mount returns the path the engine is mounted at, as given to New.
@@ -144,8 +167,9 @@ func (e *Engine) Mount() string { return e.mount }
 // keel.KindNotFound when nothing is stored at path. A folder (path "" for
 // the top of the mount, or ending in "/") holds no value: its read is
 // keel.KindNotFound for a caller with read on it and keel.KindForbidden
-// for another, as Vault checks the right first. An error of the Leaser is
-// returned with its kind, or with keel.KindUnavailable when it has none.
+// for another, as Vault checks the right first. An error of the lease
+// manager is returned with its kind, or with keel.KindUnavailable when it
+// has none.
 func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	if folder, ok := strings.CutSuffix(path, "/"); path == "" || ok && pathRule(folder) == "" {
 		if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
@@ -160,7 +184,7 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
 	}
 	s, err := e.load(ctx, path)
-	if err != nil || e.leaser == nil {
+	if err != nil || e.leases == nil {
 		return s, err
 	}
 	// As Vault computes a registered lease's TTL: zero means the
@@ -173,40 +197,18 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	_, hasTTL := s.Data[ttlKey]
 	_, hasLease := s.Data[legacyTTLKey]
 	renewable := hasTTL || hasLease
-	id, granted, err := e.leaser.IssueLease(ctx, e.resource(path), s.LeaseDuration, renewable)
+	l, err := e.leases.Issue(ctx, lease.IssueRequest{Path: e.resource(path), TTL: s.LeaseDuration, Renewable: renewable})
 	if err != nil {
 		if keel.KindOf(err) == keel.KindUnknown {
 			return Secret{}, fmt.Errorf("kv: issue lease for %q: %w: %w", path, keel.ErrUnavailable, err)
 		}
 		return Secret{}, fmt.Errorf("kv: issue lease for %q: %w", path, err)
 	}
-	if id == "" {
-		return Secret{}, fmt.Errorf("kv: issue lease for %q: the leaser returned an empty lease id: %w", path, keel.ErrInternal)
-	}
-	s.LeaseID, s.Renewable = id, renewable
-	if granted > 0 && granted < s.LeaseDuration {
+	s.LeaseID, s.Renewable = l.ID, renewable
+	if granted := l.ExpireTime.Sub(l.IssueTime); granted > 0 && granted < s.LeaseDuration {
 		s.LeaseDuration = granted
 	}
 	return s, nil
-}
-
-// ReadRenewed answers the renewal of the lease of a leased read as Vault's
-// kv engine does: with the secret read anew, and no new lease. resource is
-// the lease's path, as Read gave it to Leaser.IssueLease (the mount, "/"
-// and the secret's path). The lease manager calls it once it has checked
-// the caller's right to renew; ReadRenewed checks no right of its own. It
-// fails with an error of kind keel.KindNotFound when the secret is gone,
-// and of kind keel.KindInvalid (field "Resource") when resource is not
-// under the engine's mount.
-func (e *Engine) ReadRenewed(ctx context.Context, resource string) (Secret, error) {
-	path, ok := strings.CutPrefix(resource, e.mount+"/")
-	if !ok {
-		return Secret{}, fmt.Errorf("kv: read renewed: %w", keel.Invalid("Resource", "is not under the mount %q", e.mount))
-	}
-	if err := checkPath(path); err != nil {
-		return Secret{}, fmt.Errorf("kv: read renewed: %w", err)
-	}
-	return e.load(ctx, path)
 }
 
 // load reads the secret at path, with its lease duration and no lease.

@@ -17,6 +17,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/kv"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/storagetest"
@@ -795,97 +796,143 @@ func TestLeased(t *testing.T) {
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				leaser := &fakeLeaser{}
-				e, err := kv.New(open(t), "team/secret", &kv.Options{Leaser: leaser, DefaultTTL: tc.defaultTTL})
+				store := open(t)
+				m, iss := leases(t, store, "team/secret/", 0)
+				e, err := kv.New(storage.Sub(store, "kv/"), "team/secret", &kv.Options{Leases: iss, DefaultTTL: tc.defaultTTL})
 				if err != nil {
 					t.Fatal(err)
 				}
 				mustWrite(t, ctx, e, "app/db", tc.data)
+				seen := map[string]bool{}
 				for i := 1; i <= 2; i++ { // every read issues its own lease
 					s, err := e.Read(ctx, "app/db")
 					if err != nil {
 						t.Fatal(err)
 					}
-					if want := fmt.Sprintf("lease-%d", i); s.LeaseID != want || s.Renewable != tc.renewable || s.LeaseDuration != tc.wantTTL {
-						t.Fatalf("read %d: lease %q renewable %v duration %v, want %q %v %v", i, s.LeaseID, s.Renewable, s.LeaseDuration, want, tc.renewable, tc.wantTTL)
+					if s.LeaseID == "" || seen[s.LeaseID] || s.Renewable != tc.renewable || s.LeaseDuration != tc.wantTTL {
+						t.Fatalf("read %d: lease %q renewable %v duration %v, want a new lease, %v %v", i, s.LeaseID, s.Renewable, s.LeaseDuration, tc.renewable, tc.wantTTL)
 					}
-				}
-				want := fmt.Sprintf("team/secret/app/db %v %v", tc.wantTTL, tc.renewable)
-				if !slices.Equal(leaser.calls, []string{want, want}) {
-					t.Fatalf("leases issued %q, want two of %q", leaser.calls, want)
+					seen[s.LeaseID] = true
+					l, err := m.Lookup(ctx, s.LeaseID)
+					if err != nil || l.Path != "team/secret/app/db" || l.Renewable != tc.renewable || l.ExpireTime.Sub(l.IssueTime) != tc.wantTTL {
+						t.Fatalf("lease of read %d: %+v, %v", i, l, err)
+					}
 				}
 			})
 		}
 	})
 }
 
-// TestReadRenewed: the renewal of a leased read answers the secret read
-// anew (its current data), issues no lease, and refuses a resource outside
-// the mount or a secret that is gone.
-func TestReadRenewed(t *testing.T) {
+// leases returns a lease manager over the view "lease/" of store and the
+// Issuer of mount (with maxTTL, zero: the system's), as package mount
+// registers a leased kv mount.
+func leases(t testing.TB, store storage.Store, mount string, maxTTL time.Duration) (*lease.Manager, *lease.Issuer) {
+	t.Helper()
+	m, err := lease.New(storage.Sub(store, "lease/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := m.Register(lease.Mount{Path: mount, MaxTTL: maxTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, iss
+}
+
+// TestRenewReadsAnew: the renewal of a leased read's lease answers the
+// secret read anew (its current data) and issues no lease; a secret that
+// is gone refuses it. New named the engine the mount's Revoker, so the
+// lease manager finds it with nothing else wired.
+func TestRenewReadsAnew(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		ctx := context.Background()
-		leaser := &fakeLeaser{}
-		e := newEngine(t, open(t), &kv.Options{Leaser: leaser})
+		store := open(t)
+		m, iss := leases(t, store, "secret/", 0)
+		e := newEngine(t, storage.Sub(store, "kv/"), &kv.Options{Leases: iss})
 		mustWrite(t, ctx, e, "app/db", map[string]any{"password": "old", "ttl": "1h"})
-		mustWrite(t, ctx, e, "app/db", map[string]any{"password": "new", "ttl": "2h"})
-		s, err := e.ReadRenewed(ctx, "secret/app/db")
+		s, err := e.Read(ctx, "app/db")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Data["password"] != "new" || s.LeaseDuration != 2*time.Hour || s.LeaseID != "" {
-			t.Fatalf("ReadRenewed = %+v, want the current data and no lease", s)
+		mustWrite(t, ctx, e, "app/db", map[string]any{"password": "new", "ttl": "2h"})
+		r, err := m.Renew(ctx, s.LeaseID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if len(leaser.calls) != 0 {
-			t.Fatalf("ReadRenewed issued leases %q", leaser.calls)
+		if data, _ := r.Data.(map[string]any); data["password"] != "new" {
+			t.Fatalf("renewal answered %+v, want the current data", r.Data)
 		}
-		_, err = e.ReadRenewed(ctx, "other/app/db")
-		if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != "Resource" {
-			t.Fatalf("ReadRenewed outside the mount = %v, want Invalid on Resource", err)
+		if ids, err := m.List(ctx, "secret/app/db/"); err != nil || len(ids) != 1 {
+			t.Fatalf("leases after the renewal: %q, %v; want the one read's", ids, err)
 		}
-		_, err = e.ReadRenewed(ctx, "secret/gone")
+		if err := e.Delete(ctx, "app/db"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Renew(ctx, s.LeaseID, time.Hour)
 		wantKind(t, err, keel.KindNotFound)
+		// Revoking a leased read leaves the secret alone.
+		mustWrite(t, ctx, e, "app/db", map[string]any{"password": "kept"})
+		s, err = e.Read(ctx, "app/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Revoke(ctx, s.LeaseID, true); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := e.Read(ctx, "app/db"); err != nil || s.Data["password"] != "kept" {
+			t.Fatalf("the secret after its lease was revoked: %+v, %v", s.Data, err)
+		}
 	})
 }
 
 func TestLeasedErrors(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		tests := map[string]struct {
-			leaser   *fakeLeaser
+		ctx := context.Background()
+		for name, tc := range map[string]struct {
+			err      error
 			wantKind keel.Kind
 		}{
-			"unclassified error: unavailable": {leaser: &fakeLeaser{err: errors.New("lease store down")}, wantKind: keel.KindUnavailable},
-			"classified error keeps its kind": {leaser: &fakeLeaser{err: fmt.Errorf("too many leases: %w", keel.ErrTooLarge)}, wantKind: keel.KindTooLarge},
-			"empty lease id: internal":        {leaser: &fakeLeaser{empty: true}, wantKind: keel.KindInternal},
-		}
-		for name, tc := range tests {
+			"unclassified error: unavailable": {errors.New("lease store down"), keel.KindUnavailable},
+			"classified error keeps its kind": {fmt.Errorf("too many leases: %w", keel.ErrTooLarge), keel.KindTooLarge},
+		} {
 			t.Run(name, func(t *testing.T) {
-				e := newEngine(t, open(t), &kv.Options{Leaser: tc.leaser})
-				mustWrite(t, context.Background(), e, "p", map[string]any{"k": "v"})
-				_, err := e.Read(context.Background(), "p")
+				fs := faultstore.New(open(t))
+				_, iss := leases(t, fs, "secret/", 0)
+				e := newEngine(t, storage.Sub(fs, "kv/"), &kv.Options{Leases: iss})
+				mustWrite(t, ctx, e, "p", map[string]any{"k": "v"})
+				fs.Fail(faultstore.OpPut, "lease/", 1, tc.err)
+				_, err := e.Read(ctx, "p")
 				wantKind(t, err, tc.wantKind)
-				if tc.leaser.err != nil && !errors.Is(err, tc.leaser.err) {
-					t.Fatalf("%v does not wrap the leaser's error", err)
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("%v does not wrap the lease store's error", err)
 				}
 			})
 		}
 		t.Run("granted TTL below the asked one is reported", func(t *testing.T) {
-			leaser := &fakeLeaser{max: time.Hour}
-			e := newEngine(t, open(t), &kv.Options{Leaser: leaser})
-			mustWrite(t, context.Background(), e, "p", map[string]any{"ttl": "48h"})
-			s, err := e.Read(context.Background(), "p")
+			store := open(t)
+			_, iss := leases(t, store, "secret/", time.Hour)
+			e := newEngine(t, storage.Sub(store, "kv/"), &kv.Options{Leases: iss})
+			mustWrite(t, ctx, e, "p", map[string]any{"ttl": "48h"})
+			s, err := e.Read(ctx, "p")
 			if err != nil || s.LeaseDuration != time.Hour {
 				t.Fatalf("Read = %+v, %v; want the granted 1h", s, err)
 			}
 		})
 		t.Run("missing secret: no lease", func(t *testing.T) {
-			leaser := &fakeLeaser{}
-			e := newEngine(t, open(t), &kv.Options{Leaser: leaser})
-			_, err := e.Read(context.Background(), "p")
+			store := open(t)
+			m, iss := leases(t, store, "secret/", 0)
+			e := newEngine(t, storage.Sub(store, "kv/"), &kv.Options{Leases: iss})
+			_, err := e.Read(ctx, "p")
 			wantKind(t, err, keel.KindNotFound)
-			if len(leaser.calls) != 0 {
-				t.Fatalf("leases issued %q", leaser.calls)
+			if ids, err := m.List(ctx, "secret/"); err != nil || len(ids) != 0 {
+				t.Fatalf("leases issued %q (%v)", ids, err)
 			}
+		})
+		t.Run("an Issuer of another mount is refused", func(t *testing.T) {
+			store := open(t)
+			_, iss := leases(t, store, "other/", 0)
+			_, err := kv.New(storage.Sub(store, "kv/"), "secret", &kv.Options{Leases: iss})
+			wantKind(t, err, keel.KindInvalid)
 		})
 	})
 }

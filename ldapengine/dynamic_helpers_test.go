@@ -64,7 +64,7 @@ func newDynEnv(t testing.TB, open everystore.Open, flavor Flavor, edit func(*Opt
 	dir.Add(groupDN, "", "cn", "devs", "member", "cn=admin,dc=example,dc=org")
 	clock := keel.NewFakeClock(t0)
 	lm := newLeases(t, s, &lease.Options{Clock: clock, MaxAttempts: 2})
-	opts := &Options{Directory: dir, Clock: clock, Leases: lm}
+	opts := &Options{Directory: dir, Clock: clock, Leases: ldapLeases(t, lm, s)}
 	if edit != nil {
 		edit(opts)
 	}

@@ -83,7 +83,7 @@ func startDynSlapd(tb testing.TB) *slapdDyn {
 	}
 	s := memstore.New(nil)
 	lm := newLeases(tb, s, &lease.Options{MaxAttempts: 2})
-	e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Leases: lm})
+	e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Leases: ldapLeases(tb, lm, s)})
 	if err != nil {
 		tb.Fatal(err)
 	}

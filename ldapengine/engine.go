@@ -59,17 +59,15 @@ type Options struct {
 	// Leader makes the worker of Start run only while the process leads.
 	// Nil: leader.Always.
 	Leader leader.Leader
-	// Leases issues the leases of dynamic credentials and library
-	// check-outs. New registers the engine's mount (MOUNT + "/") with it,
-	// with an unexported Revoker and Renewer of the engine (the Engine
-	// itself has no method that revokes without a right) and the engine's
-	// store, which must then be a view of the same store as the Manager's
-	// (see lease.Mount.Store). Nil: those operations fail with
-	// keel.ErrUnavailable.
-	Leases *lease.Manager
-	// DefaultTTL is the mount's default lease TTL, registered with
-	// Leases. Zero: the manager's system default.
-	DefaultTTL time.Duration
+	// Leases is the lease handle of the engine's mount (MOUNT + "/"):
+	// it issues the leases of dynamic credentials and library check-outs
+	// and ends them. The mount must have been registered with the
+	// engine's store (lease.Mount.Store: the same view), and New names
+	// the engine's Revoker and Renewer with it (lease.Issuer.SetRevoker;
+	// the Engine itself has no method that revokes without a right).
+	// Package mount registers the mount and hands the Issuer over. Nil:
+	// those operations fail with keel.ErrUnavailable.
+	Leases *lease.Issuer
 	// MaxTTL is the mount's maximum TTL of the leases of dynamic
 	// credentials: the default_ttl and max_ttl of a dynamic role may not
 	// exceed it, and every lease is capped at it. Zero: lease.DefaultTTL
@@ -105,13 +103,12 @@ type Engine struct {
 // New returns the engine of flavor for mount (such as "ldap" or
 // "team/openldap"), keeping its state in store, which its caller has scoped
 // to the engine (package mount gives each engine a view of its own). It
-// reads nothing from the store. With opts.Leases, New registers the
-// engine's Revoker and Renewer of the mount's leases.
+// reads nothing from the store. With opts.Leases, New names the engine's
+// Revoker and Renewer of the mount's leases.
 //
 // New fails with an error of kind keel.KindInvalid when store is nil, the
-// flavor is unknown, mount is empty, or the lease manager refuses the
-// registration (see lease.Manager.Register: a store that is not a view of
-// the manager's, TTLs beyond the manager's, an overlapping mount).
+// flavor is unknown, mount is empty, or opts.Leases is the handle of
+// another mount or was registered with another store than store.
 func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engine, error) {
 	var v keel.Validation
 	if store == nil {
@@ -161,11 +158,14 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 		Watch:   e.watchDue,
 	})
 	if o.Leases != nil {
-		iss, err := o.Leases.Register(lease.Mount{Path: mount + "/", Revoker: revoker{e}, Store: store, DefaultTTL: o.DefaultTTL, MaxTTL: o.MaxTTL})
-		if err != nil {
+		if o.Leases.Mount() != mount+"/" {
+			return nil, fmt.Errorf("ldapengine: %w", keel.Invalid("Opts.Leases", "issues the leases of the mount %q, not %q", o.Leases.Mount(), mount+"/"))
+		}
+		if err := o.Leases.CheckStore("Store", store); err != nil {
 			return nil, fmt.Errorf("ldapengine: %w", err)
 		}
-		e.leases = iss
+		e.leases = o.Leases
+		e.leases.SetRevoker(revoker{e})
 	}
 	return e, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
 )
@@ -532,33 +533,53 @@ func TestCreateWithWorkerRunning(t *testing.T) {
 	})
 }
 
-// TestNewRefusesLeasesOnAnotherStore: an engine whose store is not a view
-// of the lease manager's store is refused at New, so that no check-out can
-// return a lease the manager cannot find.
-func TestNewRefusesLeasesOnAnotherStore(t *testing.T) {
+// TestNewRefusesLeasesOfAnotherView: an engine given the lease handle of a
+// mount registered with another view (another store, the whole store, a
+// view inside the lease manager's), or of another mount, is refused at
+// New, so that no check-out can return a lease the manager cannot find.
+// Given the right one, New names the engine the mount's Revoker.
+func TestNewRefusesLeasesOfAnotherView(t *testing.T) {
 	root, other := everystore.Mem(t), everystore.Mem(t)
-	m := newLeases(t, root, nil)
-	for name, s := range map[string]storage.Store{
-		"another store":         storage.Sub(other, storePrefix("ldap")),
-		"the whole store":       root,
-		"inside the lease view": storage.Sub(root, leasePrefix+"x/"),
+	view := storage.Sub(root, storePrefix("ldap"))
+	for name, tc := range map[string]struct {
+		registered storage.Store
+		mount      string
+		field      string
+	}{
+		"another store":         {storage.Sub(other, storePrefix("ldap")), "ldap/", "Store"},
+		"another view":          {storage.Sub(root, storePrefix("x")), "ldap/", "Store"},
+		"registered with none":  {nil, "ldap/", "Store"},
+		"the handle of another": {view, "other/", "Opts.Leases"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(s, FlavorLDAP, "ldap", &Options{Leases: m})
-			if keel.KindOf(err) != keel.KindInvalid {
-				t.Fatalf("New = %v, want an error of kind Invalid", err)
+			m := newLeases(t, root, nil)
+			iss, err := m.Register(lease.Mount{Path: tc.mount, Store: tc.registered})
+			if name == "another store" {
+				// The manager refuses the view itself: no handle to misuse.
+				if keel.KindOf(err) != keel.KindInvalid {
+					t.Fatalf("Register of a view of another store = %v, want Invalid", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = New(view, FlavorLDAP, "ldap", &Options{Leases: iss})
+			if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != tc.field {
+				t.Fatalf("New = %v, want Invalid naming %s", err, tc.field)
 			}
 		})
 	}
 	if _, err := New(nil, FlavorLDAP, "ldap", nil); keel.KindOf(err) != keel.KindInvalid {
 		t.Fatalf("New(nil store) = %v, want an error of kind Invalid", err)
 	}
-	e, err := New(storage.Sub(root, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Leases: m})
+	m := newLeases(t, root, nil)
+	e, err := New(view, FlavorLDAP, "ldap", &Options{Leases: ldapLeases(t, m, root)})
 	if err != nil {
-		t.Fatalf("a view beside the manager's: %v", err)
+		t.Fatalf("the view the mount was registered with: %v", err)
 	}
 	if e.leases.Mount() != "ldap/" {
-		t.Fatalf("registered mount %q, want ldap/", e.leases.Mount())
+		t.Fatalf("lease mount %q, want ldap/", e.leases.Mount())
 	}
 }
 

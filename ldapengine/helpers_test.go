@@ -102,3 +102,15 @@ func newLeases(t testing.TB, s storage.Store, opts *lease.Options) *lease.Manage
 	}
 	return m
 }
+
+// ldapLeases registers the mount "ldap/" of the engine whose view of s is
+// storage.Sub(s, storePrefix("ldap")) with m, as package mount does, and
+// returns its Issuer: the engine's Options.Leases.
+func ldapLeases(t testing.TB, m *lease.Manager, s storage.Store) *lease.Issuer {
+	t.Helper()
+	iss, err := m.Register(lease.Mount{Path: "ldap/", Store: storage.Sub(s, storePrefix("ldap"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return iss
+}

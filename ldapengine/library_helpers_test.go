@@ -63,11 +63,13 @@ func newLibEnv(t testing.TB, open everystore.Open, n int, o libOptions) *libEnv 
 		t.Fatal(err)
 	}
 	var m *lease.Manager
+	var iss *lease.Issuer
 	if !o.noLeases {
 		m = newLeases(t, s, &lease.Options{Clock: clock, Authorizer: o.leaseAuth, Logger: o.logger})
 		t.Cleanup(m.Stop)
+		iss = ldapLeases(t, m, s)
 	}
-	e, err := New(storage.Sub(s, storePrefix("ldap")), o.flavor, "ldap", &Options{Directory: d, Clock: clock, Policies: pol, Leases: m, Authorizer: o.auth, Logger: o.logger})
+	e, err := New(storage.Sub(s, storePrefix("ldap")), o.flavor, "ldap", &Options{Directory: d, Clock: clock, Policies: pol, Leases: iss, Authorizer: o.auth, Logger: o.logger})
 	if err != nil {
 		t.Fatal(err)
 	}

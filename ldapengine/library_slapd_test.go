@@ -23,7 +23,7 @@ func TestSlapdLibrary(t *testing.T) {
 	clock := keel.NewFakeClock(t0)
 	s := memstore.New(nil)
 	m := newLeases(t, s, &lease.Options{Clock: clock})
-	e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Clock: clock, Leases: m})
+	e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Clock: clock, Leases: ldapLeases(t, m, s)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func startOutage(t *testing.T) *outage {
 	s := memstore.New(nil)
 	m := newLeases(t, s, &lease.Options{Clock: keel.SystemClock{}, RetryBase: 250 * time.Millisecond, RetryMax: outRetry, MaxAttempts: 100})
 	e, err := New(storage.Sub(s, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{
-		Clock: keel.SystemClock{}, RetryInterval: outRetry, Leases: m,
+		Clock: keel.SystemClock{}, RetryInterval: outRetry, Leases: ldapLeases(t, m, s),
 	})
 	if err != nil {
 		t.Fatal(err)

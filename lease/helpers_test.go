@@ -240,8 +240,10 @@ func mustNew(t testing.TB, store storage.Store, opts *Options) *Manager {
 	return m
 }
 
-// register registers path with r and cfg's TTLs (cfg may be nil).
+// register registers path with r and cfg's TTLs (cfg may be nil), in
+// place of its registration if it has one.
 func (m *Manager) register(path string, r Revoker, cfg *mountConfig) error {
+	m.Unregister(path)
 	mt := Mount{Path: path, Revoker: r}
 	if cfg != nil {
 		mt.DefaultTTL, mt.MaxTTL = cfg.DefaultTTL, cfg.MaxTTL

@@ -63,7 +63,7 @@ func TestRegister(t *testing.T) {
 		"control char":           {"a\n/", rev, nil, "Path"},
 		"overlap parent":         {"ldap/creds/", rev, nil, "Path"},
 		"no overlap, same start": {"l/", rev, nil, ""},
-		"nil revoker: advisory":  {"db/", nil, nil, ""},
+		"nil revoker: none yet":  {"db/", nil, nil, ""},
 		"negative default":       {"db/", rev, &mountConfig{DefaultTTL: -1}, "DefaultTTL"},
 		"negative max":           {"db/", rev, &mountConfig{MaxTTL: -1}, "MaxTTL"},
 		"max above system":       {"db/", rev, &mountConfig{MaxTTL: 769 * time.Hour}, "MaxTTL"},
@@ -419,9 +419,8 @@ func TestRegisterAfterStart(t *testing.T) {
 		if err := e.m.register("fresh/", e.rev, nil); err != nil {
 			t.Fatalf("a new mount without leases: %v", err)
 		}
-		if err := e.m.register("ldap/", e.rev, nil); err != nil {
-			t.Fatalf("registering a registered mount again: %v", err)
-		}
+		_, err = e.m.Register(Mount{Path: "ldap/", Revoker: e.rev})
+		wantKind(t, err, keel.KindInvalid)
 		if err := e.m.Revoke(context.Background(), l.ID, true); err != nil {
 			t.Fatalf("revoking a lease of the mount registered late: %v", err)
 		}

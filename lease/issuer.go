@@ -151,6 +151,33 @@ func (t *Tx) End(leaseID string) error {
 	return nil
 }
 
+// SetRevoker names r the Revoker (and Renewer, Refresher, when it
+// implements them) of the Issuer's mount, in place of the one given to
+// Register. An engine built with the Issuer as its lease handle calls it
+// when it is ready to revoke; until then, a mount registered without a
+// Revoker has its due leases put off. It does nothing once the mount was
+// unregistered or registered again: an old Issuer cannot take over a newer
+// registration's leases.
+func (i *Issuer) SetRevoker(r Revoker) {
+	i.m.mu.Lock()
+	defer i.m.mu.Unlock()
+	if me, ok := i.m.mounts[i.mount]; ok && me.owner == i {
+		me.revoker = r
+		i.m.mounts[i.mount] = me
+	}
+}
+
+// CheckStore fails with an error of kind keel.KindInvalid, naming field,
+// unless store is the store the Issuer's mount was registered with (the
+// same view of the same store), so that an engine given both cannot write
+// its records to one view and their leases' joins to another.
+func (i *Issuer) CheckStore(field string, store storage.Store) error {
+	if i.joint == nil || !i.joint.Holds(store) {
+		return keel.Invalid(field, "is not the store the lease mount %q was registered with", i.mount)
+	}
+	return nil
+}
+
 // Unregister forgets the Issuer's mount (see Manager.Unregister).
 func (i *Issuer) Unregister() { i.m.Unregister(i.mount) }
 

@@ -150,8 +150,9 @@ type Manager struct {
 }
 
 type mountEntry struct {
-	revoker Revoker
+	revoker Revoker     // nil: none yet (see Issuer.SetRevoker)
 	cfg     mountConfig // zero fields filled with the system values
+	owner   *Issuer     // the Issuer of this registration
 }
 
 // opsPerLease bounds the writes a batched operation makes per lease (the
@@ -251,9 +252,13 @@ type Mount struct {
 	// "secret/": the leases issued under it have ids that start with it.
 	Path string
 	// Revoker revokes the secrets behind the mount's leases; when it
-	// implements Renewer, it is asked before each renewal. Nil: the
-	// leases are advisory (a kv mount's), revoking one has nothing to
-	// undo.
+	// implements Renewer, it is asked before each renewal, and when it
+	// implements Refresher, it answers each renewal. Advisory is the
+	// Revoker of leases that have nothing to undo. Nil: none yet, until
+	// the engine built with the mount's Issuer names it (Issuer.SetRevoker);
+	// meanwhile the worker puts the mount's due leases off, as those of
+	// a mount not registered (see Step), and Revoke and Renew fail with
+	// keel.KindUnavailable.
 	Revoker Revoker
 	// Store is the engine's own store, given when the engine issues
 	// leases inside its own transactions (Issuer.Update). It must be a
@@ -313,16 +318,17 @@ func (m *Manager) checkMount(mt Mount) (mountConfig, error) {
 // Register makes mt.Revoker the Revoker (and, when it implements Renewer,
 // the Renewer) of the leases whose id starts with mt.Path, sets the TTLs of
 // the leases issued under it, and returns the mount's Issuer: the one way
-// to issue its leases. Registering a registered path again replaces its
-// revoker, store and TTLs, and returns a new Issuer; the old one keeps
-// working.
+// to issue its leases, and the lease handle of the engine that serves the
+// mount.
 //
 // Register fails with an error of kind keel.KindInvalid, and changes
 // nothing, when the path is empty, lacks the trailing "/", has an empty,
 // "." or ".." segment, or overlaps another registered mount (one a prefix
 // of the other); when a TTL is negative, MaxTTL exceeds the system MaxTTL,
 // or DefaultTTL exceeds the mount's max TTL; when mt.Store and the
-// Manager's store cannot be joined (see Mount.Store). A mount may be
+// Manager's store cannot be joined (see Mount.Store); and when the path is
+// registered already: a second engine cannot take over a mount's leases
+// by registering its path again (Unregister it first). A mount may be
 // registered while the worker runs, with leases stored: the worker put
 // them off while it knew no revoker for them (see Step).
 func (m *Manager) Register(mt Mount) (*Issuer, error) {
@@ -336,22 +342,25 @@ func (m *Manager) Register(mt Mount) (*Issuer, error) {
 			return nil, fmt.Errorf("lease: register %q: the engine's store and the lease store: %w", mt.Path, err)
 		}
 	}
-	r := mt.Revoker
-	if r == nil {
-		r = advisory{}
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for other := range m.mounts {
-		if other != mt.Path && (strings.HasPrefix(mt.Path, other) || strings.HasPrefix(other, mt.Path)) {
+		switch {
+		case other == mt.Path:
+			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, keel.Invalid("Path", "is registered already (Unregister it first)"))
+		case strings.HasPrefix(mt.Path, other) || strings.HasPrefix(other, mt.Path):
 			return nil, fmt.Errorf("lease: register %q: %w", mt.Path, keel.Invalid("Path", "overlaps the registered mount %q", other))
 		}
 	}
-	m.mounts[mt.Path] = mountEntry{revoker: r, cfg: c}
-	return &Issuer{m: m, mount: mt.Path, joint: joint}, nil
+	iss := &Issuer{m: m, mount: mt.Path, joint: joint}
+	m.mounts[mt.Path] = mountEntry{revoker: mt.Revoker, cfg: c, owner: iss}
+	return iss, nil
 }
 
-// advisory is the Revoker of a mount whose leases have nothing to undo.
+// Advisory is the Revoker of a mount whose leases have nothing to undo (a
+// leased kv read's): revoking one only removes it.
+var Advisory Revoker = advisory{}
+
 type advisory struct{}
 
 func (advisory) Revoke(context.Context, Lease) error { return nil }

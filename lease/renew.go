@@ -102,7 +102,7 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 		ttl = left
 	}
 	_, mt, ok := m.mountFor(leaseID)
-	if !ok {
+	if !ok || mt.revoker == nil {
 		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.ErrUnavailable)
 	}
 	if rn, ok := mt.revoker.(Renewer); ok {

@@ -184,7 +184,7 @@ var errNoRevoker = errors.New("no revoker is registered for the mount of the lea
 // into an error; without one it fails with errNoRevoker.
 func (m *Manager) callRevoker(ctx context.Context, l Lease) (err error) {
 	_, mt, ok := m.mountFor(l.ID)
-	if !ok {
+	if !ok || mt.revoker == nil {
 		return errNoRevoker
 	}
 	defer func() {

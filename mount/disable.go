@@ -63,12 +63,10 @@ func (t *Table) Disable(ctx context.Context, path string) error {
 // finishDisable revokes the leases of m, which is marked, deletes its data
 // and drops it from the table.
 func (t *Table) finishDisable(ctx context.Context, m *Mount) error {
-	if m.LDAP != nil {
-		m.LDAP.Stop()
-	}
+	stop(m)
 	ctx = system(context.WithoutCancel(ctx))
 	var err error
-	if m.KV != nil || m.LDAP != nil {
+	if m.Engine != nil {
 		err = t.leases.RevokePrefix(ctx, m.Path, true)
 	} else {
 		// No engine to revoke through: the secrets behind them cannot

@@ -16,17 +16,25 @@
 //		Options: map[string]string{"leased_passthrough": "true"}})
 //	m, rest, ok := table.Route("team-a/db") // m.KV serves rest ("db")
 //
-// The types are "kv" (version 1; options "version" and
-// "leased_passthrough"), "ldap" and "openldap" (package ldapengine). Each
-// mount gets its own part of the store, chosen by the table: a kv mount's
-// data under "kv/UUID/", an ldap or openldap mount's under
-// "ldapengine/mounts/PATH/"; the table itself is at "sys/mounts", a guard
-// key per mount at "sys/mount-guards/UUID", and the leases of every mount
-// under "lease/". Engines never share keys, every
-// engine that issues leases is registered with the table's one lease
-// manager (a leased kv mount through an Issuer, an ldap engine with its
-// store joined to the manager's), and Close stops the engines' workers
-// before the lease manager's.
+// The built-in types are "kv" (version 1; options "version" and
+// "leased_passthrough"), "ldap" and "openldap" (package ldapengine); a
+// program adds its own with Options.Types. Each mount gets its own part of
+// the store, chosen by the table (see Store layout). Engines never share
+// keys, and Close stops the engines' workers before the lease manager's.
+//
+// # Engines and their leases
+//
+// The table builds each mount's engine with its type's EngineType.Build,
+// after it registered the mount with its one lease manager, and hands it an
+// Env: the engine's guarded part of the store and the mount's lease handle
+// (a lease.Issuer registered with that part and the mount's TTLs). That
+// handle is the one seam between an engine and the lease manager, for every
+// type alike: the engine issues its leases through it, in its own
+// transactions when its records and their leases must commit together,
+// ends them there (a library check-in), and names its Revoker with it.
+// Until it does, the manager puts the mount's due leases off. No engine
+// registers itself, and the manager refuses a second registration of a
+// path, so a second engine cannot take over a mount's leases.
 //
 // # Store layout
 //
@@ -113,8 +121,9 @@
 //
 // # Caveats
 //
-// Only the three types above can be mounted: the factories are not open to
-// other engines yet. A mount's engine runs in every process that opens the
+// A type must be known to every table that serves the store: a table that
+// does not know a stored mount's type lists it with Mount.Err and does not
+// serve it. A mount's engine runs in every process that opens the
 // table, but its background work runs where Options.Leader says. Between
 // the commit of a change by another table and the moment this one follows
 // it, a request routed here to a mount just disabled fails as above; one

@@ -6,16 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/kv"
-	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
@@ -31,12 +27,14 @@ type EnableRequest struct {
 	// Path is where to mount, with or without a trailing "/". See the
 	// package documentation for its rules.
 	Path string
-	// Type is "kv", "ldap" or "openldap".
+	// Type is the engine's type: "kv", "ldap", "openldap", or one of
+	// Options.Types.
 	Type string
 	// Description is free text.
 	Description string
-	// Options are the engine's options. kv: "version" ("1" or empty)
-	// and "leased_passthrough" (a boolean); ldap and openldap: none.
+	// Options are the engine's options, checked by its type. kv:
+	// "version" ("1" or empty) and "leased_passthrough" (a boolean); ldap
+	// and openldap: none.
 	Options map[string]string
 	// DefaultTTL is the mount's default lease TTL; zero: the system's.
 	DefaultTTL time.Duration
@@ -155,9 +153,7 @@ func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, 
 	if err != nil {
 		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
 	}
-	if old.LDAP != nil {
-		old.LDAP.Stop()
-	}
+	t.unbuild(old)
 	m := t.open(e)
 	t.serve(m)
 	return e, m.Err
@@ -170,9 +166,12 @@ func (t *Table) newEntry(req EnableRequest) (Entry, error) {
 	if why := pathRule(path); why != "" {
 		v.Add("Path", "%s", why)
 	}
-	opts, typeErrs := checkOptions(req.Type, req.Options)
-	for _, fe := range typeErrs {
-		v.Add(fe[0], "%s", fe[1])
+	opts, err := t.checkOptions(req.Type, req.Options)
+	for _, fe := range keel.FieldErrors(err) {
+		v.Add(fe.Field, "%s", fe.Rule)
+	}
+	if err != nil && len(keel.FieldErrors(err)) == 0 {
+		return Entry{}, err
 	}
 	if why := pathRule(path); why == "" {
 		if err := t.leases.CheckMount(lease.Mount{Path: path, DefaultTTL: req.DefaultTTL, MaxTTL: req.MaxTTL}); err != nil {
@@ -199,10 +198,12 @@ func (t *Table) checkStored(e Entry) error {
 	if why := pathRule(e.Path); why != "" {
 		v.Add("Path", "%s", why)
 	}
-	if _, errs := checkOptions(e.Type, e.Options); len(errs) > 0 {
-		for _, fe := range errs {
-			v.Add(fe[0], "%s", fe[1])
-		}
+	_, err := t.checkOptions(e.Type, e.Options)
+	for _, fe := range keel.FieldErrors(err) {
+		v.Add(fe.Field, "%s", fe.Rule)
+	}
+	if err != nil && len(keel.FieldErrors(err)) == 0 {
+		return fmt.Errorf("mount: stored mount %q: %w", e.Path, err)
 	}
 	if e.UUID == "" {
 		v.Add("UUID", "is required")
@@ -268,78 +269,6 @@ func pathRule(path string) string {
 	return ""
 }
 
-// optionField is the Go path of the option k of EnableRequest.Options, a
-// map entry: Options["k"] (see keel.FieldError).
-func optionField(k string) string { return "Options[" + strconv.Quote(k) + "]" }
-
-// checkOptions checks a type and its options, and returns the options to
-// store with the defaults filled in, or the problems as field/message
-// pairs.
-func checkOptions(typ string, in map[string]string) (map[string]string, [][2]string) {
-	var errs [][2]string
-	opts := map[string]string{}
-	switch typ {
-	case "kv":
-		opts["version"] = "1"
-		for k, val := range in {
-			switch k {
-			case "version":
-				if val != "1" && val != "" {
-					errs = append(errs, [2]string{optionField("version"), "only kv version 1 is available"})
-				}
-			case "leased_passthrough":
-				if _, err := strconv.ParseBool(val); err != nil {
-					errs = append(errs, [2]string{optionField("leased_passthrough"), "must be a boolean"})
-				}
-				opts[k] = val
-			default:
-				errs = append(errs, [2]string{optionField(k), "unknown option"})
-			}
-		}
-	case string(ldapengine.FlavorLDAP), string(ldapengine.FlavorOpenLDAP):
-		for k := range in {
-			errs = append(errs, [2]string{optionField(k), "unknown option"})
-		}
-	default:
-		errs = append(errs, [2]string{"Type", fmt.Sprintf("only kv, ldap and openldap engines can be mounted, not %q", typ)})
-	}
-	return opts, errs
-}
-
-// build makes m's engine and registers its mount with the lease manager;
-// on failure nothing stays registered.
-func (t *Table) build(m *Mount) error {
-	mount := strings.TrimSuffix(m.Path, "/")
-	if m.Type == "kv" {
-		kl := &kvLeases{}
-		iss, err := t.leases.Register(lease.Mount{Path: m.Path, DefaultTTL: m.DefaultTTL, MaxTTL: m.MaxTTL, Revoker: kl})
-		if err != nil {
-			return err
-		}
-		opts := &kv.Options{Authorizer: t.auth, DefaultTTL: m.DefaultTTL}
-		if leased, _ := strconv.ParseBool(m.Options["leased_passthrough"]); leased {
-			opts.Leaser = leaser{iss}
-		}
-		eng, err := kv.New(t.dataView(m.Entry), mount, opts)
-		if err != nil {
-			t.leases.Unregister(m.Path)
-			return err
-		}
-		kl.engine.Store(eng)
-		m.KV = eng
-		return nil
-	}
-	eng, err := ldapengine.New(t.dataView(m.Entry), ldapengine.Flavor(m.Type), mount, &ldapengine.Options{
-		Directory: t.dir, Policies: t.policies, Clock: t.clock, Authorizer: t.auth, Logger: t.log,
-		Leader: t.leader("ldapengine/" + mount), Leases: t.leases, DefaultTTL: m.DefaultTTL, MaxTTL: m.MaxTTL,
-	})
-	if err != nil {
-		return err
-	}
-	m.LDAP = eng
-	return nil
-}
-
 // dataView is the view of the store that e's engine keeps its data in:
 // its part of the store, guarded by e's guard key, so that the engine of a
 // mount that is gone (disabled by another table, or kept by the program
@@ -355,35 +284,4 @@ func dataPrefix(e Entry) string {
 		return kvPrefix + e.UUID + "/"
 	}
 	return ldapPrefix + url.PathEscape(strings.TrimSuffix(e.Path, "/")) + "/"
-}
-
-// kvLeases is the Revoker of a kv mount's leases: revoking one has
-// nothing to undo (the secret stays, as in Vault), and renewing one answers
-// the secret read anew (a lease.Refresher).
-type kvLeases struct {
-	engine atomic.Pointer[kv.Engine] // set once the engine is built
-}
-
-// Revoke does nothing: a leased kv read gave out no credential.
-func (*kvLeases) Revoke(context.Context, lease.Lease) error { return nil }
-
-// Refresh answers a renewal with the secret's data read anew.
-func (k *kvLeases) Refresh(ctx context.Context, l lease.Lease) (any, error) {
-	eng := k.engine.Load()
-	if eng == nil {
-		return nil, fmt.Errorf("mount %q: the kv engine is not built yet: %w", l.Mount, keel.ErrUnavailable)
-	}
-	s, err := eng.ReadRenewed(ctx, l.Path)
-	if err != nil {
-		return nil, err
-	}
-	return s.Data, nil
-}
-
-// leaser issues the leases of a leased kv mount through its Issuer.
-type leaser struct{ iss *lease.Issuer }
-
-func (l leaser) IssueLease(ctx context.Context, path string, ttl time.Duration, renewable bool) (string, time.Duration, error) {
-	le, err := l.iss.Issue(ctx, lease.IssueRequest{Path: path, TTL: ttl, Renewable: renewable})
-	return le.ID, le.ExpireTime.Sub(le.IssueTime), err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -36,7 +37,8 @@ const (
 type Entry struct {
 	// Path is where the mount is, ending in "/" ("secret/", "team/ldap/").
 	Path string `json:"path"`
-	// Type is the engine's type: "kv", "ldap" or "openldap".
+	// Type is the engine's type: "kv", "ldap", "openldap", or one of
+	// Options.Types.
 	Type string `json:"type"`
 	// Description is free text.
 	Description string `json:"description"`
@@ -45,8 +47,9 @@ type Entry struct {
 	UUID string `json:"uuid"`
 	// Accessor is Vault's mount accessor, TYPE_ and 8 hex digits.
 	Accessor string `json:"accessor"`
-	// Options are the engine's options: "version" and
-	// "leased_passthrough" for kv; none for ldap and openldap.
+	// Options are the engine's options, as its type checked them:
+	// "version" and "leased_passthrough" for kv; none for ldap and
+	// openldap.
 	Options map[string]string `json:"options"`
 	// DefaultTTL is the mount's default lease TTL; zero: the system's.
 	DefaultTTL time.Duration `json:"default_ttl"`
@@ -58,13 +61,14 @@ type Entry struct {
 	Disabling bool `json:"disabling,omitempty"`
 }
 
-// Mount is a mount of the table with its engine: KV for a kv mount, LDAP
-// for an ldap or openldap mount. A mount that is not served has neither,
-// and Err says why.
+// Mount is a mount of the table with its engine: Engine, and the same
+// engine typed as KV for a kv mount, LDAP for an ldap or openldap mount. A
+// mount that is not served has no engine, and Err says why.
 type Mount struct {
 	Entry
-	KV   *kv.Engine
-	LDAP *ldapengine.Engine
+	Engine Engine
+	KV     *kv.Engine
+	LDAP   *ldapengine.Engine
 	// Err is why a stored mount is not served: it no longer validates,
 	// its engine could not be built, or its removal did not finish.
 	Err error
@@ -94,8 +98,9 @@ type Options struct {
 	Directory ldapengine.Directory
 	// Leader gives the leader of each background worker by name:
 	// "lease" for the lease manager, "ldapengine/PATH" for the rotation
-	// worker of an ldap or openldap mount. Nil: every worker runs
-	// always (one process).
+	// worker of an ldap or openldap mount, "engine/PATH" for the worker of
+	// a mount of another type (PATH without its trailing "/"). Nil: every
+	// worker runs always (one process).
 	Leader func(name string) leader.Leader
 	// Leases configures the lease manager; its Clock, Authorizer,
 	// Logger and Leader are those above. Nil: the defaults.
@@ -103,6 +108,11 @@ type Options struct {
 	// Defaults are the mounts Open enables when the store holds no
 	// table yet (VaultDefaults gives Vault's). Nil: none.
 	Defaults []EnableRequest
+	// Types are the engine types the table mounts besides the built-in
+	// "kv" (KV), "ldap" and "openldap" (LDAP, with Directory); a type
+	// of one of these names replaces the built-in one. Nil: the built-in
+	// types only.
+	Types map[string]EngineType
 }
 
 // VaultDefaults returns the mounts of a new Vault-like server: kv version
@@ -128,8 +138,8 @@ type Table struct {
 	auth     keel.Authorizer
 	clock    keel.Clock
 	log      *slog.Logger
-	dir      ldapengine.Directory
 	leader   func(string) leader.Leader
+	types    map[string]EngineType
 
 	opMu   sync.Mutex // one Enable, Disable, Tune or reconcile at a time
 	mu     sync.RWMutex
@@ -200,25 +210,30 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 		policies: policies,
 		groups: identity.New(storage.Sub(store, identityPrefix), &identity.Options{
 			Authorizer: o.Authorizer, Clock: o.Clock, Entities: o.Entities}),
-		auth:    o.Authorizer,
-		clock:   keel.ClockOrSystem(o.Clock),
-		log:     o.Logger,
-		dir:     o.Directory,
-		leader:  o.Leader,
+		auth:   o.Authorizer,
+		clock:  keel.ClockOrSystem(o.Clock),
+		log:    o.Logger,
+		leader: o.Leader,
+		types: map[string]EngineType{
+			"kv":                              KV(),
+			string(ldapengine.FlavorLDAP):     LDAP(ldapengine.FlavorLDAP, o.Directory, policies),
+			string(ldapengine.FlavorOpenLDAP): LDAP(ldapengine.FlavorOpenLDAP, o.Directory, policies),
+		},
 		mounts:  make(map[string]*Mount),
 		changed: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		ended:   make(chan struct{}),
 	}
+	maps.Copy(t.types, o.Types)
 	// Watch before reading: a change committed after the read is seen.
-	stop, err := storage.Watch(ctx, store, tableKey, func(string) { t.signal() })
+	stopWatch, err := storage.Watch(ctx, store, tableKey, func(string) { t.signal() })
 	if err != nil {
 		return nil, fmt.Errorf("mount: open: watching the table: %w", err)
 	}
-	t.stopWatch = stop
+	t.stopWatch = stopWatch
 	entries, err := t.load(ctx, o.Defaults)
 	if err != nil {
-		stop()
+		stopWatch()
 		return nil, err
 	}
 	for _, e := range entries {
@@ -232,9 +247,7 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 		}
 	}
 	for _, m := range t.list() {
-		if m.LDAP != nil && m.Served() {
-			m.LDAP.Start()
-		}
+		start(m)
 	}
 	// Leases fall due from now on: the worker revokes what expired while
 	// no table ran, then what expires while it runs.
@@ -324,9 +337,7 @@ func (t *Table) Close() {
 	}
 	<-t.ended
 	for _, m := range mounts {
-		if m.LDAP != nil {
-			m.LDAP.Stop()
-		}
+		stop(m)
 	}
 	t.leases.Stop()
 }
@@ -423,6 +434,11 @@ func (t *Table) MountFor(ctx context.Context, p string) (Mount, error) {
 		}
 	}
 	return Mount{}, forbidden
+}
+
+// typeNames lists the engine types of the table.
+func (t *Table) typeNames() string {
+	return strings.Join(slices.Sorted(maps.Keys(t.types)), ", ")
 }
 
 func (t *Table) list() []*Mount {

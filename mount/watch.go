@@ -90,9 +90,7 @@ func (t *Table) reconcile(ctx context.Context) error {
 			t.serve(t.open(e))
 		case e.Disabling && !cur.Disabling:
 			t.log.Info("mount being disabled by another table", "path", e.Path)
-			if cur.LDAP != nil {
-				cur.LDAP.Stop()
-			}
+			stop(cur)
 			marked := *cur
 			marked.Disabling = true
 			t.mu.Lock()
@@ -100,9 +98,7 @@ func (t *Table) reconcile(ctx context.Context) error {
 			t.mu.Unlock()
 		case !sameEntry(cur.Entry, e) && !e.Disabling:
 			t.log.Info("mount tuned by another table", "path", e.Path)
-			if cur.LDAP != nil {
-				cur.LDAP.Stop()
-			}
+			t.unbuild(cur)
 			t.serve(t.open(e))
 		}
 	}
@@ -113,26 +109,21 @@ func (t *Table) reconcile(ctx context.Context) error {
 // of another UUID): its worker stops and its leases are unregistered.
 func (t *Table) drop(m *Mount) {
 	t.log.Info("mount disabled by another table", "path", m.Path)
-	if m.LDAP != nil {
-		m.LDAP.Stop()
-	}
-	if m.KV != nil || m.LDAP != nil {
-		t.leases.Unregister(m.Path)
-	}
+	t.unbuild(m)
 	t.mu.Lock()
 	delete(t.mounts, m.Path)
 	t.mu.Unlock()
 }
 
-// serve puts m in the table and starts its worker, unless the table is
-// closed.
+// serve puts m in the table and starts its engine's work, unless the
+// table is closed.
 func (t *Table) serve(m *Mount) {
 	t.mu.Lock()
 	t.mounts[m.Path] = m
-	start := !t.closed && m.LDAP != nil && m.Served()
+	closed := t.closed
 	t.mu.Unlock()
-	if start {
-		m.LDAP.Start()
+	if !closed {
+		start(m)
 	}
 }
 

@@ -77,3 +77,29 @@ func put(t *testing.T, s storage.Store, k, v string) {
 		t.Fatal(err)
 	}
 }
+
+// A Joint holds the view it was made of, and no other: another prefix,
+// another store, or the same view without its guard.
+func TestJointHolds(t *testing.T) {
+	root := memstore.New(nil)
+	guarded := storage.Sub(storage.Guard(root, "g", "gone"), "a/")
+	j, err := storage.Join(guarded, storage.Sub(root, "lease/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		s    storage.Store
+		want bool
+	}{
+		"the same view":     {guarded, true},
+		"an equal view":     {storage.Sub(storage.Guard(root, "g", "other text"), "a/"), true},
+		"without the guard": {storage.Sub(root, "a/"), false},
+		"another guard":     {storage.Sub(storage.Guard(root, "h", "gone"), "a/"), false},
+		"another prefix":    {storage.Sub(storage.Guard(root, "g", "gone"), "b/"), false},
+		"another store":     {storage.Sub(storage.Guard(memstore.New(nil), "g", "gone"), "a/"), false},
+	} {
+		if got := j.Holds(tc.s); got != tc.want {
+			t.Errorf("%s: Holds = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -16,7 +16,8 @@ import (
 type Joint struct {
 	base   Store
 	pa, pb string
-	guards []guard // of both views (see Guard)
+	guards []guard // of both views (see Guard), a's first
+	na     int     // how many of guards are a's
 }
 
 // Join returns the Joint of a and b. a and b must be views of one store
@@ -34,7 +35,7 @@ func Join(a, b Store) (*Joint, error) {
 	if strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa) {
 		return nil, fmt.Errorf("storage: join %q and %q: %w", pa, pb, keel.Invalid("", "the two views overlap: one would write the other's keys"))
 	}
-	return &Joint{base: ba, pa: pa, pb: pb, guards: append(ga[:len(ga):len(ga)], gb...)}, nil
+	return &Joint{base: ba, pa: pa, pb: pb, guards: append(ga[:len(ga):len(ga)], gb...), na: len(ga)}, nil
 }
 
 // Update runs fn in one Update of the store under the Joint's views, with
@@ -48,6 +49,22 @@ func (j *Joint) Update(ctx context.Context, fn func(ctx context.Context, ta, tb 
 		}
 		return fn(ctx, SubTx(tx, j.pa), SubTx(tx, j.pb))
 	})
+}
+
+// Holds reports whether s is the first view the Joint was made of (Join's
+// a): a view of the same store under the same prefix, with the same
+// guards.
+func (j *Joint) Holds(s Store) bool {
+	base, prefix, guards := split(s)
+	if !sameStore(base, j.base) || prefix != j.pa || len(guards) != j.na {
+		return false
+	}
+	for i, g := range guards {
+		if j.guards[i].key != g.key {
+			return false
+		}
+	}
+	return true
 }
 
 // Split returns the store under s and the prefix of s in it: s and "" when

@@ -294,7 +294,12 @@ func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
 	dir := ldaptest.NewDirectory()
 	dir.Add(bindDN, "bind-pw", "cn", "keel")
 	dir.Add("uid="+libAcct+","+usersDN, "initial-pw", "uid", libAcct)
-	e, err := ldapengine.New(storage.Sub(root, ldapData), ldapengine.FlavorLDAP, "ldap", &ldapengine.Options{Directory: dir, Leases: m})
+	view := storage.Sub(root, ldapData)
+	iss, err := m.Register(lease.Mount{Path: "ldap/", Store: view})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := ldapengine.New(view, ldapengine.FlavorLDAP, "ldap", &ldapengine.Options{Directory: dir, Leases: iss})
 	if err != nil {
 		tb.Fatal(err)
 	}

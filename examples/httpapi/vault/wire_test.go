@@ -47,7 +47,7 @@ func TestFieldNamesOnTheWire(t *testing.T) {
 		}{
 			{"a..b", api.MountInput{Type: "kv"}, "path", `must not contain ".."`},
 			{"sys/x", api.MountInput{Type: "kv"}, "path", "is reserved"},
-			{"x", api.MountInput{Type: "pki"}, "type", "only kv, ldap and openldap"},
+			{"x", api.MountInput{Type: "pki"}, "type", `no engine type "pki"`},
 			{"x", api.MountInput{Type: "kv", Options: map[string]string{"version": "2"}}, "options.version", "only kv version 1"},
 			{"x", api.MountInput{Type: "kv", Options: map[string]string{"Frobnicate": "1"}}, "options.Frobnicate", "unknown option"},
 			{"x", api.MountInput{Type: "kv", Config: api.MountConfigInput{DefaultLeaseTTL: "2h", MaxLeaseTTL: "1h"}},
