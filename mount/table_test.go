@@ -15,6 +15,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
@@ -508,4 +509,72 @@ func TestOneAuthorizerForTheService(t *testing.T) {
 	if _, err := table.Groups().UpsertByName(app, "devs", identity.Input{}); err != nil {
 		t.Fatalf("a group the caller may create: %v", err)
 	}
+}
+
+// TestAProgramOpensOnlyTheRoot is the program of the issue that composed
+// everything by hand: it embeds kv, a leased kv mount, a library set and
+// identity groups in its own transport, and writes no store prefix, gives
+// one Authorizer and calls nothing at start beyond Open. A borrower with
+// rights on its set's check-out and check-in only checks an account in:
+// its lease is gone at once and cannot be renewed.
+func TestAProgramOpensOnlyTheRoot(t *testing.T) {
+	dir := ldaptest.NewDirectory()
+	dir.Add("cn=admin,dc=example,dc=org", "admin-pw", "cn", "admin")
+	dir.Add("cn=svc1,dc=example,dc=org", "pw1", "cn", "svc1")
+	authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"borrower": {
+			{Path: "ldap/library/team/check-out", Capabilities: []keel.Capability{keel.CapUpdate}},
+			{Path: "ldap/library/team/check-in", Capabilities: []keel.Capability{keel.CapUpdate}},
+			{Path: "team-a/*", Capabilities: []keel.Capability{keel.CapRead}},
+			{Path: "identity/group/name/Admins", Capabilities: []keel.Capability{keel.CapDeny}},
+			{Path: "identity/group/name/*", Capabilities: []keel.Capability{keel.CapRead}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := mount.Open(ctx, everystore.Mem(t), &mount.Options{Authorizer: authz, Directory: dir, Defaults: mount.VaultDefaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(table.Close)
+	root := keel.WithPrincipal(ctx, keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
+	borrower := keel.WithPrincipal(ctx, keel.Principal{ID: "app", ClientTokenID: "t1", Policies: []string{"borrower"}})
+
+	if _, err := table.Enable(root, mount.EnableRequest{Path: "team-a/", Type: "kv", Options: map[string]string{"leased_passthrough": "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	kvm, rest, _ := table.Route("team-a/db")
+	if err := kvm.KV.Write(root, rest, map[string]any{"password": "s3cr3t"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := kvm.KV.Read(borrower, rest); err != nil || s.LeaseID == "" {
+		t.Fatalf("leased read by the borrower: %+v, %v", s, err)
+	}
+	if _, err := table.Groups().UpsertByName(root, "Admins", identity.Input{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Admins", "admins", "ADMINS"} {
+		_, err := table.Groups().ReadByName(borrower, name)
+		wantKind(t, err, keel.KindForbidden)
+	}
+
+	ldapm, _, _ := table.Route("ldap/")
+	if err := ldapm.LDAP.WriteConfig(root, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "admin-pw"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ldapm.LDAP.PutLibrarySet(root, "team", ldapengine.LibrarySetRequest{ServiceAccountNames: []string{"svc1"}}); err != nil {
+		t.Fatal(err)
+	}
+	co, err := ldapm.LDAP.CheckOut(borrower, "team", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ldapm.LDAP.CheckIn(borrower, "team", nil, false); err != nil || len(in) != 1 {
+		t.Fatalf("check-in by the borrower: %q, %v", in, err)
+	}
+	_, err = table.Leases().Lookup(root, co.Lease.ID)
+	wantKind(t, err, keel.KindNotFound)
+	_, err = table.Leases().Renew(root, co.Lease.ID, time.Hour)
+	wantKind(t, err, keel.KindNotFound)
 }
