@@ -101,7 +101,7 @@ func TestCleanupResumesAndStopsPaused(t *testing.T) {
 		s.Pause()
 	})
 	if pid == 0 {
-		t.Fatal("no slapd started")
+		t.Skip("no slapd started: Start skipped the subtest (slapd is not installed)")
 	}
 	if st := state(pid); st != "" {
 		t.Fatalf("slapd %d left in state %q after cleanup", pid, st)
