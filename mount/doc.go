@@ -44,7 +44,10 @@
 //	sys/mounts                     the mount table (JSON, one key)
 //	sys/mount-guards/UUID          a mount's guard (see below)
 //	kv/UUID/                       a kv mount's secrets
-//	ldapengine/mounts/PATH/        an ldap or openldap mount's data
+//	mounts/UUID/                   the data of a mount of another type
+//	ldapengine/mounts/PATH/        an ldap or openldap mount's data, when
+//	                               it was enabled before entries said
+//	                               where their data is (Entry.Data)
 //	ldapengine/password-policies/  the password policies (PasswordPolicies)
 //	lease/                         the leases of every mount (Leases)
 //	identity/                      the identity groups (Groups)

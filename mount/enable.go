@@ -185,10 +185,12 @@ func (t *Table) newEntry(req EnableRequest) (Entry, error) {
 	}
 	acc := make([]byte, 4)
 	rand.Read(acc)
+	id := uuid.NewString()
 	return Entry{
 		Path: path, Type: req.Type, Description: req.Description,
-		UUID: uuid.NewString(), Accessor: req.Type + "_" + hex.EncodeToString(acc),
+		UUID: id, Accessor: req.Type + "_" + hex.EncodeToString(acc),
 		Options: opts, DefaultTTL: req.DefaultTTL, MaxTTL: req.MaxTTL,
+		Data: keyedPrefix(req.Type, id),
 	}, nil
 }
 
@@ -207,6 +209,8 @@ func (t *Table) checkStored(e Entry) error {
 	}
 	if e.UUID == "" {
 		v.Add("UUID", "is required")
+	} else if e.Data != "" && e.Data != keyedPrefix(e.Type, e.UUID) {
+		v.Add("Data", "must be %q, the part of the store of the mount's UUID", keyedPrefix(e.Type, e.UUID))
 	}
 	if err := v.Err(); err != nil {
 		return fmt.Errorf("mount: stored mount %q: %w", e.Path, err)
@@ -280,8 +284,19 @@ func (t *Table) dataView(e Entry) storage.Store {
 
 // dataPrefix is the key prefix of the data of e's engine.
 func dataPrefix(e Entry) string {
-	if e.Type == "kv" {
-		return kvPrefix + e.UUID + "/"
+	if e.Data != "" || e.Type == "kv" {
+		return keyedPrefix(e.Type, e.UUID)
 	}
+	// An ldap or openldap mount enabled before entries said where their
+	// data is: keyed by its path.
 	return ldapPrefix + url.PathEscape(strings.TrimSuffix(e.Path, "/")) + "/"
+}
+
+// keyedPrefix is the key prefix of the data of the mount of type typ
+// whose UUID is id: "kv/UUID/" for kv, "mounts/UUID/" for other types.
+func keyedPrefix(typ, id string) string {
+	if typ == "kv" {
+		return kvPrefix + id + "/"
+	}
+	return mountsPrefix + id + "/"
 }

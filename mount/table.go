@@ -28,7 +28,8 @@ const (
 	guardPrefix      = "sys/mount-guards/" // + mount UUID: exists while the mount's data may be written
 	leasePrefix      = "lease/"
 	kvPrefix         = "kv/"                // + mount UUID + "/"
-	ldapPrefix       = "ldapengine/mounts/" // + escaped mount path + "/"
+	mountsPrefix     = "mounts/"            // + mount UUID + "/": a mount's data, for the types other than kv
+	ldapPrefix       = "ldapengine/mounts/" // + escaped mount path + "/": an ldap or openldap mount's data, when its entry has no Data
 	passwordPolicies = "ldapengine/password-policies/"
 	identityPrefix   = "identity/"
 )
@@ -59,6 +60,12 @@ type Entry struct {
 	// data is gone: the mount is no longer served, and Open finishes the
 	// removal.
 	Disabling bool `json:"disabling,omitempty"`
+	// Data is the key prefix of the mount's data in the table's store,
+	// keyed by its UUID: "kv/UUID/" for kv, "mounts/UUID/" for the other
+	// types. It is empty in the entries of ldap and openldap mounts
+	// enabled before it existed, whose data stays under
+	// "ldapengine/mounts/PATH/".
+	Data string `json:"data,omitempty"`
 }
 
 // Mount is a mount of the table with its engine: Engine, and the same
@@ -160,8 +167,9 @@ type Table struct {
 // store is the program's whole store, or a view of it; the table keeps the
 // mount table at "sys/mounts" with a guard key per mount under
 // "sys/mount-guards/", the leases under "lease/", each kv mount's data
-// under "kv/UUID/", each ldap or openldap mount's under
-// "ldapengine/mounts/PATH/", the password policies under
+// under "kv/UUID/", each other mount's under "mounts/UUID/" (or, for an
+// ldap or openldap mount of an older table, "ldapengine/mounts/PATH/"),
+// the password policies under
 // "ldapengine/password-policies/" and the identity groups under
 // "identity/".
 //

@@ -578,3 +578,69 @@ func TestAProgramOpensOnlyTheRoot(t *testing.T) {
 	_, err = table.Leases().Renew(root, co.Lease.ID, time.Hour)
 	wantKind(t, err, keel.KindNotFound)
 }
+
+// TestMountDataKeyedByUUID: a new mount's data is under its UUID (kv/UUID/
+// or mounts/UUID/), so a mount enabled again at a path never meets the
+// data of the one before; an ldap entry stored before entries said where
+// their data is keeps its data under its path; an entry whose Data names
+// another part of the store is not served.
+func TestMountDataKeyedByUUID(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		table := open(t, store)
+		m, _, _ := table.Route("ldap/")
+		if m.Data != "mounts/"+m.UUID+"/" {
+			t.Fatalf("Data %q", m.Data)
+		}
+		if err := m.LDAP.WriteConfig(ctx, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "pw"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := storagetest.Dump(t, store)["mounts/"+m.UUID+"/config"]; !ok {
+			t.Fatal("the config of a new ldap mount is not under mounts/UUID/")
+		}
+		table.Close()
+
+		// Rewrite the stored table as an older version wrote it, and
+		// with one entry pointing at another mount's data.
+		var entries []map[string]any
+		if err := json.Unmarshal([]byte(storagetest.Dump(t, store)["sys/mounts"]), &entries); err != nil {
+			t.Fatal(err)
+		}
+		var secretUUID string
+		for _, e := range entries {
+			switch e["path"] {
+			case "ldap/":
+				delete(e, "data")
+			case "secret/":
+				secretUUID = e["uuid"].(string)
+			}
+		}
+		for _, e := range entries {
+			if e["path"] == "openldap/" {
+				e["data"] = "kv/" + secretUUID + "/"
+			}
+		}
+		raw, _ := json.Marshal(entries)
+		err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			if err := tx.Put("sys/mounts", raw); err != nil {
+				return err
+			}
+			return tx.Put("ldapengine/mounts/ldap/config", []byte(`{"BindDN":"cn=old,dc=example,dc=org","BindPass":"pw"}`))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		table = open(t, store)
+		old, _, ok := table.Route("ldap/")
+		if !ok {
+			t.Fatal("the older ldap entry is not served")
+		}
+		if c, err := old.LDAP.ReadConfig(ctx); err != nil || c.BindDN != "cn=old,dc=example,dc=org" {
+			t.Fatalf("the older ldap mount reads %+v, %v; want its data under its path", c, err)
+		}
+		bad, err := table.Get(ctx, "openldap/")
+		if err != nil || bad.Served() || keel.KindOf(bad.Err) != keel.KindInvalid {
+			t.Fatalf("an entry whose Data is another mount's: %+v, %v", bad, err)
+		}
+	})
+}

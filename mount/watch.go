@@ -137,5 +137,5 @@ func (t *Table) isClosed() bool {
 func sameEntry(a, b Entry) bool {
 	return a.Path == b.Path && a.Type == b.Type && a.Description == b.Description && a.UUID == b.UUID &&
 		a.Accessor == b.Accessor && maps.Equal(a.Options, b.Options) && a.DefaultTTL == b.DefaultTTL &&
-		a.MaxTTL == b.MaxTTL && a.Disabling == b.Disabling
+		a.MaxTTL == b.MaxTTL && a.Disabling == b.Disabling && a.Data == b.Data
 }
