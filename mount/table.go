@@ -282,6 +282,9 @@ func (t *Table) open(e Entry) *Mount {
 // load reads the stored table, storing the defaults' entries when there
 // is none.
 func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, error) {
+	if err := t.checkNoTableAbove(ctx); err != nil {
+		return nil, fmt.Errorf("mount: open: %w", err)
+	}
 	var entries []Entry
 	err := t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		entries = nil
@@ -324,6 +327,36 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 		return nil, fmt.Errorf("mount: open: %w", err)
 	}
 	return entries, nil
+}
+
+// checkNoTableAbove fails when the table's store is a view (storage.Sub),
+// holding no table yet, of a store that holds a mount table above it: at
+// the whole store, or at a shorter prefix. A program that opened the table on the whole store
+// and later on a view of it would otherwise start an empty table beside
+// its data.
+func (t *Table) checkNoTableAbove(ctx context.Context) error {
+	base, prefix := storage.Split(t.store)
+	if prefix == "" {
+		return nil
+	}
+	return base.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if _, err := tx.Get(prefix + tableKey); !errors.Is(err, storage.ErrNotFound) {
+			return err // the view's own table, or a store error
+		}
+		for i := 0; i < len(prefix); i++ {
+			if i > 0 && prefix[i-1] != '/' {
+				continue
+			}
+			_, err := tx.Get(prefix[:i] + tableKey)
+			if err == nil {
+				return keel.Invalid("Store", "is a view of a store whose mount table is at %q: open the table on that view, or the mounts there are not served", prefix[:i])
+			}
+			if !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Close stops following the stored table, stops the rotation workers of

@@ -644,3 +644,25 @@ func TestMountDataKeyedByUUID(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenOnAViewBelowATable: a table opened on a view of a store whose
+// mount table is above that view (the program opened it on the whole
+// store before) is refused, naming Store, and writes nothing; a view
+// beside it opens.
+func TestOpenOnAViewBelowATable(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		open(t, storage.Sub(store, "vault/")).Close()
+		before := storagetest.Dump(t, store)
+		for _, view := range []storage.Store{storage.Sub(store, "vault/team/"), storage.Sub(storage.Sub(store, "vault/"), "x/y/")} {
+			_, err := mount.Open(ctx, view, &mount.Options{Authorizer: keel.AllowAll{}, Defaults: mount.VaultDefaults()})
+			if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Store" {
+				t.Fatalf("Open below a table: %v", err)
+			}
+		}
+		if after := storagetest.Dump(t, store); !maps.Equal(before, after) {
+			t.Fatal("a refused Open wrote")
+		}
+		open(t, storage.Sub(store, "other/"))
+	})
+}
