@@ -122,7 +122,6 @@ func (a *fakeAuthz) questions() []string {
 	return q
 }
 
-
 // countingStore counts the keys its transactions' Scans visit.
 type countingStore struct {
 	storage.Store
