@@ -24,8 +24,8 @@
 //	policy/    the policies, their code and policy sets (package policy)
 //
 // Nothing else is written, so the family shares a store with other
-// families (package mount keeps "sys/", "lease/", "kv/" and "ldapengine/";
-// package peering "peering/"). The prefixes are those the example server
+// families (package mount keeps "sys/", "lease/", "kv/", "mounts/",
+// "ldapengine/" and "identity/"; package peering "peering/"). The prefixes are those the example server
 // chose before this package existed: the data files it wrote are served
 // unchanged.
 //

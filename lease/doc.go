@@ -131,11 +131,13 @@
 //     retries: " as Vault does. Vault retries irrevocable leases once a
 //     day; keel every IrrevocableRetry, updating their Attempts and
 //     LastError.
-//   - A lease whose mount has no registered Revoker (the engine was
-//     unregistered) fails to revoke, as Vault's router fails for a path
-//     with no mount, so that it ends up irrevocable and visible rather
-//     than silently dropped. Tidy queues the revocation of such leases
-//     while they live.
+//   - A lease whose mount has no registered Revoker here (another process
+//     mounted it a moment ago, or its engine is being rebuilt) is not a
+//     failed revocation: the worker puts it off, with waits that double up
+//     to RetryMax, and logs a warning once one has waited RetryMax; Revoke
+//     and RevokePrefix fail with keel.KindUnavailable and leave it as it
+//     is. It is never dropped unrevoked (RevokeForce aside). Tidy queues
+//     the revocation of such leases while they live.
 //   - Tidy: Vault's revokes leases whose token is invalid; keel's leases
 //     have no token, so Tidy repairs the manager's indexes (TidyResult).
 //     A Tidy called while another runs succeeds at once, as Vault's.

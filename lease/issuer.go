@@ -41,10 +41,27 @@ func (i *Issuer) Manager() *Manager { return i.m }
 // (when set), the mount's max TTL and the system max TTL; the TTL is
 // capped at the max TTL.
 //
+// For a mount registered with a Store, the lease is stored in a
+// transaction of the joined views (as Update stores it), so that a guard
+// of the engine's view (storage.Guard) holds for its leases too.
+//
 // Issue fails with an error of kind keel.KindInvalid, and stores nothing,
 // when req.Path is malformed or does not lie under the Issuer's mount, or a
-// TTL is negative; with the store's error when the store fails.
+// TTL is negative; with keel.KindUnavailable once the Issuer's mount was
+// unregistered or registered again; with the store's error when the store
+// fails.
 func (i *Issuer) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
+	if i.joint != nil {
+		// In a transaction of the joined views, so that a guard of the
+		// engine's view (storage.Guard) holds for the lease too.
+		var l Lease
+		err := i.Update(ctx, func(ctx context.Context, _ storage.Tx, leases *Tx) error {
+			var err error
+			l, err = leases.Issue(req)
+			return err
+		})
+		return l, err
+	}
 	if err := i.check(req); err != nil {
 		return Lease{}, err
 	}
@@ -185,6 +202,20 @@ func (i *Issuer) Unregister() { i.m.Unregister(i.mount) }
 func (i *Issuer) check(req IssueRequest) error {
 	if !i.under(req.Path) {
 		return fmt.Errorf("lease: issue: %w", keel.Invalid("Path", "%q does not lie under the mount %q", req.Path, i.mount))
+	}
+	return i.current()
+}
+
+// current fails, with keel.KindUnavailable, once the Issuer's mount was
+// unregistered or registered again: an engine kept past its mount's
+// removal, or past its rebuild, issues no lease under the mount's new
+// registration.
+func (i *Issuer) current() error {
+	i.m.mu.RLock()
+	me, ok := i.m.mounts[i.mount]
+	i.m.mu.RUnlock()
+	if !ok || me.owner != i {
+		return fmt.Errorf("lease: issue: the mount %q is no longer registered with this Issuer (removed, or its engine rebuilt): %w", i.mount, keel.ErrUnavailable)
 	}
 	return nil
 }

@@ -226,22 +226,21 @@ func (m *Manager) failed(e *entry, now time.Time, err error) entry {
 	return ne
 }
 
-// unknownMountRetry is how soon the worker looks again at a due lease of a
-// mount that is not registered, for RetryMax after its expiry: another
-// process may just have mounted it, and this one registers it within a
-// second (package mount watches the table).
+// unknownMountRetry is how soon the worker looks again, at first, at a due
+// lease of a mount that is not registered: another process may just have
+// mounted it, and this one registers it within a second (package mount
+// watches the table).
 const unknownMountRetry = time.Second
 
-// postponed returns e, due at now, put off because its mount is not
-// registered: due again after unknownMountRetry (at most RetryBase) while
-// its expiry is less than RetryMax ago, then after RetryMax. Nothing else
-// changes: no attempt is counted and no error recorded.
+// postponed returns e, due at now, put off because no Revoker serves its
+// mount here: due again after as long as it has waited since its expiry
+// (so the waits double without a counter), at least unknownMountRetry (or
+// RetryBase if shorter) and at most RetryMax. Nothing else changes: no
+// attempt is counted and no error recorded.
 func (m *Manager) postponed(e *entry, now time.Time) entry {
 	ne := *e
-	d := min(unknownMountRetry, m.opts.RetryBase)
-	if now.Sub(e.ExpireTime) >= m.opts.RetryMax {
-		d = m.opts.RetryMax
-	}
+	d := min(max(now.Sub(e.ExpireTime), unknownMountRetry), m.opts.RetryMax)
+	d = max(d, min(unknownMountRetry, m.opts.RetryBase))
 	ne.NextAttempt = now.Add(d)
 	return ne
 }
@@ -456,6 +455,12 @@ func (m *Manager) revokePage(ctx context.Context, page []keyValue, force bool) e
 		rerr := m.callRevoker(ctx, e.Lease)
 		if rerr != nil && ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(rerr, errNoRevoker) && !force {
+			// No engine failed: this process does not serve the mount
+			// (yet). The lease stays as it is.
+			failure = fmt.Errorf("lease %q: %w: %w", id, rerr, keel.ErrUnavailable)
+			break
 		}
 		if rerr != nil && !force {
 			failure = fmt.Errorf("lease %q: %w", id, classify(rerr))

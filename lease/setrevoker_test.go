@@ -71,3 +71,40 @@ func TestIssuerCheckStore(t *testing.T) {
 	}
 	wantKind(t, plain.CheckStore("Store", view), keel.KindInvalid)
 }
+
+// A synchronous revoke-prefix meets a lease no engine serves here: it
+// fails Unavailable and leaves it as it was, never counting a failed
+// attempt; an Issuer kept past its mount's removal or re-registration
+// issues nothing.
+func TestNoRevokerIsNoFailure(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		e := newEnv(t, open, nil, nil)
+		old, err := e.m.Register(Mount{Path: "db/", Revoker: e.rev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := old.Issue(ctx, IssueRequest{Path: "db/creds/app", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.m.Unregister("db/")
+		for range 3 {
+			err := e.m.RevokePrefix(ctx, "db/", true)
+			wantKind(t, err, keel.KindUnavailable)
+		}
+		if got, ok := e.get(t, l.ID); !ok || got.Attempts != 0 || !got.ExpireTime.Equal(l.ExpireTime) {
+			t.Fatalf("after revoke-prefix with no revoker: %+v (stored %v)", got, ok)
+		}
+		_, err = old.Issue(ctx, IssueRequest{Path: "db/creds/app", TTL: time.Hour})
+		wantKind(t, err, keel.KindUnavailable)
+		if _, err := e.m.Register(Mount{Path: "db/", Revoker: e.rev}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = old.Issue(ctx, IssueRequest{Path: "db/creds/app", TTL: time.Hour})
+		wantKind(t, err, keel.KindUnavailable)
+		if ids, err := e.m.List(ctx, "db/creds/app/"); err != nil || len(ids) != 1 {
+			t.Fatalf("leases %q, %v; want only the first", ids, err)
+		}
+	})
+}

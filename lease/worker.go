@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -23,10 +24,12 @@ import (
 // be decoded loses its index entry (Tidy reports it). A revocation
 // interrupted by the cancellation of ctx is not counted as a failure: it
 // is tried again later. Nor is a due lease of a mount that is not
-// registered: another process may have just mounted it, so it is put off,
-// due again a second later (RetryBase if shorter), and every RetryMax once
-// its expiry is RetryMax past, with no attempt counted, until its mount is
-// registered or it is revoked with RevokeForce.
+// registered, or whose engine has not named its Revoker yet: another
+// process may have just mounted it, so it is put off, due again after as
+// long as it has waited (a second at first, RetryBase if shorter; RetryMax
+// at most), with no attempt counted, until its mount is served or it is
+// revoked with RevokeForce; a batch with a lease that waited RetryMax or
+// more is logged as a warning.
 //
 // Step returns an error only for ctx or the store; a lease revoked whose
 // removal did not commit is revoked again by a later Step (revokers are
@@ -174,6 +177,7 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 	if err != nil {
 		return err
 	}
+	waiting, longest := 0, time.Duration(0)
 	for _, it := range items {
 		switch it.outcome {
 		case revoked:
@@ -181,8 +185,18 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		case failedAttempt:
 			m.logFailure(&it.next, it.err)
 		case postponed:
-			m.log.Debug("lease of a mount not served here yet: revocation put off", "lease_id", it.id, "next_attempt", it.next.NextAttempt)
+			waiting++
+			longest = max(longest, now.Sub(it.e.ExpireTime))
 		}
+	}
+	// Leases put off for long are a mount this process cannot serve
+	// (unknown type, not registered): say so once per batch.
+	if waiting > 0 {
+		level := slog.LevelDebug
+		if longest >= m.opts.RetryMax {
+			level = slog.LevelWarn
+		}
+		m.log.Log(ctx, level, "due leases put off: no engine serves their mount in this process", "leases", waiting, "longest_wait", longest)
 	}
 	return ctx.Err()
 }

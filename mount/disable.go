@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -62,28 +63,36 @@ func (t *Table) Disable(ctx context.Context, path string) error {
 
 // finishDisable revokes the leases of m, which is marked, deletes its data
 // and drops it from the table.
+//
+// While the guard stands, the leases are revoked through the engine; a
+// request routed to the mount before it was marked may still issue one
+// meanwhile. Once the guard is deleted, no engine of the mount, in any
+// process, reads, writes or issues a lease (lease.Issuer stores its leases
+// in the guarded view's transactions): what slipped in between is revoked
+// with force, its Revoker called and its errors ignored, so that no lease
+// outlives the mount to be taken by the next mount at the path. A mount
+// whose guard is already gone (a removal resumed after that step, or a
+// table stored before guards existed) goes straight to that step.
 func (t *Table) finishDisable(ctx context.Context, m *Mount) error {
 	stop(m)
 	ctx = system(context.WithoutCancel(ctx))
-	var err error
-	if m.Engine != nil {
-		err = t.leases.RevokePrefix(ctx, m.Path, true)
-	} else {
-		// No engine to revoke through: the secrets behind them cannot
-		// be reached; drop the records.
-		err = t.leases.RevokeForce(ctx, m.Path)
-	}
+	guarded, err := t.hasGuard(ctx, m.Entry)
 	if err != nil {
-		return fmt.Errorf("mount: disable %q: revoking its leases: %w", m.Path, err)
+		return fmt.Errorf("mount: disable %q: %w", m.Path, err)
 	}
-	t.leases.Unregister(m.Path)
-	// From the guard's deletion on, no engine of the mount, in any
-	// process, reads or writes its data: what it wrote before is deleted
-	// next.
+	if guarded && m.Engine != nil {
+		if err := t.leases.RevokePrefix(ctx, m.Path, true); err != nil {
+			return fmt.Errorf("mount: disable %q: revoking its leases: %w", m.Path, err)
+		}
+	}
 	err = t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(guardKey(m.Entry)) })
 	if err != nil {
 		return fmt.Errorf("mount: disable %q: %w", m.Path, err)
 	}
+	if err := t.leases.RevokeForce(ctx, m.Path); err != nil {
+		return fmt.Errorf("mount: disable %q: revoking its last leases: %w", m.Path, err)
+	}
+	t.leases.Unregister(m.Path)
 	if _, err := storage.DeletePrefix(ctx, t.store, dataPrefix(m.Entry)); err != nil {
 		return fmt.Errorf("mount: disable %q: deleting its data: %w", m.Path, err)
 	}
@@ -97,4 +106,18 @@ func (t *Table) finishDisable(ctx context.Context, m *Mount) error {
 	delete(t.mounts, m.Path)
 	t.mu.Unlock()
 	return nil
+}
+
+// hasGuard reports whether the guard key of e is stored.
+func (t *Table) hasGuard(ctx context.Context, e Entry) (bool, error) {
+	found := false
+	err := t.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		_, err := tx.Get(guardKey(e))
+		found = err == nil
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	return found, err
 }

@@ -111,7 +111,9 @@ type TuneRequest struct {
 // engine with them. It needs keel.CapUpdate on "sys/mounts/PATH/tune". It
 // fails with keel.KindNotFound when no mount is served at path and
 // keel.KindInvalid for TTLs beyond the lease manager's limits; then the
-// store is as it was.
+// store is as it was. The new settings are stored before the engine is
+// rebuilt: when the rebuild fails, Tune returns the stored entry with that
+// error, and the mount is listed with it (Mount.Err) and not served.
 func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, error) {
 	path = normPath(path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapUpdate, "sys/mounts/"+path+"tune"); err != nil {

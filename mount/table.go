@@ -154,6 +154,7 @@ type Table struct {
 	closed bool
 
 	stopWatch func()        // ends the store watch of the table
+	closeOnce sync.Once     // stops the watch and the reconciler
 	changed   chan struct{} // the stored table may have changed
 	done      chan struct{} // closed by Close: the reconciler ends
 	ended     chan struct{} // closed by the reconciler when it ends
@@ -288,7 +289,7 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 	var entries []Entry
 	err := t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		entries = nil
-		raw, err := tx.Get(tableKey)
+		_, err := tx.Get(tableKey)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			for _, req := range defaults {
@@ -305,18 +306,31 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 		case err != nil:
 			return err
 		}
-		if err := json.Unmarshal(raw, &entries); err != nil {
-			return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
-		}
-		// A table stored before guards existed gets them now.
+		entries, err = readEntries(tx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount: open: %w", err)
+	}
+	if err := t.addGuards(ctx, entries); err != nil {
+		return nil, fmt.Errorf("mount: open: %w", err)
+	}
+	return entries, nil
+}
+
+// addGuards stores the guards that the served entries of a table stored
+// before guards existed lack, one transaction per mount (a table of any
+// size fits etcd's limits), each only while its entry is still served.
+func (t *Table) addGuards(ctx context.Context, entries []Entry) error {
+	var missing []Entry
+	err := t.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		missing = missing[:0]
 		for _, e := range entries {
 			if e.Disabling || e.UUID == "" {
 				continue
 			}
 			if _, err := tx.Get(guardKey(e)); errors.Is(err, storage.ErrNotFound) {
-				if err := putGuard(tx, e); err != nil {
-					return err
-				}
+				missing = append(missing, e)
 			} else if err != nil {
 				return err
 			}
@@ -324,9 +338,26 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mount: open: %w", err)
+		return err
 	}
-	return entries, nil
+	for _, e := range missing {
+		err := t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			cur, err := readEntries(tx)
+			if err != nil {
+				return err
+			}
+			for _, c := range cur {
+				if c.UUID == e.UUID && !c.Disabling {
+					return putGuard(tx, e)
+				}
+			}
+			return nil // disabled meanwhile
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkNoTableAbove fails when the table's store is a view (storage.Sub),
@@ -365,18 +396,19 @@ func (t *Table) checkNoTableAbove(ctx context.Context) error {
 // on schedule, changes made by other tables are no longer seen, and
 // Enable, Disable and Tune fail. Close may be called more than once.
 func (t *Table) Close() {
+	// The reconciler first: its context ends with done, so a reconcile
+	// waiting on the store (unreachable at shutdown) returns at once.
+	t.closeOnce.Do(func() {
+		t.stopWatch()
+		close(t.done)
+	})
+	<-t.ended
 	t.opMu.Lock()
 	t.mu.Lock()
-	first := !t.closed
 	t.closed = true
 	mounts := t.listLocked()
 	t.mu.Unlock()
 	t.opMu.Unlock()
-	if first {
-		t.stopWatch()
-		close(t.done)
-	}
-	<-t.ended
 	for _, m := range mounts {
 		stop(m)
 	}
@@ -513,16 +545,9 @@ func putTable(tx storage.Tx, entries []Entry) error {
 // transaction; change may write other keys with tx.
 func (t *Table) changeTable(ctx context.Context, change func(tx storage.Tx, entries []Entry) ([]Entry, error)) error {
 	return t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		raw, err := tx.Get(tableKey)
-		var entries []Entry
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-		case err != nil:
+		entries, err := readEntries(tx)
+		if err != nil {
 			return err
-		default:
-			if err := json.Unmarshal(raw, &entries); err != nil {
-				return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
-			}
 		}
 		entries, err = change(tx, entries)
 		if err != nil {
@@ -536,20 +561,27 @@ func (t *Table) changeTable(ctx context.Context, change func(tx storage.Tx, entr
 func (t *Table) readTable(ctx context.Context) ([]Entry, error) {
 	var entries []Entry
 	err := t.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		entries = nil
-		raw, err := tx.Get(tableKey)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(raw, &entries); err != nil {
-			return fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
-		}
-		return nil
+		var err error
+		entries, err = readEntries(tx)
+		return err
 	})
 	return entries, err
+}
+
+// readEntries returns the table stored in tx, nil when there is none.
+func readEntries(tx storage.Tx) ([]Entry, error) {
+	raw, err := tx.Get(tableKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var entries []Entry
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
+	}
+	return entries, nil
 }
 
 // guardKey is the key that exists while the data of e's engine may be

@@ -28,8 +28,8 @@ func (t *Table) reconciler() {
 		case <-t.changed:
 		}
 		err := t.reconcile(ctx)
-		if err == nil {
-			continue
+		if err == nil || ctx.Err() != nil {
+			continue // done, or closing
 		}
 		// Try again after a second, or at the next change.
 		t.log.Error("mount: reading the table changed by another table", "error", err)

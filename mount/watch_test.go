@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,19 +65,25 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 		if err := mb.KV.Write(ctx, "x", map[string]any{"v": "1", "ttl": "2s"}); err != nil {
 			t.Fatalf("write through b: %v", err)
 		}
-		s, err := mb.KV.Read(ctx, "x")
-		if err != nil || s.LeaseID == "" {
-			t.Fatalf("leased read through b: %+v, %v", s, err)
-		}
-		// a's worker (as the leader would) revokes b's lease at expiry,
-		// and b's worker too: each knows the mount.
+		// Leases of reads through both tables are revoked at expiry by
+		// the worker of b alone (as the leader would), which learned the
+		// mount from the stored table.
+		var ids []string
 		for _, table := range []*mount.Table{a, b} {
-			if _, err := table.Leases().Step(ctx, clock.Now().Add(3*time.Second)); err != nil {
-				t.Fatal(err)
+			m, _, _ := table.Route("late/x")
+			s, err := m.KV.Read(ctx, "x")
+			if err != nil || s.LeaseID == "" {
+				t.Fatalf("leased read: %+v, %v", s, err)
 			}
+			ids = append(ids, s.LeaseID)
 		}
-		if _, err := a.Leases().Lookup(ctx, s.LeaseID); keel.KindOf(err) != keel.KindNotFound {
-			t.Fatalf("the lease after its expiry: %v, want it revoked", err)
+		if _, err := b.Leases().Step(ctx, clock.Now().Add(3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if _, err := a.Leases().Lookup(ctx, id); keel.KindOf(err) != keel.KindNotFound {
+				t.Fatalf("lease %s after its expiry: %v, want it revoked", id, err)
+			}
 		}
 
 		// Tuned through a, rebuilt in b.
@@ -93,7 +101,7 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 		}
 		eventually(t, "b stops serving late/", func() bool { _, _, ok := b.Route("late/x"); return !ok })
 		wantKind(t, stale.KV.Write(ctx, "y", map[string]any{"v": "2"}), keel.KindNotFound)
-		_, err = stale.KV.Read(ctx, "x")
+		_, err := stale.KV.Read(ctx, "x")
 		wantKind(t, err, keel.KindNotFound)
 		if left := leftOf(t, store, stale.Entry); len(left) != 0 {
 			t.Fatalf("keys of the disabled mount left: %q", left)
@@ -198,6 +206,103 @@ func TestOldTableGetsGuards(t *testing.T) {
 		slices.Sort(after)
 		if !slices.Equal(guards, after) {
 			t.Fatalf("guards after Open %q, want %q", after, guards)
+		}
+	})
+}
+
+// blockingStore holds its Views while block is set, until their context
+// ends: a store unreachable at shutdown.
+type blockingStore struct {
+	storage.Store
+	block atomic.Bool
+}
+
+func (s *blockingStore) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	if s.block.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.View(ctx, fn)
+}
+
+func (s *blockingStore) Watch(ctx context.Context, prefix string, fn func(string)) (func(), error) {
+	return storage.Watch(ctx, s.Store, prefix, fn)
+}
+
+// TestCloseWhileTheStoreHangs: Close returns while the table follows a
+// change through a store that does not answer.
+func TestCloseWhileTheStoreHangs(t *testing.T) {
+	store := everystore.Mem(t)
+	bs := &blockingStore{Store: store}
+	a := open(t, store)
+	b := open(t, bs)
+	bs.block.Store(true)
+	if _, err := a.Enable(ctx, mount.EnableRequest{Path: "x/", Type: "kv"}); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		b.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return in 30s while the store hung")
+	}
+}
+
+// TestNoLeaseOutlivesItsMount: a lease issued while its mount is being
+// disabled (a request routed before the mount was marked) is revoked with
+// the mount, and the next mount at the path starts with none.
+func TestNoLeaseOutlivesItsMount(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		var once sync.Once
+		var late string
+		typ := mount.EngineType{Build: func(env mount.Env) (mount.Engine, error) {
+			e := &tokens{store: env.Store, leases: env.Leases}
+			env.Leases.SetRevoker(lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
+				// The first revocation lets a request in flight issue
+				// one more lease.
+				once.Do(func() {
+					nl, err := e.issue(ctx, "0", time.Hour) // sorts before the lease being revoked
+					if err != nil {
+						t.Errorf("a lease issued during the revocations: %v", err)
+					}
+					late = nl.ID
+				})
+				return nil
+			}))
+			return e, nil
+		}}
+		table, err := mount.Open(ctx, store, &mount.Options{Authorizer: keel.AllowAll{},
+			Types: map[string]mount.EngineType{"tokens": typ}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(table.Close)
+		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "tok/", Type: "tokens"}); err != nil {
+			t.Fatal(err)
+		}
+		m, _, _ := table.Route("tok/")
+		if _, err := m.Engine.(*tokens).issue(ctx, "a", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := table.Disable(ctx, "tok/"); err != nil {
+			t.Fatal(err)
+		}
+		if late == "" {
+			t.Fatal("no lease was issued during the revocations")
+		}
+		if ids, err := table.Leases().List(ctx, "tok/"); err != nil || len(ids) != 0 {
+			t.Fatalf("leases left after Disable: %q, %v", ids, err)
+		}
+		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "tok/", Type: "tokens"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := table.Leases().Lookup(ctx, late); keel.KindOf(err) != keel.KindNotFound {
+			t.Fatalf("the lease issued during the removal, under the new mount: %v", err)
 		}
 	})
 }
