@@ -544,9 +544,9 @@ func TestCredsLeaseIssueFailureDeletesAccount(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		v.putTestRole(t, "app", nil)
-		v.leases.Unregister("ldap/") // issuing now fails
+		v.leases.Unregister("ldap/") // issuing now fails: the mount is gone
 		_, err := v.e.Creds(asCaller("alice"), "app")
-		wantKind(t, err, keel.KindInvalid)
+		wantKind(t, err, keel.KindUnavailable)
 		if !strings.Contains(err.Error(), "issuing the lease") {
 			t.Fatalf("error %v", err)
 		}
