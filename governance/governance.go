@@ -68,6 +68,11 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Service, er
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	for _, c := range [...]struct{ prefix, kind string }{{catalogPrefix, "project"}, {policyPrefix, policy.ClaimKind}} {
+		if err := storage.Claim(storage.Sub(store, c.prefix), c.kind); err != nil {
+			return nil, fmt.Errorf("governance: open: %w", err)
+		}
+	}
 	catalog := project.New(storage.Sub(store, catalogPrefix), &project.Options{Authorizer: o.Authorizer, Clock: o.Clock})
 	policies, err := policy.New(storage.Sub(store, policyPrefix), &policy.Options{
 		Authorizer: o.Authorizer, Clock: o.Clock, Organizations: catalog,

@@ -27,7 +27,11 @@ func benchGroups(b *testing.B) (*Groups, storage.Store) {
 	b.Helper()
 	s := memstore.New(nil)
 	b.Cleanup(func() { s.Close() })
-	return New(s, nil), s
+	g, err := New(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g, s
 }
 
 func mustCreate(b *testing.B, g *Groups, name string, members []string) string {

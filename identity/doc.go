@@ -10,7 +10,7 @@
 // fields were not sent and keep the stored values, and return the group's
 // id and name:
 //
-//	groups := identity.New(store, &identity.Options{Authorizer: authz, Clock: clock})
+//	groups, err := identity.New(store, &identity.Options{Authorizer: authz, Clock: clock})
 //	eng, err := groups.UpsertByName(ctx, "engineering", identity.Input{Policies: &[]string{"dev"}})
 //	ops, err := groups.Upsert(ctx, "", identity.Input{Name: new("ops"), MemberGroupIDs: &[]string{eng.ID}})
 //	g, err := groups.ReadByID(ctx, eng.ID) // g.ParentGroupIDs == []string{ops.ID}

@@ -16,7 +16,10 @@ func Example() {
 	defer store.Close()
 
 	// The groups keep their keys under "identity/" of the store.
-	groups := identity.New(store, nil)
+	groups, err := identity.New(store, &identity.Options{Authorizer: keel.AllowAll{}})
+	if err != nil {
+		panic(err)
+	}
 
 	eng, err := groups.UpsertByName(ctx, "Engineering", identity.Input{Policies: &[]string{"dev", "DEV", "ci"}})
 	if err != nil {

@@ -134,7 +134,19 @@ type Groups struct {
 // names are folded as the names are, so that they hold for every spelling
 // (see Rights in the package documentation). The Authorizer given is left
 // as it is.
-func New(store storage.Store, opts *Options) *Groups {
+//
+// New fails with an error of kind keel.KindInvalid, naming "Store", when
+// store is nil, or is a view that would share keys with another component
+// of a composition root on the same store (storage.CheckClaim): a view
+// that holds the root's parts, or lies in one claimed for another kind
+// (a kv mount's data).
+func New(store storage.Store, opts *Options) (*Groups, error) {
+	if store == nil {
+		return nil, fmt.Errorf("identity: %w", keel.Invalid("Store", "is required"))
+	}
+	if err := storage.CheckClaim(store, ClaimKind); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -145,8 +157,12 @@ func New(store storage.Store, opts *Options) *Groups {
 		clock:     keel.ClockOrSystem(o.Clock),
 		entities:  o.Entities,
 		maxGroups: maxMemberGroups(store.Limits()),
-	}
+	}, nil
 }
+
+// ClaimKind is the kind of the part of a store a composition root lays
+// out for identity groups (see storage.Claim).
+const ClaimKind = "identity"
 
 // MaxMemberGroups is the most member groups one write may list in
 // Input.MemberGroupIDs on the Groups' store, 0 when the store bounds no

@@ -43,7 +43,11 @@ func newEnv(t testing.TB, open everystore.Open, opts *Options, wrap func(storage
 	if o.Clock == nil {
 		o.Clock = clock
 	}
-	return &env{g: New(storage.Sub(store, keyPrefix), &o), store: store, raw: raw, clock: clock}
+	g, err := New(storage.Sub(store, keyPrefix), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{g: g, store: store, raw: raw, clock: clock}
 }
 
 // create creates a group named name with the given member groups, or

@@ -17,7 +17,10 @@ import (
 func TestConcurrentMembership(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		store := open(t)
-		g := New(store, &Options{Clock: keel.NewFakeClock(t0)})
+		g, err := New(store, &Options{Clock: keel.NewFakeClock(t0)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ctx := context.Background()
 		const groups, workers, writes = 8, 8, 40
 		ids := make([]string, groups)

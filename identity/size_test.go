@@ -31,7 +31,10 @@ func TestLargeGroupsOnEveryStore(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		store := open(t)
-		g := New(storage.Sub(store, keyPrefix), &Options{Clock: keel.NewFakeClock(t0)})
+		g, err := New(storage.Sub(store, keyPrefix), &Options{Clock: keel.NewFakeClock(t0)})
+		if err != nil {
+			t.Fatal(err)
+		}
 
 		entities := make([]string, 500)
 		for i := range entities {

@@ -105,6 +105,11 @@ func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
 	if o.DefaultTTL < 0 {
 		v.Add("Opts.DefaultTTL", "must not be negative")
 	}
+	if store != nil {
+		if err := storage.CheckClaim(store, ClaimKind); err != nil {
+			v.Add("Store", "%s", keel.FieldErrors(err)[0].Rule)
+		}
+	}
 	if o.Leases != nil && o.Leases.Mount() != mount+"/" {
 		v.Add("Opts.Leases", "issues the leases of the mount %q, not %q", o.Leases.Mount(), mount+"/")
 	}
@@ -126,6 +131,10 @@ func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// ClaimKind is the kind of the part of a store a composition root lays
+// out for kv engines (see storage.Claim).
+const ClaimKind = "kv"
 
 // leaseEnds is the lease.Revoker of a leased mount's reads: revoking one
 // has nothing to undo (the secret stays, as in Vault), and renewing one

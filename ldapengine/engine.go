@@ -100,6 +100,11 @@ type Engine struct {
 	worker  *leader.Worker
 }
 
+// ClaimKind is the kind of the parts of a store where a composition root
+// keeps its secrets engines' data (see storage.Claim): New refuses a view
+// that would share keys with another component of the root.
+const ClaimKind = "engine"
+
 // New returns the engine of flavor for mount (such as "ldap" or
 // "team/openldap"), keeping its state in store, which its caller has scoped
 // to the engine (package mount gives each engine a view of its own). It
@@ -122,6 +127,9 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 		v.Add("Mount", "must not be empty")
 	}
 	if err := v.Err(); err != nil {
+		return nil, fmt.Errorf("ldapengine: %w", err)
+	}
+	if err := storage.CheckClaim(store, ClaimKind); err != nil {
 		return nil, fmt.Errorf("ldapengine: %w", err)
 	}
 	var o Options

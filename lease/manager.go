@@ -61,6 +61,11 @@ type Options struct {
 	Leader leader.Leader
 }
 
+// ClaimKind is the kind of the part of a store a composition root lays
+// out for leases (see storage.Claim): New refuses a view that would share
+// keys with another component of the root.
+const ClaimKind = "lease"
+
 // mountConfig holds the TTLs of one registered mount, with the system
 // values filled in.
 type mountConfig struct {
@@ -176,6 +181,9 @@ const maxBatch = 256
 func New(store storage.Store, opts *Options) (*Manager, error) {
 	if store == nil {
 		return nil, keel.Invalid("Store", "is required")
+	}
+	if err := storage.CheckClaim(store, ClaimKind); err != nil {
+		return nil, fmt.Errorf("lease: %w", err)
 	}
 	var o Options
 	if opts != nil {

@@ -122,6 +122,10 @@ type Options struct {
 	Types map[string]EngineType
 }
 
+// ClaimKind is the kind of the part "sys/" of a store, which the table
+// keeps for itself (see storage.Claim).
+const ClaimKind = "mount"
+
 // VaultDefaults returns the mounts of a new Vault-like server: kv version
 // 1 at "secret/", ldap at "ldap/" and openldap at "openldap/".
 func VaultDefaults() []EnableRequest {
@@ -200,7 +204,28 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 	if o.Leader == nil {
 		o.Leader = func(string) leader.Leader { return leader.Always }
 	}
+	// The parts of the store the table lays out, claimed for the kind of
+	// component that keeps each: a component a program builds by hand
+	// over one of them, or over the whole store, is refused.
+	for _, c := range [...]struct{ prefix, kind string }{
+		{"sys/", ClaimKind},
+		{leasePrefix, lease.ClaimKind},
+		{kvPrefix, kv.ClaimKind},
+		{mountsPrefix, ldapengine.ClaimKind},
+		{ldapPrefix, ldapengine.ClaimKind},
+		{passwordPolicies, passwordpolicy.ClaimKind},
+		{identityPrefix, identity.ClaimKind},
+	} {
+		if err := storage.Claim(storage.Sub(store, c.prefix), c.kind); err != nil {
+			return nil, fmt.Errorf("mount: open: %w", err)
+		}
+	}
 	policies, err := passwordpolicy.New(storage.Sub(store, passwordPolicies), &passwordpolicy.Options{Authorizer: o.Authorizer})
+	if err != nil {
+		return nil, err
+	}
+	groups, err := identity.New(storage.Sub(store, identityPrefix), &identity.Options{
+		Authorizer: o.Authorizer, Clock: o.Clock, Entities: o.Entities})
 	if err != nil {
 		return nil, err
 	}
@@ -217,12 +242,11 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 		store:    store,
 		leases:   leases,
 		policies: policies,
-		groups: identity.New(storage.Sub(store, identityPrefix), &identity.Options{
-			Authorizer: o.Authorizer, Clock: o.Clock, Entities: o.Entities}),
-		auth:   o.Authorizer,
-		clock:  keel.ClockOrSystem(o.Clock),
-		log:    o.Logger,
-		leader: o.Leader,
+		groups:   groups,
+		auth:     o.Authorizer,
+		clock:    keel.ClockOrSystem(o.Clock),
+		log:      o.Logger,
+		leader:   o.Leader,
 		types: map[string]EngineType{
 			"kv":                              KV(),
 			string(ldapengine.FlavorLDAP):     LDAP(ldapengine.FlavorLDAP, o.Directory, policies),

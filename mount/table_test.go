@@ -15,8 +15,10 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/kv"
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/ldapengine/ldaptest"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
@@ -664,5 +666,43 @@ func TestOpenOnAViewBelowATable(t *testing.T) {
 			t.Fatal("a refused Open wrote")
 		}
 		open(t, storage.Sub(store, "other/"))
+	})
+}
+
+// TestHandBuiltComponentsOverTheRootsStore: the wiring mistakes of a
+// program that builds a component by hand over the store a table lays out
+// are refused when it starts, naming Store: an engine or a lease manager
+// over the whole store (which lists and overwrites the table's keys),
+// identity groups inside a kv mount's data. A component over a part of
+// its own kind, or a part the table does not use, is built.
+func TestHandBuiltComponentsOverTheRootsStore(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, openStore everystore.Open) {
+		store := openStore(t)
+		table := open(t, store)
+		m, _, _ := table.Route("secret/")
+		wantStore := func(what string, err error) {
+			t.Helper()
+			if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != "Store" {
+				t.Fatalf("%s: %v, want Invalid naming Store", what, err)
+			}
+		}
+		_, err := kv.New(store, "secret", nil)
+		wantStore("kv over the whole store", err)
+		_, err = ldapengine.New(store, ldapengine.FlavorLDAP, "ldap", nil)
+		wantStore("ldap over the whole store", err)
+		_, err = lease.New(store, nil)
+		wantStore("a lease manager over the whole store", err)
+		_, err = identity.New(storage.Sub(store, "kv/"+m.UUID+"/"), nil)
+		wantStore("identity inside a kv mount's data", err)
+		_, err = kv.New(storage.Sub(store, "identity/"), "secret", nil)
+		wantStore("kv inside identity's part", err)
+
+		if _, err := identity.New(storage.Sub(store, "identity/"), nil); err != nil {
+			t.Fatalf("identity at its own part: %v", err)
+		}
+		if _, err := kv.New(storage.Sub(store, "app/"), "app", nil); err != nil {
+			t.Fatalf("kv over a part the table does not use: %v", err)
+		}
+		open(t, store) // a second table over the store claims alike
 	})
 }

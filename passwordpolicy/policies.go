@@ -42,12 +42,20 @@ func New(store storage.Store, opts *Options) (*Policies, error) {
 	if store == nil {
 		return nil, keel.Invalid("Store", "is required")
 	}
+	if err := storage.CheckClaim(store, ClaimKind); err != nil {
+		return nil, err
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	return &Policies{store: store, auth: o.Authorizer}, nil
 }
+
+// ClaimKind is the kind of the part of a store a composition root lays
+// out for password policies (see storage.Claim): New refuses a view that
+// would share keys with another component of the root.
+const ClaimKind = "passwordpolicy"
 
 type storedPolicy struct {
 	Policy string `json:"policy"`

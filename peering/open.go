@@ -47,7 +47,11 @@ func Open(ctx context.Context, store storage.Store, transport Transport, opts *O
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("peering: open: %w", err)
 	}
-	s := New(storage.Sub(store, storePrefix), transport, &o)
+	view := storage.Sub(store, storePrefix)
+	if err := storage.Claim(view, "peering"); err != nil {
+		return nil, fmt.Errorf("peering: open: %w", err)
+	}
+	s := New(view, transport, &o)
 	s.Start()
 	return s, nil
 }

@@ -64,6 +64,11 @@ type Service struct {
 	reg   *project.Registration // nil without Options.Organizations
 }
 
+// ClaimKind is the kind of the part of a store a composition root lays
+// out for policies (see storage.Claim): New refuses a view that would
+// share keys with another component of the root.
+const ClaimKind = "policy"
+
 // New returns a Service that keeps its keys in store, as given: a store or
 // a view its caller has scoped. Programs give it storage.Sub(root,
 // "policy/") beside the catalog's storage.Sub(root, "project/"). New reads
@@ -76,6 +81,9 @@ type Service struct {
 func New(store storage.Store, opts *Options) (*Service, error) {
 	if store == nil {
 		return nil, fmt.Errorf("policy: %w", keel.Invalid("Store", "is required"))
+	}
+	if err := storage.CheckClaim(store, ClaimKind); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
 	}
 	var o Options
 	if opts != nil {

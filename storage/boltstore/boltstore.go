@@ -54,9 +54,14 @@ type Store struct {
 	queue   []*call // Updates waiting for the next commit
 	leading bool    // an Update is committing a batch
 
-	gate  txbase.Gate
-	watch txbase.Watchers
+	gate   txbase.Gate
+	watch  txbase.Watchers
+	claims storage.Claims
 }
+
+// Claims returns the parts of the store claimed by the components built
+// over it in this process (see storage.Claims).
+func (s *Store) Claims() *storage.Claims { return &s.claims }
 
 var (
 	_ storage.Store   = (*Store)(nil)

@@ -101,7 +101,13 @@ type Store struct {
 
 	retry     chan struct{} // buffered 1: held by an Update that runs after a conflict
 	contended atomic.Int32  // Updates holding or waiting for retry
+	claims    storage.Claims
 }
+
+// Claims returns the parts of the store claimed by the components built
+// over it in this process (see storage.Claims); another process on the
+// same etcd keeps its own.
+func (s *Store) Claims() *storage.Claims { return &s.claims }
 
 var _ storage.Store = (*Store)(nil)
 

@@ -31,6 +31,9 @@ type Store struct {
 	rules []*rule
 }
 
+// Claims returns the claims of the inner store (see storage.Claims).
+func (s *Store) Claims() *storage.Claims { return storage.ClaimsOf(s.inner) }
+
 var _ storage.Store = (*Store)(nil)
 
 type rule struct {

@@ -28,7 +28,12 @@ type Store struct {
 	writeMu sync.Mutex                          // one Update at a time
 	gate    txbase.Gate
 	watch   txbase.Watchers
+	claims  storage.Claims
 }
+
+// Claims returns the parts of the store claimed by the components built
+// over it in this process (see storage.Claims).
+func (s *Store) Claims() *storage.Claims { return &s.claims }
 
 var (
 	_ storage.Store   = (*Store)(nil)

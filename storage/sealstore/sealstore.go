@@ -37,6 +37,10 @@ type Store struct {
 	keys   map[[idSize]byte]*sealKey
 }
 
+// Claims returns the claims of the store it seals (see storage.Claims): a
+// sealed view and a plain view of one store own the same keys.
+func (s *Store) Claims() *storage.Claims { return storage.ClaimsOf(s.inner) }
+
 var _ storage.Store = (*Store)(nil)
 
 type sealKey struct {
