@@ -64,6 +64,19 @@
 //
 //	stop, err := storage.Watch(ctx, store, "due/", func(key string) { worker.Wake() })
 //
+// # Views for composition roots
+//
+// Sub confines a component to its prefix, and Join lets two views commit
+// in one transaction (a secrets engine's record and its lease). Guard makes
+// a view live only as long as one key of its store does: every transaction
+// of the view, and of the views and Joints made from it, reads the key
+// first and fails (keel.KindNotFound) once it is deleted, so that a handle
+// to an object kept after the object's removal (by another process, or
+// the program) writes nothing. Claim records in a store, for this
+// process, which kind of component a root laid out each part for, and
+// CheckClaim, called by each component's constructor, refuses a view that
+// would share keys with a component of another kind.
+//
 // # Caveats
 //
 // Values are copied in and out: a slice given to Put may be reused, and a
