@@ -58,7 +58,8 @@
 // letters, digits and "-", "_", ".", "+", "@", "~", separated by "/"; it
 // holds no "..", no "." segment and no empty one, and does not start with
 // "sys/", "auth/", "identity/" or "cubbyhole/". No mount may be at, above
-// or below another (so "a/" and "a/b/" cannot both exist). A mount's lease
+// or below another (so "a/" and "a/b/" cannot both exist), nor at, above
+// or below a path of Options.Reserved (what the program serves otherwise). A mount's lease
 // TTLs must not be negative; its max TTL must not exceed the lease
 // manager's system max, and its default TTL must not exceed its max TTL.
 // Enable checks every rule, builds the engine, and only then writes the

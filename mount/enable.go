@@ -68,6 +68,11 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
 	if err := t.checkOverlap(e.Path); err != nil {
 		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
 	}
+	for _, r := range t.reserved {
+		if overlaps(r, e.Path) {
+			return Entry{}, fmt.Errorf("mount: enable %q: %w", path, keel.Invalid("Path", "%q is served otherwise by the program (Options.Reserved)", r))
+		}
+	}
 	m := &Mount{Entry: e}
 	if err := t.build(m); err != nil {
 		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)

@@ -115,6 +115,12 @@ type Options struct {
 	// Defaults are the mounts Open enables when the store holds no
 	// table yet (VaultDefaults gives Vault's). Nil: none.
 	Defaults []EnableRequest
+	// Reserved are more paths under which, or above which, Enable mounts
+	// nothing, besides Vault's own ("sys/", "auth/", "identity/",
+	// "cubbyhole/"): those the program serves otherwise beside the table
+	// (the Consul dialect's "peering/" in the example server), each
+	// ending in "/". Mounts stored at such a path stay served. Nil: none.
+	Reserved []string
 	// Types are the engine types the table mounts besides the built-in
 	// "kv" (KV), "ldap" and "openldap" (LDAP, with Directory); a type
 	// of one of these names replaces the built-in one. Nil: the built-in
@@ -151,6 +157,7 @@ type Table struct {
 	log      *slog.Logger
 	leader   func(string) leader.Leader
 	types    map[string]EngineType
+	reserved []string // Options.Reserved, normalised
 
 	opMu   sync.Mutex // one Enable, Disable, Tune or reconcile at a time
 	mu     sync.RWMutex
@@ -258,6 +265,9 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 		ended:   make(chan struct{}),
 	}
 	maps.Copy(t.types, o.Types)
+	for _, r := range o.Reserved {
+		t.reserved = append(t.reserved, normPath(r))
+	}
 	// Watch before reading: a change committed after the read is seen.
 	stopWatch, err := storage.Watch(ctx, store, tableKey, func(string) { t.signal() })
 	if err != nil {

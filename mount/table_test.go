@@ -706,3 +706,32 @@ func TestHandBuiltComponentsOverTheRootsStore(t *testing.T) {
 		open(t, store) // a second table over the store claims alike
 	})
 }
+
+// TestReservedPaths: Options.Reserved keeps Enable off the paths a
+// program serves otherwise (at, above or below them), naming Path; a
+// mount stored there before stays served.
+func TestReservedPaths(t *testing.T) {
+	store := everystore.Mem(t)
+	table := open(t, store)
+	if _, err := table.Enable(ctx, mount.EnableRequest{Path: "peering/", Type: "kv"}); err != nil {
+		t.Fatal(err)
+	}
+	table.Close()
+	table, err := mount.Open(ctx, store, &mount.Options{Authorizer: keel.AllowAll{}, Reserved: []string{"peering", "config/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(table.Close)
+	for _, p := range []string{"config/", "config/x/", "peering/y/"} {
+		_, err := table.Enable(ctx, mount.EnableRequest{Path: p, Type: "kv"})
+		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Path" {
+			t.Errorf("Enable(%q) = %v, want Invalid naming Path", p, err)
+		}
+	}
+	if _, err := table.Enable(ctx, mount.EnableRequest{Path: "configs/", Type: "kv"}); err != nil {
+		t.Fatalf("a path beside the reserved ones: %v", err)
+	}
+	if _, _, ok := table.Route("peering/x"); !ok {
+		t.Fatal("a mount stored at a reserved path before is no longer served")
+	}
+}

@@ -127,3 +127,22 @@ func TestRefusedMountsDoNotBrickTheServer(t *testing.T) {
 		t.Fatalf("the broken mount is still listed: %s", body)
 	}
 }
+
+// TestConsulPathsAreReserved: no mount is enabled at, above or below a
+// path the Consul dialect serves under /v1/ (it would be partly
+// unreachable); the refusal names the path; a path beside them is
+// mounted.
+func TestConsulPathsAreReserved(t *testing.T) {
+	ts := start(t, hooks{}, "-data", "memory", "-root-token", "root-t")
+	for _, p := range []string{"peering", "peerings", "config", "internal", "peering/x", "config/exported-services"} {
+		if got := ts.do("POST", "/v1/sys/mounts/"+p, `{"type":"kv"}`); got != http.StatusBadRequest {
+			t.Errorf("mount at %s: %d, want 400", p, got)
+		}
+	}
+	if got := ts.do("POST", "/v1/sys/mounts/configs", `{"type":"kv"}`); got != http.StatusNoContent {
+		t.Errorf("mount at configs: %d, want 204", got)
+	}
+	if got := ts.do("GET", "/v1/peerings", ""); got != http.StatusOK {
+		t.Errorf("GET /v1/peerings after the refusals: %d, want 200 (Consul's)", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/keelhq/keel/examples/httpapi/consul"
 	"github.com/keelhq/keel/examples/httpapi/vault"
 	"github.com/keelhq/keel/mount"
 )
@@ -19,6 +20,7 @@ func mountVault(mux *http.ServeMux, d *deps) error {
 	table, err := mount.Open(context.Background(), d.store, &mount.Options{
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
 		Leader: d.leaders, Defaults: mount.VaultDefaults(),
+		Reserved: consul.Prefixes(), // the Consul dialect's paths, served by mountConsul
 	})
 	if err != nil {
 		return err

@@ -43,6 +43,13 @@ const (
 	pathTerminate = "/v1/internal/peering/terminate"
 )
 
+// Prefixes returns the first segments of the paths under /v1/ that
+// Register serves, each with a trailing "/" ("config/", "internal/",
+// "peering/", "peerings/"): a program that serves another dialect's mounts
+// under /v1/ beside this one reserves them (mount.Options.Reserved), so
+// that no mount is enabled where it would be partly unreachable.
+func Prefixes() []string { return []string{"config/", "internal/", "peering/", "peerings/"} }
+
 // Register adds the handler's routes to mux: /v1/peering/token,
 // /v1/peering/establish, /v1/peering/{name}, /v1/peerings, the config
 // entry of kind "exported-services" (PUT /v1/config, GET
