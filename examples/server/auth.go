@@ -78,9 +78,10 @@ func tokenID(token string) string { return digestID(sha256.Sum256([]byte(token))
 func digestID(sum [sha256.Size]byte) string { return hex.EncodeToString(sum[:4]) }
 
 // requestToken returns the token of r, or "" when it carries none. The
-// first of these headers that is present and not empty wins, and the
-// others are not read: X-Secrets-Token, X-Vault-Token, Authorization
-// ("Bearer <token>"), X-Cluster-Token. The first three are the Vault
+// first of these headers that holds a token wins, and the others are not
+// read: X-Secrets-Token, X-Vault-Token, Authorization ("Bearer <token>";
+// a header of another scheme holds none and is passed over, as an absent
+// one), X-Cluster-Token. The first three are the Vault
 // dialect's, in the order of vault.RequestToken, so that the token the
 // server authenticates is the one the Vault adapter describes
 // (auth/token/lookup-self).

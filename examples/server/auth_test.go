@@ -48,6 +48,7 @@ func TestAuthenticate(t *testing.T) {
 		{"unknown bearer", map[string]string{"Authorization": "Bearer t-mallory"}, nil},
 		{"prefix of a token", map[string]string{"X-Secrets-Token": "t-alic"}, nil},
 		{"basic auth", map[string]string{"Authorization": "Basic dC1hbGljZQ=="}, nil},
+		{"basic auth holds no token: the consul header is read", map[string]string{"Authorization": "Basic dC1hbGljZQ==", "X-Cluster-Token": "t-alice"}, &alice},
 		{"bare token in Authorization", map[string]string{"Authorization": "t-alice"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -212,9 +212,10 @@
 //	                                 Vault's clients may send it too
 //	X-Cluster-Token: <token>         Consul-style API
 //
-// The first of these present and not empty, in this order, is the
-// request's token; the others are not read, even when it is unknown (the
-// request is then anonymous, never authenticated by another header).
+// The first of these that holds a token, in this order, is the request's
+// token; the others are not read, even when it is unknown (the request is
+// then anonymous, never authenticated by another header). An empty header,
+// and an Authorization header of another scheme than Bearer, hold none.
 //
 // A known token puts its keel.Principal in the request's context
 // (keel.WithPrincipal), with the principal's policies and a ClientTokenID

@@ -80,8 +80,9 @@
 // order, X-Secrets-Token (the service's document), X-Vault-Token (what
 // Vault's clients send: the vault CLI, vault/api, Vault Agent, with
 // VAULT_TOKEN) and Authorization: Bearer <token> (which Vault accepts
-// too); the first header present and not empty wins, and the later ones
-// are not read, even when the first holds a token nobody knows (an
+// too); the first header that holds a token wins (an empty header, or an
+// Authorization of another scheme, holds none), and the later ones are
+// not read, even when the first holds a token nobody knows (an
 // unknown token answers 403, it is never replaced by another header's).
 // Vault itself reads X-Vault-Token, then Authorization.
 //

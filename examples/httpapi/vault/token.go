@@ -25,10 +25,11 @@ const (
 // RequestToken returns the token r carries in the Vault dialect, or ""
 // when it carries none. One rule decides between headers: the first of
 // X-Secrets-Token, X-Vault-Token and Authorization (with the scheme
-// "Bearer", in any case, and the token after one space) that is present
-// and not empty wins, and the others are not read, even when the winner
-// holds a token nobody knows (an unknown token is refused, never
-// replaced by another header's).
+// "Bearer", in any case, and the token after one space) that holds a token
+// wins, and the others are not read, even when the winner holds a token
+// nobody knows (an unknown token is refused, never replaced by another
+// header's). An Authorization header of another scheme ("Basic …") holds
+// no token of this dialect: it is passed over, as an absent header is.
 //
 // The adapter reads no token to authenticate: a program's middleware
 // calls RequestToken, finds the token's principal and puts it in the
