@@ -69,7 +69,8 @@
 //   - Members ("PolicyIDs[<i>]", "WorkspaceIDs[<i>]", "ProjectIDs[<i>]",
 //     "WorkspaceExclusionIDs[<i>]"; "IDs[<i>]" for AddSetMembers): each
 //     must exist and be of the set's organization; a policy must be of
-//     the set's kind. An id given twice counts once. RemoveSetMembers
+//     the set's kind; a workspace or project the caller may not read is
+//     refused as a missing one. An id given twice counts once. RemoveSetMembers
 //     ignores ids that are not members, so that a member deleted first
 //     (by Delete or the catalog) can still be removed.
 //   - Global ("Global", or "IDs" when adding): a global set is attached
@@ -160,7 +161,11 @@
 //
 // Every operation needs manage-policies on
 // "organizations/<org>/policies"; without it the organization, policy or
-// set is not found.
+// set is not found. A workspace or project named as a member of a set
+// (CreateSet, AddSetMembers) also needs read on it, as the catalog asks
+// it ("organizations/<org>/workspaces/<id>",
+// "organizations/<org>/projects/<id>"): without it the member is refused
+// exactly as a missing one, so that no answer tells whether it exists.
 //
 // # Concurrency
 //

@@ -467,8 +467,11 @@ func checkIndexed(tx storage.Tx) error {
 
 // checkMember records in v, on field, why id cannot be a member of kind m
 // of a set of org and kind, reading its record: it must exist and be of
-// org, and a policy must be of the set's kind.
-func checkMember(v *keel.Validation, tx storage.Tx, live exists, m SetMembers, org, kind, field, id string) error {
+// org, and a policy must be of the set's kind. A workspace or project the
+// caller may not read (read on project.WorkspaceResource or
+// project.ProjectResource) is recorded as a missing one, so that the
+// answer does not tell whether it exists.
+func (s *Service) checkMember(ctx context.Context, v *keel.Validation, tx storage.Tx, live exists, m SetMembers, org, kind, field, id string) error {
 	var memberOrg string
 	var err error
 	switch m {
@@ -482,9 +485,13 @@ func checkMember(v *keel.Validation, tx storage.Tx, live exists, m SetMembers, o
 			}
 		}
 	case SetWorkspaces, SetWorkspaceExclusions:
-		memberOrg, err = live.WorkspaceOrg(id)
+		if memberOrg, err = live.WorkspaceOrg(id); err == nil && memberOrg == org {
+			err = s.readable(ctx, project.WorkspaceResource(org, id))
+		}
 	case SetProjects:
-		memberOrg, err = live.ProjectOrg(id)
+		if memberOrg, err = live.ProjectOrg(id); err == nil && memberOrg == org {
+			err = s.readable(ctx, project.ProjectResource(org, id))
+		}
 	}
 	switch {
 	case errors.Is(err, keel.ErrNotFound) || err == nil && memberOrg != org:
@@ -493,6 +500,16 @@ func checkMember(v *keel.Validation, tx storage.Tx, live exists, m SetMembers, o
 		return err
 	}
 	return nil
+}
+
+// readable returns nil when the caller may read resource, and
+// keel.KindNotFound when it may not.
+func (s *Service) readable(ctx context.Context, resource string) error {
+	err := keel.Authorize(ctx, s.authz, keel.CapRead, resource)
+	if errors.Is(err, keel.ErrForbidden) {
+		return notFound(resource)
+	}
+	return err
 }
 
 // CreateSet creates a policy set in org with the members of in (see the
@@ -585,7 +602,7 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 			var v keel.Validation
 			for _, m := range setMembers {
 				for _, mb := range members[m] {
-					if err := checkMember(&v, tx, live, m, org, kind, mb.field, mb.id); err != nil {
+					if err := s.checkMember(ctx, &v, tx, live, m, org, kind, mb.field, mb.id); err != nil {
 						return err
 					}
 				}
@@ -848,7 +865,7 @@ func (s *Service) changeMembers(ctx context.Context, id string, m SetMembers, id
 				return err
 			}
 			if add && !in {
-				if err := checkMember(&v, tx, live, m, rec.Org, rec.kind(), mb.field, mb.id); err != nil {
+				if err := s.checkMember(ctx, &v, tx, live, m, rec.Org, rec.kind(), mb.field, mb.id); err != nil {
 					return err
 				}
 			}

@@ -129,6 +129,17 @@ func (o Orgs) WorkspaceOrg(id string) (string, error) {
 	return w.Org, nil
 }
 
+// WorkspaceResource is the resource on which a Catalog asks read for the
+// workspace id of org ("organizations/<org>/workspaces/<id>"): a service
+// that names a workspace (a policy set's member) asks read on it, so that
+// one the caller may not read answers as a missing one.
+func WorkspaceResource(org, id string) string { return workspaceResource(org, id) }
+
+// ProjectResource is the resource on which a Catalog asks read for the
+// project id of org ("organizations/<org>/projects/<id>"), as
+// WorkspaceResource is for a workspace.
+func ProjectResource(org, id string) string { return projectResource(org, id) }
+
 // ProjectOrg returns the organization of the project id in the
 // transaction's snapshot, as WorkspaceOrg does for a workspace.
 func (o Orgs) ProjectOrg(id string) (string, error) {

@@ -193,12 +193,12 @@
 //	Get                 read              organizations/<org>/projects/<id>
 //	Update              update            organizations/<org>/projects/<id>
 //	Delete              force-delete      organizations/<org>/projects/<id>
-//	MoveWorkspaces      move-workspaces   the destination and every source project
-//	SetTeamAccess,      manage-projects   organizations/<org>/projects/<id>
+//	MoveWorkspaces      move-workspaces   the destination and every source project (and read on each workspace)
+//	SetTeamAccess,      manage-projects   organizations/<org>/projects/<id> (and read on organizations/<org>/teams)
 //	UpdateTeamAccess,
 //	RemoveTeamAccess
 //	TeamAccess(es)      read              organizations/<org>/projects/<id>
-//	CreateWorkspace     create            organizations/<org>/projects/<id>/workspaces (and read on the organization)
+//	CreateWorkspace     create            organizations/<org>/projects/<id>/workspaces (and read on the organization, and on a project named)
 //	Workspace           read              organizations/<org>/workspaces/<id>
 //	UpdateWorkspace     update            organizations/<org>/workspaces/<id>; a move, move-workspaces on both projects
 //	ListWorkspaces,     read              the organization, then each workspace: those the caller
@@ -215,7 +215,11 @@
 // answers, before any rule of the input is checked, so that no answer
 // tells whether it exists; with read and without the
 // operation's right, keel.KindForbidden (403). A destination of a move
-// without move-workspaces is not found, as the specification says.
+// without move-workspaces is not found, as the specification says. An
+// object an input names (the project of CreateWorkspace or of a move, a
+// workspace of MoveWorkspaces, the team of SetTeamAccess) that the caller
+// may not read answers as a missing one, with the same kind and field, so
+// that no create or update tells whether it exists.
 //
 // # Concurrency
 //

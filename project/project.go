@@ -293,10 +293,11 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 // MoveWorkspaces moves workspaces into the project destID, all or none, in
 // one transaction. A destination that does not exist, or on which the
 // caller lacks read or move-workspaces, is keel.KindNotFound. Any
-// workspace that does not exist, is of another organization, or whose
-// project the caller lacks move-workspaces on, makes the whole move fail
-// with keel.KindForbidden; the error lists their ids (sorted) after
-// "workspaces: ". Ids are de-duplicated; workspaces already in the
+// workspace that does not exist, is of another organization, that the
+// caller may not read, or whose project the caller lacks move-workspaces
+// on, makes the whole move fail with keel.KindForbidden (the same answer
+// for each, so that it does not tell whether a workspace exists); the
+// error lists their ids (sorted) after "workspaces: ". Ids are de-duplicated; workspaces already in the
 // destination stay.
 //
 // The one transaction writes three keys per workspace moved and one per
@@ -328,6 +329,14 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 			}
 			if err != nil {
 				return err
+			}
+			// A workspace the caller may not read is refused as a
+			// missing one, so that the answer tells nothing of it.
+			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(w.Org, w.ID)); err != nil {
+				return err
+			} else if !ok {
+				bad = append(bad, id)
+				continue
 			}
 			ok, seen := allowed[w.ProjectID]
 			if !seen {

@@ -3,6 +3,7 @@ package project
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -395,7 +396,10 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 // are required ("ProjectID", "TeamID"), the level must be one of HCP
 // Terraform's ("Access") and the custom values theirs
 // ("WorkspaceAccess.Runs", ...), all checked at once, and the team must
-// be of the project's organization ("TeamID").
+// be of the project's organization and one the caller may read (read on
+// "organizations/<org>/teams") ("TeamID": one the caller may not read is
+// refused as a missing one, so that the answer does not tell whether it
+// exists).
 func (c *Catalog) SetTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
 	return c.setTeamAccess(ctx, in, false)
 }
@@ -433,7 +437,19 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, existing boo
 			return err
 		}
 		t, err := getTeam(tx, in.TeamID)
-		if err != nil || t.Org != p.Org {
+		if err == nil && t.Org != p.Org {
+			err = keel.ErrNotFound
+		}
+		if err == nil {
+			// A team the caller may not read (read on the teams of
+			// the organization, as Team asks) answers as a missing
+			// one, so that the answer tells nothing of it.
+			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(p.Org)), "team "+t.ID)
+		}
+		if err != nil && !errors.Is(err, keel.ErrNotFound) {
+			return err
+		}
+		if err != nil {
 			if existing {
 				return fmt.Errorf("team %q has no access to project %q: %w", in.TeamID, p.ID, keel.ErrNotFound)
 			}

@@ -198,8 +198,11 @@ func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord) (Workspace, 
 // "organizations/<org>/projects/<project>/workspaces"; an organization the
 // caller cannot read is not found. The name ("Name") is required, at most
 // 90 letters, digits, "-" and "_", unique in the organization ignoring
-// case; the project ("ProjectID") must be of org; ExecutionMode is remote
-// or local; TriggerPrefixes and TriggerPatterns are not both set.
+// case; the project ("ProjectID") must be of org and, when projectID is
+// given, one the caller may read (read on the project): one it may not
+// read is refused as a missing one, so that the answer does not tell
+// whether it exists; ExecutionMode is remote or local; TriggerPrefixes
+// and TriggerPatterns are not both set.
 func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID string, settings *WorkspaceSettings) (Workspace, error) {
 	var v keel.Validation
 	if err := slugError(name, maxWorkspaceName); err != nil {
@@ -226,8 +229,19 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 			rec.ProjectID = o.DefaultProject
 		}
 		p, err := getProject(tx, rec.ProjectID)
-		if err != nil || p.Org != org {
+		if err == nil && p.Org != org {
+			err = keel.ErrNotFound
+		}
+		if err == nil && projectID != "" {
+			// A project named that the caller may not read answers as
+			// a missing one, so that the answer tells nothing of it.
+			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(org, p.ID)), "project "+p.ID)
+		}
+		if errors.Is(err, keel.ErrNotFound) {
 			return keel.Invalid("ProjectID", "no project %q in organization %q", rec.ProjectID, org)
+		}
+		if err != nil {
+			return err
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapCreate, wsCreateResource(org, p.ID)); err != nil {
 			return err

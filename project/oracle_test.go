@@ -1,0 +1,155 @@
+package project
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/storage/storagetest"
+)
+
+// sameAnswer fails t unless hidden (the answer for an existing object the
+// caller may not read, named hiddenID) and missing (for an object that
+// does not exist, named missingID) are the same answer: the same keel
+// kind, the same fields, the same message once the ids are set aside.
+func sameAnswer(t *testing.T, hidden error, hiddenID string, missing error, missingID string) {
+	t.Helper()
+	if hidden == nil || missing == nil {
+		t.Fatalf("hidden: %v; missing: %v; want both refused", hidden, missing)
+	}
+	if kh, km := keel.KindOf(hidden), keel.KindOf(missing); kh != km {
+		t.Fatalf("kind %v for a hidden object (%v), %v for a missing one (%v)", kh, hidden, km, missing)
+	}
+	if fh, fm := fields(hidden), fields(missing); !slices.Equal(fh, fm) {
+		t.Fatalf("fields %q for a hidden object, %q for a missing one", fh, fm)
+	}
+	if mh, mm := strings.ReplaceAll(hidden.Error(), hiddenID, "<id>"), strings.ReplaceAll(missing.Error(), missingID, "<id>"); mh != mm {
+		t.Fatalf("message %q for a hidden object, %q for a missing one", mh, mm)
+	}
+}
+
+// TestCreateWorkspaceHidesProject: a project named by CreateWorkspace that
+// the caller may not read answers as a missing one (KindInvalid on
+// "ProjectID"), even with create on its workspaces, and nothing is
+// written; a project the caller reads takes the workspace.
+func TestCreateWorkspaceHidesProject(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		seen, hidden := e.mkProject(t, "seen"), e.mkProject(t, "hidden")
+		e.c.authz = rules(t, map[string][]keel.Rule{
+			"creator": {
+				{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/projects/" + seen.ID, Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/projects/+/workspaces", Capabilities: []keel.Capability{keel.CapCreate}},
+			},
+			"org": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		ctx := as("c", "creator")
+		before := storagetest.Dump(t, e.raw)
+		_, errHidden := e.c.CreateWorkspace(ctx, "acme", "web", hidden.ID, nil)
+		_, errMissing := e.c.CreateWorkspace(ctx, "acme", "web", "prj-nope", nil)
+		sameAnswer(t, errHidden, hidden.ID, errMissing, "prj-nope")
+		// Issue 29: a caller without create was refused (403) on an
+		// existing project and 422 on a missing one.
+		orgOnly := as("o", "org")
+		_, errHidden = e.c.CreateWorkspace(orgOnly, "acme", "web", hidden.ID, nil)
+		_, errMissing = e.c.CreateWorkspace(orgOnly, "acme", "web", "prj-nope", nil)
+		sameAnswer(t, errHidden, hidden.ID, errMissing, "prj-nope")
+		if !errors.Is(errHidden, keel.ErrInvalid) || !slices.Equal(fields(errHidden), []string{"ProjectID"}) {
+			t.Fatalf("hidden project: %v", errHidden)
+		}
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
+			t.Fatal("a refused create changed the store")
+		}
+		if w, err := e.c.CreateWorkspace(ctx, "acme", "web", seen.ID, nil); err != nil || w.ProjectID != seen.ID {
+			t.Fatalf("create in a project the caller reads: %+v, %v", w, err)
+		}
+	})
+}
+
+// TestMoveWorkspacesHidesWorkspaces: a workspace the caller may not read
+// is refused as a missing one (KindForbidden listing its id), even with
+// move-workspaces on its project, and nothing moves.
+func TestMoveWorkspacesHidesWorkspaces(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		src, dst := e.mkProject(t, "source"), e.mkProject(t, "target")
+		seen, hidden := e.mkWorkspace(t, "seen", src.ID), e.mkWorkspace(t, "hidden", src.ID)
+		e.c.authz = rules(t, map[string][]keel.Rule{
+			"mover": {
+				{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/projects/+", Capabilities: []keel.Capability{keel.CapRead, keel.CapMoveWorkspaces}},
+				{Path: "organizations/acme/workspaces/" + seen.ID, Capabilities: []keel.Capability{keel.CapRead}},
+			},
+		})
+		ctx := as("m", "mover")
+		before := storagetest.Dump(t, e.raw)
+		errHidden := e.c.MoveWorkspaces(ctx, dst.ID, []string{hidden.ID})
+		errMissing := e.c.MoveWorkspaces(ctx, dst.ID, []string{"ws-nope"})
+		sameAnswer(t, errHidden, hidden.ID, errMissing, "ws-nope")
+		if !errors.Is(errHidden, keel.ErrForbidden) || !strings.Contains(errHidden.Error(), hidden.ID) {
+			t.Fatalf("hidden workspace: %v", errHidden)
+		}
+		if err := e.c.MoveWorkspaces(ctx, dst.ID, []string{seen.ID, hidden.ID}); !errors.Is(err, keel.ErrForbidden) || strings.Contains(err.Error(), seen.ID) {
+			t.Fatalf("move of a readable and a hidden workspace: %v", err)
+		}
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
+			t.Fatal("a refused move changed the store")
+		}
+		if err := e.c.MoveWorkspaces(ctx, dst.ID, []string{seen.ID}); err != nil {
+			t.Fatalf("move of a workspace the caller reads: %v", err)
+		}
+	})
+}
+
+// TestTeamAccessHidesTeam: a team named by SetTeamAccess or
+// UpdateTeamAccess that the caller may not read (read on the teams of the
+// organization) answers as a missing one, and nothing is written.
+func TestTeamAccessHidesTeam(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mkProject(t, "apps")
+		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.c.authz = rules(t, map[string][]keel.Rule{
+			"manager": {
+				{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/projects/+", Capabilities: []keel.Capability{keel.CapRead, keel.CapManageProjects}},
+			},
+			"teams": {{Path: "organizations/acme/teams", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		ctx := as("m", "manager")
+		before := storagetest.Dump(t, e.raw)
+		_, errHidden := e.c.SetTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
+		_, errMissing := e.c.SetTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "write"})
+		sameAnswer(t, errHidden, team.ID, errMissing, "team-nope")
+		if !errors.Is(errHidden, keel.ErrInvalid) || !slices.Equal(fields(errHidden), []string{"TeamID"}) {
+			t.Fatalf("set access of a hidden team: %v", errHidden)
+		}
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
+			t.Fatal("a refused set changed the store")
+		}
+		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); err != nil {
+			t.Fatal(err)
+		}
+		before = storagetest.Dump(t, e.raw)
+		_, errHidden = e.c.UpdateTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
+		_, errMissing = e.c.UpdateTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "write"})
+		sameAnswer(t, errHidden, team.ID, errMissing, "team-nope")
+		if !errors.Is(errHidden, keel.ErrNotFound) {
+			t.Fatalf("update access of a hidden team: %v", errHidden)
+		}
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
+			t.Fatal("a refused update changed the store")
+		}
+		if a, err := e.c.UpdateTeamAccess(as("m", "manager", "teams"), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil || a.Access != "write" {
+			t.Fatalf("update by a caller who reads the team: %+v, %v", a, err)
+		}
+	})
+}
