@@ -101,6 +101,44 @@
 // a role's password is under way or its outcome unknown, static-cred is
 // refused with a retry hint (Vault answers with the stored password).
 //
+// # Names
+//
+// The paths of a mount that hold a name chosen by the user are, in the
+// order in which Vault's router tries them (the first that matches takes
+// the path): library/manage/:name/check-in, library/:name/check-in,
+// library/:name/check-out, library/:name/status, role/:name, creds/:name,
+// static-role/:name, static-cred/:name, rotate-role/:name and
+// library/:name. As names hold "/", the path of one object could also
+// match an earlier route with another name: a router would serve that
+// route instead, and the engine's rights, asked on the same paths, would
+// mix them up. The set "manage/lib1" has the check-in path
+// library/manage/lib1/check-in, the forced check-in of the set "lib1": a
+// borrower of "manage/lib1" could not check its account in, and a right
+// meant for that check-in would take back the accounts of "lib1". So a
+// name is refused when one of its object's paths is matched first by
+// another route; in full, a library set's name may not
+//
+//   - start with the segment "manage" followed by more segments
+//     ("manage/lib1": its check-in path is the forced check-in of "lib1"),
+//   - end in a segment "status", "check-out" or "check-in" after others
+//     ("a/status", "a/check-out", "a/check-in": its path library/a/status
+//     is the status of the set "a", and so on).
+//
+// A single segment is a plain name ("manage", "status" are sets like any
+// other), and these words may appear anywhere else ("ops/manage/x",
+// "a/status/b"). No route follows a role's name and each kind of role has
+// sections of its own, so every well-formed static or dynamic role name
+// keeps paths of its own ("manage/x" and "a/status" are roles like any
+// other). PutLibrarySet, PutStaticRole and PutDynamicRole apply the rule
+// (one function over the table of routes, so that a route added to it
+// constrains the names of its kind), before anything is read or written,
+// with a keel.ErrInvalid on Name that names both routes; since it is in
+// the engine, every transport is safe. The other operations take any
+// well-formed name: one that cannot be written names no object (not
+// found), and a set stored under such a name before the rule can still be
+// read, checked in and deleted through the engine.
+// Vault accepts such names and serves their paths as the other route.
+//
 // # Dynamic roles
 //
 // A dynamic role (PutDynamicRole) holds templated LDIF: Creds renders the
@@ -229,7 +267,8 @@
 //     or more segments of letters, digits, '_', '.', '@' and '-' (each
 //     starting with a letter or digit) joined by "/"; they are
 //     case-sensitive. The List operations show one level, with a folder
-//     ending in "/" for deeper names.
+//     ending in "/" for deeper names. No name may give a path that also
+//     means another route (see Names).
 //   - An account may belong to one set or one static role of the engine:
 //     the owner record "account/<lower-cased DN>" holds "library:SET" for
 //     a set (the role name for a static role); the check happens in the

@@ -176,7 +176,7 @@ func renderLDIF(field, text string, d credtemplate.LDIFData, now time.Time) (str
 // max_ttl. Every broken rule is reported at once (keel.ErrInvalid), and
 // then nothing is stored.
 func (e *Engine) PutDynamicRole(ctx context.Context, name string, r DynamicRoleRequest) error {
-	if err := checkRoleName(name); err != nil {
+	if err := checkNewName(dynamicRoleName, name); err != nil {
 		return err
 	}
 	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {

@@ -178,8 +178,11 @@ func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
 }
 
 // PutLibrarySet creates or updates the library set name. It needs create
-// or update (decided in the transaction) on "MOUNT/library/NAME". The
-// engine must be configured (keel.ErrNotFound otherwise). An account that
+// or update (decided in the transaction) on "MOUNT/library/NAME". A name
+// whose path would also mean another route ("manage/lib1", "a/status": see
+// Names in the package documentation) is a keel.ErrInvalid on Name, and
+// nothing is read or written. The engine must be configured
+// (keel.ErrNotFound otherwise). An account that
 // does not exist in the directory is a keel.ErrInvalid on
 // ServiceAccountNames; one that belongs to another set or to a static
 // role is a keel.ErrConflict, as is removing a checked-out account; in
@@ -195,7 +198,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	if err := e.libraryOnly(); err != nil {
 		return err
 	}
-	if err := checkSetName(name); err != nil {
+	if err := checkNewName(setName, name); err != nil {
 		return err
 	}
 	var v keel.Validation

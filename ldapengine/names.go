@@ -43,6 +43,90 @@ func checkRoleName(name string) error {
 // checkSetName checks the name of a library set: the rule of role names.
 func checkSetName(name string) error { return checkRoleName(name) }
 
+// nameKind is a kind of object that the user names.
+type nameKind string
+
+const (
+	staticRoleName  nameKind = "static role"
+	dynamicRoleName nameKind = "dynamic role"
+	setName         nameKind = "library set"
+)
+
+// namedRoute is a route of the engine whose path holds the name of an
+// object of kind: prefix, the name, suffix.
+type namedRoute struct {
+	kind           nameKind
+	prefix, suffix string
+}
+
+func (r namedRoute) String() string { return r.prefix + ":name" + r.suffix }
+
+// nameIn returns the name that path holds when r matches path: a
+// well-formed name between r's prefix and suffix.
+func (r namedRoute) nameIn(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, r.prefix)
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, r.suffix)
+	return name, ok && validName(name)
+}
+
+// namedRoutes are the routes of Vault's ldap and openldap engines (and of
+// every adapter that serves them) whose path holds a name chosen by the
+// user, relative to the mount, in the order in which Vault's router tries
+// them: the first route that matches a path takes it. The library's
+// actions come before library/:name, as names hold "/". Routes without a
+// name (config, rotate-root) and LIST paths (a folder, ending in "/")
+// never equal the path of a name.
+var namedRoutes = []namedRoute{
+	{setName, "library/manage/", "/check-in"},
+	{setName, "library/", "/check-in"},
+	{setName, "library/", "/check-out"},
+	{setName, "library/", "/status"},
+	{dynamicRoleName, "role/", ""},
+	{dynamicRoleName, "creds/", ""},
+	{staticRoleName, "static-role/", ""},
+	{staticRoleName, "static-cred/", ""},
+	{staticRoleName, "rotate-role/", ""},
+	{setName, "library/", ""},
+}
+
+// checkNewName checks the name of an object of kind that is written
+// (created or updated): the rule of names (checkRoleName), and that each
+// path of the object means the object's route only. A path that an
+// earlier route of namedRoutes also matches, for another name, would be
+// served as that route, and would need its rights: the set "manage/lib1",
+// whose check-in path library/manage/lib1/check-in is the forced check-in
+// of the set "lib1", or the set "a/status", whose path library/a/status is
+// the status of the set "a". Such a name is a keel.ErrInvalid on Name.
+// Reads, check-outs, check-ins and deletes take any well-formed name: one
+// that cannot be written is not found, and an object stored under it
+// before the rule can still be read and deleted.
+func checkNewName(kind nameKind, name string) error {
+	if err := checkRoleName(name); err != nil {
+		return err
+	}
+	for _, own := range namedRoutes {
+		if own.kind != kind {
+			continue
+		}
+		path := own.prefix + name + own.suffix
+		for _, r := range namedRoutes {
+			other, ok := r.nameIn(path)
+			if !ok {
+				continue
+			}
+			if r != own { // the same route would hold the same name
+				return keel.Invalid("Name", "must not give a path that means another route: %s, the path %s of %s %q, is %s of %s %q",
+					path, own, kind, name, r, r.kind, other)
+			}
+			break
+		}
+	}
+	return nil
+}
+
 // listChildren lists what is directly under path among the names stored
 // under prefix, as Vault's LIST does: a name, or a folder ending in "/"
 // once for every deeper name. path is "" (the top) or a folder, with or

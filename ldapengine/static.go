@@ -103,7 +103,7 @@ func accountKey(dn string) string { return prefixAccount + strings.ToLower(dn) }
 // error is returned.
 func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleRequest) error {
 	var v keel.Validation
-	if err := checkRoleName(name); err != nil {
+	if err := checkNewName(staticRoleName, name); err != nil {
 		return err
 	}
 	if r.RotationPeriod != 0 && r.RotationPeriod < MinRotationPeriod {
