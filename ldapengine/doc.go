@@ -193,6 +193,14 @@
 //     idempotent and a rollback after an early failure reports only real
 //     errors. Any other failed entry fails the revocation, which the lease
 //     manager retries until the lease is irrevocable.
+//   - After the deletion LDIF (and a rollback) ran, every entry the
+//     creation LDIF added must be gone: an LDIF that names another entry
+//     (a role misconfigured) leaves a live account, so the revocation
+//     fails (keel.KindInvalid on DeletionLDIF, naming the entry; as Vault,
+//     which answers 400 and keeps the lease). The role's deletion LDIF as
+//     it is then is tried at each attempt, so that the account is removed
+//     once an operator fixes the role. Leases of older versions do not
+//     record the added entries and are not checked.
 //   - The caller's display name (keel.Principal.DisplayName) and the
 //     generated username are refused (keel.ErrInvalid; at role write,
 //     field "UsernameTemplate") when they hold control

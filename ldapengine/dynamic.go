@@ -72,6 +72,9 @@ type credsLease struct {
 	Username     string                `json:"username"`
 	DNs          []string              `json:"dns"`
 	DeletionLDIF string                `json:"deletion_ldif"` // rendered
+	// Added are the DNs of the creation's add records: the entries the
+	// revocation must leave gone. Empty in the leases of older versions.
+	Added []string `json:"added,omitempty"`
 	Data         credtemplate.LDIFData `json:"data"`          // without the password
 }
 
@@ -352,11 +355,14 @@ func (e *Engine) Creds(ctx context.Context, name string) (DynamicCred, error) {
 		}
 	}
 	conn := cfg.conn()
+	added := addedDNs(creation)
 	if err := e.dir.Apply(ctx, conn, creation, false); err != nil {
 		merr := multierror.Append(nil, fmt.Errorf("dynamic role %q: creating the account: %w", name, err))
 		if rollback != nil {
 			if rerr := e.applyAll(ctx, conn, rollback); rerr != nil {
 				merr = multierror.Append(merr, fmt.Errorf("dynamic role %q: rolling back: %w", name, rerr))
+			} else if gerr := e.checkGone(ctx, conn, "RollbackLDIF", added); gerr != nil {
+				merr = multierror.Append(merr, fmt.Errorf("dynamic role %q: rolling back: %w", name, gerr))
 			}
 		}
 		e.log.Warn("dynamic credential creation failed", "role", name, "error", merr)
@@ -368,7 +374,7 @@ func (e *Engine) Creds(ctx context.Context, name string) (DynamicCred, error) {
 	}
 	ld := data
 	ld.Password = ""
-	raw, err := json.Marshal(credsLease{Role: name, Username: username, DNs: dns, DeletionLDIF: deletionText, Data: ld})
+	raw, err := json.Marshal(credsLease{Role: name, Username: username, DNs: dns, DeletionLDIF: deletionText, Data: ld, Added: added})
 	if err == nil {
 		var l lease.Lease
 		l, err = e.leases.Issue(ctx, lease.IssueRequest{Path: e.resource("creds", name), TTL: rec.DefaultTTL, MaxTTL: maxTTL, Renewable: true, Data: raw})
@@ -379,6 +385,8 @@ func (e *Engine) Creds(ctx context.Context, name string) (DynamicCred, error) {
 	merr := multierror.Append(nil, fmt.Errorf("dynamic role %q: issuing the lease: %w", name, err))
 	if derr := e.applyAll(context.WithoutCancel(ctx), conn, deletion); derr != nil {
 		merr = multierror.Append(merr, fmt.Errorf("dynamic role %q: deleting the account again: %w", name, derr))
+	} else if gerr := e.checkGone(context.WithoutCancel(ctx), conn, "DeletionLDIF", added); gerr != nil {
+		merr = multierror.Append(merr, fmt.Errorf("dynamic role %q: deleting the account again: %w", name, gerr))
 	}
 	return DynamicCred{}, merr
 }
@@ -424,8 +432,17 @@ func (e *Engine) applyAll(ctx context.Context, c Conn, changes []Change) error {
 }
 
 // revokeCreds runs the deletion LDIF kept in the lease of a dynamic
-// credential. Entries already gone count as deleted, so it is idempotent;
-// any other failure is returned for the lease manager to retry.
+// credential, then checks that every entry the creation added is gone.
+// Entries already gone count as deleted, so it is idempotent; any other
+// failure is returned for the lease manager to retry.
+//
+// A deletion LDIF that leaves an added entry (it names another entry: a
+// role misconfigured) does not revoke: the account would stay live with
+// no lease. The role's current deletion LDIF, rendered with the lease's
+// data, is tried then, so that once an operator fixes the role the next
+// attempt removes the account; until then the revocation fails with an
+// error of kind keel.KindInvalid on "DeletionLDIF" naming the entry, and
+// the lease stays, retried and in the end irrevocable, as Vault keeps it.
 func (e *Engine) revokeCreds(ctx context.Context, l lease.Lease) error {
 	var d credsLease
 	if err := json.Unmarshal(l.Data, &d); err != nil || d.DeletionLDIF == "" {
@@ -439,9 +456,55 @@ func (e *Engine) revokeCreds(ctx context.Context, l lease.Lease) error {
 	if err != nil {
 		return fmt.Errorf("ldapengine: lease %q: %w", l.ID, err)
 	}
-	if err := e.applyAll(ctx, cfg.conn(), changes); err != nil {
+	conn := cfg.conn()
+	if err := e.applyAll(ctx, conn, changes); err != nil {
 		return fmt.Errorf("ldapengine: lease %q: deleting the account of dynamic role %q: %w", l.ID, d.Role, err)
 	}
+	gone := e.checkGone(ctx, conn, "DeletionLDIF", d.Added)
+	if keel.KindOf(gone) == keel.KindInvalid {
+		// The LDIF kept in the lease left the account: try the role's
+		// deletion LDIF as it is now.
+		if rec, err := e.loadDynRole(ctx, d.Role); err == nil && rec.DeletionLDIF != "" {
+			data := d.Data
+			data.Username = d.Username
+			if _, current, err := renderLDIF("DeletionLDIF", rec.DeletionLDIF, data, e.clock.Now().UTC()); err == nil {
+				if err := e.applyAll(ctx, conn, current); err != nil {
+					return fmt.Errorf("ldapengine: lease %q: deleting the account of dynamic role %q: %w", l.ID, d.Role, err)
+				}
+				gone = e.checkGone(ctx, conn, "DeletionLDIF", d.Added)
+			}
+		}
+	}
+	if gone != nil {
+		return fmt.Errorf("ldapengine: lease %q: dynamic role %q: %w", l.ID, d.Role, gone)
+	}
 	e.log.Info("dynamic credential revoked", "role", d.Role, "username", d.Username)
+	return nil
+}
+
+// addedDNs returns the DNs of the add records of changes.
+func addedDNs(changes []Change) []string {
+	var out []string
+	for _, c := range changes {
+		if c.Type == ChangeAdd {
+			out = append(out, c.DN)
+		}
+	}
+	return out
+}
+
+// checkGone fails when an entry of dns is still in the directory after the
+// LDIF of field ran: with an error of kind keel.KindInvalid on field naming
+// it, or with the directory's error when it cannot tell.
+func (e *Engine) checkGone(ctx context.Context, c Conn, field string, dns []string) error {
+	for _, dn := range dns {
+		err := e.dir.EntryExists(ctx, c, dn)
+		switch {
+		case err == nil:
+			return keel.Invalid(field, "left the entry %q in the directory, which the creation added: the account is still live until the role's LDIF deletes it", dn)
+		case !errors.Is(err, keel.ErrNotFound):
+			return fmt.Errorf("checking that %q is gone: %w", dn, err)
+		}
+	}
 	return nil
 }
