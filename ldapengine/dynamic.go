@@ -68,14 +68,14 @@ type dynRoleRecord struct {
 
 // credsLease is the data of the lease of a dynamic credential.
 type credsLease struct {
-	Role         string                `json:"role"`
-	Username     string                `json:"username"`
-	DNs          []string              `json:"dns"`
-	DeletionLDIF string                `json:"deletion_ldif"` // rendered
+	Role         string   `json:"role"`
+	Username     string   `json:"username"`
+	DNs          []string `json:"dns"`
+	DeletionLDIF string   `json:"deletion_ldif"` // rendered
 	// Added are the DNs of the creation's add records: the entries the
 	// revocation must leave gone. Empty in the leases of older versions.
-	Added []string `json:"added,omitempty"`
-	Data         credtemplate.LDIFData `json:"data"`          // without the password
+	Added []string              `json:"added,omitempty"`
+	Data  credtemplate.LDIFData `json:"data"` // without the password
 }
 
 // mountMaxTTL is the mount's maximum TTL of dynamic credentials.

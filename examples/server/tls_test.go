@@ -35,6 +35,17 @@ func caClient(t *testing.T, caFile string) *http.Client {
 	return &http.Client{Timeout: wait, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
+// privateTempDir returns a new temporary directory of mode 0700, which
+// devTLS writes into (t.TempDir's are 0777 less the umask).
+func privateTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // readCert returns the one certificate of the PEM file path.
 func readCert(t *testing.T, path string) *x509.Certificate {
 	t.Helper()
@@ -54,7 +65,7 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func TestDevTLSCertificates(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	now := time.Now()
 	if err := devTLS(dir, []string{"keel.example", "10.1.2.3", "127.0.0.1"}, now); err != nil {
 		t.Fatal(err)
@@ -136,7 +147,7 @@ func TestTLSFlags(t *testing.T) {
 	}
 
 	// Files that are missing or do not pair fail the start, naming them.
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	if err := devTLS(dir, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +302,7 @@ func TestDevTLSDir(t *testing.T) {
 }
 
 func TestTLSCertAndKey(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateTempDir(t)
 	if err := devTLS(dir, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
