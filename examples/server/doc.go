@@ -70,7 +70,10 @@
 //	-dev-tls               serve HTTPS with a throwaway CA and server certificate made
 //	                       at start, for development (below); excludes -tls-cert
 //	-dev-tls-dir DIR       where -dev-tls writes its files (kept after the server
-//	                       stops); default: a new temporary directory, removed at stop
+//	                       stops); default: a new temporary directory, removed at stop.
+//	                       Created 0700 when missing. Refused when it, or a file in
+//	                       it that -dev-tls writes, is a symbolic link or grants
+//	                       group or others any permission (see TLS)
 //
 // # TLS
 //
@@ -79,13 +82,17 @@
 // every start it makes a new CA (ECDSA P-256, valid 30 days, its private
 // key never written) and a server certificate signed by it for localhost,
 // 127.0.0.1, ::1 and the hosts of -addr and -advertise, writes ca.pem,
-// cert.pem and key.pem (the key readable by its owner only) into a
-// directory, and prints where the CA is, once, on a line of its own:
+// cert.pem and key.pem into a directory, and prints where the CA is, once,
+// on a line of its own:
 //
 //	Dev TLS CA: /tmp/keel-dev-tls-123456/ca.pem
 //
 // Clients trust that file: SSL_CERT_FILE for Terraform and go-tfe (and
-// any Go program on Linux), curl --cacert.
+// any Go program on Linux), curl --cacert. The three files are of mode
+// 0600, readable by their owner only, each created new and renamed over
+// the one of an earlier start; a symbolic link is never followed. In a
+// -dev-tls-dir, a file of an earlier start that others may read or write
+// is refused, not replaced: its key may have been read (remove it).
 // With TLS on, cluster peering speaks to peer servers over https too.
 //
 // The Terraform tfe provider finds the API through GET
