@@ -33,11 +33,11 @@ func TestSetMembersHidden(t *testing.T) {
 		ctx := as("m", "manager")
 		// answer returns the error of op on id, checking that it
 		// changed nothing, with id set aside in its message.
-		answer := func(t *testing.T, op func(id string) error, id string) (error, string) {
+		answer := func(t *testing.T, op func(id string) error, id string) (string, error) {
 			t.Helper()
 			var err error
 			w.unchanged(t, func() error { err = op(id); return err }, keel.ErrInvalid)
-			return err, strings.ReplaceAll(err.Error(), id, "<id>")
+			return strings.ReplaceAll(err.Error(), id, "<id>"), err
 		}
 		tests := []struct {
 			name            string
@@ -61,8 +61,8 @@ func TestSetMembersHidden(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				errHidden, hidden := answer(t, tt.op, tt.hidden)
-				errMissing, missing := answer(t, tt.op, tt.missing)
+				hidden, errHidden := answer(t, tt.op, tt.hidden)
+				missing, errMissing := answer(t, tt.op, tt.missing)
 				if fh, fm := fieldsOf(errHidden), fieldsOf(errMissing); !slices.Equal(fh, fm) || len(fh) != 1 {
 					t.Fatalf("fields %q for a hidden member, %q for a missing one", fh, fm)
 				}
