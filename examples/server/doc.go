@@ -175,7 +175,18 @@
 // are freed; GOMEMLIMIT bounds it further.
 //
 // Individual adapters keep their own caps on one body: 32 MiB in the Vault
-// dialect, 1 MiB in the JSON:API and Consul dialects.
+// dialect, 1 MiB in the JSON:API and Consul dialects (a policy upload: 10
+// MiB). A body announced beyond the cap of its path is refused at once,
+// 413, and no reservation exceeds it.
+//
+// A request whose token the server does not know (none, or an unknown one)
+// reserves from a budget of its own, 2 MiB (or -max-inflight-bytes when
+// smaller), never from the one of the requests whose token is known: an
+// anonymous connection that announces a large body and trickles it keeps
+// no authenticated caller waiting. Every request body must arrive at 64
+// KiB/s at least, counted from its first read after 2 seconds of grace:
+// a slower one is cut off (the adapter answers 400) instead of holding its
+// reservation until the 30-second read timeout.
 //
 // # Config file
 //

@@ -254,7 +254,7 @@ func TestBudget(t *testing.T) {
 	// while the second one arrives.
 	b = newBudget(1000, 20*time.Millisecond)
 	inside, leave := make(chan struct{}), make(chan struct{})
-	h := limitBodies(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := limitBodies(b, b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/v1/secret/hold" {
 			close(inside)
@@ -290,7 +290,7 @@ func TestBudget(t *testing.T) {
 func TestSizeHints(t *testing.T) {
 	b := newBudget(1<<30, time.Second)
 	var seen int64
-	h := limitBodies(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := limitBodies(b, b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		seen = b.inUse()
 		w.WriteHeader(http.StatusOK)

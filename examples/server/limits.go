@@ -11,6 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/consul"
+	"github.com/keelhq/keel/examples/httpapi/tfe"
+	"github.com/keelhq/keel/examples/httpapi/vault"
+	"github.com/keelhq/keel/policy"
 )
 
 // The limits the server puts on every request, whatever its dialect, before
@@ -54,7 +60,33 @@ const (
 	// collectAfter is the size of the bodies of a request from which
 	// its end asks for a garbage collection (budget.collect).
 	collectAfter = 4 << 20
+	// anonInflight is the budget of the requests that carry no known
+	// token, apart from the shared one: what anonymous connections hold
+	// never keeps an authenticated caller waiting.
+	anonInflight = 2 << 20
+	// minBodyRate is the slowest a request body may arrive, in bytes per
+	// second, after bodyGrace: a body that trickles slower is cut off, so
+	// that it does not hold its reservation until the read timeout.
+	minBodyRate = 64 << 10
+	bodyGrace   = 2 * time.Second
 )
+
+// routeCap returns the largest body the adapter of r's path reads: a
+// reservation never exceeds it, and a body announced beyond it is refused
+// before it is read.
+func routeCap(r *http.Request) int64 {
+	p := r.URL.Path
+	switch {
+	case strings.HasPrefix(p, "/api/v2/policies/") && strings.HasSuffix(p, "/upload"):
+		return policy.MaxCodeSize
+	case strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/.well-known/"):
+		return tfe.MaxDocument
+	case isConsulPath(p):
+		return consul.MaxBody
+	default:
+		return vault.MaxBody
+	}
+}
 
 // checkPath answers 400 for a request whose path is longer than
 // maxPathBytes, or has a segment longer than maxSegmentBytes, in the
@@ -305,22 +337,39 @@ func (s *sizeHints) set(path string, size int64) {
 	s.n.Store(int64(len(s.m)))
 }
 
-// limitBodies serves r within b: it reserves the length of r's body (or
-// unknownBody when it is not known) and, for a GET, the size remembered
-// for its path; a request that gets no room within b.wait is answered
-// 503 with Retry-After, in the dialect of its path (refuse). The bytes of
-// the response beyond what was reserved are counted as they are written.
-// Everything is given back when next returns.
-func limitBodies(b *budget, next http.Handler) http.Handler {
+// limitBodies serves r within a budget: shared, the one of the requests
+// whose token is known (authenticate runs before it), or anon, the small
+// one of the others. It refuses at once (413) a body announced beyond the
+// cap of its route (routeCap); it reserves the length of r's body (or
+// unknownBody when it is not known, at most the route's cap) and, for a
+// GET, the size remembered for its path; a request that gets no room
+// within the budget's wait is answered 503 with Retry-After, in the
+// dialect of its path (refuse). A body that arrives slower than
+// minBodyRate after bodyGrace is cut off. The bytes of the response
+// beyond what was reserved are counted as they are written. Everything is
+// given back when next returns.
+func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec, ok := w.(*statusRecorder)
 		if !ok {
 			rec = &statusRecorder{ResponseWriter: w}
 		}
+		b := shared
+		if _, known := keel.PrincipalFrom(r.Context()); !known {
+			b = anon
+		}
+		limit := routeCap(r)
+		if r.ContentLength > limit {
+			refuse(rec, r, http.StatusRequestEntityTooLarge, "request body: "+strconv.FormatInt(r.ContentLength, 10)+" bytes, over the "+strconv.FormatInt(limit, 10)+" this path reads")
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			r.Body = &rateBody{ReadCloser: r.Body, rc: http.NewResponseController(rec)}
+		}
 		body := r.ContentLength
 		if body < 0 {
-			body = unknownBody
-			r.Body = &countedBody{ReadCloser: r.Body, rec: rec, b: b}
+			body = min(unknownBody, limit)
+			r.Body = &countedBody{ReadCloser: r.Body, rec: rec, b: b, reserved: body}
 		}
 		var answer int64
 		if r.Method == http.MethodGet || r.Method == "LIST" {
@@ -357,23 +406,48 @@ func limitBodies(b *budget, next http.Handler) http.Handler {
 }
 
 // countedBody counts the bytes read from a body of unknown length beyond
-// the unknownBody reserved for it.
+// the bytes reserved for it.
 type countedBody struct {
 	io.ReadCloser
-	rec   *statusRecorder
-	b     *budget
-	read  int64
-	added int64
+	rec      *statusRecorder
+	b        *budget
+	reserved int64
+	read     int64
+	added    int64
 }
 
 func (c *countedBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.read += int64(n)
-	if over := c.read - unknownBody; over > c.added && c.rec.budget != nil {
+	if over := c.read - c.reserved; over > c.added && c.rec.budget != nil {
 		d := over - c.added
 		c.b.add(d)
 		c.added += d
 		c.rec.counted += d
 	}
+	return n, err
+}
+
+// rateBody cuts a request body off when it arrives slower than
+// minBodyRate after bodyGrace, counted from its first read (a request
+// waiting for room in the budget reads nothing meanwhile): before each
+// read it sets the connection's read deadline to the time by which the
+// bytes read so far, and the next one, were due. A connection that cannot
+// take deadlines (HTTP/2 streams may not) keeps the server's read timeout.
+type rateBody struct {
+	io.ReadCloser
+	rc    *http.ResponseController
+	start time.Time // of the first read
+	read  int64
+}
+
+func (b *rateBody) Read(p []byte) (int, error) {
+	if b.start.IsZero() {
+		b.start = time.Now()
+	}
+	due := b.start.Add(bodyGrace + time.Duration((b.read+1)*int64(time.Second)/minBodyRate))
+	_ = b.rc.SetReadDeadline(due) // not supported: the read timeout holds
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
 	return n, err
 }

@@ -300,7 +300,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	// the bound on the bodies in flight (limits.go).
 	var handler http.Handler = mux
 	if opts.maxInflight > 0 {
-		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), handler)
+		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), newBudget(min(opts.maxInflight, anonInflight), inflightWait), handler)
 	}
 	srv := &http.Server{
 		Handler:           authenticate(tokens, logRequests(requestLogger, checkPath(handler))),

@@ -100,13 +100,14 @@ func setIndex(w http.ResponseWriter, idx uint64) {
 	h.Set("X-Consul-LastContact", "0")
 }
 
-// maxBody is the largest request body read.
-const maxBody = 1 << 20
+// MaxBody is the largest request body the adapter reads: a program that
+// bounds bodies before the adapter caps a reservation at it.
+const MaxBody = 1 << 20
 
 // decodeBody reads a JSON object from r into v; an empty body leaves v
 // as it is, data after the JSON value is refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	err := jsonbody.Decode(w, r, jsonbody.Options{Max: maxBody}, v)
+	err := jsonbody.Decode(w, r, jsonbody.Options{Max: MaxBody}, v)
 	switch {
 	case err == nil, errors.Is(err, jsonbody.ErrEmpty):
 		return nil

@@ -70,7 +70,7 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
 			continue
 		}
-		msg, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		msg, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
 		resp.Body.Close()
 		if err != nil {
 			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)

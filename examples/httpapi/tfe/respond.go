@@ -20,8 +20,10 @@ import (
 // document.
 const mediaType = "application/vnd.api+json"
 
-// maxDocument bounds a JSON request body.
-const maxDocument = 1 << 20
+// MaxDocument bounds a JSON request body (a policy upload is bounded by
+// policy.MaxCodeSize instead): a program that bounds bodies before the
+// adapter caps a reservation at it.
+const MaxDocument = 1 << 20
 
 // statusOf maps the error kinds HCP Terraform answers in its own way to
 // their HTTP status: the one table of the adapter. The kinds every adapter
@@ -340,10 +342,10 @@ func readDoc(w http.ResponseWriter, r *http.Request, typ string) (*reqResource, 
 }
 
 // decodeBody reads the JSON document of r's body into v: a body that is
-// empty, malformed, larger than maxDocument, or followed by anything but
+// empty, malformed, larger than MaxDocument, or followed by anything but
 // white space (a second document: {"data":…}{"data":…}) is refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	err := jsonbody.Decode(w, r, jsonbody.Options{Max: maxDocument}, v)
+	err := jsonbody.Decode(w, r, jsonbody.Options{Max: MaxDocument}, v)
 	switch {
 	case err == nil:
 		return nil

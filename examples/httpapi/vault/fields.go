@@ -13,9 +13,10 @@ import (
 	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
 )
 
-// maxBody is the largest request body read, as Vault's default
-// max_request_size.
-const maxBody = 32 << 20
+// MaxBody is the largest request body the adapter reads, as Vault's
+// default max_request_size: a program that bounds bodies before the
+// adapter (the example server) caps a reservation at it.
+const MaxBody = 32 << 20
 
 // decodeBody reads a JSON value from r into v. An empty body, or null,
 // leaves v as it is. Anything but white space after the value (a second
@@ -26,7 +27,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.Body == nil || r.ContentLength == 0 {
 		return nil
 	}
-	err := jsonbody.Decode(w, r, jsonbody.Options{Max: maxBody, UseNumber: true}, v)
+	err := jsonbody.Decode(w, r, jsonbody.Options{Max: MaxBody, UseNumber: true}, v)
 	switch {
 	case err == nil, errors.Is(err, jsonbody.ErrEmpty):
 		return nil
