@@ -157,8 +157,9 @@
 //
 // It bounds the bytes of request and response bodies in flight to
 // -max-inflight-bytes. A request reserves, before it is served, the length
-// of its body (1 MiB when the length is not announced, and the bytes read
-// beyond count as they are read) and, for a GET, the size of the last
+// of its body (1 MiB when the length is not announced; the bytes read
+// beyond count as they arrive, and a read that would pass the bound fails,
+// 413) and, for a GET, the size of the last
 // large body (64 KiB or more) written to or read from its path, since the
 // adapter loads a secret whole before writing its first byte; the bytes of
 // a response beyond what was reserved count as they are written; all is

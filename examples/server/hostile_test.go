@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/keelhq/keel"
 )
 
 // hostileCase is a request of the hostile-input suite and what must come
@@ -332,6 +334,50 @@ func TestPathProblem(t *testing.T) {
 	} {
 		if got := pathProblem(tc.path) == ""; got != tc.ok {
 			t.Errorf("pathProblem(%d bytes): ok %v, want %v", len(tc.path), got, tc.ok)
+		}
+	}
+}
+
+// TestChunkedBodiesCountAsTheyArrive: a body of unknown length reserves
+// 1 MiB, counts what it reads beyond as it arrives, and fails its read
+// (kind TooLarge: the adapters answer 413) once it would pass the bound,
+// which then holds; everything is given back at the end.
+func TestChunkedBodiesCountAsTheyArrive(t *testing.T) {
+	b := newBudget(2<<20, 20*time.Millisecond)
+	var read int64
+	var readErr error
+	var peak int64
+	h := limitBodies(b, b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := r.Body.Read(buf)
+			read += int64(n)
+			peak = max(peak, b.inUse())
+			if err != nil {
+				if err != io.EOF {
+					readErr = err
+				}
+				break
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	for _, size := range []int{3 << 19, 3 << 20} { // 1.5 MiB fits, 3 MiB does not
+		read, readErr, peak = 0, nil, 0
+		req := httptest.NewRequest("PUT", "/v1/secret/chunked", strings.NewReader(strings.Repeat("x", size)))
+		req.ContentLength = -1 // chunked: the length is not announced
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		switch {
+		case size < 2<<20 && (readErr != nil || read != int64(size)):
+			t.Errorf("%d bytes within the bound: read %d, %v", size, read, readErr)
+		case size > 2<<20 && (keel.KindOf(readErr) != keel.KindTooLarge || read > 2<<20):
+			t.Errorf("%d bytes beyond the bound: read %d, %v; want the read refused TooLarge at the bound", size, read, readErr)
+		}
+		if peak > 2<<20 {
+			t.Errorf("%d bytes: %d in use at the peak, over the bound", size, peak)
+		}
+		if got := b.inUse(); got != 0 {
+			t.Errorf("%d bytes: %d still in use after the request", size, got)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -231,6 +232,17 @@ func (b *budget) add(n int64) {
 	b.mu.Unlock()
 }
 
+// tryAdd counts n more bytes when they fit, and reports whether they did.
+func (b *budget) tryAdd(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
 // release gives n bytes back and admits the waiters that now fit.
 func (b *budget) release(n int64) {
 	if n == 0 {
@@ -406,7 +418,9 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 }
 
 // countedBody counts the bytes read from a body of unknown length beyond
-// the bytes reserved for it.
+// the bytes reserved for it, as they arrive, and refuses those that would
+// pass the budget's bound: the read fails with errBodiesFull, which the
+// adapters answer 413.
 type countedBody struct {
 	io.ReadCloser
 	rec      *statusRecorder
@@ -421,12 +435,18 @@ func (c *countedBody) Read(p []byte) (int, error) {
 	c.read += int64(n)
 	if over := c.read - c.reserved; over > c.added && c.rec.budget != nil {
 		d := over - c.added
-		c.b.add(d)
+		if !c.b.tryAdd(d) {
+			return 0, errBodiesFull
+		}
 		c.added += d
 		c.rec.counted += d
 	}
 	return n, err
 }
+
+// errBodiesFull is the read error of a body of unknown length that would
+// pass the bound on the bodies in flight.
+var errBodiesFull = fmt.Errorf("request body: the server holds as many bodies as it may (-max-inflight-bytes): %w", keel.ErrTooLarge)
 
 // rateBody cuts a request body off when it arrives slower than
 // minBodyRate after bodyGrace, counted from its first read (a request
