@@ -199,12 +199,22 @@ func TestClusterMemberLoss(t *testing.T) {
 		})
 		opsWG.Go(func() {
 			// The caller's own deadline, shorter than RequestTimeout,
-			// keeps its kind.
-			dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			defer cancel()
-			err := op.run(dctx)
-			if !errors.Is(err, context.DeadlineExceeded) || keel.KindOf(err) != keel.KindDeadlineExceeded {
+			// keeps its kind. The member may answer its own timeout first
+			// (a request it lost with the quorum, answered "request timed
+			// out" before the 200ms, on a loaded machine): that attempt
+			// proves nothing either way, and is made again.
+			for attempt := 1; ; attempt++ {
+				dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				err := op.run(dctx)
+				cancel()
+				switch {
+				case errors.Is(err, context.DeadlineExceeded) && keel.KindOf(err) == keel.KindDeadlineExceeded:
+					return
+				case attempt < 3 && keel.KindOf(err) == keel.KindUnavailable && strings.Contains(err.Error(), "etcdserver: request timed out"):
+					continue
+				}
 				t.Errorf("%s without quorum, with a 200ms ctx = %v (kind %v), want the ctx's deadline", op.name, err, keel.KindOf(err))
+				return
 			}
 		})
 	}
