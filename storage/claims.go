@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/keelhq/keel"
@@ -77,18 +78,14 @@ func CheckClaim(view Store, kind string) error {
 	defer c.mu.Unlock()
 	for p, k := range c.byPath {
 		switch {
-		case len(prefix) < len(p) && p[:len(prefix)] == prefix:
+		case len(prefix) < len(p) && strings.HasPrefix(p, prefix):
 			return keel.Invalid("Store", "holds %q, which holds %s: build %s over a part of its own", p, k, kind)
-		case len(p) <= len(prefix) && prefix[:len(p)] == p && k != kind:
+		case strings.HasPrefix(prefix, p) && k != kind:
 			return keel.Invalid("Store", "lies inside %q, which holds %s, not %s", p, k, kind)
 		}
 	}
 	return nil
 }
 
-func overlap(a, b string) bool {
-	if len(a) > len(b) {
-		a, b = b, a
-	}
-	return b[:len(a)] == a
-}
+// overlap reports whether one of a and b is a prefix of the other.
+func overlap(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
