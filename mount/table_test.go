@@ -722,11 +722,15 @@ func TestReservedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(table.Close)
+	before := storagetest.Dump(t, store)
 	for _, p := range []string{"config/", "config/x/", "peering/y/"} {
 		_, err := table.Enable(ctx, mount.EnableRequest{Path: p, Type: "kv"})
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Path" {
 			t.Errorf("Enable(%q) = %v, want Invalid naming Path", p, err)
 		}
+	}
+	if after := storagetest.Dump(t, store); !maps.Equal(before, after) {
+		t.Fatal("a refused Enable changed the store")
 	}
 	if _, err := table.Enable(ctx, mount.EnableRequest{Path: "configs/", Type: "kv"}); err != nil {
 		t.Fatalf("a path beside the reserved ones: %v", err)
