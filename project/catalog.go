@@ -217,16 +217,17 @@ func (c *Catalog) visibleOrg(ctx context.Context, tx storage.Tx, name string, ca
 		return nil, err
 	}
 	if err := keel.Authorize(ctx, c.authz, capability, orgResource(name)); err != nil {
-		return nil, hide(err, "organization "+name)
+		return nil, hide(err, "organization", name)
 	}
 	return rec, nil
 }
 
-// hide turns a refusal into keel.KindNotFound, so that existence does not
-// leak; other errors pass unchanged.
-func hide(err error, what string) error {
+// hide turns a refusal into keel.KindNotFound naming the object of kind
+// ("project") and id, with the message of a missing record (getJSON's), so
+// that existence does not leak; other errors pass unchanged.
+func hide(err error, kind, id string) error {
 	if errors.Is(err, keel.ErrForbidden) {
-		return fmt.Errorf("no %s: %w", what, keel.ErrNotFound)
+		return fmt.Errorf("no %s %q: %w", kind, id, keel.ErrNotFound)
 	}
 	return err
 }

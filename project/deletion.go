@@ -232,7 +232,7 @@ func (c *Catalog) startDeletion(ctx context.Context, name string) (deletion, err
 		}
 		if pending != nil {
 			d = *pending
-			return hide(keel.Authorize(ctx, c.authz, keel.CapDelete, orgResource(name)), "organization "+name)
+			return hide(keel.Authorize(ctx, c.authz, keel.CapDelete, orgResource(name)), "organization", name)
 		}
 		if _, err := c.visibleOrg(ctx, tx, name, keel.CapDelete); err != nil {
 			return err

@@ -217,9 +217,10 @@
 // operation's right, keel.KindForbidden (403). A destination of a move
 // without move-workspaces is not found, as the specification says. An
 // object an input names (the project of CreateWorkspace or of a move, a
-// workspace of MoveWorkspaces, the team of SetTeamAccess) that the caller
-// may not read answers as a missing one, with the same kind and field, so
-// that no create or update tells whether it exists.
+// workspace of MoveWorkspaces, the team of SetTeamAccess,
+// UpdateTeamAccess or RemoveTeamAccess) that the caller may not read
+// answers as a missing one, with the same kind and field, so that no
+// create, update or removal tells whether it exists.
 //
 // # Concurrency
 //

@@ -94,7 +94,7 @@ func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page,
 			return err
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapList, projectsResource(org)); err != nil {
-			return hide(err, "organization "+org)
+			return hide(err, "organization", org)
 		}
 		out.Total = o.ProjectCount
 		start := (opts.PageNumber - 1) * opts.PageSize

@@ -153,3 +153,139 @@ func TestTeamAccessHidesTeam(t *testing.T) {
 		}
 	})
 }
+
+// TestRemoveTeamAccessHidesTeam: a team named by RemoveTeamAccess that the
+// caller may not read (read on the teams of the organization) answers as
+// a team without access (keel.KindNotFound), whether it exists or not and
+// whether it has access or not, even with manage-projects on the project;
+// nothing is removed. A caller who reads the team removes its access.
+func TestRemoveTeamAccessHidesTeam(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mkProject(t, "apps")
+		with, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		without, err := e.c.CreateTeam(root(), "acme", "ops", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: with.ID, Access: "write"}); err != nil {
+			t.Fatal(err)
+		}
+		e.c.authz = rules(t, map[string][]keel.Rule{
+			"manager": {
+				{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}},
+				{Path: "organizations/acme/projects/+", Capabilities: []keel.Capability{keel.CapRead, keel.CapManageProjects}},
+			},
+			"teams": {{Path: "organizations/acme/teams", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		ctx := as("m", "manager")
+		before := storagetest.Dump(t, e.raw)
+		errWith := e.c.RemoveTeamAccess(ctx, p.ID, with.ID)
+		errWithout := e.c.RemoveTeamAccess(ctx, p.ID, without.ID)
+		errMissing := e.c.RemoveTeamAccess(ctx, p.ID, "team-nope")
+		for _, err := range []error{errWith, errWithout, errMissing} {
+			if !errors.Is(err, keel.ErrNotFound) {
+				t.Fatalf("remove access of a hidden team: %v, want not found", err)
+			}
+		}
+		sameAnswer(t, errWith, with.ID, errMissing, "team-nope")
+		sameAnswer(t, errWithout, without.ID, errMissing, "team-nope")
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
+			t.Fatal("a refused remove changed the store")
+		}
+		if a, err := e.c.TeamAccess(root(), p.ID, with.ID); err != nil || a.Access != "write" {
+			t.Fatalf("access after a refused remove: %+v, %v", a, err)
+		}
+		if got, err := e.c.Get(root(), p.ID); err != nil || got.TeamCount != 1 {
+			t.Fatalf("project after a refused remove: %+v, %v", got, err)
+		}
+		reader := as("m", "manager", "teams")
+		if err := e.c.RemoveTeamAccess(reader, p.ID, without.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("remove access of a readable team without access: %v", err)
+		}
+		if err := e.c.RemoveTeamAccess(reader, p.ID, with.ID); err != nil {
+			t.Fatalf("remove by a caller who reads the team: %v", err)
+		}
+		if _, err := e.c.TeamAccess(reader, p.ID, with.ID); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("access after its removal: %v", err)
+		}
+	})
+}
+
+// TestHiddenAnswersAsMissing: an organization, project, team or workspace
+// that an operation names and the caller may not read (or, where the
+// operation hides it so, may not act on) answers exactly as a missing one:
+// the same kind and the same message once the ids are set aside (issue 29:
+// the message quoted a missing id and not a hidden one).
+func TestHiddenAnswersAsMissing(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mkProject(t, "apps")
+		w := e.mkWorkspace(t, "web", p.ID)
+		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.c.authz = rules(t, map[string][]keel.Rule{
+			"nothing": {{Path: "organizations/other", Capabilities: []keel.Capability{keel.CapRead}}},
+			"org":     {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}}},
+			"prj":     {{Path: "organizations/acme/projects/+", Capabilities: []keel.Capability{keel.CapRead}}},
+		})
+		nothing, org, prj := as("n", "nothing"), as("o", "org"), as("p", "org", "prj")
+		before := storagetest.Dump(t, e.raw)
+		cases := []struct {
+			name              string
+			hiddenID, missing string
+			call              func(id string) error
+		}{
+			{"Organization", "acme", "nope", func(id string) error { _, err := e.c.Organization(nothing, id); return err }},
+			{"UpdateOrganization", "acme", "nope", func(id string) error {
+				_, err := e.c.UpdateOrganization(nothing, id, OrganizationInput{})
+				return err
+			}},
+			{"DeleteOrganization", "acme", "nope", func(id string) error { return e.c.DeleteOrganization(org, id) }},
+			{"List", "acme", "nope", func(id string) error { _, err := e.c.List(org, id, ListOptions{}); return err }},
+			{"ListTeams", "acme", "nope", func(id string) error { _, err := e.c.ListTeams(org, id, TeamListOptions{}); return err }},
+			{"ListWorkspaces", "acme", "nope", func(id string) error {
+				_, err := e.c.ListWorkspaces(nothing, id, WorkspaceListOptions{})
+				return err
+			}},
+			{"Create", "acme", "nope", func(id string) error { _, err := e.c.Create(nothing, id, Input{Name: ptr("newprj")}); return err }},
+			{"CreateTeam", "acme", "nope", func(id string) error { _, err := e.c.CreateTeam(nothing, id, "x", nil); return err }},
+			{"Get", p.ID, "prj-nope", func(id string) error { _, err := e.c.Get(org, id); return err }},
+			{"Update", p.ID, "prj-nope", func(id string) error { _, err := e.c.Update(org, id, Input{}); return err }},
+			{"Delete", p.ID, "prj-nope", func(id string) error { return e.c.Delete(org, id) }},
+			{"Workspaces", p.ID, "prj-nope", func(id string) error { _, err := e.c.Workspaces(org, id); return err }},
+			{"TeamAccesses", p.ID, "prj-nope", func(id string) error { _, err := e.c.TeamAccesses(org, id); return err }},
+			{"MoveWorkspaces", p.ID, "prj-nope", func(id string) error { return e.c.MoveWorkspaces(prj, id, nil) }},
+			{"Team", team.ID, "team-nope", func(id string) error { _, err := e.c.Team(org, id); return err }},
+			{"UpdateTeam", team.ID, "team-nope", func(id string) error { _, err := e.c.UpdateTeam(org, id, TeamInput{}); return err }},
+			{"DeleteTeam", team.ID, "team-nope", func(id string) error { return e.c.DeleteTeam(org, id) }},
+			{"Workspace", w.ID, "ws-nope", func(id string) error { _, err := e.c.Workspace(prj, id); return err }},
+			{"UpdateWorkspace", w.ID, "ws-nope", func(id string) error {
+				_, err := e.c.UpdateWorkspace(prj, id, WorkspaceInput{})
+				return err
+			}},
+			{"DeleteWorkspace", w.ID, "ws-nope", func(id string) error { return e.c.DeleteWorkspace(prj, id) }},
+			{"WorkspaceByName", "web", "nope", func(name string) error { _, err := e.c.WorkspaceByName(prj, "acme", name); return err }},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				errHidden, errMissing := tc.call(tc.hiddenID), tc.call(tc.missing)
+				if !errors.Is(errHidden, keel.ErrNotFound) {
+					t.Fatalf("hidden: %v, want not found", errHidden)
+				}
+				sameAnswer(t, errHidden, tc.hiddenID, errMissing, tc.missing)
+				if strings.Contains(errHidden.Error(), w.ID) && tc.hiddenID != w.ID {
+					t.Fatalf("the answer names the hidden workspace's id: %v", errHidden)
+				}
+			})
+		}
+		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
+			t.Fatal("a refused call changed the store")
+		}
+	})
+}

@@ -128,11 +128,11 @@ func (c *Catalog) visibleProject(ctx context.Context, tx storage.Tx, id string) 
 	if err != nil {
 		return nil, err
 	}
-	if err := liveOrg(tx, rec.Org, "project "+id); err != nil {
+	if err := liveOrg(tx, rec.Org, "project", id); err != nil {
 		return nil, err
 	}
 	if err := keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(rec.Org, id)); err != nil {
-		return nil, hide(err, "project "+id)
+		return nil, hide(err, "project", id)
 	}
 	return rec, nil
 }
@@ -316,7 +316,7 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 			return err
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapMoveWorkspaces, projectResource(dest.Org, destID)); err != nil {
-			return hide(err, "project "+destID)
+			return hide(err, "project", destID)
 		}
 		var bad []string
 		var moving []*wsRecord

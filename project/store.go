@@ -171,13 +171,14 @@ func getTeam(tx storage.Tx, id string) (*teamRecord, error) {
 	return &rec, nil
 }
 
-// liveOrg returns keel.KindNotFound, naming what, when the organization
-// org of a record does not exist: its records are not to be seen while
-// its deletion, started, has not deleted them yet.
-func liveOrg(tx storage.Tx, org, what string) error {
+// liveOrg returns keel.KindNotFound, naming the record of kind
+// ("project") and id as a missing one, when the organization org of the
+// record does not exist: its records are not to be seen while its
+// deletion, started, has not deleted them yet.
+func liveOrg(tx storage.Tx, org, kind, id string) error {
 	if _, err := getOrg(tx, org); err != nil {
 		if errors.Is(err, keel.ErrNotFound) {
-			return fmt.Errorf("no %s: %w", what, keel.ErrNotFound)
+			return fmt.Errorf("no %s %q: %w", kind, id, keel.ErrNotFound)
 		}
 		return err
 	}

@@ -184,11 +184,11 @@ func (c *Catalog) visibleTeam(ctx context.Context, tx storage.Tx, id string) (*t
 	if err != nil {
 		return nil, err
 	}
-	if err := liveOrg(tx, rec.Org, "team "+id); err != nil {
+	if err := liveOrg(tx, rec.Org, "team", id); err != nil {
 		return nil, err
 	}
 	if err := keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(rec.Org)); err != nil {
-		return nil, hide(err, "team "+id)
+		return nil, hide(err, "team", id)
 	}
 	return rec, nil
 }
@@ -444,7 +444,7 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, existing boo
 			// A team the caller may not read (read on the teams of
 			// the organization, as Team asks) answers as a missing
 			// one, so that the answer tells nothing of it.
-			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(p.Org)), "team "+t.ID)
+			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(p.Org)), "team", t.ID)
 		}
 		if err != nil && !errors.Is(err, keel.ErrNotFound) {
 			return err
@@ -521,8 +521,12 @@ func (c *Catalog) TeamAccess(ctx context.Context, projectID, teamID string) (Tea
 }
 
 // RemoveTeamAccess takes a team's access to a project away. It needs
-// manage-projects on the project; a team without access is
-// keel.KindNotFound.
+// read on the project (without it the project is not found),
+// manage-projects on it, and read on the team ("organizations/<org>/teams",
+// as Team asks). A team the caller may not read answers as a team without
+// access, keel.KindNotFound, whether it exists and has access or not, so
+// that the answer tells nothing of it; so does a team that does not
+// exist, is of another organization or is being deleted.
 func (c *Catalog) RemoveTeamAccess(ctx context.Context, projectID, teamID string) error {
 	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
@@ -532,11 +536,27 @@ func (c *Catalog) RemoveTeamAccess(ctx context.Context, projectID, teamID string
 		if err := keel.Authorize(ctx, c.authz, keel.CapManageProjects, projectResource(p.Org, p.ID)); err != nil {
 			return err
 		}
-		key := prjAccess(p.Org, p.ID) + teamID
+		noAccess := fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.ErrNotFound)
+		t, err := getTeam(tx, teamID)
+		if err == nil && t.Org != p.Org {
+			err = keel.ErrNotFound
+		}
+		if err == nil {
+			// A team the caller may not read answers as one without
+			// access, as in setTeamAccess.
+			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(p.Org)), "team", t.ID)
+		}
+		if errors.Is(err, keel.ErrNotFound) {
+			return noAccess
+		}
+		if err != nil {
+			return err
+		}
+		key := prjAccess(p.Org, p.ID) + t.ID
 		if old, err := lookup(tx, key); err != nil {
 			return err
-		} else if old == "" || !validID(teamID) {
-			return fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.ErrNotFound)
+		} else if old == "" {
+			return noAccess
 		}
 		p.TeamCount--
 		if err := putJSON(tx, prjKey(p.ID), p); err != nil {
@@ -610,7 +630,7 @@ func (c *Catalog) ListTeams(ctx context.Context, org string, opts TeamListOption
 			return err
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(org)); err != nil {
-			return hide(err, fmt.Sprintf("organization %q", org))
+			return hide(err, "organization", org)
 		}
 		start, total := (number-1)*size, 0
 		prefix := teamNames(org)

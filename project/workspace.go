@@ -235,7 +235,7 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 		if err == nil && projectID != "" {
 			// A project named that the caller may not read answers as
 			// a missing one, so that the answer tells nothing of it.
-			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(org, p.ID)), "project "+p.ID)
+			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(org, p.ID)), "project", p.ID)
 		}
 		if errors.Is(err, keel.ErrNotFound) {
 			return keel.Invalid("ProjectID", "no project %q in organization %q", rec.ProjectID, org)
@@ -340,7 +340,7 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 		err = keel.ErrNotFound
 	}
 	if err == nil {
-		err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(p.Org, p.ID)), "project "+dest)
+		err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(p.Org, p.ID)), "project", dest)
 	}
 	if errors.Is(err, keel.ErrNotFound) {
 		return keel.Invalid("ProjectID", "no project %q in organization %q", dest, w.Org)
@@ -388,7 +388,9 @@ func (c *Catalog) Workspace(ctx context.Context, id string) (Workspace, error) {
 }
 
 // WorkspaceByName returns the workspace of org named name, ignoring case,
-// with the rights of Workspace.
+// with the rights of Workspace: one the caller may not read answers as a
+// missing one, with the same message, which names neither its id nor
+// anything else of it.
 func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Workspace, error) {
 	var out Workspace
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -397,6 +399,9 @@ func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Worksp
 			return err
 		}
 		rec, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		if errors.Is(err, keel.ErrNotFound) {
+			return noWorkspaceNamed(org, name)
+		}
 		if err != nil {
 			return err
 		}
@@ -415,16 +420,22 @@ func (c *Catalog) WorkspaceID(ctx context.Context, org, name string) (string, er
 
 func (c *Catalog) workspaceID(tx storage.Tx, org, name string) (string, error) {
 	if !validID(org) || !validID(name) {
-		return "", fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.ErrNotFound)
+		return "", noWorkspaceNamed(org, name)
 	}
 	id, err := lookup(tx, wsNames(org)+fold(name))
 	if err != nil {
 		return "", err
 	}
 	if id == "" {
-		return "", fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.ErrNotFound)
+		return "", noWorkspaceNamed(org, name)
 	}
 	return id, nil
+}
+
+// noWorkspaceNamed is the answer for a workspace of org named name that
+// does not exist or that the caller may not read.
+func noWorkspaceNamed(org, name string) error {
+	return fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.ErrNotFound)
 }
 
 func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string, capability keel.Capability) (*wsRecord, error) {
@@ -432,11 +443,11 @@ func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string
 	if err != nil {
 		return nil, err
 	}
-	if err := liveOrg(tx, rec.Org, "workspace "+id); err != nil {
+	if err := liveOrg(tx, rec.Org, "workspace", id); err != nil {
 		return nil, err
 	}
 	if err := keel.Authorize(ctx, c.authz, capability, workspaceResource(rec.Org, id)); err != nil {
-		return nil, hide(err, "workspace "+id)
+		return nil, hide(err, "workspace", id)
 	}
 	return rec, nil
 }
