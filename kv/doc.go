@@ -119,6 +119,17 @@
 // may run more than once and read through the transaction all they decide
 // on. A read's lease is issued after the read's transaction has ended.
 //
+// # Memory
+//
+// A read of a secret of keel.LargeValue bytes or more asks the keel.Reserver
+// of its context, when it carries one, for twice the secret's stored size
+// (Secret.JSON and Secret.Data are both returned) before it loads it, and
+// fails with the Reserver's error, issuing no lease, when it is refused: a
+// transport that bounds the memory of its requests keeps the bound for
+// reads it did not see written. Over a store that cannot tell a value's
+// size without loading it (etcd), the reservation comes right after the
+// load.
+//
 // # Caveats
 //
 // The Authorizer is called inside Write's transaction, with the

@@ -223,10 +223,13 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 // load reads the secret at path, with its lease duration and no lease.
 func (e *Engine) load(ctx context.Context, path string) (Secret, error) {
 	var raw []byte
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		raw, err = tx.Get(path)
-		return err
+	// Two copies: the stored JSON and the decoded data are both returned.
+	err := storage.Reserving(ctx, 2, func(ld *storage.Loader) error {
+		return e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var err error
+			raw, err = ld.Get(tx, path)
+			return err
+		})
 	})
 	if errors.Is(err, storage.ErrNotFound) {
 		return Secret{}, fmt.Errorf("kv: no secret at %q: %w", path, keel.ErrNotFound)
@@ -457,8 +460,12 @@ func encodeData(data map[string]any) ([]byte, error) {
 	return value, nil
 }
 
-// decodeData decodes a stored secret, numbers as json.Number.
+// decodeData decodes a stored secret, numbers as json.Number. A large one
+// is decoded in place (decodeLarge).
 func decodeData(raw []byte) (map[string]any, error) {
+	if len(raw) >= keel.LargeValue {
+		return decodeLarge(raw)
+	}
 	var data map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -472,4 +479,40 @@ func decodeData(raw []byte) (map[string]any, error) {
 		return nil, errors.New("trailing data")
 	}
 	return data, nil
+}
+
+// decodeLarge is decodeData without a json.Decoder, which would first copy
+// the whole secret into its buffer, growing it by doubling: a secret may
+// be as large as a request body. It costs a few more allocations.
+func decodeLarge(raw []byte) (map[string]any, error) {
+	var entries map[string]storedValue
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		return nil, errors.New("null")
+	}
+	data := make(map[string]any, len(entries))
+	for k, v := range entries {
+		data[k] = v.v
+	}
+	return data, nil
+}
+
+// storedValue decodes one value of a stored secret, numbers as
+// json.Number.
+type storedValue struct{ v any }
+
+func (s *storedValue) UnmarshalJSON(b []byte) error {
+	switch b[0] {
+	case '{', '[': // small, as a rule: the decoder's copy is cheap
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		return dec.Decode(&s.v)
+	case '"', 't', 'f', 'n':
+		return json.Unmarshal(b, &s.v)
+	default:
+		s.v = json.Number(b)
+		return nil
+	}
 }

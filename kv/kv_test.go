@@ -1028,3 +1028,47 @@ func TestReadFolder(t *testing.T) {
 		}
 	}
 }
+
+// TestReadReservesLargeValues: with a keel.Reserver in the context, the
+// read of a secret of keel.LargeValue bytes or more reserves twice its
+// stored size (the JSON and the decoded data are both returned) before it
+// loads it; a refused reservation fails the read with the Reserver's kind
+// and issues no lease; a small secret reserves nothing.
+func TestReadReservesLargeValues(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		store := open(t)
+		m, iss := leases(t, store, "secret/", 0)
+		e := newEngine(t, storage.Sub(store, "kv/"), &kv.Options{Leases: iss})
+		large := strings.Repeat("x", keel.LargeValue)
+		mustWrite(t, ctx, e, "large", map[string]any{"v": large})
+		mustWrite(t, ctx, e, "small", map[string]any{"v": "x"})
+		stored := len(`{"v":""}`) + len(large)
+
+		var asked []int64
+		refuse := false
+		ctx = keel.WithReserver(ctx, func(ctx context.Context, n int64) error {
+			asked = append(asked, n)
+			if refuse {
+				return fmt.Errorf("no room: %w", keel.ErrUnavailable)
+			}
+			return nil
+		})
+		if s, err := e.Read(ctx, "small"); err != nil || s.Data["v"] != "x" || len(asked) != 0 {
+			t.Fatalf("small read: %v, %v; reserved %v, want nothing", s.Data, err, asked)
+		}
+		if s, err := e.Read(ctx, "large"); err != nil || s.Data["v"] != large || !slices.Equal(asked, []int64{2 * int64(stored)}) {
+			t.Fatalf("large read: %v; reserved %v, want [%d]", err, asked, 2*stored)
+		}
+		before, err := m.List(ctx, "secret/large/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refuse, asked = true, nil
+		_, err = e.Read(ctx, "large")
+		wantKind(t, err, keel.KindUnavailable)
+		if after, err := m.List(ctx, "secret/large/"); err != nil || len(after) != len(before) {
+			t.Fatalf("leases after a refused read: %q, %v; want the %d before", after, err, len(before))
+		}
+	})
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -394,6 +395,44 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 		}
 		if page, _ := e.s.List(root(), "acme", ListOptions{}); page.Pagination.TotalCount != 2 {
 			t.Fatalf("after reruns: %+v", page.Pagination)
+		}
+	})
+}
+
+// TestDownloadReservesLargeCode: with a keel.Reserver in the context, the
+// download of code of keel.LargeValue bytes or more reserves its size
+// before it loads it; a refused reservation fails the download with the
+// Reserver's kind; small code reserves nothing.
+func TestDownloadReservesLargeCode(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		small, large := e.mk(t, "small"), e.mk(t, "large")
+		code := bytes.Repeat([]byte("#"), keel.LargeValue)
+		if err := e.s.Upload(root(), large.ID, code); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.Upload(root(), small.ID, []byte("main = rule { true }")); err != nil {
+			t.Fatal(err)
+		}
+		var asked []int64
+		refuse := false
+		ctx := keel.WithReserver(root(), func(ctx context.Context, n int64) error {
+			asked = append(asked, n)
+			if refuse {
+				return fmt.Errorf("no room: %w", keel.ErrUnavailable)
+			}
+			return nil
+		})
+		if _, err := e.s.Download(ctx, small.ID); err != nil || len(asked) != 0 {
+			t.Fatalf("small download: %v; reserved %v, want nothing", err, asked)
+		}
+		if got, err := e.s.Download(ctx, large.ID); err != nil || !bytes.Equal(got, code) || !slices.Equal(asked, []int64{int64(len(code))}) {
+			t.Fatalf("large download: %v; reserved %v, want [%d]", err, asked, len(code))
+		}
+		refuse = true
+		_, err := e.s.Download(ctx, large.ID)
+		if keel.KindOf(err) != keel.KindUnavailable {
+			t.Fatalf("download refused its reservation: %v, want Unavailable", err)
 		}
 	})
 }

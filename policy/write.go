@@ -263,19 +263,23 @@ func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
 }
 
 // Download returns the code last uploaded; keel.KindNotFound before the
-// first upload.
+// first upload. Code of keel.LargeValue bytes or more is reserved through
+// the context's keel.Reserver before it is loaded; a refused reservation
+// is Download's error.
 func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
 	var code []byte
-	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
-		if _, err := s.visible(ctx, tx, live, id); err != nil {
+	err := storage.Reserving(ctx, 1, func(ld *storage.Loader) error {
+		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+			if _, err := s.visible(ctx, tx, live, id); err != nil {
+				return err
+			}
+			var err error
+			code, err = ld.Get(tx, codeKey(id))
+			if isNotFound(err) {
+				return notFound(fmt.Sprintf("code of policy %q (never uploaded)", id))
+			}
 			return err
-		}
-		var err error
-		code, err = tx.Get(codeKey(id))
-		if isNotFound(err) {
-			return notFound(fmt.Sprintf("code of policy %q (never uploaded)", id))
-		}
-		return err
+		})
 	})
 	return code, err
 }

@@ -77,6 +77,14 @@
 // CheckClaim, called by each component's constructor, refuses a view that
 // would share keys with a component of another kind.
 //
+// # Large values
+//
+// A transaction of memstore or boltstore, and of the views over them,
+// tells a value's size without loading it (Sizer). Reserving and its
+// Loader use that to reserve a large value through the context's
+// keel.Reserver before the value is loaded, in a transaction of its own;
+// a store that cannot tell (etcd) has the value loaded, then reserved.
+//
 // # Caveats
 //
 // Values are copied in and out: a slice given to Put may be reused, and a

@@ -72,6 +72,15 @@ func (t *subTx) Get(key string) ([]byte, error) {
 	return t.tx.Get(t.prefix + key)
 }
 
+// Size tells the size of key's value when the underlying transaction can
+// (Sizer).
+func (t *subTx) Size(key string) (int, error) {
+	if key == "" {
+		return 0, ErrEmptyKey
+	}
+	return SizeOf(t.tx, t.prefix+key)
+}
+
 func (t *subTx) Put(key string, value []byte) error {
 	if key == "" {
 		return ErrEmptyKey

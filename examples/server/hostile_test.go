@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/examples/httpapi/tfe"
+	"github.com/keelhq/keel/examples/httpapi/vault"
 )
 
 // hostileCase is a request of the hostile-input suite and what must come
@@ -287,35 +290,72 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-// TestSizeHints: a large write makes the next read of its path reserve
-// its size; a small write, or a delete, forgets it.
-func TestSizeHints(t *testing.T) {
-	b := newBudget(1<<30, time.Second)
+// TestReservedValues: the keel.Reserver a request's context carries grows
+// its reservation, which its response's bytes then use before they are
+// counted; it is given back when the request ends; one that gets no room
+// within the wait fails Unavailable, sets Retry-After and reserves nothing.
+func TestReservedValues(t *testing.T) {
+	b := newBudget(4<<20, 20*time.Millisecond)
+	var inUse []int64
+	var reserveErr error
+	h := limitBodies(b, b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reserve := keel.ReserverFrom(r.Context())
+		if reserve == nil {
+			t.Fatal("no Reserver in the request's context")
+		}
+		reserveErr = reserve(r.Context(), 3<<20)
+		inUse = append(inUse, b.inUse())
+		if reserveErr != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write(make([]byte, 3<<20)) // the value reserved: nothing more counted
+		inUse = append(inUse, b.inUse())
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/secret/big", nil))
+	if reserveErr != nil || !slices.Equal(inUse, []int64{3 << 20, 3 << 20}) {
+		t.Errorf("reserved %v, in use %v; want 3 MiB then the same after the response", reserveErr, inUse)
+	}
+	if got := b.inUse(); got != 0 {
+		t.Errorf("%d still in use after the request", got)
+	}
+
+	// With 2 MiB held elsewhere, 3 MiB get no room.
+	held, _ := b.acquire(context.Background(), 2<<20)
+	inUse = nil
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/secret/big", nil))
+	if keel.KindOf(reserveErr) != keel.KindUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("reservation with no room: %v, Retry-After %q; want Unavailable with Retry-After", reserveErr, rec.Header().Get("Retry-After"))
+	}
+	if !slices.Equal(inUse, []int64{2 << 20}) {
+		t.Errorf("in use %v after a refused reservation, want only the 2 MiB held elsewhere", inUse)
+	}
+	b.release(held)
+	if got := b.inUse(); got != 0 {
+		t.Errorf("%d still in use after the request", got)
+	}
+}
+
+// TestChunkedBodiesReserveTheirCap: a body of unknown length reserves the
+// cap of its route before it is read, so that concurrent ones queue
+// instead of each holding a part of the budget.
+func TestChunkedBodiesReserveTheirCap(t *testing.T) {
+	b := newBudget(64<<20, 20*time.Millisecond)
 	var seen int64
 	h := limitBodies(b, b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
 		seen = b.inUse()
-		w.WriteHeader(http.StatusOK)
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
 	}))
-	serve := func(method string, size int) int64 {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(method, "/v1/secret/big", strings.NewReader(strings.Repeat("x", size))))
-		return seen
-	}
-	if got := serve("GET", 0); got != 0 {
-		t.Errorf("read of a path never written reserves %d", got)
-	}
-	serve("PUT", 1<<20)
-	if got := serve("GET", 0); got != 1<<20 {
-		t.Errorf("read after a 1 MiB write reserves %d", got)
-	}
-	serve("PUT", 10)
-	if got := serve("GET", 0); got != 0 {
-		t.Errorf("read after a small write reserves %d", got)
-	}
-	serve("PUT", 1<<20)
-	serve("DELETE", 0)
-	if got := serve("GET", 0); got != 0 {
-		t.Errorf("read after a delete reserves %d", got)
+	for path, want := range map[string]int64{"/v1/secret/x": vault.MaxBody, "/api/v2/organizations": tfe.MaxDocument} {
+		req := httptest.NewRequest("PUT", path, strings.NewReader("{}"))
+		req.ContentLength = -1
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if seen != want {
+			t.Errorf("chunked body to %s: %d reserved, want its route's cap %d", path, seen, want)
+		}
 	}
 }
 
@@ -338,8 +378,9 @@ func TestPathProblem(t *testing.T) {
 	}
 }
 
-// TestChunkedBodiesCountAsTheyArrive: a body of unknown length reserves
-// 1 MiB, counts what it reads beyond as it arrives, and fails its read
+// TestChunkedBodiesCountAsTheyArrive: a body of unknown length whose
+// route's cap is over the whole bound reserves the bound, counts what it
+// reads beyond as it arrives, and fails its read
 // (kind TooLarge: the adapters answer 413) once it would pass the bound,
 // which then holds; everything is given back at the end.
 func TestChunkedBodiesCountAsTheyArrive(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -51,15 +50,15 @@ const (
 	// smallBody is the size of a request below which it does not queue
 	// behind larger ones: it is admitted at once when it fits.
 	smallBody = 64 << 10
-	// unknownBody is what a request body of unknown length (chunked)
-	// reserves; the bytes it turns out to hold beyond are counted as read.
-	unknownBody = 1 << 20
-	// hintMin is the smallest body whose size is remembered for its path
-	// (see sizeHints); maxHints is how many paths are remembered.
-	hintMin  = 64 << 10
-	maxHints = 1024
 	// collectAfter is the size of the bodies of a request from which
-	// its end asks for a garbage collection (budget.collect).
+	// its end runs a garbage collection before it gives its reservation
+	// back: the copies of its bodies are garbage then, and without it
+	// the Go runtime lets the heap grow to twice the live data (GOGC=100)
+	// before it collects, which with a store of large values in memory
+	// is far beyond the bodies in flight; run in the background, the
+	// collection would let the next request allocate before the copies
+	// are freed. A collection costs the marking of the heap's pointers,
+	// not of the bodies' bytes.
 	collectAfter = 4 << 20
 	// anonInflight is the budget of the requests that carry no known
 	// token, apart from the shared one: what anonymous connections hold
@@ -152,10 +151,10 @@ func isConsulPath(p string) bool {
 }
 
 // budget bounds the bytes of request and response bodies in flight. A
-// request reserves, before it is served, the length of its body and the
-// size its response is expected to have (sizeHints); the bytes of a
-// response beyond what was reserved are counted as they are written; all
-// is given back when the request ends. A request that does not fit waits,
+// request reserves, before it is served, the length of its body; while it
+// is served, the size of the large values it loads (keel.Reserver); the
+// bytes of a response beyond what was reserved are counted as they are
+// written; all is given back when the request ends. A request that does not fit waits,
 // in order of arrival, up to wait; then it is refused. A reservation
 // larger than the whole limit is lowered to it: such a request runs alone.
 // The zero value is not usable; newBudget makes one. It is safe for
@@ -163,13 +162,10 @@ func isConsulPath(p string) bool {
 type budget struct {
 	limit int64
 	wait  time.Duration
-	hints sizeHints
 
 	mu    sync.Mutex
 	used  int64
 	queue []*waiter // first come, first served
-
-	collecting, again atomic.Bool // see collect
 }
 
 // waiter is a request waiting for room: n bytes; ready is closed once they
@@ -181,7 +177,7 @@ type waiter struct {
 }
 
 func newBudget(limit int64, wait time.Duration) *budget {
-	return &budget{limit: limit, wait: wait, hints: sizeHints{m: make(map[string]int64)}}
+	return &budget{limit: limit, wait: wait}
 }
 
 // acquire reserves n bytes: at once when they fit (and no larger request
@@ -266,33 +262,6 @@ func (b *budget) grantLocked() {
 	}
 }
 
-// collect runs a garbage collection in the background, or another one
-// after it when one is running. The end of a request that held large
-// bodies calls it: their copies are garbage now, and without it the Go
-// runtime lets the heap grow to twice the live data (GOGC=100) before it
-// collects, which with a store of large values in memory is far beyond the
-// bodies in flight. A collection costs the marking of the heap's pointers,
-// not of the bodies' bytes.
-func (b *budget) collect() {
-	b.again.Store(true)
-	if !b.collecting.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		for {
-			for b.again.Swap(false) {
-				runtime.GC()
-			}
-			b.collecting.Store(false)
-			// A call between the last Swap and the Store found a
-			// collection running: run it, unless another call has.
-			if !b.again.Load() || !b.collecting.CompareAndSwap(false, true) {
-				return
-			}
-		}
-	}()
-}
-
 // inUse returns the bytes reserved or counted now.
 func (b *budget) inUse() int64 {
 	b.mu.Lock()
@@ -300,66 +269,19 @@ func (b *budget) inUse() int64 {
 	return b.used
 }
 
-// sizeHints remembers, per path, the size of the last large body (at least
-// hintMin bytes) written to it or read from it, so that a read of a large
-// secret reserves its size before the adapter loads it: the bytes of a
-// response are in memory before the first one is written, and sixteen
-// reads of a 30 MiB secret arriving together would otherwise all be
-// admitted. A path written with a small body, read with a small answer, or
-// deleted is forgotten. At most maxHints paths are remembered (then an
-// arbitrary one is forgotten for a new one); a path never seen reserves
-// nothing and is counted as its answer is written. It is safe for
-// concurrent use.
-type sizeHints struct {
-	n  atomic.Int64 // len(m), read without the lock on every request
-	mu sync.Mutex
-	m  map[string]int64
-}
-
-// get returns the size remembered for path, or 0.
-func (s *sizeHints) get(path string) int64 {
-	if s.n.Load() == 0 {
-		return 0
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[path]
-}
-
-// set remembers size for path, or forgets path when size is below
-// hintMin.
-func (s *sizeHints) set(path string, size int64) {
-	if size < hintMin && s.n.Load() == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch _, ok := s.m[path]; {
-	case size < hintMin:
-		delete(s.m, path)
-	case !ok && len(s.m) >= maxHints:
-		for k := range s.m {
-			delete(s.m, k)
-			break
-		}
-		fallthrough
-	default:
-		s.m[path] = size
-	}
-	s.n.Store(int64(len(s.m)))
-}
-
 // limitBodies serves r within a budget: shared, the one of the requests
 // whose token is known (authenticate runs before it), or anon, the small
 // one of the others. It refuses at once (413) a body announced beyond the
 // cap of its route (routeCap); it reserves the length of r's body (or
-// unknownBody when it is not known, at most the route's cap) and, for a
-// GET, the size remembered for its path; a request that gets no room
-// within the budget's wait is answered 503 with Retry-After, in the
-// dialect of its path (refuse). A body that arrives slower than
-// minBodyRate after bodyGrace is cut off. The bytes of the response
-// beyond what was reserved are counted as they are written. Everything is
-// given back when next returns.
+// the route's cap when it is not known); a request
+// that gets no room within the budget's wait is answered 503 with
+// Retry-After, in the dialect of its path (refuse). A body that arrives
+// slower than minBodyRate after bodyGrace is cut off. The large values
+// the request loads are reserved through the keel.Reserver of its context
+// (a reservation that gets no room fails Unavailable, answered 503 with
+// Retry-After by the adapter); the bytes of the response beyond what was
+// reserved are counted as they are written. Everything is given back when
+// next returns.
 func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec, ok := w.(*statusRecorder)
@@ -378,44 +300,64 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			r.Body = &rateBody{ReadCloser: r.Body, rc: http.NewResponseController(rec)}
 		}
+		// A body of unknown length (chunked) reserves the route's cap:
+		// counted only as it arrived, concurrent ones would each hold a
+		// part of the budget and none could finish.
 		body := r.ContentLength
 		if body < 0 {
-			body = min(unknownBody, limit)
-			r.Body = &countedBody{ReadCloser: r.Body, rec: rec, b: b, reserved: body}
-		}
-		var answer int64
-		if r.Method == http.MethodGet || r.Method == "LIST" {
-			answer = b.hints.get(r.URL.Path)
+			body = limit
 		}
 		held := int64(0)
-		if n := body + answer; n > 0 {
+		if body > 0 {
 			var ok bool
-			if held, ok = b.acquire(r.Context(), n); !ok {
+			if held, ok = b.acquire(r.Context(), body); !ok {
 				rec.Header().Set("Retry-After", inflightRetryAfter)
 				refuse(rec, r, http.StatusServiceUnavailable, "the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later")
 				return
 			}
 		}
+		if r.ContentLength < 0 && held < limit {
+			// The reservation was lowered to the whole budget: the
+			// bytes beyond are counted as they arrive.
+			r.Body = &countedBody{ReadCloser: r.Body, rec: rec, b: b, reserved: held}
+		}
 		// The response's bytes count once beyond what was reserved for
-		// it.
-		rec.budget, rec.allowance, rec.respCounted, rec.counted = b, held-min(body, held), 0, 0
-		next.ServeHTTP(rec, r)
-		b.release(held + rec.counted)
+		// it: the values the request loads.
+		rec.budget, rec.allowance, rec.respCounted, rec.counted = b, 0, 0, 0
+		reserve := func(ctx context.Context, n int64) error {
+			// A request never asks for more than the whole budget less
+			// what it holds: with all of it, it runs alone. It waits
+			// only when it holds nothing: two requests that each held a
+			// part while waiting for more could wait for each other.
+			has := held + rec.counted
+			if n = min(n, b.limit-has); n <= 0 {
+				return nil
+			}
+			got, ok := n, false
+			if has == 0 {
+				got, ok = b.acquire(ctx, n)
+			} else {
+				ok = b.tryAdd(n)
+			}
+			if !ok {
+				rec.Header().Set("Retry-After", inflightRetryAfter)
+				return errValuesFull
+			}
+			rec.allowance += got
+			rec.counted += got
+			return nil
+		}
+		next.ServeHTTP(rec, r.WithContext(keel.WithReserver(r.Context(), reserve)))
 		if held+rec.counted >= collectAfter {
-			b.collect()
+			runtime.GC()
 		}
+		b.release(held + rec.counted)
 		rec.budget = nil
-		switch {
-		case rec.status >= 300:
-		case r.Method == http.MethodGet:
-			b.hints.set(r.URL.Path, rec.bytes)
-		case r.Method == http.MethodPut || r.Method == http.MethodPost:
-			b.hints.set(r.URL.Path, r.ContentLength)
-		case r.Method == http.MethodDelete:
-			b.hints.set(r.URL.Path, 0)
-		}
 	})
 }
+
+// errValuesFull is the error of a keel.Reserver that got no room.
+var errValuesFull = fmt.Errorf("the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later: %w", keel.ErrUnavailable)
 
 // countedBody counts the bytes read from a body of unknown length beyond
 // the bytes reserved for it, as they arrive, and refuses those that would

@@ -349,6 +349,23 @@ func (t *tx) Get(key string) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
+// Size returns the length of key's value without copying it out of the
+// file (storage.Sizer).
+func (t *tx) Size(key string) (int, error) {
+	if err := t.CheckRead(); err != nil {
+		return 0, err
+	}
+	if key == "" {
+		return 0, storage.ErrEmptyKey
+	}
+	t.read(key)
+	v := t.b.Get([]byte(key))
+	if v == nil {
+		return 0, storage.ErrNotFound
+	}
+	return len(v), nil
+}
+
 func (t *tx) Put(key string, value []byte) error {
 	if err := t.CheckPut(key, value); err != nil {
 		return err

@@ -148,6 +148,14 @@ func (t *faultTx) Get(key string) ([]byte, error) {
 	return t.tx.Get(key)
 }
 
+// Size fails as Get does, else tells the size (storage.Sizer).
+func (t *faultTx) Size(key string) (int, error) {
+	if err := t.s.fault(OpGet, key); err != nil {
+		return 0, err
+	}
+	return storage.SizeOf(t.tx, key)
+}
+
 func (t *faultTx) Put(key string, value []byte) error {
 	if err := t.s.fault(OpPut, key); err != nil {
 		return err

@@ -173,6 +173,28 @@ func (t *tx) Get(key string) ([]byte, error) {
 	return clone(v), nil
 }
 
+// Size returns the length of key's value without copying it (storage.Sizer).
+func (t *tx) Size(key string) (int, error) {
+	if err := t.CheckRead(); err != nil {
+		return 0, err
+	}
+	if key == "" {
+		return 0, storage.ErrEmptyKey
+	}
+	t.read(key)
+	var v []byte
+	var ok bool
+	if t.txn != nil {
+		v, ok = t.txn.Get([]byte(key))
+	} else {
+		v, ok = t.root.Get([]byte(key))
+	}
+	if !ok {
+		return 0, storage.ErrNotFound
+	}
+	return len(v), nil
+}
+
 func (t *tx) Put(key string, value []byte) error {
 	if err := t.CheckPut(key, value); err != nil {
 		return err

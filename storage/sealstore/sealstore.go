@@ -295,6 +295,16 @@ func (t *sealTx) Get(key string) ([]byte, error) {
 	return t.s.open(key, v)
 }
 
+// Size returns the size of the value opened, the sealed one's less
+// Overhead (storage.Sizer).
+func (t *sealTx) Size(key string) (int, error) {
+	n, err := storage.SizeOf(t.tx, key)
+	if err != nil {
+		return 0, err
+	}
+	return max(n-Overhead, 0), nil
+}
+
 func (t *sealTx) Put(key string, value []byte) error {
 	if err := t.s.Limits().CheckValue(key, value); err != nil {
 		return err

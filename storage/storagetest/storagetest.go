@@ -53,6 +53,7 @@ var cases = []struct {
 	{"RetrySafe", testRetrySafe},
 	{"Batch", testBatch},
 	{"Watch", testWatch},
+	{"Size", testSize},
 }
 
 // waitLimit bounds every wait for something that could deadlock.

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -97,6 +98,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	var buf []byte
 	var err error
 	if r, ok := v.(*response); ok {
+		if d, ok := r.Data.(rawData); ok && len(d) >= largeData {
+			writeLarge(w, status, r, d)
+			return
+		}
 		buf, err = appendResponse(make([]byte, 0, sizeHint(r)), r)
 	} else {
 		buf, err = json.Marshal(v)
@@ -112,6 +117,29 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h["Content-Length"] = []string{strconv.Itoa(len(buf))}
 	w.WriteHeader(status)
 	w.Write(buf)
+}
+
+// largeData is the size from which the stored JSON of a response's data
+// is written as it is, not copied into the response's buffer.
+const largeData = 64 << 10
+
+// writeLarge writes r as writeJSON does, its data d written from where it
+// lies: a large secret is in memory once more, not twice.
+func writeLarge(w http.ResponseWriter, status int, r *response, d rawData) {
+	envelope := *r
+	envelope.Data = nil
+	buf, _ := appendResponse(nil, &envelope) // only strings and numbers: no error
+	const null = `"data":null`
+	at := bytes.Index(buf, []byte(null)) + len(null) - len("null") // a quoted string cannot hold it unescaped
+	head, tail := buf[:at], append(buf[at+len("null"):], '\n')
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Length"] = []string{strconv.Itoa(len(head) + len(d) + len(tail))}
+	w.WriteHeader(status)
+	w.Write(head)
+	w.Write(d)
+	w.Write(tail)
 }
 
 // sizeHint is about the size of r encoded: the envelope, and the data

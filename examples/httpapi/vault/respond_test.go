@@ -22,6 +22,11 @@ func TestWriteJSONMatchesEncodingJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	large := map[string]any{"v": strings.Repeat(odd, largeData/len(odd)+1)}
+	storedLarge, err := json.Marshal(large)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		resp *response
@@ -34,6 +39,8 @@ func TestWriteJSONMatchesEncodingJSON(t *testing.T) {
 		{name: "empty keys", resp: &response{Data: keysData{}}, want: &response{Data: map[string]any{"keys": []string{}}}},
 		{name: "raw", resp: &response{RequestID: "r", LeaseID: "secret/x/" + odd, Renewable: true, LeaseDuration: 2764800, Data: rawData(stored), MountType: "kv"},
 			want: &response{RequestID: "r", LeaseID: "secret/x/" + odd, Renewable: true, LeaseDuration: 2764800, Data: secret, MountType: "kv"}},
+		{name: "raw, large", resp: &response{RequestID: "r", LeaseID: "secret/x/" + odd + `"data":null`, Data: rawData(storedLarge), MountType: "kv"},
+			want: &response{RequestID: "r", LeaseID: "secret/x/" + odd + `"data":null`, Data: large, MountType: "kv"}},
 		{name: "map", resp: &response{Data: map[string]any{"id": "x", "ttl": int64(-3)}, Warnings: []string{odd}}},
 		{name: "lookup", resp: &response{Data: &leaseLookupData{ID: "i", IssueTime: "t", ExpireTime: nil, TTL: 5}},
 			want: &response{Data: map[string]any{"id": "i", "issue_time": "t", "expire_time": nil, "last_renewal_time": nil, "renewable": false, "ttl": 5}}},
