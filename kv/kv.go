@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/jsonobj"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 )
@@ -346,11 +346,10 @@ func (e *Engine) Write(ctx context.Context, path string, data map[string]any) er
 	resource := e.resource(path)
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		want := keel.CapCreate
-		switch _, err := tx.Get(path); {
-		case err == nil:
-			want = keel.CapUpdate
-		case !errors.Is(err, storage.ErrNotFound):
+		if found, err := storage.Has(tx, path); err != nil {
 			return err
+		} else if found {
+			want = keel.CapUpdate
 		}
 		if err := e.authorize(ctx, want, resource); err != nil {
 			return err
@@ -444,7 +443,7 @@ func encodeData(data map[string]any) ([]byte, error) {
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	value, err := json.Marshal(data)
+	value, err := jsonobj.AppendObject(nil, data)
 	if err != nil {
 		// Find the culprits, to name them.
 		for _, k := range slices.Sorted(maps.Keys(data)) {
@@ -460,59 +459,5 @@ func encodeData(data map[string]any) ([]byte, error) {
 	return value, nil
 }
 
-// decodeData decodes a stored secret, numbers as json.Number. A large one
-// is decoded in place (decodeLarge).
-func decodeData(raw []byte) (map[string]any, error) {
-	if len(raw) >= keel.LargeValue {
-		return decodeLarge(raw)
-	}
-	var data map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&data); err != nil {
-		return nil, err
-	}
-	if data == nil {
-		return nil, errors.New("null")
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data")
-	}
-	return data, nil
-}
-
-// decodeLarge is decodeData without a json.Decoder, which would first copy
-// the whole secret into its buffer, growing it by doubling: a secret may
-// be as large as a request body. It costs a few more allocations.
-func decodeLarge(raw []byte) (map[string]any, error) {
-	var entries map[string]storedValue
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, err
-	}
-	if entries == nil {
-		return nil, errors.New("null")
-	}
-	data := make(map[string]any, len(entries))
-	for k, v := range entries {
-		data[k] = v.v
-	}
-	return data, nil
-}
-
-// storedValue decodes one value of a stored secret, numbers as
-// json.Number.
-type storedValue struct{ v any }
-
-func (s *storedValue) UnmarshalJSON(b []byte) error {
-	switch b[0] {
-	case '{', '[': // small, as a rule: the decoder's copy is cheap
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		return dec.Decode(&s.v)
-	case '"', 't', 'f', 'n':
-		return json.Unmarshal(b, &s.v)
-	default:
-		s.v = json.Number(b)
-		return nil
-	}
-}
+// decodeData decodes a stored secret, numbers as json.Number.
+func decodeData(raw []byte) (map[string]any, error) { return jsonobj.Decode(raw) }

@@ -27,6 +27,22 @@ func SizeOf(tx Tx, key string) (int, error) {
 	return s.Size(key)
 }
 
+// Has reports whether key holds a value, without loading it when tx can
+// tell sizes (Sizer).
+func Has(tx Tx, key string) (bool, error) {
+	_, err := SizeOf(tx, key)
+	if errors.Is(err, errors.ErrUnsupported) {
+		_, err = tx.Get(key)
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
 // sizeOf is SizeOf with ok false when tx cannot tell.
 func sizeOf(tx Tx, key string) (n int, ok bool, err error) {
 	n, err = SizeOf(tx, key)

@@ -179,12 +179,14 @@
 //
 // The heap a body costs is a few times its size. On a bbolt file with a
 // bound of 64 MiB, 16 concurrent reads of 30 MiB secrets after a restart
-// peak at 536 MiB of RSS over the idle process, 480 MiB of which are the
-// pages of the values in the file (TestInflightMemoryBound). A write holds
-// its body several times over (read, decoded, encoded, and bbolt's page),
+// peak at about 536 MiB of RSS over the idle process, 480 MiB of which are
+// the pages of the values in the file (TestInflightMemoryBound). A write
+// holds its body four or five times at its peak (the bytes read, the
+// decoded value, the encoded value, the store's copy, and bbolt's page),
 // and bbolt rewrites the pages of the large values that share a leaf with
-// it: 16 concurrent chunked writes of 30 MiB peak at about 920 MiB over
-// idle, 600 MiB of which are file pages.
+// it: 16 concurrent chunked writes of 30 MiB peak at 770 to 870 MiB over
+// idle, about 600 MiB of which are file pages; on the memory store, at
+// 646 MiB, 480 MiB of which are the values.
 //
 // Individual adapters keep their own caps on one body: 32 MiB in the Vault
 // dialect, 1 MiB in the JSON:API and Consul dialects (a policy upload: 10

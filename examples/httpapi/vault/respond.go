@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/internal/kindstatus"
+	"github.com/keelhq/keel/internal/jsonobj"
 )
 
 // response is Vault's envelope of secrets endpoints. writeJSON encodes it
@@ -170,9 +170,9 @@ func appendMarshal(buf []byte, v any) ([]byte, error) {
 // struct, without a newline.
 func appendResponse(buf []byte, r *response) ([]byte, error) {
 	buf = append(buf, `{"request_id":`...)
-	buf = appendString(buf, r.RequestID)
+	buf = jsonobj.AppendString(buf, r.RequestID)
 	buf = append(buf, `,"lease_id":`...)
-	buf = appendString(buf, r.LeaseID)
+	buf = jsonobj.AppendString(buf, r.LeaseID)
 	buf = append(buf, `,"renewable":`...)
 	buf = strconv.AppendBool(buf, r.Renewable)
 	buf = append(buf, `,"lease_duration":`...)
@@ -211,7 +211,7 @@ func appendResponse(buf []byte, r *response) ([]byte, error) {
 	}
 	if r.MountType != "" {
 		buf = append(buf, `,"mount_type":`...)
-		buf = appendString(buf, r.MountType)
+		buf = jsonobj.AppendString(buf, r.MountType)
 	}
 	return append(buf, '}'), nil
 }
@@ -233,70 +233,9 @@ func appendStrings(buf []byte, ss []string) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendString(buf, s)
+		buf = jsonobj.AppendString(buf, s)
 	}
 	return append(buf, ']')
-}
-
-// appendString appends s as a JSON string exactly as encoding/json writes
-// it: '<', '>' and '&' escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029
-// escaped.
-func appendString(buf []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	// The ASCII bytes to escape, as bits of two words: the control
-	// characters, '"', '&', '<', '>' (below 64) and '\\' (92).
-	const (
-		escapeLow  = 1<<0x20 - 1 | 1<<'"' | 1<<'&' | 1<<'<' | 1<<'>'
-		escapeHigh = 1 << ('\\' - 64)
-	)
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if (b < 64 && escapeLow>>b&1 == 0) || (b >= 64 && escapeHigh>>(b-64)&1 == 0) {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				buf = append(buf, '\\', b)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }
 
 // errorBody is Vault's error document.

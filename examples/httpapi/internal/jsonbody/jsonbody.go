@@ -6,6 +6,7 @@
 package jsonbody
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/jsonobj"
 )
 
 // The errors of Decode besides the decoder's own.
@@ -40,6 +42,31 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 	if r.Body == nil {
 		return ErrEmpty
 	}
+	if m, ok := v.(*map[string]any); ok && o.UseNumber && (r.ContentLength >= keel.LargeValue || r.ContentLength < 0) && r.ContentLength <= o.Max {
+		// An object that may be large is read whole, into a buffer of
+		// its size when it is announced, and decoded in place
+		// (jsonobj), not copied into a json.Decoder's buffer, which
+		// doubles as it grows; an error is then the decoder's, below.
+		var buf []byte
+		var err error
+		if r.ContentLength > 0 {
+			buf = make([]byte, r.ContentLength)
+			var n int
+			n, err = io.ReadFull(r.Body, buf)
+			buf = buf[:n]
+		} else {
+			buf, err = io.ReadAll(http.MaxBytesReader(w, r.Body, o.Max))
+		}
+		switch {
+		case err == nil:
+			if *m, err = jsonobj.Decode(buf); err == nil {
+				return nil
+			}
+		case !errors.Is(err, io.ErrUnexpectedEOF):
+			return tooLarge(err, o.Max) // the connection's, as the decoder returns it
+		}
+		r.Body = io.NopCloser(bytes.NewReader(buf))
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, o.Max))
 	if o.UseNumber {
 		dec.UseNumber()
@@ -55,9 +82,15 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 	if errors.Is(err, io.EOF) {
 		return ErrEmpty
 	}
+	return tooLarge(err, o.Max)
+}
+
+// tooLarge returns err, or an error of kind keel.KindTooLarge when err is
+// http.MaxBytesReader's.
+func tooLarge(err error, max int64) error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return fmt.Errorf("body larger than %d bytes: %w", o.Max, keel.ErrTooLarge)
+		return fmt.Errorf("body larger than %d bytes: %w", max, keel.ErrTooLarge)
 	}
 	return err
 }

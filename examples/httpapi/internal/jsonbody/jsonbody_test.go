@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -70,4 +71,52 @@ func ExampleDecode() {
 	err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 1 << 20}, &v)
 	fmt.Println(err)
 	// Output: data after the JSON value
+}
+
+// TestDecodeLargeObject: a large body into a map with UseNumber, decoded
+// in place, gives what the decoder gives, and the same errors.
+func TestDecodeLargeObject(t *testing.T) {
+	pad := strings.Repeat("p", keel.LargeValue)
+	decode := func(body string) (map[string]any, error) {
+		var v map[string]any
+		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 1 << 20, UseNumber: true}, &v)
+		return v, err
+	}
+	v, err := decode(`{"pad":"` + pad + `","n":12.50}`)
+	if err != nil || v["pad"] != pad || v["n"] != json.Number("12.50") {
+		t.Fatalf("large object: %d entries, n=%#v, %v", len(v), v["n"], err)
+	}
+	if _, err := decode(`{"pad":"` + pad + `"}{}`); !errors.Is(err, jsonbody.ErrTrailing) {
+		t.Errorf("large object and another: %v, want ErrTrailing", err)
+	}
+	var se *json.SyntaxError
+	if _, err := decode(`{"pad":"` + pad + `",}`); !errors.As(err, &se) {
+		t.Errorf("large malformed object: %v, want the decoder's syntax error", err)
+	}
+	if v, err := decode(`null` + strings.Repeat(" ", keel.LargeValue)); err != nil || v != nil {
+		t.Errorf("large null: %v, %v; want a nil map as the decoder gives", v, err)
+	}
+}
+
+// TestDecodeChunkedObject: a map body of unknown length is read whole and
+// decoded as the decoder does, and one over the size is TooLarge.
+func TestDecodeChunkedObject(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want error
+	}{
+		{body: `{"n":1.0}`},
+		{body: `{"n":1.0}{}`, want: jsonbody.ErrTrailing},
+		{body: ` `, want: jsonbody.ErrEmpty},
+		{body: `{"n":"` + strings.Repeat("x", 100) + `"}`, want: keel.ErrTooLarge},
+	} {
+		var v map[string]any
+		r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(tc.body)))
+		r.ContentLength = -1
+		err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 64, UseNumber: true}, &v)
+		if tc.want == nil && (err != nil || v["n"] != json.Number("1.0")) || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%.20q: %v, %v; want %v", tc.body, v, err, tc.want)
+		}
+	}
 }

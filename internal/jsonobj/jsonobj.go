@@ -1,0 +1,167 @@
+// Package jsonobj decodes and encodes the JSON objects of secrets as
+// encoding/json does (numbers kept as written, keys sorted, strings escaped
+// alike), without the copies encoding/json makes of a whole large value: a
+// json.Decoder buffers all of its input, growing its buffer by doubling,
+// and json.Marshal grows its buffer the same way, then copies it out. A
+// secret may be as large as a request body (32 MiB), so each copy counts.
+package jsonobj
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"unicode/utf8"
+)
+
+// large is the size from which Decode decodes in place: below it the
+// json.Decoder's copy is cheap and its fewer allocations are faster.
+const large = 64 << 10
+
+// Decode decodes raw, one JSON object and white space, numbers as
+// json.Number. It gives what a json.Decoder with UseNumber gives, and
+// fails where it fails; "null", another value and data after the object
+// are errors.
+func Decode(raw []byte) (map[string]any, error) {
+	if len(raw) < large {
+		var m map[string]any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return nil, err
+		}
+		if dec.More() {
+			return nil, errors.New("data after the JSON object")
+		}
+		if m == nil {
+			return nil, errors.New("null, not a JSON object")
+		}
+		return m, nil
+	}
+	var entries map[string]value
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		return nil, errors.New("null, not a JSON object")
+	}
+	m := make(map[string]any, len(entries))
+	for k, v := range entries {
+		m[k] = v.v
+	}
+	return m, nil
+}
+
+// value decodes one value of an object in place, numbers as json.Number:
+// json.Unmarshal hands it a slice of its input.
+type value struct{ v any }
+
+func (s *value) UnmarshalJSON(b []byte) error {
+	switch b[0] {
+	case '{', '[': // small, as a rule: the decoder's copy is cheap
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		return dec.Decode(&s.v)
+	case '"', 't', 'f', 'n':
+		return json.Unmarshal(b, &s.v)
+	default:
+		s.v = json.Number(b)
+		return nil
+	}
+}
+
+// AppendObject appends m encoded as json.Marshal encodes it (keys sorted,
+// strings escaped by AppendString), into buf grown once for its strings.
+// An error is json.Marshal's for one of the values.
+func AppendObject(buf []byte, m map[string]any) ([]byte, error) {
+	n := 2
+	for k, v := range m {
+		n += len(k) + 4
+		if s, ok := v.(string); ok {
+			n += len(s) + 2
+		} else {
+			n += 16
+		}
+	}
+	buf = slices.Grow(buf, n)
+	buf = append(buf, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = AppendString(buf, k)
+		buf = append(buf, ':')
+		if s, ok := m[k].(string); ok {
+			buf = AppendString(buf, s)
+			continue
+		}
+		b, err := json.Marshal(m[k])
+		if err != nil {
+			return buf, err
+		}
+		buf = append(buf, b...)
+	}
+	return append(buf, '}'), nil
+}
+
+// AppendString appends s as a JSON string exactly as encoding/json writes
+// it: '<', '>' and '&' escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029
+// escaped.
+func AppendString(buf []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	// The ASCII bytes to escape, as bits of two words: the control
+	// characters, '"', '&', '<', '>' (below 64) and '\\' (92).
+	const (
+		escapeLow  = 1<<0x20 - 1 | 1<<'"' | 1<<'&' | 1<<'<' | 1<<'>'
+		escapeHigh = 1 << ('\\' - 64)
+	)
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if (b < 64 && escapeLow>>b&1 == 0) || (b >= 64 && escapeHigh>>(b-64)&1 == 0) {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				buf = append(buf, '\\', b)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

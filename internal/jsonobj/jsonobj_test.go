@@ -1,0 +1,88 @@
+package jsonobj
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// odd holds every kind of character encoding/json escapes.
+const odd = "a\"b\\c\n\r\t\b\f\x01\x1f<>&\u2028\u2029é\xff日本 /"
+
+// TestDecodeMatchesDecoder: Decode gives what json.Decoder with UseNumber
+// gives, small or large (in place), and refuses null, other values and
+// trailing data.
+func TestDecodeMatchesDecoder(t *testing.T) {
+	for _, pad := range []string{"", strings.Repeat("p", large)} {
+		for _, doc := range []string{
+			`{"pad":"` + pad + `","n":12.50,"i":-3,"e":1e400,"t":true,"f":false,"z":null,"s":"a\"b\u00e9\ud800","o":{"x":[1,2.0,{"y":null}]},"a":[]}`,
+			`{"pad":"` + pad + `"}`,
+			" \n{\"pad\" : \"" + pad + "\" } \t",
+		} {
+			var want map[string]any
+			dec := json.NewDecoder(bytes.NewReader([]byte(doc)))
+			dec.UseNumber()
+			if err := dec.Decode(&want); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Decode([]byte(doc))
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("Decode(%.60q, %d bytes) = %d entries, %v; want the decoder's %d", doc, len(doc), len(got), err, len(want))
+			}
+		}
+		for _, bad := range []string{
+			`null` + pad,
+			`{"pad":"` + pad + `"} {}`,
+			`{"pad":"` + pad + `"} x`,
+			`{"pad":"` + pad + `"`,
+			`["` + pad + `"]`,
+			`"` + pad + `"`,
+			``,
+		} {
+			if got, err := Decode([]byte(bad)); err == nil {
+				t.Errorf("Decode(%.40q, %d bytes) = %d entries, want an error", bad, len(bad), len(got))
+			}
+		}
+	}
+}
+
+// TestAppendMatchesMarshal: AppendObject and AppendString write what
+// json.Marshal writes.
+func TestAppendMatchesMarshal(t *testing.T) {
+	for _, m := range []map[string]any{
+		{"a": "b"},
+		{odd: odd, "z": json.Number("12.50"), "y": []any{"x", true, nil}, "x": map[string]any{"k": odd}, "w": 3.5, "": ""},
+		{"big": strings.Repeat(odd, large/len(odd)+1), "b": false},
+	} {
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendObject([]byte("prefix"), m)
+		if err != nil || string(got) != "prefix"+string(want) {
+			t.Errorf("AppendObject = %.80s, %v;\nwant %.80s", got, err, want)
+		}
+	}
+	if _, err := AppendObject(nil, map[string]any{"f": func() {}}); err == nil {
+		t.Error("AppendObject of a func: no error, want json.Marshal's")
+	}
+	for _, s := range []string{"", odd, "\x00", "\u007f", "\ufffd", string([]byte{0xe2, 0x80}), "</script>"} {
+		want, _ := json.Marshal(s)
+		if got := AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func ExampleDecode() {
+	m, err := Decode([]byte(`{"password":"s3cr3t","port":5432.0}`))
+	fmt.Println(m["password"], m["port"], err)
+	b, _ := AppendObject(nil, m)
+	fmt.Println(string(b))
+	// Output:
+	// s3cr3t 5432.0 <nil>
+	// {"password":"s3cr3t","port":5432.0}
+}
