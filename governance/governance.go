@@ -55,23 +55,14 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Service, er
 	if opts != nil {
 		o = *opts
 	}
-	var v keel.Validation
-	if store == nil {
-		v.Add("Store", "is required")
-	}
-	if o.Authorizer == nil {
-		v.Add("Authorizer", "is required: keel.AllowAll{} allows every caller everything")
-	}
-	if err := v.Err(); err != nil {
+	if err := storage.CheckRoot(store, o.Authorizer, []storage.Part{
+		{Prefix: catalogPrefix, Kind: "project"},
+		{Prefix: policyPrefix, Kind: policy.ClaimKind},
+	}, nil); err != nil {
 		return nil, fmt.Errorf("governance: open: %w", err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	for _, c := range [...]struct{ prefix, kind string }{{catalogPrefix, "project"}, {policyPrefix, policy.ClaimKind}} {
-		if err := storage.Claim(storage.Sub(store, c.prefix), c.kind); err != nil {
-			return nil, fmt.Errorf("governance: open: %w", err)
-		}
 	}
 	catalog := project.New(storage.Sub(store, catalogPrefix), &project.Options{Authorizer: o.Authorizer, Clock: o.Clock})
 	policies, err := policy.New(storage.Sub(store, policyPrefix), &policy.Options{

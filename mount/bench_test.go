@@ -50,7 +50,7 @@ func BenchmarkGuard(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(table.Close)
+			b.Cleanup(func() { table.Close() })
 			m, rest, ok := table.Route("secret/x")
 			if !ok || m.KV == nil {
 				b.Fatal("secret/ not routed to a kv engine")

@@ -79,7 +79,7 @@ func TestProgramEngineType(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(table.Close)
+		t.Cleanup(func() { table.Close() })
 
 		_, err = table.Enable(ctx, mount.EnableRequest{Path: "tok/", Type: "tokens", Options: map[string]string{"colour": "red"}})
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != `Options["colour"]` {

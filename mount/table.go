@@ -195,14 +195,18 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 	if opts != nil {
 		o = *opts
 	}
-	var v keel.Validation
-	if store == nil {
-		v.Add("Store", "is required")
-	}
-	if o.Authorizer == nil {
-		v.Add("Authorizer", "is required: keel.AllowAll{} allows every caller everything")
-	}
-	if err := v.Err(); err != nil {
+	// The parts of the store the table lays out, claimed for the kind of
+	// component that keeps each: a component a program builds by hand
+	// over one of them, or over the whole store, is refused.
+	if err := storage.CheckRoot(store, o.Authorizer, []storage.Part{
+		{Prefix: "sys/", Kind: ClaimKind},
+		{Prefix: leasePrefix, Kind: lease.ClaimKind},
+		{Prefix: kvPrefix, Kind: kv.ClaimKind},
+		{Prefix: mountsPrefix, Kind: ldapengine.ClaimKind},
+		{Prefix: ldapPrefix, Kind: ldapengine.ClaimKind},
+		{Prefix: passwordPolicies, Kind: passwordpolicy.ClaimKind},
+		{Prefix: identityPrefix, Kind: identity.ClaimKind},
+	}, nil); err != nil {
 		return nil, fmt.Errorf("mount: open: %w", err)
 	}
 	if o.Logger == nil {
@@ -210,22 +214,6 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 	}
 	if o.Leader == nil {
 		o.Leader = func(string) leader.Leader { return leader.Always }
-	}
-	// The parts of the store the table lays out, claimed for the kind of
-	// component that keeps each: a component a program builds by hand
-	// over one of them, or over the whole store, is refused.
-	for _, c := range [...]struct{ prefix, kind string }{
-		{"sys/", ClaimKind},
-		{leasePrefix, lease.ClaimKind},
-		{kvPrefix, kv.ClaimKind},
-		{mountsPrefix, ldapengine.ClaimKind},
-		{ldapPrefix, ldapengine.ClaimKind},
-		{passwordPolicies, passwordpolicy.ClaimKind},
-		{identityPrefix, identity.ClaimKind},
-	} {
-		if err := storage.Claim(storage.Sub(store, c.prefix), c.kind); err != nil {
-			return nil, fmt.Errorf("mount: open: %w", err)
-		}
 	}
 	policies, err := passwordpolicy.New(storage.Sub(store, passwordPolicies), &passwordpolicy.Options{Authorizer: o.Authorizer})
 	if err != nil {
@@ -428,8 +416,9 @@ func (t *Table) checkNoTableAbove(ctx context.Context) error {
 // the ldap and openldap mounts, then the lease manager's worker, and waits
 // for them. The Table still routes and lists afterwards, but nothing runs
 // on schedule, changes made by other tables are no longer seen, and
-// Enable, Disable and Tune fail. Close may be called more than once.
-func (t *Table) Close() {
+// Enable, Disable and Tune fail. Close may be called more than once; it
+// returns nil.
+func (t *Table) Close() error {
 	// The reconciler first: its context ends with done, so a reconcile
 	// waiting on the store (unreachable at shutdown) returns at once.
 	t.closeOnce.Do(func() {
@@ -447,6 +436,7 @@ func (t *Table) Close() {
 		stop(m)
 	}
 	t.leases.Stop()
+	return nil
 }
 
 // Leases returns the table's lease manager, the one every mount's engine

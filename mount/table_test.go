@@ -35,7 +35,7 @@ func open(t testing.TB, store storage.Store) *mount.Table {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(table.Close)
+	t.Cleanup(func() { table.Close() })
 	return table
 }
 
@@ -434,7 +434,7 @@ func TestRights(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(table.Close)
+		t.Cleanup(func() { table.Close() })
 		reader := keel.WithPrincipal(ctx, keel.Principal{ID: "r", Policies: []string{"reader"}})
 		if _, err := table.List(reader); err != nil {
 			t.Fatal(err)
@@ -487,7 +487,7 @@ func TestOneAuthorizerForTheService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(table.Close)
+	t.Cleanup(func() { table.Close() })
 	app := keel.WithPrincipal(ctx, keel.Principal{ID: "app", Policies: []string{"app"}})
 	root := keel.WithPrincipal(ctx, keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
 
@@ -539,7 +539,7 @@ func TestAProgramOpensOnlyTheRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(table.Close)
+	t.Cleanup(func() { table.Close() })
 	root := keel.WithPrincipal(ctx, keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
 	borrower := keel.WithPrincipal(ctx, keel.Principal{ID: "app", ClientTokenID: "t1", Policies: []string{"borrower"}})
 
@@ -721,7 +721,7 @@ func TestReservedPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(table.Close)
+	t.Cleanup(func() { table.Close() })
 	before := storagetest.Dump(t, store)
 	for _, p := range []string{"config/", "config/x/", "peering/y/"} {
 		_, err := table.Enable(ctx, mount.EnableRequest{Path: p, Type: "kv"})

@@ -42,7 +42,7 @@ func openClocked(t testing.TB, store storage.Store, clock keel.Clock) *mount.Tab
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(table.Close)
+	t.Cleanup(func() { table.Close() })
 	return table
 }
 
@@ -281,7 +281,7 @@ func TestNoLeaseOutlivesItsMount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(table.Close)
+		t.Cleanup(func() { table.Close() })
 		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "tok/", Type: "tokens"}); err != nil {
 			t.Fatal(err)
 		}

@@ -31,26 +31,17 @@ func Open(ctx context.Context, store storage.Store, transport Transport, opts *O
 	if opts != nil {
 		o = *opts
 	}
-	var v keel.Validation
-	if store == nil {
-		v.Add("Store", "is required")
-	}
-	if transport == nil {
-		v.Add("Transport", "is required")
-	}
-	if o.Authorizer == nil {
-		v.Add("Authorizer", "is required: keel.AllowAll{} allows every caller everything")
-	}
-	if err := v.Err(); err != nil {
+	if err := storage.CheckRoot(store, o.Authorizer, []storage.Part{{Prefix: storePrefix, Kind: "peering"}}, func(v *keel.Validation) {
+		if transport == nil {
+			v.Add("Transport", "is required")
+		}
+	}); err != nil {
 		return nil, fmt.Errorf("peering: open: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("peering: open: %w", err)
 	}
 	view := storage.Sub(store, storePrefix)
-	if err := storage.Claim(view, "peering"); err != nil {
-		return nil, fmt.Errorf("peering: open: %w", err)
-	}
 	s := New(view, transport, &o)
 	s.Start()
 	return s, nil

@@ -89,3 +89,35 @@ func CheckClaim(view Store, kind string) error {
 
 // overlap reports whether one of a and b is a prefix of the other.
 func overlap(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
+
+// A Part is a part of a store a composition root lays out: the keys under
+// Prefix, kept by components of Kind.
+type Part struct{ Prefix, Kind string }
+
+// CheckRoot checks what every composition root requires of its caller
+// and claims the parts it lays out (Claim): a store, and an Authorizer
+// (allowing everything, anonymous callers included, is never a default:
+// keel.AllowAll{} must be asked for). more adds the root's own checks of
+// its other arguments to v, between the two. The error is of kind
+// keel.KindInvalid, naming the fields, and nothing is claimed then.
+func CheckRoot(store Store, authz keel.Authorizer, parts []Part, more func(v *keel.Validation)) error {
+	var v keel.Validation
+	if store == nil {
+		v.Add("Store", "is required")
+	}
+	if more != nil {
+		more(&v)
+	}
+	if authz == nil {
+		v.Add("Authorizer", "is required: keel.AllowAll{} allows every caller everything")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := Claim(Sub(store, p.Prefix), p.Kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}

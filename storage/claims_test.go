@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/keelhq/keel"
@@ -56,5 +57,32 @@ func TestClaims(t *testing.T) {
 	// Another store has claims of its own.
 	if err := storage.CheckClaim(memstore.New(nil), "identity"); err != nil {
 		t.Errorf("a store nobody claimed: %v", err)
+	}
+}
+
+// TestCheckRoot: a root's store and Authorizer are required, its own
+// checks come between them, and a refused call claims nothing.
+func TestCheckRoot(t *testing.T) {
+	root := memstore.New(nil)
+	parts := []storage.Part{{Prefix: "kv/", Kind: "kv"}}
+	err := storage.CheckRoot(root, nil, parts, func(v *keel.Validation) { v.Add("Transport", "is required") })
+	var fields []string
+	for _, fe := range keel.FieldErrors(err) {
+		fields = append(fields, fe.Field)
+	}
+	if keel.KindOf(err) != keel.KindInvalid || !slices.Equal(fields, []string{"Transport", "Authorizer"}) {
+		t.Fatalf("CheckRoot without a Transport and an Authorizer: %v (fields %q)", err, fields)
+	}
+	if err := storage.CheckClaim(storage.Sub(root, "kv/1/"), "identity"); err != nil {
+		t.Fatalf("a refused CheckRoot claimed its parts: %v", err)
+	}
+	if err := storage.CheckRoot(root, keel.AllowAll{}, parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.CheckClaim(storage.Sub(root, "kv/1/"), "identity"); keel.KindOf(err) != keel.KindInvalid {
+		t.Fatalf("after CheckRoot, identity inside kv: %v, want Invalid", err)
+	}
+	if err := storage.CheckRoot(nil, keel.AllowAll{}, nil, nil); keel.KindOf(err) != keel.KindInvalid {
+		t.Fatalf("CheckRoot without a store: %v", err)
 	}
 }

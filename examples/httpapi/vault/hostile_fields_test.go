@@ -160,7 +160,7 @@ func TestCheckList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(table.Close)
+	t.Cleanup(func() { table.Close() })
 	if err := mustRoute(t, table, "secret/app").KV.Write(ctx, "app", map[string]any{"a": "b"}); err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func newEnv(t testing.TB, store storage.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(table.Close)
+	t.Cleanup(func() { table.Close() })
 	e.table = table
 	// The tests drive the lease worker's Step themselves.
 	e.leases = table.Leases()
