@@ -40,7 +40,7 @@
 // removes the lease. A failed revocation is retried after RetryBase (20s),
 // doubling up to RetryMax (5m), with ±20% jitter; after MaxAttempts (6)
 // failures, or at once for an error marked Permanent, the lease becomes
-// irrevocable: it keeps its last error (cut to 240 characters), is counted
+// irrevocable: it keeps its last error (cut to 240 bytes), is counted
 // and listed by CountIrrevocable and ListIrrevocable, cannot be renewed,
 // and is retried every IrrevocableRetry (24h); a retry that succeeds
 // removes it, and RevokeForce removes it whatever its revoker says.
@@ -61,7 +61,7 @@
 //	due/<16 hex digits>/<lease id>  expiry index: when the worker next
 //	                                tries to revoke the lease (Unix ns,
 //	                                big-endian hex: key order is time order)
-//	lease/irrevocable/<lease id>          irrevocable index: mount and error
+//	irrevocable/<lease id>          irrevocable index: mount and error
 //
 // Every operation on a lease changes the lease and its index entries in one
 // transaction. Scheduling lives in the store, not in one Go timer per lease:
@@ -71,7 +71,7 @@
 // Step revokes what fell due while no manager ran. Operations that touch
 // many leases (Step, RevokePrefix, RevokeForce, Tidy) work in batches of at
 // most 256 leases per transaction, fewer when the store limits operations
-// per transaction.
+// or reads per transaction.
 //
 // # Errors
 //
@@ -120,10 +120,9 @@
 //     failure. An empty prefix is refused (keel.ErrInvalid).
 //   - Renew with increment 0: Vault lets the engine choose, which usually
 //     means its default TTL; keel grants again the TTL the lease was
-//     issued with. The capping warning is Vault's text, its durations
-//     printed as Vault prints them (no zero units: "768h", "1h", "59m58s"):
-//     TTL of "1h" exceeded the effective max_ttl of "30m"; TTL value is
-//     capped accordingly. A token lease is refused with "tokens cannot be renewed
+//     issued with. A renewal capped at the max TTL reports it (Renewal's
+//     Capped, Requested and TTL), and Vault's warning is the adapter's to
+//     render. A token lease is refused with "tokens cannot be renewed
 //     through this endpoint; use the token renew endpoint".
 //   - Failed revocations: Vault retries 6 times from 10s doubling, with
 //     ±50% jitter; keel from RetryBase (20s) doubling to RetryMax, ±20%.
@@ -142,9 +141,10 @@
 //     have no token, so Tidy repairs the manager's indexes (TidyResult).
 //     A Tidy called while another runs succeeds at once, as Vault's.
 //   - CountIrrevocable and ListIrrevocable key mounts by path (Vault by
-//     mount accessor); include_child_namespaces has no effect (keel has
-//     no namespaces); ListIrrevocable's Total is the number of leases
-//     returned, as Vault's lease_count, and its order is by lease id.
+//     mount accessor) and take no namespace option (keel has no
+//     namespaces); ListIrrevocable's Total is the number of leases
+//     returned, as Vault's lease_count, its order is by lease id, and a
+//     list cut at its limit reports Truncated, where Vault warns.
 //
 // # Concurrency
 //

@@ -49,8 +49,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("renewed for", r.TTL)
-	fmt.Println(r.Warnings[0])
+	fmt.Println("renewed for", r.TTL, "of", r.Requested, "asked; capped:", r.Capped)
 
 	// The worker's step revokes what is due; here the test drives it.
 	clock.Advance(2 * time.Hour)
@@ -64,8 +63,7 @@ func Example() {
 
 	// Output:
 	// lease under ldap/creds/app for 1h0m0s
-	// renewed for 1h30m0s
-	// TTL of "3h" exceeded the effective max_ttl of "1h30m"; TTL value is capped accordingly
+	// renewed for 1h30m0s of 3h0m0s asked; capped: true
 	// revoking creds/app (cn=v-app-1)
 	// next work: true
 	// lookup after revocation: true
@@ -93,7 +91,7 @@ func ExampleManager_ListIrrevocable() {
 	err = m.Revoke(ctx, l.ID, true)
 	fmt.Println("revoke:", keel.KindOf(err))
 
-	list, err := m.ListIrrevocable(ctx, false, 0)
+	list, err := m.ListIrrevocable(ctx, 0)
 	if err != nil {
 		panic(err)
 	}
@@ -104,7 +102,7 @@ func ExampleManager_ListIrrevocable() {
 	if err := m.RevokeForce(ctx, "ldap/creds/app"); err != nil {
 		panic(err)
 	}
-	counts, _ := m.CountIrrevocable(ctx, false)
+	counts, _ := m.CountIrrevocable(ctx)
 	fmt.Println("irrevocable left:", counts.Total)
 
 	// Output:

@@ -20,10 +20,9 @@ type IrrevocableCounts struct {
 
 // CountIrrevocable counts the irrevocable leases, and needs keel.CapRead on
 // "sys/leases/count". It reads the irrevocable index only, never the other
-// leases. includeChildNamespaces is accepted for Vault's sake and has no
-// effect: keel has no namespaces. Irrevocable is the only type of lease
-// Vault counts; an adapter checks the type parameter.
-func (m *Manager) CountIrrevocable(ctx context.Context, includeChildNamespaces bool) (IrrevocableCounts, error) {
+// leases. keel has no namespaces: the counts are those of the whole
+// manager.
+func (m *Manager) CountIrrevocable(ctx context.Context) (IrrevocableCounts, error) {
 	if err := m.authorize(ctx, "count", keel.CapRead, "sys/leases/count"); err != nil {
 		return IrrevocableCounts{}, err
 	}
@@ -59,29 +58,23 @@ type IrrevocableList struct {
 	Total int
 	// Leases are the irrevocable leases, in lease id order; never nil.
 	Leases []IrrevocableLease
-	// Warnings holds TooManyIrrevocable when more leases exist than the
-	// limit let through; nil otherwise.
-	Warnings []string
+	// Truncated reports that more irrevocable leases exist than the
+	// limit let through: Leases holds the first limit of them.
+	Truncated bool
 }
 
 // DefaultIrrevocableLimit is the number of leases ListIrrevocable returns
 // when its limit is 0.
 const DefaultIrrevocableLimit = 10000
 
-// TooManyIrrevocable is the warning of ListIrrevocable when more leases
-// exist than its limit. It is Vault's, which names its CLI's flag; the HTTP
-// API's way is the limit "none".
-const TooManyIrrevocable = "Command halted because many irrevocable leases were found. To emit the entire list, re-run the command with force set true."
-
 // ListIrrevocable lists irrevocable leases with their mount and error, and
 // needs keel.CapSudo on "sys/leases". It returns at most limit leases:
 // limit 0 means DefaultIrrevocableLimit (10,000), a negative limit means
-// all (the adapter maps Vault's "none" to it). When more exist, it adds the
-// warning TooManyIrrevocable. The leases come in lease id order (Vault
-// sorts what it returns by expiry time, then id; keel's order is that of
-// its index, so that the first page costs no more than the page).
-// includeChildNamespaces has no effect, as in CountIrrevocable.
-func (m *Manager) ListIrrevocable(ctx context.Context, includeChildNamespaces bool, limit int) (IrrevocableList, error) {
+// all. When more exist, the list reports Truncated. The leases come in
+// lease id order (Vault sorts what it returns by expiry time, then id;
+// keel's order is that of its index, so that the first page costs no more
+// than the page). As in CountIrrevocable, there are no namespaces.
+func (m *Manager) ListIrrevocable(ctx context.Context, limit int) (IrrevocableList, error) {
 	if err := m.authorize(ctx, "list irrevocable", keel.CapSudo, "sys/leases"); err != nil {
 		return IrrevocableList{}, err
 	}
@@ -93,7 +86,7 @@ func (m *Manager) ListIrrevocable(ctx context.Context, includeChildNamespaces bo
 		out = IrrevocableList{Leases: []IrrevocableLease{}}
 		return tx.Scan(irrPrefix, storage.ScanOptions{}, func(key string, value []byte) error {
 			if limit > 0 && len(out.Leases) == limit {
-				out.Warnings = []string{TooManyIrrevocable}
+				out.Truncated = true
 				return storage.StopScan
 			}
 			mount, msg, err := decodeIrr(value)

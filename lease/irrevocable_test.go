@@ -38,18 +38,16 @@ func TestCountIrrevocable(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		c, err := e.m.CountIrrevocable(ctx, false)
+		c, err := e.m.CountIrrevocable(ctx)
 		if err != nil || c.Total != 0 || c.ByMount == nil || len(c.ByMount) != 0 {
 			t.Fatalf("empty: %+v, %v", c, err)
 		}
 		makeIrrevocable(t, e, "ldap/creds/app", 3)
 		makeIrrevocable(t, e, "db/creds/x", 2)
 		e.issue(t, IssueRequest{TTL: time.Hour}) // live: not counted
-		for _, child := range []bool{false, true} {
-			c, err = e.m.CountIrrevocable(ctx, child)
-			if err != nil || c.Total != 5 || c.ByMount["ldap/"] != 3 || c.ByMount["db/"] != 2 || len(c.ByMount) != 2 {
-				t.Fatalf("include_child_namespaces=%v: %+v, %v", child, c, err)
-			}
+		c, err = e.m.CountIrrevocable(ctx)
+		if err != nil || c.Total != 5 || c.ByMount["ldap/"] != 3 || c.ByMount["db/"] != 2 || len(c.ByMount) != 2 {
+			t.Fatalf("%+v, %v", c, err)
 		}
 	})
 }
@@ -63,7 +61,7 @@ func TestCountIrrevocableReadsTheIndexOnly(t *testing.T) {
 		}
 		rec := e.store.(*scanRecorder)
 		rec.prefixes = nil
-		if _, err := e.m.CountIrrevocable(context.Background(), false); err != nil {
+		if _, err := e.m.CountIrrevocable(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if !equalStrings(rec.prefixes, []string{"lease/irrevocable/"}) {
@@ -101,9 +99,9 @@ func TestListIrrevocable(t *testing.T) {
 		ids := makeIrrevocable(t, e, "ldap/creds/app", 5)
 		e.issue(t, IssueRequest{TTL: time.Hour})
 		for name, tc := range map[string]struct {
-			limit   int
-			want    int
-			warning bool
+			limit     int
+			want      int
+			truncated bool
 		}{
 			"default":       {0, 5, false},
 			"limit above":   {6, 5, false},
@@ -114,7 +112,7 @@ func TestListIrrevocable(t *testing.T) {
 			"very negative": {-100, 5, false},
 		} {
 			t.Run(name, func(t *testing.T) {
-				got, err := e.m.ListIrrevocable(ctx, false, tc.limit)
+				got, err := e.m.ListIrrevocable(ctx, tc.limit)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -126,8 +124,8 @@ func TestListIrrevocable(t *testing.T) {
 						t.Fatalf("lease %d: %+v, want %s", i, l, ids[i])
 					}
 				}
-				if (got.Warnings != nil) != tc.warning || tc.warning && got.Warnings[0] != TooManyIrrevocable {
-					t.Fatalf("warnings %q, want warning %v", got.Warnings, tc.warning)
+				if got.Truncated != tc.truncated {
+					t.Fatalf("Truncated %v, want %v", got.Truncated, tc.truncated)
 				}
 			})
 		}
@@ -143,16 +141,16 @@ func TestListIrrevocableDefaultLimit(t *testing.T) {
 			kv[keyPrefix+irrKey(idOfIndex(i))] = encodeIrr("ldap/", "x")
 		}
 		raw(t, e.raw, kv)
-		got, err := e.m.ListIrrevocable(context.Background(), false, 0)
+		got, err := e.m.ListIrrevocable(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Leases) != 10000 || got.Warnings == nil {
-			t.Fatalf("%d leases, warnings %q; want 10,000 and a warning", len(got.Leases), got.Warnings)
+		if len(got.Leases) != 10000 || got.Total != 10000 || !got.Truncated {
+			t.Fatalf("%d leases (Total %d), Truncated %v; want 10,000, truncated", len(got.Leases), got.Total, got.Truncated)
 		}
-		all, err := e.m.ListIrrevocable(context.Background(), false, -1)
-		if err != nil || len(all.Leases) != 10001 || all.Warnings != nil {
-			t.Fatalf("all: %d, %q, %v", len(all.Leases), all.Warnings, err)
+		all, err := e.m.ListIrrevocable(context.Background(), -1)
+		if err != nil || len(all.Leases) != 10001 || all.Truncated {
+			t.Fatalf("all: %d, Truncated %v, %v", len(all.Leases), all.Truncated, err)
 		}
 	})
 }
@@ -170,8 +168,8 @@ func idOfIndex(i int) string {
 func TestListIrrevocableEmpty(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		got, err := e.m.ListIrrevocable(context.Background(), true, 0)
-		if err != nil || got.Leases == nil || got.Total != 0 || got.Warnings != nil {
+		got, err := e.m.ListIrrevocable(context.Background(), 0)
+		if err != nil || got.Leases == nil || got.Total != 0 || got.Truncated {
 			t.Fatalf("%+v, %v", got, err)
 		}
 	})
@@ -186,7 +184,7 @@ func TestIrrevocableStaysListedAfterExpiry(t *testing.T) {
 		if l, err := e.m.Lookup(context.Background(), ids[0]); err != nil || !l.Irrevocable || l.Attempts == 0 || l.LastError == "" {
 			t.Fatalf("Lookup of an expired irrevocable lease: %+v, %v", l, err)
 		}
-		got, err := e.m.ListIrrevocable(context.Background(), false, 0)
+		got, err := e.m.ListIrrevocable(context.Background(), 0)
 		if err != nil || len(got.Leases) != 1 {
 			t.Fatalf("%+v, %v", got, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -16,12 +15,16 @@ import (
 type Renewal struct {
 	// Lease is the renewed lease.
 	Lease Lease
-	// TTL is the TTL granted: ExpireTime - the time of the renewal (the
-	// adapter's lease_duration).
+	// TTL is the TTL granted: ExpireTime - the time of the renewal. It is
+	// Requested, or less when Capped.
 	TTL time.Duration
-	// Warnings are Vault's warnings of the renewal (the TTL was capped);
-	// nil when there are none.
-	Warnings []string
+	// Requested is the TTL asked for: the increment, or the TTL the lease
+	// was issued with when the increment was 0.
+	Requested time.Duration
+	// Capped reports that Requested would have outlived the lease's max
+	// TTL (counted from IssueTime), so that TTL is only what the max TTL
+	// left: IssueTime+MaxTTL - the time of the renewal.
+	Capped bool
 	// Data is what the mount's Refresher answered (a kv secret read
 	// anew); nil without one.
 	Data any
@@ -31,13 +34,10 @@ type Renewal struct {
 // keel.CapUpdate on "sys/leases/renew". An increment of 0 grants again the
 // TTL the lease was issued with (Vault asks the engine, which usually
 // answers with its default TTL; keel's engines gave that TTL at issue).
-// The new expiry is capped at IssueTime+MaxTTL, with the warning
-//
-//	TTL of "<increment>" exceeded the effective max_ttl of "<what is left>"; TTL value is capped accordingly
-//
-// (Vault's text: durations in whole seconds, printed as Vault prints them,
-// without zero units: "768h", "59m58s"). LastRenewalTime becomes now; the
-// expiry index moves in the same transaction.
+// The new expiry is capped at IssueTime+MaxTTL; the Renewal then reports
+// Capped, with the TTL Requested and the TTL granted (an adapter renders
+// Vault's warning from them). LastRenewalTime becomes now; the expiry
+// index moves in the same transaction.
 //
 // When the mount's Revoker implements Renewer, Refresher, or both, Renew
 // calls them (Renewer first) before storing, outside any transaction; an
@@ -96,9 +96,8 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 	if left <= 0 {
 		return refuse("past the max TTL, cannot renew")
 	}
-	var warnings []string
-	if ttl > left {
-		warnings = append(warnings, fmt.Sprintf("TTL of %q exceeded the effective max_ttl of %q; TTL value is capped accordingly", humanDuration(ttl), humanDuration(left)))
+	requested, capped := ttl, ttl > left
+	if capped {
 		ttl = left
 	}
 	_, mt, ok := m.mountFor(leaseID)
@@ -141,7 +140,7 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
 	m.wakeFor(ne.NextAttempt)
-	return Renewal{Lease: ne.Lease, TTL: ttl, Warnings: warnings, Data: data}, nil
+	return Renewal{Lease: ne.Lease, TTL: ttl, Requested: requested, Capped: capped, Data: data}, nil
 }
 
 // guard calls fn, turning a panic of the engine's code into an error.
@@ -152,22 +151,4 @@ func guard(fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-// humanDuration prints d as Vault's warnings do: in whole seconds, in Go's
-// form without its zero minutes and seconds ("768h", "1h30s", "2m"), "0s"
-// for zero.
-func humanDuration(d time.Duration) string {
-	d = d.Truncate(time.Second)
-	s := d.String()
-	if d == 0 {
-		return s
-	}
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if i := strings.Index(s, "h0m"); i > 0 {
-		s = s[:i+1] + s[i+3:]
-	}
-	return s
 }

@@ -150,16 +150,17 @@ func TestRenew(t *testing.T) {
 			at          time.Duration // after t0
 			increment   time.Duration
 			wantTTL     time.Duration
-			warning     string
+			requested   time.Duration // 0: wantTTL
+			capped      bool
 		}{
-			"increment":                {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, increment: 2 * h, wantTTL: 2 * h},
-			"zero: the issued ttl":     {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, wantTTL: h},
-			"shorter than left":        {ttl: 5 * h, maxTTL: 10 * h, at: h, increment: time.Minute, wantTTL: time.Minute},
-			"capped at max ttl":        {ttl: h, maxTTL: 2 * h, at: 30 * time.Minute, increment: 4 * h, wantTTL: 90 * time.Minute, warning: `TTL of "4h" exceeded the effective max_ttl of "1h30m"; TTL value is capped accordingly`},
-			"zero capped at max ttl":   {ttl: 2 * h, maxTTL: 2 * h, at: h, wantTTL: h, warning: `TTL of "2h" exceeded the effective max_ttl of "1h"`},
-			"exactly what is left":     {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h, wantTTL: h},
-			"one nanosecond too long":  {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h + 1, wantTTL: h, warning: "capped"},
-			"whole seconds in warning": {ttl: h, maxTTL: 2 * h, at: 1500 * time.Millisecond, increment: 3 * h, wantTTL: 2*h - 1500*time.Millisecond, warning: `TTL of "3h" exceeded the effective max_ttl of "1h59m58s"`},
+			"increment":               {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, increment: 2 * h, wantTTL: 2 * h},
+			"zero: the issued ttl":    {ttl: h, maxTTL: 10 * h, at: 30 * time.Minute, wantTTL: h},
+			"shorter than left":       {ttl: 5 * h, maxTTL: 10 * h, at: h, increment: time.Minute, wantTTL: time.Minute},
+			"capped at max ttl":       {ttl: h, maxTTL: 2 * h, at: 30 * time.Minute, increment: 4 * h, wantTTL: 90 * time.Minute, requested: 4 * h, capped: true},
+			"zero capped at max ttl":  {ttl: 2 * h, maxTTL: 2 * h, at: h, wantTTL: h, requested: 2 * h, capped: true},
+			"exactly what is left":    {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h, wantTTL: h},
+			"one nanosecond too long": {ttl: 90 * time.Minute, maxTTL: 2 * h, at: h, increment: h + 1, wantTTL: h, requested: h + 1, capped: true},
+			"capped below a second":   {ttl: h, maxTTL: 2 * h, at: 1500 * time.Millisecond, increment: 3 * h, wantTTL: 2*h - 1500*time.Millisecond, requested: 3 * h, capped: true},
 		} {
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, open, nil, nil)
@@ -176,11 +177,12 @@ func TestRenew(t *testing.T) {
 				if !r.Lease.LastRenewalTime.Equal(now) || !r.Lease.IssueTime.Equal(t0) || !r.Lease.NextAttempt.Equal(r.Lease.ExpireTime) {
 					t.Fatalf("renewed lease %+v", r.Lease)
 				}
-				switch {
-				case tc.warning == "" && r.Warnings != nil:
-					t.Fatalf("warnings %q, want none", r.Warnings)
-				case tc.warning != "" && (len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], tc.warning)):
-					t.Fatalf("warnings %q, want %q", r.Warnings, tc.warning)
+				requested := tc.requested
+				if requested == 0 {
+					requested = tc.wantTTL
+				}
+				if r.Capped != tc.capped || r.Requested != requested {
+					t.Fatalf("Capped %v, Requested %s; want %v, %s", r.Capped, r.Requested, tc.capped, requested)
 				}
 				// Stored, and the index moved in the same transaction.
 				got, err := e.m.Lookup(context.Background(), l.ID)

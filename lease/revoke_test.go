@@ -330,7 +330,7 @@ func TestRevokeForce(t *testing.T) {
 		if keys := keysUnder(t, e.raw, ""); !equalStrings(keys, want) {
 			t.Fatalf("keys %q, want %q (indexes of forced leases removed)", keys, want)
 		}
-		if c, err := e.m.CountIrrevocable(ctx, false); err != nil || c.Total != 0 {
+		if c, err := e.m.CountIrrevocable(ctx); err != nil || c.Total != 0 {
 			t.Fatalf("irrevocable count %+v, %v", c, err)
 		}
 		if got := e.rev.ids(); !slices.Contains(got, failing.ID) {

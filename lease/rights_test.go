@@ -45,11 +45,11 @@ func TestRights(t *testing.T) {
 				return err
 			}, ask{Cap: keel.CapUpdate, Resource: "sys/leases/tidy"}},
 			"count": {func(ctx context.Context, m *Manager, _ string) error {
-				_, err := m.CountIrrevocable(ctx, false)
+				_, err := m.CountIrrevocable(ctx)
 				return err
 			}, ask{Cap: keel.CapRead, Resource: "sys/leases/count"}},
 			"list irrevocable": {func(ctx context.Context, m *Manager, _ string) error {
-				_, err := m.ListIrrevocable(ctx, false, 0)
+				_, err := m.ListIrrevocable(ctx, 0)
 				return err
 			}, ask{Cap: keel.CapSudo, Resource: "sys/leases"}},
 		} {

@@ -68,7 +68,7 @@ func TestTidy(t *testing.T) {
 				},
 				want: TidyResult{IrrevocableReindexed: 1},
 				check: func(t *testing.T, e *env, _, irr Lease) {
-					c, err := e.m.CountIrrevocable(context.Background(), false)
+					c, err := e.m.CountIrrevocable(context.Background())
 					if err != nil || c.Total != 1 {
 						t.Fatalf("count %+v, %v", c, err)
 					}

@@ -182,7 +182,7 @@ func TestFailedRevocationRetries(t *testing.T) {
 			}
 			now = next
 		}
-		c, err := e.m.CountIrrevocable(context.Background(), false)
+		c, err := e.m.CountIrrevocable(context.Background())
 		if err != nil || c.Total != 1 || c.ByMount["ldap/"] != 1 {
 			t.Fatalf("counts %+v, %v", c, err)
 		}

@@ -92,8 +92,35 @@ func (h *Handler) leaseRenew(w http.ResponseWriter, r *http.Request) {
 		ren, err = h.leases.Renew(r.Context(), id, inc)
 	}
 	resp := leasedResponse(mountSystem, ren.Lease.ID, ren.Lease.Renewable, ren.TTL, ren.Data)
-	resp.Warnings = ren.Warnings
+	if ren.Capped {
+		resp.Warnings = []string{cappedWarning(ren.Requested, ren.TTL)}
+	}
 	writeData(w, invalidLease(err), resp)
+}
+
+// cappedWarning is Vault's warning of a renewal whose TTL asked for was
+// capped at what the max TTL left.
+func cappedWarning(requested, granted time.Duration) string {
+	return "TTL of " + strconv.Quote(vaultDuration(requested)) + " exceeded the effective max_ttl of " +
+		strconv.Quote(vaultDuration(granted)) + "; TTL value is capped accordingly"
+}
+
+// vaultDuration prints d as Vault's warnings do: in whole seconds, in Go's
+// form without its zero minutes and seconds ("768h", "1h30s", "2m"), "0s"
+// for zero.
+func vaultDuration(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	s := d.String()
+	if d == 0 {
+		return s
+	}
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if i := strings.Index(s, "h0m"); i > 0 {
+		s = s[:i+1] + s[i+3:]
+	}
+	return s
 }
 
 // leaseRevoke answers sys/leases/revoke: 202 once queued, 204 once done
@@ -131,8 +158,10 @@ func (h *Handler) leaseRevokePrefix(w http.ResponseWriter, r *http.Request) {
 	writeQueued(w, sync, err)
 }
 
-// irrevocableQuery reads the query of the count and list endpoints.
-func irrevocableQuery(r *http.Request) (children bool, err error) {
+// irrevocableQuery checks the query of the count and list endpoints. Its
+// include_child_namespaces must be a boolean, and changes nothing: keel
+// has no namespaces.
+func irrevocableQuery(r *http.Request) error {
 	q := r.URL.Query()
 	var v keel.Validation
 	switch t := q.Get("type"); t {
@@ -143,20 +172,19 @@ func irrevocableQuery(r *http.Request) (children bool, err error) {
 		v.Add("type", "unsupported type %q: only \"irrevocable\" is supported", t)
 	}
 	if s := q.Get("include_child_namespaces"); s != "" {
-		if children, err = strconv.ParseBool(s); err != nil {
+		if _, err := strconv.ParseBool(s); err != nil {
 			v.Add("include_child_namespaces", "must be a boolean")
 		}
 	}
-	return children, v.Err()
+	return v.Err()
 }
 
 func (h *Handler) leaseCount(w http.ResponseWriter, r *http.Request) {
-	children, err := irrevocableQuery(r)
-	if err != nil {
+	if err := irrevocableQuery(r); err != nil {
 		writeError(w, err)
 		return
 	}
-	c, err := h.leases.CountIrrevocable(r.Context(), children)
+	c, err := h.leases.CountIrrevocable(r.Context())
 	counts := make(map[string]int, len(c.ByMount))
 	for mount, n := range c.ByMount {
 		counts[h.accessor(mount)] += n
@@ -164,8 +192,15 @@ func (h *Handler) leaseCount(w http.ResponseWriter, r *http.Request) {
 	writeData(w, err, newResponse(mountSystem, map[string]any{"counts": counts, "lease_count": c.Total}))
 }
 
+// tooManyIrrevocable is Vault's warning of sys/leases when more
+// irrevocable leases exist than its limit. It names the CLI's flag; the
+// HTTP API's way is the limit "none".
+const tooManyIrrevocable = "Command halted because many irrevocable leases were found. To emit the entire list, re-run the command with force set true."
+
+// leaseIrrevocable answers sys/leases: limit "none" lists all (a negative
+// limit to ListIrrevocable), none given lists lease.DefaultIrrevocableLimit.
 func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
-	children, err := irrevocableQuery(r)
+	err := irrevocableQuery(r)
 	limit := 0
 	if err == nil {
 		switch s := r.URL.Query().Get("limit"); {
@@ -180,15 +215,15 @@ func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
 	}
 	var list lease.IrrevocableList
 	if err == nil {
-		list, err = h.leases.ListIrrevocable(r.Context(), children, limit)
+		list, err = h.leases.ListIrrevocable(r.Context(), limit)
 	}
 	leases := make([]map[string]string, len(list.Leases))
 	for i, l := range list.Leases {
 		leases[i] = map[string]string{"lease_id": l.LeaseID, "mount_id": h.accessor(l.Mount), "error": l.Error}
 	}
 	resp := newResponse(mountSystem, map[string]any{"lease_count": list.Total, "leases": leases})
-	if len(list.Warnings) > 0 {
-		resp.Warnings = list.Warnings
+	if list.Truncated {
+		resp.Warnings = []string{tooManyIrrevocable}
 	}
 	writeData(w, err, resp)
 }

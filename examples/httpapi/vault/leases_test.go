@@ -1,0 +1,113 @@
+package vault_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/lease"
+	"github.com/keelhq/keel/storage/memstore"
+)
+
+// TestIrrevocableListWarning: the adapter renders lease.IrrevocableList's
+// Truncated as Vault's warning, word for word, and only then; it accepts
+// include_child_namespaces as a boolean (which changes nothing) and
+// refuses anything else, as Vault.
+func TestIrrevocableListWarning(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
+	iss, err := e.leases.Register(lease.Mount{Path: "test/", Revoker: failingEngine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		l, err := iss.Issue(ctx, lease.IssueRequest{Path: "test/creds/app", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.leases.Revoke(ctx, l.ID, true); err == nil {
+			t.Fatal("revocation did not fail")
+		}
+	}
+	get := func(query string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, e.srv.URL+"/v1/sys/leases?type=irrevocable"+query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Vault-Token", rootToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+	const halted = `["Command halted because many irrevocable leases were found. To emit the entire list, re-run the command with force set true."]`
+	for query, want := range map[string]struct {
+		count    int
+		warnings string
+	}{
+		"":                                       {3, "null"},
+		"&limit=3":                               {3, "null"},
+		"&limit=none":                            {3, "null"},
+		"&limit=2":                               {2, halted},
+		"&limit=1&include_child_namespaces=true": {1, halted},
+		"&include_child_namespaces=false":        {3, "null"},
+	} {
+		status, body := get(query)
+		var r struct {
+			Data struct {
+				LeaseCount int   `json:"lease_count"`
+				Leases     []any `json:"leases"`
+			} `json:"data"`
+			Warnings json.RawMessage `json:"warnings"`
+		}
+		if err := json.Unmarshal(body, &r); status != http.StatusOK || err != nil {
+			t.Fatalf("%q: %d %s (%v)", query, status, body, err)
+		}
+		if r.Data.LeaseCount != want.count || len(r.Data.Leases) != want.count || string(r.Warnings) != want.warnings {
+			t.Errorf("%q: %d leases (lease_count %d), warnings %s; want %d, %s", query, len(r.Data.Leases), r.Data.LeaseCount, r.Warnings, want.count, want.warnings)
+		}
+	}
+	for _, path := range []string{"/v1/sys/leases?type=irrevocable&include_child_namespaces=maybe", "/v1/sys/leases/count?type=irrevocable&include_child_namespaces=maybe"} {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+		req.Header.Set("X-Vault-Token", rootToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ Errors []string }
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || err != nil || !slices.Equal(r.Errors, []string{"include_child_namespaces: must be a boolean"}) {
+			t.Errorf("%s: %d %q (%v); want 400 include_child_namespaces", path, resp.StatusCode, r.Errors, err)
+		}
+	}
+	// The count takes the boolean too, and counts the same.
+	for _, b := range []string{"true", "false"} {
+		c, err := e.client(t, rootToken).Logical().ReadWithData("sys/leases/count", map[string][]string{"type": {"irrevocable"}, "include_child_namespaces": {b}})
+		if err != nil || !strings.Contains(string(mustJSON(t, c.Data)), `"lease_count":3`) {
+			t.Errorf("count with include_child_namespaces=%s: %v, %v", b, c, err)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
