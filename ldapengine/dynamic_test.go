@@ -393,7 +393,7 @@ func TestCredsFailedDeletionIsRetriedThenIrrevocable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		irr, err := v.leases.ListIrrevocable(ctx, false, 0)
+		irr, err := v.leases.ListIrrevocable(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
