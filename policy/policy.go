@@ -203,26 +203,35 @@ type record struct {
 // A set and its members are of one organization (Create, CreateSet and
 // AddSetMembers refuse others): the edges of an organization are found
 // from its sets.
-func polKey(id string) string         { return "pol/" + id }
-func codeKey(id string) string        { return "code/" + id }
-func nameIx(org string) string        { return "ix/" + org + "/" }
-func countKey(org string) string      { return "count/" + org }
-func setKey(id string) string         { return "set/" + id }
-func setNames(org string) string      { return "setname/" + org + "/" }
-func orgSets(org string) string       { return "orgset/" + org + "/" }
-func setPolicies(set string) string   { return "setpol/" + set + "/" }
-func policySets(policy string) string { return "polset/" + policy + "/" }
-func resource(org string) string      { return "organizations/" + org + "/policies" }
-func fold(name string) string         { return strings.ToLower(name) }
-func validID(id string) bool          { return id != "" && !strings.Contains(id, "/") }
-func notFound(what string) error      { return fmt.Errorf("no %s: %w", what, keel.ErrNotFound) }
-func ms(t time.Time) time.Time        { return t.UTC().Truncate(time.Millisecond) }
-func isNotFound(err error) bool       { return errors.Is(err, storage.ErrNotFound) }
-func decode(raw []byte, v any) error  { return json.Unmarshal(raw, v) }
-func encode(v any) ([]byte, error)    { return json.Marshal(v) }
-func validName(name string) bool      { return name != "" && strings.IndexFunc(name, notWord) < 0 }
+func polKey(id string) string        { return "pol/" + id }
+func codeKey(id string) string       { return "code/" + id }
+func nameIx(org string) string       { return "ix/" + org + "/" }
+func countKey(org string) string     { return "count/" + org }
+func setKey(id string) string        { return "set/" + id }
+func setNames(org string) string     { return "setname/" + org + "/" }
+func orgSets(org string) string      { return "orgset/" + org + "/" }
+func resource(org string) string     { return "organizations/" + org + "/policies" }
+func fold(name string) string        { return strings.ToLower(name) }
+func validID(id string) bool         { return id != "" && !strings.Contains(id, "/") }
+func notFound(what string) error     { return fmt.Errorf("no %s: %w", what, keel.ErrNotFound) }
+func ms(t time.Time) time.Time       { return t.UTC().Truncate(time.Millisecond) }
+func isNotFound(err error) bool      { return errors.Is(err, storage.ErrNotFound) }
+func decode(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+func encode(v any) ([]byte, error)   { return json.Marshal(v) }
+func validName(name string) bool     { return name != "" && strings.IndexFunc(name, notWord) < 0 }
 func notWord(c rune) bool {
 	return !(c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9'))
+}
+
+// keysUnder returns the keys under prefix, without it, in order; never
+// nil.
+func keysUnder(tx storage.Tx, prefix string) ([]string, error) {
+	keys := []string{}
+	err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
+		keys = append(keys, k[len(prefix):])
+		return nil
+	})
+	return keys, err
 }
 
 // newID returns an id of HCP Terraform's form (project.NewID).
@@ -304,12 +313,7 @@ func (s *Service) visible(ctx context.Context, tx storage.Tx, live exists, id st
 }
 
 func (s *Service) public(tx storage.Tx, rec *record) (Policy, error) {
-	sets := []string{}
-	prefix := policySets(rec.ID)
-	err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
-		sets = append(sets, k[len(prefix):])
-		return nil
-	})
+	sets, err := keysUnder(tx, SetPolicies.memberSide(rec.ID))
 	if err != nil {
 		return Policy{}, err
 	}

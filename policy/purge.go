@@ -26,12 +26,9 @@ func (s *Service) purge(ctx context.Context, org string, store storage.Store) er
 	}
 	var sets []string
 	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		sets = sets[:0]
-		prefix := orgSets(org)
-		return tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-			sets = append(sets, key[len(prefix):])
-			return nil
-		})
+		var err error
+		sets, err = keysUnder(tx, orgSets(org))
+		return err
 	})
 	if err != nil {
 		return err

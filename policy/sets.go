@@ -10,84 +10,8 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage"
 )
-
-// SetMembers is a kind of member of a policy set.
-type SetMembers uint8
-
-// The kinds of member of a policy set.
-const (
-	// SetPolicies are the policies of a set; each is of the set's kind.
-	SetPolicies SetMembers = iota + 1
-	// SetWorkspaces are the workspaces a set is attached to.
-	SetWorkspaces
-	// SetProjects are the projects a set is attached to.
-	SetProjects
-	// SetWorkspaceExclusions are the workspaces a set does not apply to,
-	// though it is global or attached to their project.
-	SetWorkspaceExclusions
-)
-
-// setMembers lists every kind of member, in the order of PolicySet's
-// lists.
-var setMembers = [...]SetMembers{SetPolicies, SetWorkspaces, SetProjects, SetWorkspaceExclusions}
-
-// String returns the kind's name in words ("policies", "workspace
-// exclusions").
-func (m SetMembers) String() string {
-	switch m {
-	case SetPolicies:
-		return "policies"
-	case SetWorkspaces:
-		return "workspaces"
-	case SetProjects:
-		return "projects"
-	case SetWorkspaceExclusions:
-		return "workspace exclusions"
-	}
-	return fmt.Sprintf("SetMembers(%d)", uint8(m))
-}
-
-// one names one member of the kind ("policy", "workspace").
-func (m SetMembers) one() string {
-	switch m {
-	case SetPolicies:
-		return "policy"
-	case SetProjects:
-		return "project"
-	}
-	return "workspace"
-}
-
-func (m SetMembers) valid() bool { return m >= SetPolicies && m <= SetWorkspaceExclusions }
-
-// setSide is the prefix of the edges of set of kind m, seen from the set;
-// memberSide the prefix of the same edges seen from the member id.
-func (m SetMembers) setSide(set string) string {
-	switch m {
-	case SetPolicies:
-		return setPolicies(set)
-	case SetWorkspaces:
-		return "setws/" + set + "/"
-	case SetProjects:
-		return "setprj/" + set + "/"
-	}
-	return "setwsx/" + set + "/"
-}
-
-func (m SetMembers) memberSide(id string) string {
-	switch m {
-	case SetPolicies:
-		return policySets(id)
-	case SetWorkspaces:
-		return "wsset/" + id + "/"
-	case SetProjects:
-		return "prjset/" + id + "/"
-	}
-	return "wsxset/" + id + "/"
-}
 
 // Defaults of a policy set's settings, as HCP Terraform's.
 const (
@@ -131,33 +55,6 @@ type PolicySet struct {
 	UpdatedAt time.Time
 }
 
-// Members returns the list of the members of kind m.
-func (p *PolicySet) Members(m SetMembers) []string {
-	switch m {
-	case SetPolicies:
-		return p.PolicyIDs
-	case SetWorkspaces:
-		return p.WorkspaceIDs
-	case SetProjects:
-		return p.ProjectIDs
-	case SetWorkspaceExclusions:
-		return p.WorkspaceExclusionIDs
-	}
-	return nil
-}
-
-func (p *PolicySet) members(m SetMembers) *[]string {
-	switch m {
-	case SetPolicies:
-		return &p.PolicyIDs
-	case SetWorkspaces:
-		return &p.WorkspaceIDs
-	case SetProjects:
-		return &p.ProjectIDs
-	}
-	return &p.WorkspaceExclusionIDs
-}
-
 // SetInput is the body of a policy set's create; a nil field was not sent.
 type SetInput struct {
 	Name        *string
@@ -177,20 +74,6 @@ type SetInput struct {
 	WorkspaceExclusionIDs []string
 }
 
-// ids returns the member ids of kind m of the input, and the Go name of
-// their field.
-func (in *SetInput) ids(m SetMembers) ([]string, string) {
-	switch m {
-	case SetPolicies:
-		return in.PolicyIDs, "PolicyIDs"
-	case SetWorkspaces:
-		return in.WorkspaceIDs, "WorkspaceIDs"
-	case SetProjects:
-		return in.ProjectIDs, "ProjectIDs"
-	}
-	return in.WorkspaceExclusionIDs, "WorkspaceExclusionIDs"
-}
-
 // SetUpdate is the body of a policy set's update; a nil field was not
 // sent. The kind cannot change; members change through AddSetMembers and
 // RemoveSetMembers.
@@ -203,30 +86,6 @@ type SetUpdate struct {
 	PolicyToolVersion    *string
 	PolicyUpdatePatterns *[]string
 	PoliciesPath         *string
-}
-
-// setCounts are the numbers of members of a set, by kind.
-type setCounts struct {
-	Policies            int `json:"policies"`
-	Workspaces          int `json:"workspaces"`
-	Projects            int `json:"projects"`
-	WorkspaceExclusions int `json:"workspace_exclusions"`
-}
-
-func (c *setCounts) of(m SetMembers) *int {
-	switch m {
-	case SetPolicies:
-		return &c.Policies
-	case SetWorkspaces:
-		return &c.Workspaces
-	case SetProjects:
-		return &c.Projects
-	}
-	return &c.WorkspaceExclusions
-}
-
-func (c *setCounts) total() int {
-	return c.Policies + c.Workspaces + c.Projects + c.WorkspaceExclusions
 }
 
 type setRecord struct {
@@ -277,45 +136,6 @@ func putSet(tx storage.Tx, rec *setRecord) error {
 		return fmt.Errorf("encode policy set %q: %v: %w", rec.ID, err, keel.ErrInternal)
 	}
 	return tx.Put(setKey(rec.ID), raw)
-}
-
-// counts returns the counts of rec, counting its edges for a set stored
-// before counts were kept.
-func counts(tx storage.Tx, rec *setRecord) (*setCounts, error) {
-	if rec.Counts != nil {
-		return rec.Counts, nil
-	}
-	c := &setCounts{}
-	for _, m := range setMembers {
-		err := tx.Scan(m.setSide(rec.ID), storage.ScanOptions{KeysOnly: true}, func(string, []byte) error {
-			*c.of(m)++
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	rec.Counts = c
-	return c, nil
-}
-
-// join makes member a member of kind m of set (edges only).
-func join(tx storage.Tx, m SetMembers, set, member string) error {
-	if err := tx.Put(m.setSide(set)+member, nil); err != nil {
-		return err
-	}
-	return tx.Put(m.memberSide(member)+set, nil)
-}
-
-// leave removes the edges of join.
-func leave(tx storage.Tx, m SetMembers, set, member string) error {
-	if err := tx.Delete(m.setSide(set) + member); err != nil && !isNotFound(err) {
-		return err
-	}
-	if err := tx.Delete(m.memberSide(member) + set); err != nil && !isNotFound(err) {
-		return err
-	}
-	return nil
 }
 
 // The transaction costs of the set operations, from which the limits are
@@ -404,17 +224,8 @@ func (s *Service) visibleSet(ctx context.Context, tx storage.Tx, live exists, id
 // publicSet returns rec with its members, read from the set's edges.
 func publicSet(tx storage.Tx, rec *setRecord) (PolicySet, error) {
 	out := setOf(rec)
-	for _, m := range setMembers {
-		list := []string{}
-		prefix := m.setSide(rec.ID)
-		err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
-			list = append(list, k[len(prefix):])
-			return nil
-		})
-		if err != nil {
-			return PolicySet{}, err
-		}
-		*out.members(m) = list
+	if err := readMembers(tx, &out); err != nil {
+		return PolicySet{}, err
 	}
 	return out, nil
 }
@@ -465,53 +276,6 @@ func checkIndexed(tx storage.Tx) error {
 	return err
 }
 
-// checkMember records in v, on field, why id cannot be a member of kind m
-// of a set of org and kind, reading its record: it must exist and be of
-// org, and a policy must be of the set's kind. A workspace or project the
-// caller may not read (read on project.WorkspaceResource or
-// project.ProjectResource) is recorded as a missing one, so that the
-// answer does not tell whether it exists.
-func (s *Service) checkMember(ctx context.Context, v *keel.Validation, tx storage.Tx, live exists, m SetMembers, org, kind, field, id string) error {
-	var memberOrg string
-	var err error
-	switch m {
-	case SetPolicies:
-		var p *record
-		if p, err = getRecord(tx, id); err == nil {
-			memberOrg = p.Org
-			if p.Org == org && p.Kind != kind {
-				v.Add(field, "policy %q is of kind %s, the policy set of kind %s", id, p.Kind, kind)
-				return nil
-			}
-		}
-	case SetWorkspaces, SetWorkspaceExclusions:
-		if memberOrg, err = live.WorkspaceOrg(id); err == nil && memberOrg == org {
-			err = s.readable(ctx, project.WorkspaceResource(org, id))
-		}
-	case SetProjects:
-		if memberOrg, err = live.ProjectOrg(id); err == nil && memberOrg == org {
-			err = s.readable(ctx, project.ProjectResource(org, id))
-		}
-	}
-	switch {
-	case errors.Is(err, keel.ErrNotFound) || err == nil && memberOrg != org:
-		v.Add(field, "no %s %q in %q", m.one(), id, org)
-	case err != nil:
-		return err
-	}
-	return nil
-}
-
-// readable returns nil when the caller may read resource, and
-// keel.KindNotFound when it may not.
-func (s *Service) readable(ctx context.Context, resource string) error {
-	err := keel.Authorize(ctx, s.authz, keel.CapRead, resource)
-	if errors.Is(err, keel.ErrForbidden) {
-		return notFound(resource)
-	}
-	return err
-}
-
 // CreateSet creates a policy set in org with the members of in (see the
 // package's rules). The organization must exist and the caller must hold
 // manage-policies on it; otherwise keel.KindNotFound. A set of more than
@@ -536,8 +300,8 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 		v.Add("Kind", "must be sentinel or opa")
 	}
 	global := in.Global != nil && *in.Global
-	if global && (len(in.WorkspaceIDs) > 0 || len(in.ProjectIDs) > 0) {
-		v.Add("Global", "a global policy set is attached to no workspace or project")
+	if global && in.attaches() {
+		v.Add("Global", "%s", notAttached())
 	}
 	if in.PolicyToolVersion != nil && *in.PolicyToolVersion == "" {
 		v.Add("PolicyToolVersion", "must not be empty")
@@ -555,28 +319,12 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 		rec.PolicyUpdatePatterns = slices.Clone(*in.PolicyUpdatePatterns)
 	}
 	// The members, de-duplicated, with the index of each in its field.
-	type member struct {
-		id    string
-		field string
-	}
-	members := map[SetMembers][]member{}
-	total := 0
-	for _, m := range setMembers {
-		ids, field := in.ids(m)
-		seen := map[string]bool{}
-		for i, id := range ids {
-			if !seen[id] {
-				seen[id] = true
-				members[m] = append(members[m], member{id, fmt.Sprintf("%s[%d]", field, i)})
-			}
-		}
-		*rec.Counts.of(m) = len(members[m])
-		total += len(members[m])
-	}
-	invalid := v.Err()
-	var tooLarge error
-	if most := s.MaxSetMembers(); total > most {
-		tooLarge = s.tooLarge("policy set members", total, most)
+	members := inputMembers(&in, rec.Counts)
+	// A broken rule, else too many members: refused once the organization
+	// is known to exist.
+	refused := v.Err()
+	if total, most := rec.Counts.total(), s.MaxSetMembers(); refused == nil && total > most {
+		refused = s.tooLarge("policy set members", total, most)
 	}
 	var out PolicySet
 	err := s.indexed(ctx, func() error {
@@ -584,11 +332,8 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 			if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 				return err
 			}
-			if invalid != nil {
-				return invalid
-			}
-			if tooLarge != nil {
-				return tooLarge
+			if refused != nil {
+				return refused
 			}
 			if err := checkIndexed(tx); err != nil {
 				return err
@@ -599,28 +344,12 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 			} else if !isNotFound(err) {
 				return err
 			}
-			var v keel.Validation
-			for _, m := range setMembers {
-				for _, mb := range members[m] {
-					if err := s.checkMember(ctx, &v, tx, live, m, org, kind, mb.field, mb.id); err != nil {
-						return err
-					}
-				}
-			}
-			if err := v.Err(); err != nil {
+			if err := s.checkMembers(ctx, tx, live, members, org, kind); err != nil {
 				return err
 			}
 			out = setOf(&rec)
-			for _, m := range setMembers {
-				list := []string{}
-				for _, mb := range members[m] {
-					if err := join(tx, m, rec.ID, mb.id); err != nil {
-						return err
-					}
-					list = append(list, mb.id)
-				}
-				slices.Sort(list)
-				*out.members(m) = list
+			if err := joinMembers(tx, members, &out); err != nil {
+				return err
 			}
 			if err := putSet(tx, &rec); err != nil {
 				return err
@@ -685,8 +414,8 @@ func (s *Service) UpdateSet(ctx context.Context, id string, in SetUpdate) (Polic
 			if err != nil {
 				return err
 			}
-			if in.Global != nil && *in.Global && (c.Workspaces > 0 || c.Projects > 0) {
-				return keel.Invalid("Global", "a global policy set is attached to no workspace or project: remove its %d workspaces and %d projects first", c.Workspaces, c.Projects)
+			if n, words := c.attached(); in.Global != nil && *in.Global && n > 0 {
+				return keel.Invalid("Global", "%s: remove its %s first", notAttached(), words)
 			}
 			if in.Name != nil && *in.Name != rec.Name {
 				if err := s.rename(tx, rec, *in.Name); err != nil {
@@ -767,16 +496,8 @@ func (s *Service) DeleteSet(ctx context.Context, id string) error {
 			if err := checkIndexed(tx); err != nil {
 				return err
 			}
-			set, err := publicSet(tx, rec)
-			if err != nil {
+			if err := leaveSet(tx, id); err != nil {
 				return err
-			}
-			for _, m := range setMembers {
-				for _, member := range set.Members(m) {
-					if err := leave(tx, m, id, member); err != nil {
-						return err
-					}
-				}
 			}
 			if err := deleteName(tx, rec); err != nil {
 				return err
@@ -787,169 +508,6 @@ func (s *Service) DeleteSet(ctx context.Context, id string) error {
 			return tx.Delete(setKey(id))
 		})
 	})
-}
-
-// AddSetMembers makes the members ids (de-duplicated) members of kind m
-// of the set id, all or none, and sets UpdatedAt. Each must exist and be
-// of the set's organization, a policy of the set's kind ("IDs[<i>]");
-// workspaces and projects cannot be attached to a global set ("IDs");
-// members already in the set stay. A set that would have more than
-// MaxSetMembers members is keel.KindTooLarge.
-func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, ids []string) error {
-	return s.changeMembers(ctx, id, m, ids, true)
-}
-
-// RemoveSetMembers removes the members ids of kind m from the set id and
-// sets UpdatedAt; an id that is not a member of that kind is ignored, so
-// that removing twice, or after the member's deletion, succeeds. More
-// distinct ids than MaxSetMembers (more than any set holds) are
-// keel.KindTooLarge, refused before anything is written.
-func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) error {
-	return s.changeMembers(ctx, id, m, ids, false)
-}
-
-func (s *Service) changeMembers(ctx context.Context, id string, m SetMembers, ids []string, add bool) error {
-	if !m.valid() {
-		return keel.Invalid("Members", "unknown kind of member %d", uint8(m))
-	}
-	if len(ids) == 0 {
-		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
-			if _, err := s.visibleSet(ctx, tx, live, id); err != nil {
-				return err
-			}
-			return keel.Invalid("IDs", "at least one is required")
-		})
-	}
-	type member struct {
-		id    string
-		field string
-	}
-	var list []member
-	seen := map[string]bool{}
-	for i, x := range ids {
-		if !seen[x] {
-			seen[x] = true
-			list = append(list, member{x, fmt.Sprintf("IDs[%d]", i)})
-		}
-	}
-	most := s.MaxSetMembers()
-	now := ms(s.clock.Now())
-	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
-		rec, err := s.visibleSet(ctx, tx, live, id)
-		if err != nil {
-			return err
-		}
-		if len(list) > most {
-			// A set has at most most members, and each id is read.
-			return s.tooLarge("policy set members", len(list), most)
-		}
-		if add && rec.Global && (m == SetWorkspaces || m == SetProjects) {
-			return keel.Invalid("IDs", "a global policy set is attached to no workspace or project")
-		}
-		c, err := counts(tx, rec)
-		if err != nil {
-			return err
-		}
-		var v keel.Validation
-		var change []string
-		for _, mb := range list {
-			if !validID(mb.id) {
-				if add {
-					v.Add(mb.field, "no %s %q", m.one(), mb.id)
-				}
-				continue
-			}
-			_, err := tx.Get(m.setSide(id) + mb.id)
-			in := err == nil
-			if err != nil && !isNotFound(err) {
-				return err
-			}
-			if add && !in {
-				if err := s.checkMember(ctx, &v, tx, live, m, rec.Org, rec.kind(), mb.field, mb.id); err != nil {
-					return err
-				}
-			}
-			if in != add {
-				change = append(change, mb.id)
-			}
-		}
-		if err := v.Err(); err != nil {
-			return err
-		}
-		if n := c.total() + len(change); add && n > most {
-			return s.tooLarge("policy set members", n, most)
-		}
-		for _, member := range change {
-			if add {
-				err = join(tx, m, id, member)
-				*c.of(m)++
-			} else {
-				err = leave(tx, m, id, member)
-				*c.of(m)--
-			}
-			if err != nil {
-				return err
-			}
-		}
-		rec.UpdatedAt = now
-		return putSet(tx, rec)
-	})
-}
-
-// leaveAll removes member, of kind m, from every set it is a member of,
-// updating their counts: the deletion of a policy (Delete), a workspace or
-// a project (forget). A member of more than MaxMemberSets sets (with the
-// kinds of also) is keel.KindTooLarge.
-func (s *Service) leaveAll(tx storage.Tx, member string, kinds ...SetMembers) error {
-	type edge struct {
-		m   SetMembers
-		set string
-	}
-	var edges []edge
-	for _, m := range kinds {
-		prefix := m.memberSide(member)
-		err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
-			edges = append(edges, edge{m, k[len(prefix):]})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if most := s.MaxMemberSets(); len(edges) > most {
-		return s.tooLarge(fmt.Sprintf("policy sets of %q to leave (remove it from some first)", member), len(edges), most)
-	}
-	for _, e := range edges {
-		if err := leave(tx, e.m, e.set, member); err != nil {
-			return err
-		}
-		rec, err := getSet(tx, e.set)
-		if errors.Is(err, keel.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if rec.Counts != nil {
-			*rec.Counts.of(e.m) = max(*rec.Counts.of(e.m)-1, 0)
-			if err := putSet(tx, rec); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// forget is the project.ForgetFunc New registers: a deleted workspace or
-// project leaves every set, in the catalog's transaction.
-func (s *Service) forget(_ context.Context, tx storage.Tx, f project.Forgotten) error {
-	switch f.Kind {
-	case project.ForgetWorkspace:
-		return s.leaveAll(tx, f.ID, SetWorkspaces, SetWorkspaceExclusions)
-	case project.ForgetProject:
-		return s.leaveAll(tx, f.ID, SetProjects)
-	}
-	return nil
 }
 
 // SetListOptions are the query parameters of a policy set list.
