@@ -56,7 +56,7 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Service, er
 		o = *opts
 	}
 	if err := storage.CheckRoot(store, o.Authorizer, []storage.Part{
-		{Prefix: catalogPrefix, Kind: "project"},
+		{Prefix: catalogPrefix, Kind: project.ClaimKind},
 		{Prefix: policyPrefix, Kind: policy.ClaimKind},
 	}, nil); err != nil {
 		return nil, fmt.Errorf("governance: open: %w", err)
@@ -64,7 +64,10 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Service, er
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	catalog := project.New(storage.Sub(store, catalogPrefix), &project.Options{Authorizer: o.Authorizer, Clock: o.Clock})
+	catalog, err := project.New(storage.Sub(store, catalogPrefix), &project.Options{Authorizer: o.Authorizer, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("governance: open: %w", err)
+	}
 	policies, err := policy.New(storage.Sub(store, policyPrefix), &policy.Options{
 		Authorizer: o.Authorizer, Clock: o.Clock, Organizations: catalog,
 	})

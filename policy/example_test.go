@@ -19,7 +19,10 @@ func Example() {
 
 	// Each service keeps its keys in a view of the store its caller
 	// chooses; the two views do not overlap.
-	orgs := project.New(storage.Sub(store, "project/"), nil)
+	orgs, err := project.New(storage.Sub(store, "project/"), nil)
+	if err != nil {
+		panic(err)
+	}
 	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Organizations: orgs})
 	if err != nil {
 		panic(err)

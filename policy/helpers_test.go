@@ -33,7 +33,10 @@ func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func
 		store = wrap(raw)
 	}
 	clock := keel.NewFakeClock(t0)
-	cat := project.New(storage.Sub(store, "project/"), &project.Options{Clock: clock})
+	cat, err := project.New(storage.Sub(store, "project/"), &project.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,10 @@ type services struct {
 
 func build(t testing.TB, store storage.Store) services {
 	t.Helper()
-	cat := project.New(storage.Sub(store, "project/"), nil)
+	cat, err := project.New(storage.Sub(store, "project/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pol, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Organizations: cat})
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +300,10 @@ func TestPolicyDeletionStoppedMidway(t *testing.T) {
 // the catalog, and fails when their stores cannot share a transaction.
 func TestNewRefusesViewsItCannotJoin(t *testing.T) {
 	root, other := memstore.New(nil), memstore.New(nil)
-	cat := project.New(storage.Sub(root, "project/"), nil)
+	cat, err := project.New(storage.Sub(root, "project/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		store storage.Store

@@ -41,18 +41,35 @@ type Catalog struct {
 // "project/"), and the services that keep data per organization (policy)
 // views of the same root beside it (see Register). New reads nothing from
 // the store.
-func New(store storage.Store, opts *Options) *Catalog {
+//
+// New fails with an error of kind keel.KindInvalid, naming Store, when
+// store is nil or is a part of a store that a composition root gave to
+// another kind of component (storage.CheckClaim).
+func New(store storage.Store, opts *Options) (*Catalog, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	var v keel.Validation
+	if store == nil {
+		v.Add("Store", "is required")
+	} else if err := storage.CheckClaim(store, ClaimKind); err != nil {
+		v.Add("Store", "%s", keel.FieldErrors(err)[0].Rule)
+	}
+	if err := v.Err(); err != nil {
+		return nil, fmt.Errorf("project: %w", err)
 	}
 	return &Catalog{
 		store:    store,
 		authz:    o.Authorizer,
 		clock:    keel.ClockOrSystem(o.Clock),
 		services: map[string]*Registration{},
-	}
+	}, nil
 }
+
+// ClaimKind is the kind of component a composition root claims the
+// catalog's part of the store for (storage.Claim).
+const ClaimKind = "project"
 
 // Organization is an organization as read.
 type Organization struct {

@@ -138,7 +138,10 @@ func TestAccessCleanupStoppedMidway(t *testing.T) {
 	}
 
 	fs.Reset()
-	c := New(storage.Sub(fs, "project/"), nil)
+	c, err := New(storage.Sub(fs, "project/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.FinishDeletions(context.Background()); err != nil {
 		t.Fatal(err)
 	}

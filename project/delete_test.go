@@ -183,7 +183,10 @@ func stopMidway(t *testing.T) (*faultstore.Store, *memstore.Store, *Catalog, old
 	mem := memstore.New(&memstore.Options{Limits: storage.Limits{MaxTxOps: 4, MaxTxReads: 5}})
 	t.Cleanup(func() { mem.Close() })
 	fs := faultstore.New(mem)
-	c := New(storage.Sub(fs, "project/"), nil)
+	c, err := New(storage.Sub(fs, "project/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +242,10 @@ func TestDeletionStoppedMidway(t *testing.T) {
 			return c
 		}, 3},
 		{"finish in a new process", func(t *testing.T, fs *faultstore.Store, _ *Catalog) *Catalog {
-			c := New(storage.Sub(fs, "project/"), nil)
+			c, err := New(storage.Sub(fs, "project/"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := c.FinishDeletions(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +321,10 @@ func TestLateFinisherSparesNewOrganization(t *testing.T) {
 func TestRegisterRefusesViewsItCannotJoin(t *testing.T) {
 	root := memstore.New(nil)
 	other := memstore.New(nil)
-	c := New(storage.Sub(root, "project/"), nil)
+	c, err := New(storage.Sub(root, "project/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	purge := func(context.Context, string, storage.Store) error { return nil }
 	if _, err := c.Register(storage.Sub(root, "policy/"), purge); err != nil {
 		t.Fatal(err)
@@ -359,7 +368,10 @@ func TestPendingDeletionWaitsForItsServices(t *testing.T) {
 			_, err := storage.DeletePrefix(ctx, store, org+"/")
 			return err
 		}
-		c := New(storage.Sub(fs, "project/"), nil)
+		c, err := New(storage.Sub(fs, "project/"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		reg, err := c.Register(svc, purge)
 		if err != nil {
 			t.Fatal(err)
@@ -390,7 +402,10 @@ func TestPendingDeletionWaitsForItsServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		restarted := New(storage.Sub(fs, "project/"), nil)
+		restarted, err := New(storage.Sub(fs, "project/"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := restarted.CreateOrganization(root(), "acme", "", nil); !errors.Is(err, keel.ErrConflict) {
 			t.Fatalf("create without the service: %v", err)
 		}

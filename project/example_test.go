@@ -17,7 +17,10 @@ func Example() {
 	defer store.Close()
 
 	// The catalog keeps its keys in the view of the store it is given.
-	cat := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
+	cat, err := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
+	if err != nil {
+		panic(err)
+	}
 	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test", nil)
 	if err != nil {
 		panic(err)

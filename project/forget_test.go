@@ -7,8 +7,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -19,7 +21,10 @@ import (
 func TestOnForget(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		store := open(t)
-		c := New(storage.Sub(store, "project/"), nil)
+		c, err := New(storage.Sub(store, "project/"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		reg, err := c.Register(storage.Sub(store, "svc/"), func(context.Context, string, storage.Store) error { return nil })
 		if err != nil {
 			t.Fatal(err)
@@ -71,4 +76,23 @@ func TestOnForget(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNewRefusesItsStore: New refuses a nil store, and a part of a store
+// a composition root gave to another kind of component, naming Store.
+func TestNewRefusesItsStore(t *testing.T) {
+	if _, err := New(nil, nil); keel.KindOf(err) != keel.KindInvalid || len(keel.FieldErrors(err)) != 1 || keel.FieldErrors(err)[0].Field != "Store" {
+		t.Errorf("New(nil): %v, want Invalid naming Store", err)
+	}
+	root := memstore.New(nil)
+	defer root.Close()
+	if err := storage.Claim(storage.Sub(root, "policy/"), "policy"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(storage.Sub(root, "policy/x/"), nil); keel.KindOf(err) != keel.KindInvalid || keel.FieldErrors(err)[0].Field != "Store" {
+		t.Errorf("New inside the policies' part: %v, want Invalid naming Store", err)
+	}
+	if _, err := New(storage.Sub(root, "project/"), nil); err != nil {
+		t.Errorf("New over a part of its own: %v", err)
+	}
 }

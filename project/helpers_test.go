@@ -33,7 +33,11 @@ func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func
 		store = wrap(raw)
 	}
 	clock := keel.NewFakeClock(t0)
-	e := &env{c: New(storage.Sub(store, "project/"), &Options{Authorizer: authz, Clock: clock}), raw: raw, clock: clock}
+	c, err := New(storage.Sub(store, "project/"), &Options{Authorizer: authz, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{c: c, raw: raw, clock: clock}
 	org, err := e.c.CreateOrganization(root(), "acme", "ops@acme.test", nil)
 	if err != nil {
 		t.Fatalf("create organization: %v", err)

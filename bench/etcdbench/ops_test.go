@@ -375,7 +375,10 @@ func setupMoveWorkspaces(tb testing.TB, client *clientv3.Client) op {
 	tb.Helper()
 	ctx := context.Background()
 	keelPrefix, rawPrefix := prefixes(tb, client)
-	c := project.New(storage.Sub(newStore(tb, client, keelPrefix), projectData), nil)
+	c, err := project.New(storage.Sub(newStore(tb, client, keelPrefix), projectData), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	org, err := c.CreateOrganization(ctx, "acme", "admin@acme.example", nil)
 	if err != nil {
 		tb.Fatal(err)

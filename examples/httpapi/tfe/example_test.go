@@ -20,7 +20,10 @@ func Example() {
 	// Each service keeps its keys in a view of the store; New registers
 	// the policies with the catalog, whose organization deletion then
 	// deletes them too.
-	catalog := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
+	catalog, err := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
+	if err != nil {
+		panic(err)
+	}
 	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Organizations: catalog})
 	if err != nil {
 		panic(err)

@@ -45,7 +45,10 @@ func newServer(t testing.TB) *server {
 		t.Fatal(err)
 	}
 	clock := keel.NewFakeClock(t0)
-	catalog := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
+	catalog, err := project.New(storage.Sub(store, "project/"), &project.Options{Authorizer: authz, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Authorizer: authz, Clock: clock, Organizations: catalog})
 	if err != nil {
 		t.Fatal(err)
