@@ -2,12 +2,11 @@ package lease
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/randid"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -36,8 +35,6 @@ type IssueRequest struct {
 
 // idRandLen is the number of random base62 characters of a lease id.
 const idRandLen = 24
-
-const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // issue stores a new lease for req in a transaction of its own and wakes
 // the worker, unless the worker already sleeps until a time no later than
@@ -89,14 +86,10 @@ func (m *Manager) newEntry(req IssueRequest) (entry, error) {
 		ttl = mt.cfg.DefaultTTL
 	}
 	ttl = min(ttl, maxTTL)
-	suffix, err := randomID()
-	if err != nil {
-		return entry{}, fmt.Errorf("lease: issue: random id: %w: %w", err, keel.ErrUnavailable)
-	}
 	now := m.now()
 	e := entry{
 		Lease: Lease{
-			ID:          req.Path + "/" + suffix,
+			ID:          req.Path + "/" + randid.String(randid.Base62, idRandLen),
 			Path:        req.Path,
 			Mount:       name,
 			IssueTime:   now,
@@ -112,29 +105,6 @@ func (m *Manager) newEntry(req IssueRequest) (entry, error) {
 		e.Data = append([]byte(nil), req.Data...)
 	}
 	return e, nil
-}
-
-// randomID returns idRandLen base62 characters from crypto/rand, without
-// modulo bias: bytes of 248 and above (62*4) are drawn again.
-func randomID() (string, error) {
-	var b strings.Builder
-	b.Grow(idRandLen)
-	var buf [idRandLen + idRandLen/2]byte
-	for b.Len() < idRandLen {
-		if _, err := rand.Read(buf[:]); err != nil {
-			return "", err
-		}
-		for _, c := range buf {
-			if c >= 248 {
-				continue
-			}
-			b.WriteByte(base62[c%62])
-			if b.Len() == idRandLen {
-				break
-			}
-		}
-	}
-	return b.String(), nil
 }
 
 // putEntry writes e (with its ID) and its index entries through tx, moving

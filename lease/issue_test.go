@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -124,47 +123,6 @@ func TestIssueID(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestRandomIDUsesWholeAlphabet(t *testing.T) {
-	counts := map[rune]int{}
-	for range 400 {
-		id, err := randomID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range id {
-			counts[r]++
-		}
-	}
-	if len(counts) != 62 {
-		t.Fatalf("%d distinct characters in 9,600, want 62", len(counts))
-	}
-}
-
-// TestRandomIDHasNoModuloBias checks that the first 8 characters of the
-// alphabet, which a plain byte%62 would favour by 25% (5 of 256 byte
-// values each instead of 4), come no more often than the others.
-func TestRandomIDHasNoModuloBias(t *testing.T) {
-	var low, high int
-	for range 5000 {
-		id, err := randomID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range len(id) {
-			if strings.IndexByte(base62, id[i]) < 8 {
-				low++
-			} else {
-				high++
-			}
-		}
-	}
-	// Per character: low/8 against high/54; unbiased the ratio is 1 with
-	// a standard deviation near 1%; biased it is 1.25.
-	if ratio := (float64(low) / 8) / (float64(high) / 54); ratio > 1.1 {
-		t.Fatalf("first characters %.2f times as frequent as the others", ratio)
-	}
 }
 
 func TestIssueInvalid(t *testing.T) {

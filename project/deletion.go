@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/randid"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -223,7 +224,7 @@ func (c *Catalog) registered() map[string]*Registration {
 // organization gets keel.KindNotFound, and the store is left as it was.
 func (c *Catalog) startDeletion(ctx context.Context, name string) (deletion, error) {
 	services := slices.Sorted(maps.Keys(c.registered()))
-	fresh := deletion{ID: randomChars(16), Services: services}
+	fresh := deletion{ID: randid.String(randid.Base58, 16), Services: services}
 	var d deletion
 	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		pending, err := getDeletion(tx, name)

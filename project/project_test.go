@@ -9,6 +9,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/randid"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -464,7 +465,7 @@ func TestNewIDIsHCPForm(t *testing.T) {
 			seen[id[i]] = true
 		}
 	}
-	if len(seen) != len(idAlphabet) {
-		t.Fatalf("%d of the %d characters drawn", len(seen), len(idAlphabet))
+	if len(seen) != len(randid.Base58) {
+		t.Fatalf("%d of the %d characters drawn", len(seen), len(randid.Base58))
 	}
 }

@@ -1,7 +1,6 @@
 package project
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/randid"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -207,33 +207,13 @@ func keysUnder(tx storage.Tx, prefix string) ([]string, error) {
 	return out, err
 }
 
-// idAlphabet is base58 (digits and letters without 0, O, I and l), the
-// alphabet of HCP Terraform's ids: clients tell an id from a name by it
-// (the tfe provider's import reads "team-" and 16 base58 characters as an
-// id, anything else as a name).
-const idAlphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
 // NewID returns prefix followed by "-" and 16 random base58 characters,
-// the form of HCP Terraform's ids ("prj-", "ws-", "team-", "pol-").
+// the form of HCP Terraform's ids ("prj-", "ws-", "team-", "pol-"). base58
+// (digits and letters without 0, O, I and l) is their alphabet: clients
+// tell an id from a name by it (the tfe provider's import reads "team-"
+// and 16 base58 characters as an id, anything else as a name).
 func NewID(prefix string) string {
-	return prefix + "-" + randomChars(16)
-}
-
-// randomChars returns n characters of idAlphabet drawn uniformly from
-// crypto/rand: bytes from 232 (4×58) up are drawn again, so that no
-// character is likelier than another.
-func randomChars(n int) string {
-	out := make([]byte, 0, n)
-	var buf [32]byte
-	for len(out) < n {
-		_, _ = rand.Read(buf[:]) // crypto/rand.Read never fails
-		for _, c := range buf {
-			if c < 4*byte(len(idAlphabet)) && len(out) < n {
-				out = append(out, idAlphabet[int(c)%len(idAlphabet)])
-			}
-		}
-	}
-	return string(out)
+	return prefix + "-" + randid.String(randid.Base58, 16)
 }
 
 // Resources the Authorizer is asked about.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/vault"
+	"github.com/keelhq/keel/internal/randid"
 )
 
 // The headers a token may come in (see requestToken for their order).
@@ -115,23 +115,8 @@ func rootPrincipal() keel.Principal {
 	return keel.Principal{ID: "root", DisplayName: "root", Policies: []string{keel.RootPolicy}}
 }
 
-const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
 // newRootToken returns "kr." and 24 random base62 characters (about 143
-// bits), drawn from crypto/rand without bias.
+// bits).
 func newRootToken() string {
-	out := make([]byte, 0, 3+24)
-	out = append(out, "kr."...)
-	var buf [32]byte
-	for len(out) < cap(out) {
-		rand.Read(buf[:]) // never fails: crypto/rand crashes the program instead
-		for _, b := range buf {
-			// 248 is the largest multiple of 62 that fits a byte: taking
-			// only bytes below it keeps every character equally likely.
-			if b < 248 && len(out) < cap(out) {
-				out = append(out, base62[b%62])
-			}
-		}
-	}
-	return string(out)
+	return string(randid.Append([]byte("kr."), randid.Base62, 24))
 }
