@@ -19,9 +19,12 @@ const (
 	VisibilityOrganization = "organization"
 )
 
-// OrganizationAccessNames are the organization-level permissions a team
-// may hold, by their names in HCP Terraform.
-var OrganizationAccessNames = []string{
+// OrganizationAccessNames returns the organization-level permissions a
+// team may hold, by their names in HCP Terraform, in byte order: a new
+// slice each call.
+func OrganizationAccessNames() []string { return slices.Clone(organizationAccessNames) }
+
+var organizationAccessNames = []string{
 	"access-secret-teams", "delegate-policy-overrides", "manage-agent-pools", "manage-membership",
 	"manage-modules", "manage-organization-access", "manage-policies", "manage-policy-overrides",
 	"manage-projects", "manage-providers", "manage-run-tasks", "manage-teams", "manage-vcs-settings",
@@ -58,7 +61,7 @@ func (s TeamSettings) resolved() TeamSettings {
 		s.SSOTeamID = ptrTo("")
 	}
 	access := map[string]bool{}
-	for _, n := range OrganizationAccessNames {
+	for _, n := range organizationAccessNames {
 		access[n] = s.OrganizationAccess[n]
 	}
 	s.OrganizationAccess = access
@@ -90,7 +93,7 @@ func (s TeamSettings) validate(v *keel.Validation) {
 		v.Add("Visibility", "must be %s or %s", VisibilitySecret, VisibilityOrganization)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.OrganizationAccess)) {
-		if !slices.Contains(OrganizationAccessNames, k) {
+		if !slices.Contains(organizationAccessNames, k) {
 			v.Add(fmt.Sprintf("OrganizationAccess[%q]", k), "is not an organization permission")
 		}
 	}

@@ -21,7 +21,7 @@ func TestTeamSettings(t *testing.T) {
 		}
 		s := team.Settings
 		if *s.Visibility != VisibilitySecret || !*s.AllowMemberTokenManagement || !s.OrganizationAccess["read-workspaces"] ||
-			s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(OrganizationAccessNames) {
+			s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(OrganizationAccessNames()) {
 			t.Fatalf("created %+v", s)
 		}
 		got, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("ops"), TeamSettings: TeamSettings{
