@@ -1,7 +1,7 @@
 package consul
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -39,16 +39,79 @@ type ServiceConsumer struct {
 	SamenessGroup string `json:",omitempty"`
 }
 
+// UnmarshalJSON decodes a consumer as Consul does: besides the fields of
+// ServiceConsumer, it takes Consul's aliases "peer_name" (Peer) and
+// "sameness_group" (SamenessGroup), each used when the field itself is
+// empty, and refuses any other field.
+func (c *ServiceConsumer) UnmarshalJSON(b []byte) error {
+	type plain ServiceConsumer // without this method
+	var in struct {
+		plain
+		PeerName      string `json:"peer_name"`
+		SamenessAlias string `json:"sameness_group"`
+	}
+	if err := unmarshalStrict(b, &in); err != nil {
+		return err
+	}
+	*c = ServiceConsumer(in.plain)
+	if c.Peer == "" {
+		c.Peer = in.PeerName
+	}
+	if c.SamenessGroup == "" {
+		c.SamenessGroup = in.SamenessAlias
+	}
+	return nil
+}
+
 // configSet serves PUT /v1/config: it stores an exported-services entry
-// and answers true, as Consul does. ?cas is not supported.
+// and answers true, as Consul does. ?cas is not supported. As Consul's,
+// the decoding of the body is strict: a field the entry does not have
+// answers 400 "Request decoding failed: …", but a kind other than
+// exported-services answers 400 naming Kind, whatever its fields.
 func (h *Handler) configSet(w http.ResponseWriter, r *http.Request) {
-	serve(w, r, http.MethodPut, func(ctx context.Context, in *ExportedServicesEntry) (bool, error) {
-		e, err := exportedEntry(r, in)
-		if err != nil {
-			return false, err
-		}
-		return true, h.svc.SetExportedServicesEntry(ctx, e)
-	})
+	if r.Method != http.MethodPut {
+		methodNotAllowed(w, http.MethodPut)
+		return
+	}
+	in, err := decodeEntry(w, r)
+	if err == nil {
+		err = checkToken(r)
+	}
+	var e *peering.ExportedServicesEntry
+	if err == nil {
+		e, err = exportedEntry(r, in)
+	}
+	if err == nil {
+		err = h.svc.SetExportedServicesEntry(r.Context(), e)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, true)
+}
+
+// decodeEntry reads the config entry of a PUT /v1/config. An entry of
+// another kind is returned with its Kind alone, for exportedEntry to
+// refuse; an exported-services entry is decoded strictly.
+func decodeEntry(w http.ResponseWriter, r *http.Request) (*ExportedServicesEntry, error) {
+	raw, err := readBody(w, r)
+	in := &ExportedServicesEntry{}
+	if err != nil || raw == nil {
+		return in, decodeFailed(requestDecodeFailed, err)
+	}
+	var kind struct{ Kind string }
+	if err := json.Unmarshal(raw, &kind); err != nil {
+		return nil, decodeFailed(requestDecodeFailed, err)
+	}
+	if kind.Kind != kindExportedServices {
+		in.Kind = kind.Kind
+		return in, nil
+	}
+	if err := unmarshalStrict(raw, in); err != nil {
+		return nil, decodeFailed(requestDecodeFailed, err)
+	}
+	return in, nil
 }
 
 // exportedEntry returns the peering.ExportedServicesEntry of in, the body
@@ -87,8 +150,12 @@ func (h *Handler) configGet(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "GET")
 		return
 	}
+	if err := checkToken(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	if kind := r.PathValue("kind"); kind != kindExportedServices {
-		writeError(w, keel.Invalid("kind", "config entries of kind %q are not supported; only %q", kind, kindExportedServices))
+		writeError(w, r, keel.Invalid("kind", "config entries of kind %q are not supported; only %q", kind, kindExportedServices))
 		return
 	}
 	e, idx, err := h.svc.ExportedServicesEntry(r.Context(), r.PathValue("name"))
@@ -96,7 +163,7 @@ func (h *Handler) configGet(w http.ResponseWriter, r *http.Request) {
 		if keel.KindOf(err) == keel.KindNotFound {
 			setIndex(w, idx)
 		}
-		writeError(w, err)
+		writeError(w, r, err)
 		return
 	}
 	out := &ExportedServicesEntry{

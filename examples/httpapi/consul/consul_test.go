@@ -27,7 +27,7 @@ type server struct {
 
 var tokens = map[string]keel.Principal{
 	"root-token": {ID: "root", Policies: []string{keel.RootPolicy}},
-	"web-token":  {ID: "web", Policies: []string{"web"}},
+	"web-token":  {ID: "web", ClientTokenID: "web-id", Policies: []string{"web"}},
 }
 
 func newServer(t *testing.T, dc string, clock keel.Clock) *server {
@@ -97,10 +97,14 @@ func TestPeeringWithConsulClient(t *testing.T) {
 		t.Fatalf("the other side %+v, %v", pb, err)
 	}
 
-	t.Run("used token refused with 400", func(t *testing.T) {
+	t.Run("used token refused with 403", func(t *testing.T) {
+		// Consul: 403, "a new peering token must be generated".
 		_, _, err := b.client.Peerings().Establish(ctx, api.PeeringEstablishRequest{PeerName: "again", PeeringToken: gen.PeeringToken}, nil)
-		if err == nil || !strings.Contains(err.Error(), "400") {
+		if err == nil || !strings.Contains(err.Error(), "403 (a new peering token must be generated: invalid peering establishment secret)") {
 			t.Fatalf("error %v", err)
+		}
+		if p, _, err := b.client.Peerings().Read(ctx, "again", nil); p != nil || err != nil {
+			t.Fatalf("refused establish left %+v %v", p, err)
 		}
 	})
 	t.Run("bad request 400", func(t *testing.T) {

@@ -2,6 +2,7 @@ package consul
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -36,6 +37,12 @@ func New(svc *peering.Service, opts *Options) *Handler {
 	return &Handler{svc: svc, log: o.Logger}
 }
 
+// HeaderClusterToken is the header of a client's token (Consul's
+// X-Consul-Token under the spec's name). The program maps it to the
+// request's keel.Principal; the adapter reads it only to tell a token the
+// program does not know from no token (see the package doc).
+const HeaderClusterToken = "X-Cluster-Token"
+
 // The paths of the peer-to-peer messages of HTTPTransport.
 const (
 	pathExchange  = "/v1/internal/peering/exchange"
@@ -51,7 +58,8 @@ const (
 func Prefixes() []string { return []string{"config/", "internal/", "peering/", "peerings/"} }
 
 // Register adds the handler's routes to mux: /v1/peering/token,
-// /v1/peering/establish, /v1/peering/{name}, /v1/peerings, the config
+// /v1/peering/establish, /v1/peering/{name} (and /v1/peering/ without a
+// name, which answers 400 as Consul), /v1/peerings, the config
 // entry of kind "exported-services" (PUT /v1/config, GET
 // /v1/config/exported-services/default) and the peer-to-peer paths under
 // /v1/internal/peering/. Patterns carry no
@@ -61,6 +69,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/peering/token", h.token)
 	mux.HandleFunc("/v1/peering/establish", h.establish)
 	mux.HandleFunc("/v1/peering/{name}", h.peering)
+	mux.HandleFunc("/v1/peering/{$}", noName)
 	mux.HandleFunc("/v1/peerings", h.list)
 	mux.HandleFunc("/v1/config", h.configSet)
 	mux.HandleFunc("/v1/config/{kind}/{name}", h.configGet)
@@ -86,7 +95,7 @@ type establishRequest struct {
 }
 
 func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
-	serve(w, r, http.MethodPost, func(ctx context.Context, req *tokenRequest) (map[string]string, error) {
+	serveClient(w, r, http.MethodPost, func(ctx context.Context, req *tokenRequest) (map[string]string, error) {
 		tok, err := h.svc.GenerateToken(ctx, peering.TokenRequest{
 			PeerName: req.PeerName, Partition: partition(r, req.Partition),
 			ServerExternalAddresses: req.ServerExternalAddresses, Meta: req.Meta,
@@ -95,22 +104,37 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// establish serves POST /v1/peering/establish. A token whose secret the
+// acceptor refused (used, replaced, or of a peering gone: errRefused of
+// HTTPTransport) answers 403, as Consul answers it; package peering
+// classifies it as invalid, as the token's other problems, which answer
+// 400.
 func (h *Handler) establish(w http.ResponseWriter, r *http.Request) {
-	serve(w, r, http.MethodPost, func(ctx context.Context, req *establishRequest) (struct{}, error) {
-		return struct{}{}, h.svc.Establish(ctx, peering.EstablishRequest{
+	serveClient(w, r, http.MethodPost, func(ctx context.Context, req *establishRequest) (struct{}, error) {
+		err := h.svc.Establish(ctx, peering.EstablishRequest{
 			PeerName: req.PeerName, Partition: partition(r, req.Partition),
 			PeeringToken: req.PeeringToken, Meta: req.Meta,
 		})
+		if errors.Is(err, errRefused) {
+			err = errTokenRefused
+		}
+		return struct{}{}, err
 	})
 }
+
+// noName answers /v1/peering/ (no name), whatever the method, as Consul.
+func noName(w http.ResponseWriter, r *http.Request) { writeError(w, r, errNoName) }
 
 func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	switch r.Method {
 	case http.MethodGet:
 		q, err := query(r)
+		if err == nil {
+			err = checkToken(r)
+		}
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		allowWait(w, r, q)
@@ -119,14 +143,18 @@ func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
 			setIndex(w, idx)
 		}
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		setIndex(w, idx)
 		writeJSON(w, wirePeering(p))
 	case http.MethodDelete:
-		if err := h.svc.Delete(r.Context(), name, &peering.DeleteOptions{Partition: r.URL.Query().Get("partition")}); err != nil {
-			writeError(w, err)
+		err := checkToken(r)
+		if err == nil {
+			err = h.svc.Delete(r.Context(), name, &peering.DeleteOptions{Partition: r.URL.Query().Get("partition")})
+		}
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -141,14 +169,17 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, err := query(r)
+	if err == nil {
+		err = checkToken(r)
+	}
 	if err != nil {
-		writeError(w, err)
+		writeError(w, r, err)
 		return
 	}
 	allowWait(w, r, q)
 	l, err := h.svc.List(r.Context(), q)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, r, err)
 		return
 	}
 	setIndex(w, l.Index)
@@ -172,33 +203,29 @@ func partition(r *http.Request, body string) string {
 }
 
 // query reads ?index, ?wait, ?partition; ?consistent and ?stale are
-// accepted and change nothing (every read is consistent).
+// accepted and change nothing (every read is consistent). As Consul's,
+// ?wait is a Go duration ("30s"; a number without a unit is refused) and
+// ?index a decimal integer; each answers 400 in Consul's words when it
+// does not parse ("Invalid wait time", "Invalid index"). A negative wait
+// is refused too.
 func query(r *http.Request) (*peering.QueryOptions, error) {
 	v := r.URL.Query()
 	q := &peering.QueryOptions{Partition: v.Get("partition")}
-	var errs keel.Validation
-	if s := v.Get("index"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			errs.Add("index", "invalid index %q", s)
-		}
-		q.MinIndex = n
-	}
 	if s := v.Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
-		if err != nil {
-			n, nerr := strconv.ParseUint(s, 10, 32) // plain seconds
-			if nerr != nil {
-				errs.Add("wait", "invalid wait time %q", s)
-			}
-			d = time.Duration(n) * time.Second
-		}
-		if d < 0 {
-			errs.Add("wait", "invalid wait time %q", s)
+		if err != nil || d < 0 {
+			return nil, errWait
 		}
 		q.WaitTime = d
 	}
-	return q, errs.Err()
+	if s := v.Get("index"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, errIndex
+		}
+		q.MinIndex = n
+	}
+	return q, nil
 }
 
 // AnswerMargin is the time a blocking read keeps, past its wait, to write

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +26,10 @@ type HTTPTransport struct {
 
 var _ peering.Transport = (*HTTPTransport)(nil)
 
-// Exchange implements peering.Transport.
+// Exchange implements peering.Transport. A secret the acceptor refuses
+// (403 from its exchange path) gives an error of kind keel.KindInvalid on
+// "PeeringToken", as package peering's own refusal; the Handler's
+// establish route answers it 403, as Consul.
 func (t *HTTPTransport) Exchange(ctx context.Context, addrs []string, req *peering.ExchangeRequest) (*peering.ExchangeResponse, error) {
 	var resp peering.ExchangeResponse
 	return &resp, t.post(ctx, addrs, pathExchange, req, &resp)
@@ -76,6 +80,11 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
 			continue
 		}
+		if resp.StatusCode == http.StatusForbidden && path == pathExchange {
+			// Package peering's kind for a refused secret, marked so
+			// that the establish route answers 403.
+			return fmt.Errorf("%w (%w)", keel.Invalid("PeeringToken", "peer %s: %s", addr, msg), errRefused)
+		}
 		if resp.StatusCode != http.StatusOK {
 			kind, ok := kindOf[resp.StatusCode]
 			if !ok {
@@ -97,8 +106,25 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 	return last
 }
 
+// errRefused marks the error of Exchange when the acceptor refused the
+// establishment secret (403 from its exchange path): the secret was used,
+// or replaced by a newer token, or its peering is gone. The error is of
+// kind keel.KindInvalid, as package peering's own.
+var errRefused = errors.New("the peer refused the establishment secret")
+
+// exchange serves the acceptor's side of Establish. Package peering
+// refuses a secret it does not accept (used, replaced, or of a peering
+// gone) as invalid: it answers 403, as Consul's acceptor answers
+// PermissionDenied, so that the dialer's HTTPTransport tells it from a
+// request it could not read (400).
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
-	serve(w, r, http.MethodPost, h.svc.HandleExchange)
+	serve(w, r, http.MethodPost, func(ctx context.Context, req *peering.ExchangeRequest) (*peering.ExchangeResponse, error) {
+		resp, err := h.svc.HandleExchange(ctx, req)
+		if keel.KindOf(err) == keel.KindInvalid {
+			return nil, &answer{http.StatusForbidden, err.Error()}
+		}
+		return resp, err
+	})
 }
 
 func (h *Handler) heartbeat(w http.ResponseWriter, r *http.Request) {
