@@ -12,8 +12,14 @@ import (
 func Example() {
 	ctx := context.Background()
 	net := &peering.InProcess{}
-	a := peering.New(memstore.New(nil), net, &peering.Options{Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}})
-	b := peering.New(memstore.New(nil), net, &peering.Options{Datacenter: "dc2", Addresses: []string{"10.0.0.2:8300"}})
+	a, err := peering.New(memstore.New(nil), net, &peering.Options{Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}})
+	if err != nil {
+		panic(err)
+	}
+	b, err := peering.New(memstore.New(nil), net, &peering.Options{Datacenter: "dc2", Addresses: []string{"10.0.0.2:8300"}})
+	if err != nil {
+		panic(err)
+	}
 	net.Register("10.0.0.1:8300", a)
 	net.Register("10.0.0.2:8300", b)
 

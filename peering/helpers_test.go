@@ -61,9 +61,12 @@ func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
 func (w *world) add(t testing.TB, dc, addr string, store storage.Store, authz keel.Authorizer) *cluster {
 	t.Helper()
 	t.Cleanup(func() { store.Close() })
-	svc := peering.New(storage.Sub(store, "peering/"), w.net, &peering.Options{
+	svc, err := peering.New(storage.Sub(store, "peering/"), w.net, &peering.Options{
 		Datacenter: dc, Addresses: []string{addr}, Clock: w.clock, Logger: quiet(), Authorizer: authz,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.net.Register(addr, svc)
 	return &cluster{svc: svc, store: store, addr: addr}
 }

@@ -31,7 +31,7 @@ func Open(ctx context.Context, store storage.Store, transport Transport, opts *O
 	if opts != nil {
 		o = *opts
 	}
-	if err := storage.CheckRoot(store, o.Authorizer, []storage.Part{{Prefix: storePrefix, Kind: "peering"}}, func(v *keel.Validation) {
+	if err := storage.CheckRoot(store, o.Authorizer, []storage.Part{{Prefix: storePrefix, Kind: ClaimKind}}, func(v *keel.Validation) {
 		if transport == nil {
 			v.Add("Transport", "is required")
 		}
@@ -42,7 +42,10 @@ func Open(ctx context.Context, store storage.Store, transport Transport, opts *O
 		return nil, fmt.Errorf("peering: open: %w", err)
 	}
 	view := storage.Sub(store, storePrefix)
-	s := New(view, transport, &o)
+	s, err := New(view, transport, &o)
+	if err != nil {
+		return nil, fmt.Errorf("peering: open: %w", err)
+	}
 	s.Start()
 	return s, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
@@ -26,9 +27,12 @@ func TestOpenRunsTheWorkerUntilClose(t *testing.T) {
 		clock := keel.NewFakeClock(t0)
 		net := &peering.InProcess{}
 		// The acceptor runs no worker: only the dialer's sends heartbeats.
-		a := peering.New(storage.Sub(open(t), "peering/"), net, &peering.Options{
+		a, err := peering.New(storage.Sub(open(t), "peering/"), net, &peering.Options{
 			Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}, Clock: clock, Logger: quiet(),
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		net.Register("10.0.0.1:8300", a)
 		store := open(t)
 		b, err := peering.Open(ctx, store, net, &peering.Options{
@@ -154,4 +158,26 @@ func TestOpenRefusesMissingFields(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestNewRefusesWhatItNeeds: New refuses a nil store, a nil transport, and
+// a part of a store a root gave to another kind, naming the field.
+func TestNewRefusesWhatItNeeds(t *testing.T) {
+	fields := func(err error) (out []string) {
+		for _, fe := range keel.FieldErrors(err) {
+			out = append(out, fe.Field)
+		}
+		return out
+	}
+	if _, err := peering.New(nil, nil, nil); keel.KindOf(err) != keel.KindInvalid || !slices.Equal(fields(err), []string{"Store", "Transport"}) {
+		t.Errorf("New(nil, nil): %v, want Invalid naming Store and Transport", err)
+	}
+	root := memstore.New(nil)
+	defer root.Close()
+	if err := storage.Claim(storage.Sub(root, "kv/"), "kv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peering.New(storage.Sub(root, "kv/x/"), &peering.InProcess{}, nil); !slices.Equal(fields(err), []string{"Store"}) {
+		t.Errorf("New inside kv's part: %v, want Invalid naming Store", err)
+	}
 }

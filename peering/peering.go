@@ -2,6 +2,7 @@ package peering
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -139,14 +140,34 @@ type Service struct {
 	worker *leader.Worker
 }
 
+// ClaimKind is the kind of component a composition root claims the
+// service's part of the store for (storage.Claim).
+const ClaimKind = "peering"
+
 // New returns the Service of one cluster, keeping its data in store as
 // given (a view its caller has scoped to it), and reaching peers through
 // transport. Open is the usual way: it chooses the view and starts the
 // worker.
-func New(store storage.Store, transport Transport, opts *Options) *Service {
+//
+// New fails with an error of kind keel.KindInvalid, naming the field, when
+// store or transport is nil, or store is a part of a store that a
+// composition root gave to another kind of component (storage.CheckClaim).
+func New(store storage.Store, transport Transport, opts *Options) (*Service, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	var v keel.Validation
+	if store == nil {
+		v.Add("Store", "is required")
+	} else if err := storage.CheckClaim(store, ClaimKind); err != nil {
+		v.Add("Store", "%s", keel.FieldErrors(err)[0].Rule)
+	}
+	if transport == nil {
+		v.Add("Transport", "is required")
+	}
+	if err := v.Err(); err != nil {
+		return nil, fmt.Errorf("peering: %w", err)
 	}
 	if o.Datacenter == "" {
 		o.Datacenter = "dc1"
@@ -182,7 +203,7 @@ func New(store storage.Store, transport Transport, opts *Options) *Service {
 		OnError: func(err error) { log.Error("peering worker", "error", err) },
 		Watch:   s.watchIndex,
 	})
-	return s
+	return s, nil
 }
 
 // watchIndex wakes the worker at once for every change of the peerings

@@ -78,9 +78,12 @@ func TestBlockingReadSeesAnotherServer(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open)
 		ctx := context.Background()
-		other := peering.New(storage.Sub(everystore.Another(t, w.a.store), "peering/"), w.net, &peering.Options{
+		other, err := peering.New(storage.Sub(everystore.Another(t, w.a.store), "peering/"), w.net, &peering.Options{
 			Datacenter: "dc1", Addresses: []string{"10.0.0.3:8300"}, Clock: w.clock, Logger: quiet(),
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"}); err != nil {
 			t.Fatal(err)
 		}

@@ -62,8 +62,11 @@ func TestGenerateTokenAcceptsLimits(t *testing.T) {
 
 func TestGenerateTokenNeedsAnAddress(t *testing.T) {
 	w := newWorld(t, everystore.Mem)
-	svc := peering.New(w.a.store, w.net, &peering.Options{Clock: w.clock})
-	_, err := svc.GenerateToken(context.Background(), peering.TokenRequest{PeerName: "p"})
+	svc, err := peering.New(w.a.store, w.net, &peering.Options{Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.GenerateToken(context.Background(), peering.TokenRequest{PeerName: "p"})
 	wantKind(t, err, keel.KindInvalid)
 }
 

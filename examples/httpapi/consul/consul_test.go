@@ -50,10 +50,13 @@ func newServer(t *testing.T, dc string, clock keel.Clock) *server {
 	addr := strings.TrimPrefix(s.ts.URL, "http://")
 	store := memstore.New(nil)
 	t.Cleanup(func() { store.Close() })
-	s.svc = peering.New(store, &consul.HTTPTransport{Client: s.ts.Client()}, &peering.Options{
+	s.svc, err = peering.New(store, &consul.HTTPTransport{Client: s.ts.Client()}, &peering.Options{
 		Datacenter: dc, Addresses: []string{addr}, Clock: clock, Authorizer: authz,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	consul.New(s.svc, nil).Register(mux)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "catch-all", http.StatusTeapot) })
 	s.client = newClient(t, s.ts.URL, "root-token")

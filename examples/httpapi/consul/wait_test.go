@@ -32,10 +32,13 @@ func blockingServer(t *testing.T, clock keel.Clock, writeTimeout time.Duration, 
 	t.Helper()
 	store := memstore.New(nil)
 	t.Cleanup(func() { store.Close() })
-	svc := peering.New(store, nil, &peering.Options{
+	svc, err := peering.New(store, &peering.InProcess{}, &peering.Options{
 		Datacenter: "dc1", Addresses: []string{"127.0.0.1:1"}, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	consul.New(svc, nil).Register(mux)
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
