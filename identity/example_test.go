@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/identity"
+	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -15,7 +18,11 @@ func Example() {
 	store := memstore.New(nil)
 	defer store.Close()
 
-	// The groups keep their keys under "identity/" of the store.
+	// The groups keep their keys in the store given to New, at its root
+	// (mount.Table.Groups gives them the view "identity/" of its store):
+	// group/id/<id> holds a group's record, group/name/<folded name> the
+	// name index, and edge/member/<parent>/<child> and
+	// edge/parent/<child>/<parent> each member group.
 	groups, err := identity.New(store, &identity.Options{Authorizer: keel.AllowAll{}})
 	if err != nil {
 		panic(err)
@@ -29,6 +36,21 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+
+	// The keys written, with the ids named.
+	ids := strings.NewReplacer(eng.ID, "<eng>", ops.ID, "<ops>")
+	var keys []string
+	err = store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return tx.Scan("", storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			keys = append(keys, ids.Replace(key))
+			return nil
+		})
+	})
+	if err != nil {
+		panic(err)
+	}
+	slices.Sort(keys)
+	fmt.Println(strings.Join(keys, "\n"))
 
 	g, err := groups.ReadByName(ctx, "engineering")
 	if err != nil {
@@ -50,6 +72,12 @@ func Example() {
 	names, _ := groups.ListNames(ctx)
 	fmt.Println(names)
 	// Output:
+	// edge/member/<ops>/<eng>
+	// edge/parent/<eng>/<ops>
+	// group/id/<eng>
+	// group/id/<ops>
+	// group/name/engineering
+	// group/name/ops
 	// Engineering [ci dev] true
 	// true MemberGroupIDs
 	// 0

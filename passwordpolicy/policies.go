@@ -37,7 +37,7 @@ type Policies struct {
 // them (package mount gives it the view "ldapengine/password-policies/" of
 // its store): each policy is the key NAME, holding the JSON object
 // {"policy": TEXT}. A nil store is an error of kind keel.ErrInvalid (field
-// "store").
+// "Store").
 func New(store storage.Store, opts *Options) (*Policies, error) {
 	if store == nil {
 		return nil, keel.Invalid("Store", "is required")

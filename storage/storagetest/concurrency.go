@@ -176,3 +176,89 @@ func testRetrySafe(t *testing.T, s storage.Store) {
 	wantValue(t, s, "rs/k", want)
 	wantValue(t, s, "rs/twin", want)
 }
+
+// testFailingWriter: among concurrent Updates, one whose closure fails
+// neither fails the others nor commits any of its own writes, whether it
+// fails before writing or after, and gets its own error back. A store that
+// groups the closures of concurrent Updates into one commit (boltstore) or
+// runs them again after a conflict (etcdstore) must take the failing one
+// out of the group and commit the rest, none of which may have built on
+// what it wrote.
+func testFailingWriter(t *testing.T, s storage.Store) {
+	const goroutines, rounds = 8, 6
+	putAll(t, s, kv{"fw/keep", "k"})
+	var runs atomic.Int64
+	counted := 0 // the increments of fw/ctr expected
+	for r := range rounds {
+		failing := (3*r + 1) % goroutines // a different writer each round
+		late := r%2 == 0                  // fails after writing, or before
+		errFail := fmt.Errorf("writer %d of round %d fails: %w", failing, r, errTest)
+		key := func(g int) string { return fmt.Sprintf("fw/%d/%d", r, g) }
+		// Even writers increment the shared counter, odd ones write only
+		// their own key: some conflict, some do not.
+		counts := func(g int) bool { return g%2 == 0 }
+		var ready sync.WaitGroup // a barrier, so that the Updates arrive together
+		ready.Add(goroutines)
+		parallel(t, fmt.Sprintf("round %d: concurrent Updates, writer %d failing", r, failing), goroutines, func(g int) error {
+			ready.Done()
+			ready.Wait()
+			if g != failing {
+				return s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+					runs.Add(1)
+					if counts(g) {
+						if _, err := increment(tx, "fw/ctr"); err != nil {
+							return err
+						}
+					}
+					return tx.Put(key(g), []byte(key(g)))
+				})
+			}
+			ran := 0
+			err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+				ran++
+				runs.Add(1)
+				if _, err := tx.Get("fw/keep"); err != nil {
+					return fmt.Errorf("Get(%q): %w", "fw/keep", err)
+				}
+				if !late {
+					return errFail
+				}
+				if _, err := increment(tx, "fw/ctr"); err != nil {
+					return err
+				}
+				if err := tx.Put(key(g), []byte(key(g))); err != nil {
+					return fmt.Errorf("Put(%q): %w", key(g), err)
+				}
+				if err := tx.Delete("fw/keep"); err != nil {
+					return fmt.Errorf("Delete(%q): %w", "fw/keep", err)
+				}
+				return errFail
+			})
+			switch {
+			case ran == 0:
+				return fmt.Errorf("the failing writer's Update returned %v without running its closure", err)
+			case !errors.Is(err, errFail):
+				return fmt.Errorf("the failing writer's Update (closure failing %s writing) returned %v, want its closure's error %q", map[bool]string{true: "after", false: "before"}[late], err, errFail)
+			}
+			return nil
+		})
+		for g := range goroutines {
+			if g == failing {
+				wantMissing(t, s, key(g))
+				continue
+			}
+			wantValue(t, s, key(g), key(g))
+			if counts(g) {
+				counted++
+			}
+		}
+		wantValue(t, s, "fw/keep", "k")
+		if t.Failed() {
+			t.FailNow() // the rounds after would repeat what failed
+		}
+	}
+	// Only the writers that succeeded counted, each once: none read the
+	// failing writer's increment.
+	wantValue(t, s, "fw/ctr", strconv.Itoa(counted))
+	t.Logf("%d rounds of %d concurrent Updates, one failing, ran their closures %d times", rounds, goroutines, runs.Load())
+}

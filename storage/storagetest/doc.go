@@ -3,7 +3,8 @@
 // the contract written in package storage (errors and their keel kinds,
 // limits, atomicity, snapshot isolation, scan order and paging, copies in
 // and out, misuse of a finished Tx, nested transactions, contexts, Close,
-// concurrent writers, and closures that run more than once).
+// concurrent writers, closures that run more than once, a failing writer
+// among concurrent ones, storage.Batch, watches and value sizes).
 //
 // # Basics
 //
@@ -23,8 +24,10 @@
 // Run runs each case as a subtest named after it (GetPutDelete, EmptyKey,
 // Limits, Atomicity, ReadYourWrites, Isolation, OrderingAndScan,
 // ScanWhileWriting, CopySemantics, TxDone, ReadOnly, Nested, Context,
-// Closed, ConcurrentWriters, RetrySafe, Batch), so one failing case is rerun
-// with go test -run 'TestConformance/Isolation'.
+// Closed, ConcurrentWriters, RetrySafe, FailingWriter, Batch, Watch, Size),
+// so one failing case is rerun with go test -run 'TestConformance/Isolation'.
+// Watch is skipped for a store that is not a storage.Watcher, and Size
+// passes for one whose transactions cannot tell sizes (storage.Sizer).
 //
 // Dump is for the tests of services: it returns every key and value of a
 // store, so that a test can show that a failed operation left the store as
@@ -55,8 +58,22 @@
 // leave a limit out (as MaxTxOps in storage.DefaultLimits) should run the
 // suite a second time over small limits.
 //
-// The Batch case runs storage.Batch and storage.DeletePrefix over 1,000
-// keys with values of about 100 bytes: every key is visited, rewritten or
+// # Scale
+//
+// The Paging part of OrderingAndScan scans 1,100 keys: in one Scan, in
+// pages of 20, 300 and 1,000 keys (After the last key of the previous
+// page), and in an Update that first writes next to the 256th, 512th,
+// 768th and 1,024th keys, where etcdstore ends its range requests, and
+// must see its own writes merged in order.
+//
+// The FailingWriter case runs rounds of 8 concurrent Updates, one of which
+// fails, after writing or before: its Update returns its error (errors.Is),
+// none of its writes is committed, and every other Update commits, even in
+// a store that groups commits (boltstore) or retries closures (etcdstore).
+//
+// The Batch case runs storage.Batch and storage.DeletePrefix over 1,100
+// keys, more than one transaction of Batch on a store without limits
+// (1,000 keys), with values of about 100 bytes: every key is visited, rewritten or
 // deleted, a DeletePrefix interrupted by an error or a canceled context
 // leaves exactly the keys it did not report deleted, and no transaction of
 // theirs is refused as too large, since they size them from the store's

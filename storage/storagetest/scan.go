@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -164,49 +165,228 @@ func testOrderingAndScan(t *testing.T, s storage.Store) {
 		})
 	})
 
-	t.Run("Paging", func(t *testing.T) {
-		// 250 keys of different lengths, so that byte order differs from
-		// numeric order.
-		seen := map[string]bool{}
-		var page []kv
-		for len(page) < 250 {
-			k := fmt.Sprintf("pg/%x", rand.Uint32()>>rand.IntN(32))
-			if !seen[k] {
-				seen[k] = true
-				page = append(page, kv{k, "v" + k})
+	t.Run("Paging", func(t *testing.T) { testPaging(t, s) })
+}
+
+// pagingKeys is how many keys the Paging case scans: more than a page of
+// etcdstore's range requests (256 keys) several times over, and more than
+// a transaction of storage.Batch on a store without limits (1,000 keys).
+const pagingKeys = 1100
+
+// testPaging: over pagingKeys keys, a Scan visits every one once in order,
+// paging with After visits them all, whatever the page size, and a Scan in
+// an Update merges the transaction's own writes (overwrites, deletes, new
+// keys) with the stored keys across the pages of the store.
+func testPaging(t *testing.T, s storage.Store) {
+	// Keys of different lengths, so that byte order differs from numeric
+	// order.
+	seen := map[string]bool{}
+	var keys []kv
+	for len(keys) < pagingKeys {
+		k := fmt.Sprintf("pg/%x", rand.Uint32()>>rand.IntN(32))
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, kv{k, "v" + k})
+		}
+	}
+	putAll(t, s, keys...)
+	want := slices.SortedFunc(slices.Values(keys), func(a, b kv) int { return strings.Compare(a.key, b.key) })
+
+	t.Run("One", func(t *testing.T) {
+		if got := scanAll(t, s, "pg/", storage.ScanOptions{}); !slices.Equal(got, want) {
+			t.Errorf("one Scan of %d keys visited %d: %s", len(want), len(got), firstDiff(got, want))
+		}
+		for _, from := range []int{255, 256, 1000, len(want) - 1} {
+			opts := storage.ScanOptions{From: want[from].key}
+			if got := scanAll(t, s, "pg/", opts); !slices.Equal(got, want[from:]) {
+				t.Errorf("Scan from key number %d, %q, visited %d keys, want the %d from there: %s", from, want[from].key, len(got), len(want)-from, firstDiff(got, want[from:]))
 			}
 		}
-		putAll(t, s, page...)
-		want := slices.SortedFunc(slices.Values(page), func(a, b kv) int { return strings.Compare(a.key, b.key) })
+	})
 
-		const size = 20
-		var got []kv
-		after := ""
-		for range len(want)/size + 2 {
-			var p []kv
-			view(t, s, func(ctx context.Context, tx storage.Tx) error {
-				p = nil
-				return tx.Scan("pg/", storage.ScanOptions{After: after}, func(key string, value []byte) error {
-					p = append(p, kv{key, string(value)})
-					if len(p) == size {
-						return storage.StopScan
-					}
-					return nil
+	// Pages of 20 keys, of 300 (each crossing an etcd page) and of 1,000.
+	for _, size := range []int{20, 300, 1000} {
+		t.Run(fmt.Sprintf("By%d", size), func(t *testing.T) {
+			var got []kv
+			after := ""
+			for range len(want)/size + 2 {
+				var p []kv
+				view(t, s, func(ctx context.Context, tx storage.Tx) error {
+					p = nil
+					return tx.Scan("pg/", storage.ScanOptions{After: after}, func(key string, value []byte) error {
+						p = append(p, kv{key, string(value)})
+						if len(p) == size {
+							return storage.StopScan
+						}
+						return nil
+					})
 				})
+				if len(p) == 0 {
+					break
+				}
+				if p[0].key <= after {
+					t.Fatalf("page after %q starts at %q", after, p[0].key)
+				}
+				got = append(got, p...)
+				after = p[len(p)-1].key
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("paging by %d collected %d keys, want %d in order: %s", size, len(got), len(want), firstDiff(got, want))
+			}
+		})
+	}
+
+	t.Run("OwnWrites", func(t *testing.T) { testPagingOwnWrites(t, s, want) })
+}
+
+// testPagingOwnWrites: an Update writes around the keys where a store
+// paging by 256 keys (etcdstore) ends its pages, and at both ends, then
+// scans every key, in one Scan and from within the range; the scans see
+// its writes, and nothing else changes. The closure then fails, so that
+// the Update, which read more than a store bounding MaxTxReads allows,
+// commits nothing.
+func testPagingOwnWrites(t *testing.T, s storage.Store, stored []kv) {
+	l := s.Limits()
+	// The writes, by index of the stored key they are next to: an
+	// overwrite, a delete, or a new key right after it (key + "\x00",
+	// which sorts before the next stored key). A store paging by 256 keys
+	// ends its pages of a Scan of the whole range at 255, 511, 767, 1023.
+	type write struct {
+		at   int
+		kind string // "put", "delete" or "new"
+	}
+	last := len(stored) - 1
+	writes := []write{
+		{0, "put"}, {0, "new"},
+		{254, "delete"}, {255, "put"}, {255, "new"}, {256, "delete"},
+		{511, "delete"}, {511, "new"}, {512, "put"},
+		{767, "put"}, {768, "delete"}, {768, "new"},
+		{999, "delete"}, {1000, "put"}, {1000, "new"},
+		{1023, "delete"}, {1023, "new"}, {1024, "put"},
+		{last, "new"}, {last, "delete"},
+	}
+	// Within the store's limits: at most MaxTxOps writes of at most half
+	// MaxTxBytes (a wrapper may count more than the key and value).
+	n, bytes := 0, 0
+	for n < len(writes) {
+		e := stored[writes[n].at]
+		size := len(e.key) + 1 + len("own")
+		if l.MaxTxOps > 0 && n+1 > l.MaxTxOps || l.MaxTxBytes > 0 && bytes+size > l.MaxTxBytes/2 {
+			break
+		}
+		n++
+		bytes += size
+	}
+	if n < len(writes) {
+		t.Logf("limits %+v: %d writes of the %d planned", l, n, len(writes))
+		writes = writes[:n]
+	}
+	if len(writes) == 0 {
+		t.Fatalf("limits %+v allow no write", l)
+	}
+
+	// The expected state, as the Update sees it after its writes.
+	m := map[string]string{}
+	for _, e := range stored {
+		m[e.key] = e.value
+	}
+	for _, w := range writes {
+		k := stored[w.at].key
+		switch w.kind {
+		case "new":
+			m[k+"\x00"] = "own"
+		case "put":
+			m[k] = "own"
+		case "delete":
+			delete(m, k)
+		}
+	}
+	var want []kv
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		want = append(want, kv{k, m[k]})
+	}
+
+	err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		for _, w := range writes {
+			k := stored[w.at].key
+			var err error
+			switch w.kind {
+			case "new":
+				err = tx.Put(k+"\x00", []byte("own"))
+			case "put":
+				err = tx.Put(k, []byte("own"))
+			case "delete":
+				err = tx.Delete(k)
+			}
+			if err != nil {
+				return fmt.Errorf("%s next to %q: %w", w.kind, k, err)
+			}
+		}
+		got, err := scanTx(tx, "pg/", storage.ScanOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Scan in an Update after %d writes visited %d keys, want %d: %s", len(writes), len(got), len(want), firstDiff(got, want))
+		}
+		// From within the range, and by pages of 300 with After.
+		from := stored[600].key
+		i, _ := slices.BinarySearchFunc(want, from, func(e kv, k string) int { return strings.Compare(e.key, k) })
+		got, err = scanTx(tx, "pg/", storage.ScanOptions{From: from})
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want[i:]) {
+			t.Errorf("Scan in an Update from %q visited %d keys, want %d: %s", from, len(got), len(want)-i, firstDiff(got, want[i:]))
+		}
+		var paged []kv
+		after := ""
+		for range len(want)/300 + 2 {
+			var p []kv
+			err := tx.Scan("pg/", storage.ScanOptions{After: after}, func(key string, value []byte) error {
+				p = append(p, kv{key, string(value)})
+				if len(p) == 300 {
+					return storage.StopScan
+				}
+				return nil
 			})
+			if err != nil {
+				return err
+			}
 			if len(p) == 0 {
 				break
 			}
-			if p[0].key <= after {
-				t.Fatalf("page after %q starts at %q", after, p[0].key)
-			}
-			got = append(got, p...)
+			paged = append(paged, p...)
 			after = p[len(p)-1].key
 		}
-		if !slices.Equal(got, want) {
-			t.Errorf("paging by %d collected %d keys, want %d in order:\n got %v\nwant %v", size, len(got), len(want), got, want)
+		if !slices.Equal(paged, want) {
+			t.Errorf("paging by 300 in an Update after %d writes collected %d keys, want %d: %s", len(writes), len(paged), len(want), firstDiff(paged, want))
 		}
+		return errTest
 	})
+	if !errors.Is(err, errTest) {
+		t.Errorf("Update whose closure failed after scanning = %v, want the closure's error", err)
+	}
+	if got := scanAll(t, s, "pg/", storage.ScanOptions{}); !slices.Equal(got, stored) {
+		t.Errorf("after an Update that failed, Scan visited %d keys, want the %d stored before, unchanged: %s", len(got), len(stored), firstDiff(got, stored))
+	}
+}
+
+// firstDiff describes where got first differs from want, which are too
+// long to print whole.
+func firstDiff(got, want []kv) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("entry number %d is %v, want %v", i, got[i], want[i])
+		}
+	}
+	switch {
+	case len(got) > len(want):
+		return fmt.Sprintf("%d entries too many, from %v", len(got)-len(want), got[len(want)])
+	case len(got) < len(want):
+		return fmt.Sprintf("%d entries missing, from %v", len(want)-len(got), want[len(got)])
+	}
+	return "no difference"
 }
 
 // testScanWhileWriting: the callback of a Scan in an Update may write

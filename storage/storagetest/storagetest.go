@@ -51,6 +51,7 @@ var cases = []struct {
 	{"Closed", testClosed},
 	{"ConcurrentWriters", testConcurrentWriters},
 	{"RetrySafe", testRetrySafe},
+	{"FailingWriter", testFailingWriter},
 	{"Batch", testBatch},
 	{"Watch", testWatch},
 	{"Size", testSize},

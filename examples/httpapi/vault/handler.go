@@ -82,7 +82,7 @@ type route struct {
 // Register adds the handler's routes to mux: /v1/sys/health,
 // /v1/sys/seal-status, /v1/sys/leader, /v1/sys/internal/ui/mounts/…,
 // /v1/sys/mounts, /v1/sys/leases/…, /v1/sys/policies/password/…,
-// /v1/auth/token/lookup-self, /v1/identity/group… (with Options.Groups),
+// /v1/auth/token/lookup-self, /v1/identity/group… (the table's groups, mount.Table.Groups),
 // and every other /v1/ path, which it routes to the mounted engines.
 func (h *Handler) Register(mux *http.ServeMux) {
 	const leases, policies = "/v1/sys/leases", "/v1/sys/policies/password"
