@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { everystore.Main(m) }
 // once with as many others; one more is refused up front, naming the
 // field and the limit, with the store as it was.
 func TestLargeGroupsOnEveryStore(t *testing.T) {
-	if got := maxMemberGroups(etcdstore.DefaultLimits); got != 30 {
+	if got := maxMemberGroups(etcdstore.DefaultLimits()); got != 30 {
 		t.Fatalf("MaxMemberGroups on etcd's default limits = %d; the package doc says 30", got)
 	}
 	everystore.Run(t, func(t *testing.T, open everystore.Open) {
@@ -104,13 +104,13 @@ func TestDeleteGroupWithMoreEdgesThanOneTransaction(t *testing.T) {
 		members, parents int
 		fits             bool
 	}{{30, 22, true}, {30, 23, false}, {0, 42, true}, {0, 43, false}, {1, 42, false}} {
-		err := deleteFits(etcdstore.DefaultLimits, c.members, c.parents)
+		err := deleteFits(etcdstore.DefaultLimits(), c.members, c.parents)
 		if (err == nil) != c.fits || (err != nil && keel.KindOf(err) != keel.KindTooLarge) {
 			t.Errorf("on etcd's default limits, deleting a group of %d member groups and %d parent groups: %v, want fits=%v",
 				c.members, c.parents, err, c.fits)
 		}
 	}
-	if err := deleteFits(storage.DefaultLimits, 10000, 10000); err != nil {
+	if err := deleteFits(storage.DefaultLimits(), 10000, 10000); err != nil {
 		t.Errorf("memstore's limits bound a delete: %v", err)
 	}
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {

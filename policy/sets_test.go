@@ -482,7 +482,7 @@ func TestListSets(t *testing.T) {
 func TestSetLimitsEtcd(t *testing.T) {
 	for _, k := range []everystore.Kind{
 		{Name: "memstore with etcd's limits", Open: func(t testing.TB) storage.Store {
-			s := memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits})
+			s := memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits()})
 			t.Cleanup(func() { s.Close() })
 			return s
 		}},

@@ -117,7 +117,7 @@ func TestMoveWorkspacesRules(t *testing.T) {
 // workspaces of one project move; 43 are refused up front, naming the
 // limit, and the store is as it was. The stores without limits move 43.
 func TestMoveWorkspacesBeyondOneTransaction(t *testing.T) {
-	if err := moveFits(etcdstore.DefaultLimits, 42, 42, 2); err != nil {
+	if err := moveFits(etcdstore.DefaultLimits(), 42, 42, 2); err != nil {
 		t.Fatalf("42 workspaces of one project on etcd's limits: %v", err)
 	}
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {

@@ -97,7 +97,7 @@ func TestBatchSizes(t *testing.T) {
 		{"etcd, two writes and a read", etcd, "", &storage.BatchOptions{Writes: 2, Reads: 1}, 1000, 100, 63},
 		{"operations only", storage.Limits{MaxTxOps: 50}, "", &storage.BatchOptions{Writes: 3}, 100, 10, 16},
 		{"reads only", storage.Limits{MaxTxReads: 50}, "", &storage.BatchOptions{Reads: 3}, 100, 10, 12},
-		{"no limits", storage.DefaultLimits, "", nil, 1500, 10, 1000},
+		{"no limits", storage.DefaultLimits(), "", nil, 1500, 10, 1000},
 		// A key of 6 bytes and a value of 94: 10 rewrites in 1,000 bytes.
 		{"bytes", storage.Limits{MaxTxBytes: 1000}, "", nil, 100, 94, 10},
 		{"bytes, two writes", storage.Limits{MaxTxBytes: 1000}, "", &storage.BatchOptions{Writes: 2}, 100, 94, 5},

@@ -103,12 +103,14 @@ type Limits struct {
 	MaxTxReads int
 }
 
-// DefaultLimits are the limits of the memory and bbolt stores: keys up to
-// 4 KiB, values up to 32 MiB, up to 256 MiB written by one transaction.
-var DefaultLimits = Limits{
-	MaxKeySize:   4 << 10,
-	MaxValueSize: 32 << 20,
-	MaxTxBytes:   256 << 20,
+// DefaultLimits returns the limits of the memory and bbolt stores: keys up
+// to 4 KiB, values up to 32 MiB, up to 256 MiB written by one transaction.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxKeySize:   4 << 10,
+		MaxValueSize: 32 << 20,
+		MaxTxBytes:   256 << 20,
+	}
 }
 
 // The errors of stores. Each wraps a keel kind, so callers test them with

@@ -25,7 +25,7 @@ import (
 const (
 	// maxPathBytes is the longest request path (decoded, query excluded)
 	// served; a longer one answers 400. It is the stores' default key
-	// size (storage.DefaultLimits.MaxKeySize, 4 KiB) and Linux's PATH_MAX:
+	// size (storage.DefaultLimits().MaxKeySize, 4 KiB) and Linux's PATH_MAX:
 	// nothing longer could be stored as a key anyway.
 	maxPathBytes = 4096
 	// maxSegmentBytes is the longest segment of a path (between two "/")

@@ -30,7 +30,7 @@ type Options struct {
 	// MaxBatch caps how many concurrent Updates are grouped into one
 	// commit. Zero means 128; 1 disables grouping.
 	MaxBatch int
-	// Limits replaces storage.DefaultLimits when it has any field set.
+	// Limits replaces storage.DefaultLimits() when it has any field set.
 	// MaxKeySize above bbolt's 32768 is lowered to it.
 	Limits storage.Limits
 	// FileMode is the mode of a new file. Zero means 0600.
@@ -93,7 +93,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.InitialMmapSize <= 0 {
 		o.InitialMmapSize = 1 << 30
 	}
-	limits := storage.DefaultLimits
+	limits := storage.DefaultLimits()
 	if o.Limits != (storage.Limits{}) {
 		limits = o.Limits
 	}

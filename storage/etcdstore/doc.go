@@ -79,7 +79,7 @@
 // after a conflict runs again after a short random delay.
 //
 // etcd bounds a transaction: by default 128 operations and comparisons each,
-// and 1.5 MiB per request. DefaultLimits state each bound: MaxTxOps and
+// and 1.5 MiB per request. DefaultLimits() states each bound: MaxTxOps and
 // MaxTxBytes for writes, and MaxTxReads (MaxCompares, 128) for the reads of
 // an Update that writes, each of which its commit compares: a key read by
 // Get, found or not, counts one however often it is read; a Scan counts one

@@ -31,7 +31,7 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 	// MaxCompares is how many comparisons one commit may carry: etcd's
 	// default --max-txn-ops, which bounds the comparisons of a Txn as it
-	// bounds its operations. It is the MaxTxReads of DefaultLimits: an
+	// bounds its operations. It is the MaxTxReads of DefaultLimits(): an
 	// Update that wrote and read more keys and ranges fails with
 	// storage.ErrTxTooLarge (see the package documentation).
 	MaxCompares = 128
@@ -42,16 +42,18 @@ const (
 	pageSize = 256
 )
 
-// DefaultLimits are the limits of a Store whose Options set none: they keep
-// a commit within etcd's default --max-txn-ops (128 operations, and 128
-// comparisons: MaxTxReads) and --max-request-bytes (1.5 MiB), leaving room
-// for the key prefix and the comparisons of the keys read.
-var DefaultLimits = storage.Limits{
-	MaxKeySize:   4 << 10,
-	MaxValueSize: 1400<<10 - 4<<10,
-	MaxTxOps:     128,
-	MaxTxBytes:   1400 << 10,
-	MaxTxReads:   MaxCompares,
+// DefaultLimits returns the limits of a Store whose Options set none: they
+// keep a commit within etcd's default --max-txn-ops (128 operations, and
+// 128 comparisons: MaxTxReads) and --max-request-bytes (1.5 MiB), leaving
+// room for the key prefix and the comparisons of the keys read.
+func DefaultLimits() storage.Limits {
+	return storage.Limits{
+		MaxKeySize:   4 << 10,
+		MaxValueSize: 1400<<10 - 4<<10,
+		MaxTxOps:     128,
+		MaxTxBytes:   1400 << 10,
+		MaxTxReads:   MaxCompares,
+	}
 }
 
 // Options configure a Store. A nil *Options means defaults.
@@ -63,7 +65,7 @@ type Options struct {
 	// a conflicting commit before it fails with keel.ErrConflict. Zero
 	// means DefaultMaxRetries; a negative value means no retry.
 	MaxRetries int
-	// Limits replaces DefaultLimits when it has any field set. Raise
+	// Limits replaces DefaultLimits() when it has any field set. Raise
 	// them only with the limits of the etcd server. A zero MaxTxReads in
 	// it means MaxCompares: etcd always bounds the comparisons of a
 	// commit.
@@ -169,7 +171,7 @@ func New(client *clientv3.Client, opts *Options) *Store {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
-	limits := DefaultLimits
+	limits := DefaultLimits()
 	if o.Limits != (storage.Limits{}) {
 		limits = o.Limits
 		if limits.MaxTxReads <= 0 {

@@ -36,7 +36,7 @@ func TestConformanceSmallLimits(t *testing.T) {
 // TestLimits: the default limits state etcd's bound on comparisons, and
 // limits given in Options without MaxTxReads keep it.
 func TestLimits(t *testing.T) {
-	if got := etcdstore.New(nil, nil).Limits(); got != etcdstore.DefaultLimits || got.MaxTxReads != etcdstore.MaxCompares {
+	if got := etcdstore.New(nil, nil).Limits(); got != etcdstore.DefaultLimits() || got.MaxTxReads != etcdstore.MaxCompares {
 		t.Errorf("Limits() without Options = %+v, want DefaultLimits with MaxTxReads %d", got, etcdstore.MaxCompares)
 	}
 	given := storage.Limits{MaxTxOps: 64}

@@ -17,8 +17,8 @@
 // # Caveats
 //
 // Everything is lost when the process exits. Limits are
-// storage.DefaultLimits unless Options say otherwise. Given a MaxTxReads (as
-// etcdstore.DefaultLimits have), an Update that writes counts its reads as
+// storage.DefaultLimits() unless Options say otherwise. Given a MaxTxReads (as
+// etcdstore.DefaultLimits() have), an Update that writes counts its reads as
 // etcd compares them (each key read once, each Scan one more; a read of a
 // key the Update wrote itself counts too), so that a test over a memstore
 // with etcd's limits finds the Updates that etcd would refuse.

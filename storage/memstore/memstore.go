@@ -16,7 +16,7 @@ import (
 
 // Options configure a Store. The zero value and nil mean defaults.
 type Options struct {
-	// Limits replaces storage.DefaultLimits when it has any field set.
+	// Limits replaces storage.DefaultLimits() when it has any field set.
 	Limits storage.Limits
 }
 
@@ -42,7 +42,7 @@ var (
 
 // New returns an empty Store.
 func New(opts *Options) *Store {
-	s := &Store{limits: storage.DefaultLimits}
+	s := &Store{limits: storage.DefaultLimits()}
 	if opts != nil && opts.Limits != (storage.Limits{}) {
 		s.limits = opts.Limits
 	}

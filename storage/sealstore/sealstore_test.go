@@ -309,7 +309,7 @@ func wantOpens(t testing.TB, s storage.Store, kvs map[string]string) {
 // transaction: memstore enforces both), rewrites only the stale values, and
 // a second run is a no-op.
 func TestResealFitsEtcdLimits(t *testing.T) {
-	inner := memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits})
+	inner := memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits()})
 	old, next := sealstore.GenerateKey(), sealstore.GenerateKey()
 	stale := putSealed(t, mustNew(t, inner, old), "k/", 1000)
 	s := mustNew(t, inner, next, old)
@@ -339,7 +339,7 @@ func TestResealFitsEtcdLimits(t *testing.T) {
 // A Reseal that fails midway keeps the batches it committed, and run again
 // rewrites exactly the values left stale.
 func TestResealResumes(t *testing.T) {
-	fs := faultstore.New(memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits}))
+	fs := faultstore.New(memstore.New(&memstore.Options{Limits: etcdstore.DefaultLimits()}))
 	old, next := sealstore.GenerateKey(), sealstore.GenerateKey()
 	kvs := putSealed(t, mustNew(t, fs, old), "k/", 1000)
 	s := mustNew(t, fs, next, old)

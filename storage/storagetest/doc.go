@@ -55,7 +55,7 @@
 // may read MaxTxReads keys with Get (found or not; a key read again counts
 // once), or visit MaxTxReads-1 keys with one Scan (the Scan counts one),
 // and fails with keel.KindTooLarge one read beyond. A store whose defaults
-// leave a limit out (as MaxTxOps in storage.DefaultLimits) should run the
+// leave a limit out (as MaxTxOps in storage.DefaultLimits()) should run the
 // suite a second time over small limits.
 //
 // # Scale
