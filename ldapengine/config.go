@@ -368,7 +368,7 @@ func (e *Engine) validate(c *Config) error {
 	if c.RotationWindow != 0 {
 		v.Add("RotationWindow", noAutoRotation)
 	}
-	return v.Err()
+	return validation(&v)
 }
 
 // WriteConfig validates c, fills in its defaults and stores it, replacing
@@ -378,7 +378,8 @@ func (e *Engine) validate(c *Config) error {
 // which stays as stored. It needs update on "MOUNT/config". A new
 // BindPass drops a pending root rotation record. The rules are those of
 // UpdateConfig, which merges instead.
-func (e *Engine) WriteConfig(ctx context.Context, c Config) error {
+func (e *Engine) WriteConfig(ctx context.Context, c Config) (err error) {
+	defer prefixErr(&err)
 	return e.writeConfig(ctx, func(Config) Config { return c }, c.BindPass != "")
 }
 
@@ -390,7 +391,8 @@ func (e *Engine) WriteConfig(ctx context.Context, c Config) error {
 // stored Length refuses a new PasswordPolicy unless u sets Length to
 // zero), and leave the stored configuration as it was. It needs update on
 // "MOUNT/config". A new BindPass drops a pending root rotation record.
-func (e *Engine) UpdateConfig(ctx context.Context, u ConfigUpdate) error {
+func (e *Engine) UpdateConfig(ctx context.Context, u ConfigUpdate) (err error) {
+	defer prefixErr(&err)
 	return e.writeConfig(ctx, func(old Config) Config {
 		u.apply(&old)
 		return old
@@ -434,7 +436,8 @@ func (e *Engine) writeConfig(ctx context.Context, build func(stored Config) Conf
 // DefaultPasswordLength when neither Length nor PasswordPolicy is set. No
 // configuration is an error of kind keel.ErrNotFound. It needs read on
 // "MOUNT/config".
-func (e *Engine) ReadConfig(ctx context.Context) (Config, error) {
+func (e *Engine) ReadConfig(ctx context.Context) (_ Config, err error) {
+	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("config")); err != nil {
 		return Config{}, err
 	}
@@ -454,7 +457,8 @@ func (e *Engine) ReadConfig(ctx context.Context) (Config, error) {
 // record); static roles stay, and their rotations fail until a new
 // configuration is written. Deleting a missing configuration is not an
 // error. It needs delete on "MOUNT/config".
-func (e *Engine) DeleteConfig(ctx context.Context) error {
+func (e *Engine) DeleteConfig(ctx context.Context) (err error) {
+	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapDelete, e.resource("config")); err != nil {
 		return err
 	}
@@ -478,7 +482,7 @@ func (e *Engine) loadConfig(ctx context.Context) (Config, error) {
 		return Config{}, err
 	}
 	if !found {
-		return Config{}, fmt.Errorf("%s: engine is not configured: %w", e.mount, keel.ErrNotFound)
+		return Config{}, fmt.Errorf("ldapengine: %s: engine is not configured: %w", e.mount, keel.ErrNotFound)
 	}
 	return c, nil
 }
@@ -490,7 +494,7 @@ func (e *Engine) loadConfig(ctx context.Context) (Config, error) {
 func (e *Engine) generate(ctx context.Context, c *Config) (string, error) {
 	if c.PasswordPolicy != "" {
 		if e.pol == nil {
-			return "", fmt.Errorf("password policy %q: no password policies are configured: %w", c.PasswordPolicy, keel.ErrNotFound)
+			return "", fmt.Errorf("ldapengine: password policy %q: no password policies are configured: %w", c.PasswordPolicy, keel.ErrNotFound)
 		}
 		return e.pol.GenerateUnchecked(ctx, c.PasswordPolicy)
 	}

@@ -68,7 +68,8 @@ type Directory interface {
 	// fails; with keepGoing true it runs every change. It returns nil
 	// when every change it ran succeeded, an error of the connection or
 	// bind when it could run none, and otherwise one *ChangeError per
-	// failed change, joined with errors.Join, in order. A missing entry
+	// failed change, joined in order (errors.Join, or any error whose
+	// Unwrap() []error returns them, as LDAP's). A missing entry
 	// (or, in a modify, a missing attribute value to delete) is of kind
 	// keel.ErrNotFound, an entry or value that exists already of kind
 	// keel.ErrAlreadyExists.
@@ -119,9 +120,14 @@ type ChangeError struct {
 	Err   error
 }
 
-// Error names the change and its DN.
+// Error names the change and its DN, then gives Err's message: "ldapengine:
+// entry 1 (add "cn=…"): …", with the package's prefix once.
 func (e *ChangeError) Error() string {
-	return fmt.Sprintf("entry %d (%s %q): %v", e.Index+1, e.Type, e.DN, e.Err)
+	msg := "<nil>"
+	if e.Err != nil {
+		msg = bare(e.Err)
+	}
+	return fmt.Sprintf("ldapengine: entry %d (%s %q): %s", e.Index+1, e.Type, e.DN, msg)
 }
 
 // Unwrap returns Err.

@@ -65,6 +65,12 @@
 // answers that it is busy. Never keel.ErrUnauthenticated: that is the
 // caller's kind, and a directory's refusal is not the caller's.
 //
+// Every message starts with "ldapengine: ", once, also that of an error
+// of another package passed on (the store's, the context's, the
+// Authorizer's, a Directory's), whose text follows the prefix. The rules
+// of keel.FieldErrors do not carry it: an adapter that shows them, under
+// its own names of the fields, shows them as they are.
+//
 // # Rights
 //
 // Each operation asks the Authorizer of Options for the capability on

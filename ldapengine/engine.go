@@ -114,7 +114,8 @@ const ClaimKind = "engine"
 // New fails with an error of kind keel.KindInvalid when store is nil, the
 // flavor is unknown, mount is empty, or opts.Leases is the handle of
 // another mount or was registered with another store than store.
-func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engine, error) {
+func New(store storage.Store, flavor Flavor, mount string, opts *Options) (_ *Engine, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if store == nil {
 		v.Add("Store", "is required")
@@ -126,11 +127,11 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 	if mount == "" {
 		v.Add("Mount", "must not be empty")
 	}
-	if err := v.Err(); err != nil {
-		return nil, fmt.Errorf("ldapengine: %w", err)
+	if err := validation(&v); err != nil {
+		return nil, err
 	}
 	if err := storage.CheckClaim(store, ClaimKind); err != nil {
-		return nil, fmt.Errorf("ldapengine: %w", err)
+		return nil, err
 	}
 	var o Options
 	if opts != nil {
@@ -167,10 +168,10 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (*Engi
 	})
 	if o.Leases != nil {
 		if o.Leases.Mount() != mount+"/" {
-			return nil, fmt.Errorf("ldapengine: %w", keel.Invalid("Opts.Leases", "issues the leases of the mount %q, not %q", o.Leases.Mount(), mount+"/"))
+			return nil, invalid("Opts.Leases", "issues the leases of the mount %q, not %q", o.Leases.Mount(), mount+"/")
 		}
 		if err := o.Leases.CheckStore("Store", store); err != nil {
-			return nil, fmt.Errorf("ldapengine: %w", err)
+			return nil, err
 		}
 		e.leases = o.Leases
 		e.leases.SetRevoker(revoker{e})

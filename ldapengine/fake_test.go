@@ -3,7 +3,6 @@ package ldapengine
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/keelhq/keel/ldapengine/internal/fakedir"
 )
@@ -27,7 +26,7 @@ func (f *fakeDirectory) Bind(_ context.Context, _ Conn, dn, password string) err
 
 func (f *fakeDirectory) FindDN(_ context.Context, c Conn, base, attr, value string) (string, error) {
 	dn, err := f.Directory.FindDN(c.BindDN, c.BindPass, base, attr, value)
-	return dn, notApplied(err)
+	return dn, notSent(err)
 }
 
 func (f *fakeDirectory) EntryExists(_ context.Context, c Conn, dn string) error {
@@ -35,27 +34,33 @@ func (f *fakeDirectory) EntryExists(_ context.Context, c Conn, dn string) error 
 }
 
 func (f *fakeDirectory) SetPassword(_ context.Context, c Conn, dn, password string) error {
-	return notApplied(f.Directory.SetPassword(c.BindDN, c.BindPass, dn, password))
+	return notSent(f.Directory.SetPassword(c.BindDN, c.BindPass, dn, password))
 }
 
-// notApplied marks with ErrNotApplied an error of a change the directory
-// certainly did not make.
-func notApplied(err error) error {
+// notSent marks with ErrNotApplied an error of a change the directory
+// certainly did not make. Its message is the fake's, which says so
+// already (fakedir.ErrNotSent).
+func notSent(err error) error {
 	if errors.Is(err, fakedir.ErrNotSent) {
-		return fmt.Errorf("%w: %w", err, ErrNotApplied)
+		return &notSentError{err}
 	}
 	return err
 }
 
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string   { return e.err.Error() }
+func (e *notSentError) Unwrap() []error { return []error{e.err, ErrNotApplied} }
+
 func (f *fakeDirectory) Apply(_ context.Context, c Conn, changes []Change, keepGoing bool) error {
 	failed, err := f.Directory.Apply(c.BindDN, c.BindPass, changes, keepGoing)
 	if err != nil {
-		return notApplied(err)
+		return notSent(err)
 	}
 	errs := make([]error, len(failed))
 	for i, fl := range failed {
 		ch := changes[fl.Index]
-		errs[i] = &ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: notApplied(fl.Err)}
+		errs[i] = &ChangeError{Index: fl.Index, Type: ch.Type, DN: ch.DN, Err: notSent(fl.Err)}
 	}
 	return errors.Join(errs...)
 }

@@ -30,7 +30,8 @@ type LDAP struct{}
 var _ Directory = LDAP{}
 
 // Bind implements Directory.
-func (LDAP) Bind(ctx context.Context, c Conn, dn, password string) error {
+func (LDAP) Bind(ctx context.Context, c Conn, dn, password string) (err error) {
+	defer prefixErr(&err)
 	conn, err := dial(ctx, c)
 	if err != nil {
 		return err
@@ -40,7 +41,8 @@ func (LDAP) Bind(ctx context.Context, c Conn, dn, password string) error {
 }
 
 // FindDN implements Directory.
-func (LDAP) FindDN(ctx context.Context, c Conn, base, attr, value string) (string, error) {
+func (LDAP) FindDN(ctx context.Context, c Conn, base, attr, value string) (_ string, err error) {
+	defer prefixErr(&err)
 	conn, err := open(ctx, c)
 	if err != nil {
 		return "", err
@@ -51,22 +53,23 @@ func (LDAP) FindDN(ctx context.Context, c Conn, base, attr, value string) (strin
 	res, err := conn.Search(req)
 	if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
 		if ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject) {
-			return "", fmt.Errorf("ldap: search base %q: %w", base, keel.ErrNotFound)
+			return "", fmt.Errorf("ldapengine: ldap: search base %q: %w", base, keel.ErrNotFound)
 		}
 		return "", reqErr("search", err)
 	}
 	switch {
 	case res == nil || len(res.Entries) == 0:
-		return "", fmt.Errorf("ldap: no entry under %q with %s=%q: %w", base, attr, value, keel.ErrNotFound)
+		return "", fmt.Errorf("ldapengine: ldap: no entry under %q with %s=%q: %w", base, attr, value, keel.ErrNotFound)
 	case len(res.Entries) > 1:
-		return "", fmt.Errorf("ldap: several entries under %q with %s=%q: %w", base, attr, value, keel.ErrConflict)
+		return "", fmt.Errorf("ldapengine: ldap: several entries under %q with %s=%q: %w", base, attr, value, keel.ErrConflict)
 	}
 	return res.Entries[0].DN, nil
 }
 
 // EntryExists implements Directory: a search of the entry itself (base
 // scope) that asks for no attribute.
-func (LDAP) EntryExists(ctx context.Context, c Conn, dn string) error {
+func (LDAP) EntryExists(ctx context.Context, c Conn, dn string) (err error) {
+	defer prefixErr(&err)
 	conn, err := open(ctx, c)
 	if err != nil {
 		return err
@@ -77,7 +80,7 @@ func (LDAP) EntryExists(ctx context.Context, c Conn, dn string) error {
 	res, err := conn.Search(req)
 	switch {
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject), err == nil && len(res.Entries) == 0:
-		return fmt.Errorf("ldap: no entry %q: %w", dn, keel.ErrNotFound)
+		return fmt.Errorf("ldapengine: ldap: no entry %q: %w", dn, keel.ErrNotFound)
 	case err != nil:
 		return reqErr("search of "+dn, err)
 	}
@@ -85,7 +88,8 @@ func (LDAP) EntryExists(ctx context.Context, c Conn, dn string) error {
 }
 
 // SetPassword implements Directory.
-func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) error {
+func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) (err error) {
+	defer prefixErr(&err)
 	conn, err := open(ctx, c)
 	if err != nil {
 		return err
@@ -104,7 +108,7 @@ func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) error 
 		_, err = conn.PasswordModify(ldap.NewPasswordModifyRequest(dn, "", password))
 	}
 	if ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject) {
-		return fmt.Errorf("ldap: entry %q: %w: %w", dn, keel.ErrNotFound, ErrNotApplied)
+		return notApplied(fmt.Errorf("ldapengine: ldap: entry %q: %w", dn, keel.ErrNotFound))
 	}
 	if err != nil {
 		return changeErr("password change of "+dn, err)
@@ -129,9 +133,9 @@ func changeErr(what string, err error) error {
 	switch le.ResultCode {
 	case ldap.LDAPResultBusy, ldap.LDAPResultUnavailable, ldap.LDAPResultTimeLimitExceeded,
 		ldap.LDAPResultAdminLimitExceeded, ldap.LDAPResultUnwillingToPerform, ldap.LDAPResultOther:
-		return fmt.Errorf("%w: %w", reqErr(what, err), ErrNotApplied)
+		return notApplied(reqErr(what, err))
 	}
-	return fmt.Errorf("ldap: %s: %v: %w: %w", what, err, keel.ErrConflict, ErrNotApplied)
+	return notApplied(fmt.Errorf("ldapengine: ldap: %s: %v: %w", what, err, keel.ErrConflict))
 }
 
 // encodeUnicodePwd returns the quoted password in UTF-16LE, as Active
@@ -151,7 +155,7 @@ func encodeUnicodePwd(password string) string {
 func open(ctx context.Context, c Conn) (*ldap.Conn, error) {
 	conn, err := dial(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", err, ErrNotApplied)
+		return nil, notApplied(err)
 	}
 	user := c.BindDN
 	if c.Schema == SchemaAD && c.UPNDomain != "" {
@@ -160,9 +164,9 @@ func open(ctx context.Context, c Conn) (*ldap.Conn, error) {
 	if err := conn.Bind(user, c.BindPass); err != nil {
 		conn.Close()
 		if ldap.IsErrorWithCode(err, ldap.LDAPResultInvalidCredentials) {
-			return nil, fmt.Errorf("ldap: the directory refuses the configured bind account %q (binddn and bindpass): %v: %w: %w", user, err, keel.ErrConflict, ErrNotApplied)
+			return nil, notApplied(fmt.Errorf("ldapengine: ldap: the directory refuses the configured bind account %q (binddn and bindpass): %v: %w", user, err, keel.ErrConflict))
 		}
-		return nil, fmt.Errorf("%w: %w", bindErr(user, err), ErrNotApplied)
+		return nil, notApplied(bindErr(user, err))
 	}
 	return conn, nil
 }
@@ -172,13 +176,13 @@ func bindErr(dn string, err error) error {
 	case err == nil:
 		return nil
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultInvalidCredentials):
-		return fmt.Errorf("ldap: bind as %q refused: %w", dn, keel.ErrUnauthenticated)
+		return fmt.Errorf("ldapengine: ldap: bind as %q refused: %w", dn, keel.ErrUnauthenticated)
 	}
 	return reqErr("bind as "+dn, err)
 }
 
 func reqErr(what string, err error) error {
-	return fmt.Errorf("ldap: %s: %v: %w", what, err, keel.ErrUnavailable)
+	return fmt.Errorf("ldapengine: ldap: %s: %v: %w", what, err, keel.ErrUnavailable)
 }
 
 // dial connects to the first server of c.URLs that answers.
@@ -199,10 +203,10 @@ func dial(ctx context.Context, c Conn) (*ldap.Conn, error) {
 	if len(urls) == 0 {
 		urls = []string{DefaultURL}
 	}
-	var errs []error
+	var errs []string // one line per server, as errors.Join joins them
 	for _, u := range urls {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("ldapengine: %w", err)
 		}
 		u = strings.TrimSpace(u)
 		utc := tc.Clone()
@@ -215,20 +219,20 @@ func dial(ctx context.Context, c Conn) (*ldap.Conn, error) {
 		}
 		conn, err := ldap.DialURL(u, ldap.DialWithDialer(d), ldap.DialWithTLSConfig(utc))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", u, err))
+			errs = append(errs, fmt.Sprintf("%s: %v", u, err))
 			continue
 		}
 		conn.SetTimeout(rt)
 		if c.StartTLS && strings.HasPrefix(strings.ToLower(u), "ldap://") {
 			if err := conn.StartTLS(utc); err != nil {
 				conn.Close()
-				errs = append(errs, fmt.Errorf("%s: starttls: %w", u, err))
+				errs = append(errs, fmt.Sprintf("%s: starttls: %v", u, err))
 				continue
 			}
 		}
 		return conn, nil
 	}
-	return nil, fmt.Errorf("ldap: no server answers: %v: %w", errors.Join(errs...), keel.ErrUnavailable)
+	return nil, fmt.Errorf("ldapengine: ldap: no server answers: %s: %w", strings.Join(errs, "\n"), keel.ErrUnavailable)
 }
 
 var tlsVersions = map[string]uint16{
@@ -251,14 +255,14 @@ func tlsConfig(c Conn) (*tls.Config, error) {
 	if c.Certificate != "" {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM([]byte(c.Certificate)) {
-			return nil, keel.Invalid("Certificate", "holds no PEM certificate")
+			return nil, invalid("Certificate", "holds no PEM certificate")
 		}
 		tc.RootCAs = pool
 	}
 	if c.ClientTLSCert != "" || c.ClientTLSKey != "" {
 		cert, err := tls.X509KeyPair([]byte(c.ClientTLSCert), []byte(c.ClientTLSKey))
 		if err != nil {
-			return nil, keel.Invalid("ClientTLSCert", "and the client key are not a PEM key pair: %v", err)
+			return nil, invalid("ClientTLSCert", "and the client key are not a PEM key pair: %v", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -266,7 +270,8 @@ func tlsConfig(c Conn) (*tls.Config, error) {
 }
 
 // Apply implements Directory.
-func (LDAP) Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool) error {
+func (LDAP) Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool) (err error) {
+	defer prefixErr(&err)
 	conn, err := open(ctx, c)
 	if err != nil {
 		return err
@@ -275,7 +280,7 @@ func (LDAP) Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool)
 	var errs []error
 	for i, ch := range changes {
 		if err := ctx.Err(); err != nil {
-			errs = append(errs, &ChangeError{Index: i, Type: ch.Type, DN: ch.DN, Err: fmt.Errorf("%w: %w", err, ErrNotApplied)})
+			errs = append(errs, &ChangeError{Index: i, Type: ch.Type, DN: ch.DN, Err: notApplied(err)})
 			break
 		}
 		if err := applyOne(conn, ch); err != nil {
@@ -285,7 +290,7 @@ func (LDAP) Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return join(errs...)
 }
 
 func applyOne(conn *ldap.Conn, ch Change) error {
@@ -308,22 +313,22 @@ func applyOne(conn *ldap.Conn, ch Change) error {
 			case ModReplace:
 				req.Replace(m.Name, m.Values)
 			default:
-				return fmt.Errorf("ldap: modify operation %q: %w", m.Op, keel.ErrInvalid)
+				return fmt.Errorf("ldapengine: ldap: modify operation %q: %w", m.Op, keel.ErrInvalid)
 			}
 		}
 		err = conn.Modify(req)
 	case ChangeDelete:
 		err = conn.Del(ldap.NewDelRequest(ch.DN, nil))
 	default:
-		return fmt.Errorf("ldap: change type %q: %w", ch.Type, keel.ErrInvalid)
+		return fmt.Errorf("ldapengine: ldap: change type %q: %w", ch.Type, keel.ErrInvalid)
 	}
 	switch {
 	case err == nil:
 		return nil
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject), ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchAttribute):
-		return fmt.Errorf("ldap: %v: %w: %w", err, keel.ErrNotFound, ErrNotApplied)
+		return notApplied(fmt.Errorf("ldapengine: ldap: %v: %w", err, keel.ErrNotFound))
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultEntryAlreadyExists), ldap.IsErrorWithCode(err, ldap.LDAPResultAttributeOrValueExists):
-		return fmt.Errorf("ldap: %v: %w: %w", err, keel.ErrAlreadyExists, ErrNotApplied)
+		return notApplied(fmt.Errorf("ldapengine: ldap: %v: %w", err, keel.ErrAlreadyExists))
 	}
 	return changeErr(ch.Type, err)
 }

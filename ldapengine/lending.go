@@ -21,7 +21,7 @@ import (
 // ErrNoAccountAvailable is the error of a check-out when every account of
 // the set is checked out (or waits for a password change). It is of kind
 // keel.ErrConflict; the Vault adapter answers 400, as Vault does.
-var ErrNoAccountAvailable = fmt.Errorf("no service accounts available for check-out: %w", keel.ErrConflict)
+var ErrNoAccountAvailable = fmt.Errorf("ldapengine: no service accounts available for check-out: %w", keel.ErrConflict)
 
 // CheckOut is the outcome of a check-out: an account, its password, and
 // the lease whose end checks it in.
@@ -53,7 +53,8 @@ type checkOutData struct {
 // (keel.ErrConflict); a nil Options.Leases is keel.ErrUnavailable.
 // CheckOut is safe for concurrent use: concurrent check-outs never get the
 // same account.
-func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (CheckOut, error) {
+func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (_ CheckOut, err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return CheckOut{}, err
 	}
@@ -61,21 +62,21 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 		return CheckOut{}, err
 	}
 	if ttl < 0 {
-		return CheckOut{}, keel.Invalid("TTL", "must not be negative")
+		return CheckOut{}, invalid("TTL", "must not be negative")
 	}
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("library", name, "check-out")); err != nil {
 		return CheckOut{}, err
 	}
 	p, _ := keel.PrincipalFrom(ctx)
 	if p.ClientTokenID == "" && p.EntityID == "" {
-		return CheckOut{}, keel.Invalid("Principal.ClientTokenID", "a check-out needs a caller with a client token id or an entity id, so that its borrower can check it in")
+		return CheckOut{}, invalid("Principal.ClientTokenID", "a check-out needs a caller with a client token id or an entity id, so that its borrower can check it in")
 	}
 	if e.leases == nil {
 		return CheckOut{}, errNoLeases
 	}
 	now := e.clock.Now().UTC()
 	var out CheckOut
-	err := e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
+	err = e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
 		out = CheckOut{}
 		rec, err := loadSet(tx, name)
 		if err != nil {
@@ -110,7 +111,7 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 			out = CheckOut{ServiceAccountName: n, Password: a.Password, Lease: l}
 			return nil
 		}
-		return fmt.Errorf("library set %q: %w", name, ErrNoAccountAvailable)
+		return wrapf(ErrNoAccountAvailable, "library set %q", name)
 	})
 	if err != nil {
 		return CheckOut{}, err
@@ -138,7 +139,8 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 // Each account is checked in on its own; when the password change of one
 // fails, it stays checked out (its lease end tries again), the error is
 // returned with the names checked in before it.
-func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames []string, manage bool) ([]string, error) {
+func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames []string, manage bool) (_ []string, err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return nil, err
 	}
@@ -147,7 +149,7 @@ func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames [
 	}
 	var v keel.Validation
 	checkAccountNames(&v, serviceAccountNames)
-	if err := v.Err(); err != nil {
+	if err := validation(&v); err != nil {
 		return nil, err
 	}
 	res := e.resource("library", name, "check-in")
@@ -160,7 +162,7 @@ func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames [
 	p, _ := keel.PrincipalFrom(ctx)
 	var enforce bool
 	var todo []string
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := loadSet(tx, name)
 		if err != nil {
 			return err
@@ -178,20 +180,20 @@ func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames [
 				}
 			}
 			if len(todo) > 1 {
-				return keel.Invalid("ServiceAccountNames", "must be given when several accounts are checked out (%s)", strings.Join(todo, ", "))
+				return invalid("ServiceAccountNames", "must be given when several accounts are checked out (%s)", strings.Join(todo, ", "))
 			}
 			return nil
 		}
 		for _, n := range serviceAccountNames {
 			if !slices.Contains(rec.Accounts, n) {
-				return keel.Invalid(fmt.Sprintf("ServiceAccountNames[%d]", slices.Index(serviceAccountNames, n)), "%q is not an account of library set %q", n, name)
+				return invalid(fmt.Sprintf("ServiceAccountNames[%d]", slices.Index(serviceAccountNames, n)), "%q is not an account of library set %q", n, name)
 			}
 			a, _, err := loadAccount(tx, name, n)
 			if err != nil {
 				return err
 			}
 			if a.CheckedOut && enforce && !isBorrower(p, &a) {
-				return fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+				return fmt.Errorf("ldapengine: %q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
 			}
 			if a.CheckedOut || !a.Ready || a.New != "" {
 				todo = append(todo, n)
@@ -200,14 +202,14 @@ func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames [
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("check-in: %w", err)
+		return nil, wrapf(err, "check-in")
 	}
 	checkIns := []string{}
 	var failure error
 	for _, n := range todo {
 		in, err := e.changePassword(ctx, name, n, func(a *libAccount) (bool, error) {
 			if a.CheckedOut && enforce && !isBorrower(p, a) {
-				return false, fmt.Errorf("%q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+				return false, fmt.Errorf("ldapengine: %q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
 			}
 			return a.CheckedOut || !a.Ready || a.New != "", nil
 		})
@@ -220,7 +222,7 @@ func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames [
 		}
 	}
 	if failure != nil {
-		return checkIns, fmt.Errorf("library set %q: check-in: %w", name, failure)
+		return checkIns, wrapf(failure, "library set %q: check-in", name)
 	}
 	return checkIns, nil
 }
@@ -252,11 +254,11 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	defer e.entries.lock("library/" + set + "/" + name)()
 	cfg, err := e.loadConfig(ctx)
 	if err != nil {
-		return false, fmt.Errorf("account %q: %w", name, err)
+		return false, wrapf(err, "account %q", name)
 	}
 	candidate, err := e.generate(ctx, &cfg)
 	if err != nil {
-		return false, fmt.Errorf("account %q: %w", name, err)
+		return false, wrapf(err, "account %q", name)
 	}
 	var before libAccount
 	var skip, fresh bool
@@ -300,7 +302,7 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("account %q: write-ahead record: %w", name, err)
+		return false, wrapf(err, "account %q: write-ahead record", name)
 	}
 	if skip {
 		return false, nil
@@ -313,10 +315,10 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	if err != nil {
 		if fresh && errors.Is(err, ErrNotApplied) {
 			e.dropNew(ctx, set, name, before.New)
-			return false, fmt.Errorf("account %q: password change failed, nothing changed: %w", name, err)
+			return false, wrapf(err, "account %q: password change failed, nothing changed", name)
 		}
 		e.worker.WakeFor(e.clock.Now().Add(e.retry))
-		return false, fmt.Errorf("account %q: password change failed, the account stays out of circulation until the worker settles it: %w", name, err)
+		return false, wrapf(err, "account %q: password change failed, the account stays out of circulation until the worker settles it", name)
 	}
 	commit := func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
 		a, ok, err := loadAccount(tx, set, name)
@@ -324,7 +326,7 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 			return err
 		}
 		if !ok || a.New != before.New || a.LeaseID != before.LeaseID {
-			return fmt.Errorf("changed during the password change: %w", keel.ErrConflict)
+			return fmt.Errorf("ldapengine: changed during the password change: %w", keel.ErrConflict)
 		}
 		// The engine has taken the account back: its lease ends here,
 		// with no revocation to run and no right to ask for.
@@ -345,7 +347,7 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 		err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return commit(ctx, tx, nil) })
 	}
 	if err != nil {
-		return false, fmt.Errorf("account %q: the directory holds the new password, storing it failed (the write-ahead record keeps it): %w", name, err)
+		return false, wrapf(err, "account %q: the directory holds the new password, storing it failed (the write-ahead record keeps it)", name)
 	}
 	e.log.Info("library account password changed", "set", set, "account", name, "checked_in", before.CheckedOut)
 	return before.CheckedOut, nil
@@ -441,7 +443,7 @@ func (e *Engine) revokeCheckOut(ctx context.Context, l lease.Lease) error {
 		return err
 	}
 	if _, err := e.changePassword(ctx, d.Set, d.Account, current); err != nil {
-		return fmt.Errorf("library set %q: automatic check-in: %w", d.Set, err)
+		return wrapf(err, "library set %q: automatic check-in", d.Set)
 	}
 	return nil
 }
@@ -476,10 +478,10 @@ func (e *Engine) renewCheckOut(ctx context.Context, l lease.Lease) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("library set %q: renewal of lease %q: %w", d.Set, l.ID, err)
+		return wrapf(err, "library set %q: renewal of lease %q", d.Set, l.ID)
 	}
 	if why != "" {
-		return fmt.Errorf("library set %q: %w", d.Set, keel.Invalid("LeaseID", "the account %q of the check-out %s", d.Account, why))
+		return wrapf(invalid("LeaseID", "the account %q of the check-out %s", d.Account, why), "library set %q", d.Set)
 	}
 	return nil
 }

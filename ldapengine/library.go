@@ -138,7 +138,7 @@ func libOwner(set string) string      { return libOwnerTag + set }
 // libraryOnly refuses library operations in the openldap flavor.
 func (e *Engine) libraryOnly() error {
 	if e.flavor != FlavorLDAP {
-		return fmt.Errorf("%s: library sets are not supported by the %q flavor (only by %q): %w", e.mount, e.flavor, FlavorLDAP, keel.ErrInvalid)
+		return fmt.Errorf("ldapengine: %s: library sets are not supported by the %q flavor (only by %q): %w", e.mount, e.flavor, FlavorLDAP, keel.ErrInvalid)
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ func loadSet(tx storage.Tx, set string) (setRecord, error) {
 	var rec setRecord
 	found, err := getJSON(tx, setKey(set), &rec)
 	if err == nil && !found {
-		err = fmt.Errorf("library set %q: %w", set, keel.ErrNotFound)
+		err = fmt.Errorf("ldapengine: library set %q: %w", set, keel.ErrNotFound)
 	}
 	return rec, err
 }
@@ -194,7 +194,8 @@ func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
 // (so that a set of MaxLibraryAccounts may shrink to one on etcd); when
 // that is interrupted, the next PutLibrarySet or DeleteLibrarySet of the
 // set frees the rest. PutLibrarySet is safe for concurrent use.
-func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetRequest) error {
+func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetRequest) (err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return err
 	}
@@ -212,12 +213,12 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	if r.MaxTTL != nil && *r.MaxTTL < 0 {
 		v.Add("MaxTTL", "must not be negative")
 	}
-	if err := v.Err(); err != nil {
+	if err := validation(&v); err != nil {
 		return err
 	}
 	cfg, err := e.loadConfig(ctx)
 	if err != nil {
-		return fmt.Errorf("library set %q: %w", name, err)
+		return wrapf(err, "library set %q", name)
 	}
 
 	// Decide create or update, check the rights and the merged set.
@@ -264,7 +265,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	if next.MaxTTL > 0 && next.TTL > next.MaxTTL {
 		v.Add("MaxTTL", "(%s) must not be below the TTL (%s)", next.MaxTTL, next.TTL)
 	}
-	if err := v.Err(); err != nil {
+	if err := validation(&v); err != nil {
 		return err
 	}
 	var added, removed []string
@@ -284,11 +285,11 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	for _, n := range added {
 		dn, err := e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, n)
 		if errors.Is(err, keel.ErrNotFound) {
-			return fmt.Errorf("library set %q: %w", name, keel.Invalid(fmt.Sprintf("ServiceAccountNames[%d]", slices.Index(r.ServiceAccountNames, n)),
-				"%q does not exist in the directory (%s=%s under %q)", n, cfg.UserAttr, n, cfg.UserDN))
+			return wrapf(invalid(fmt.Sprintf("ServiceAccountNames[%d]", slices.Index(r.ServiceAccountNames, n)),
+				"%q does not exist in the directory (%s=%s under %q)", n, cfg.UserAttr, n, cfg.UserDN), "library set %q", name)
 		}
 		if err != nil {
-			return fmt.Errorf("library set %q: account %q: %w", name, n, err)
+			return wrapf(err, "library set %q: account %q", name, n)
 		}
 		dns[n] = dn
 	}
@@ -299,7 +300,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	for _, n := range added {
 		dn := strings.ToLower(dns[n])
 		if other, ok := byDN[dn]; ok {
-			return fmt.Errorf("library set %q: %q and %q are the same entry %q: %w", name, other, n, dns[n], keel.ErrConflict)
+			return fmt.Errorf("ldapengine: library set %q: %q and %q are the same entry %q: %w", name, other, n, dns[n], keel.ErrConflict)
 		}
 		byDN[dn] = n
 	}
@@ -319,7 +320,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 				return err
 			}
 			if ok != found || !sameSet(&cur, &prev) {
-				return fmt.Errorf("library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
+				return fmt.Errorf("ldapengine: library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
 			}
 			for _, n := range removed {
 				a, ok, err := loadAccount(tx, name, n)
@@ -327,7 +328,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 					return err
 				}
 				if ok && a.CheckedOut {
-					return fmt.Errorf("library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
 				}
 				if err := tx.Put(leavingPrefix(name)+n, nil); err != nil {
 					return err
@@ -341,7 +342,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 		return err
 	}
 	if err := e.freeLeaving(ctx, name); err != nil {
-		return fmt.Errorf("library set %q: stored, but the accounts that left it are not all freed (put it again): %w", name, err)
+		return wrapf(err, "library set %q: stored, but the accounts that left it are not all freed (put it again)", name)
 	}
 	// Which accounts still need a password: read after the commit, in a
 	// View, which no transaction limit bounds.
@@ -360,7 +361,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("library set %q: stored, but accounts stay unavailable until a retry: %w", name, err)
+		return wrapf(err, "library set %q: stored, but accounts stay unavailable until a retry", name)
 	}
 	// Give a password to the accounts that have none yet (the new ones,
 	// and any whose earlier change failed).
@@ -370,8 +371,8 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("library set %q: stored, but accounts stay unavailable until a retry: %w", name, err)
+	if err := join(errs...); err != nil {
+		return wrapf(err, "library set %q: stored, but accounts stay unavailable until a retry", name)
 	}
 	return nil
 }
@@ -439,11 +440,11 @@ func (e *Engine) claimAccounts(ctx context.Context, set string, names []string, 
 						}
 						continue
 					}
-					return fmt.Errorf("library set %q: %q and another name of the set are the same entry %q: %w", set, n, dn, keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q and another name of the set are the same entry %q: %w", set, n, dn, keel.ErrConflict)
 				case strings.HasPrefix(owner, libOwnerTag):
-					return fmt.Errorf("library set %q: %q (entry %q) is already in library set %q: %w", set, n, dn, strings.TrimPrefix(owner, libOwnerTag), keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q (entry %q) is already in library set %q: %w", set, n, dn, strings.TrimPrefix(owner, libOwnerTag), keel.ErrConflict)
 				case owner != "":
-					return fmt.Errorf("library set %q: %q (entry %q) is already managed by static role %q: %w", set, n, dn, owner, keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q (entry %q) is already managed by static role %q: %w", set, n, dn, owner, keel.ErrConflict)
 				}
 				if err := putJSON(tx, accountKey(dn), libOwner(set)); err != nil {
 					return err
@@ -578,7 +579,8 @@ func (e *Engine) dropAccount(tx storage.Tx, set, n string, a *libAccount) error 
 
 // LibrarySet reads the library set name. It needs read on
 // "MOUNT/library/NAME"; a missing set is keel.ErrNotFound.
-func (e *Engine) LibrarySet(ctx context.Context, name string) (LibrarySet, error) {
+func (e *Engine) LibrarySet(ctx context.Context, name string) (_ LibrarySet, err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return LibrarySet{}, err
 	}
@@ -589,7 +591,7 @@ func (e *Engine) LibrarySet(ctx context.Context, name string) (LibrarySet, error
 		return LibrarySet{}, err
 	}
 	var rec setRecord
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		rec, err = loadSet(tx, name)
 		return err
@@ -604,7 +606,8 @@ func (e *Engine) LibrarySet(ctx context.Context, name string) (LibrarySet, error
 // ListLibrarySets returns the names directly under path among the library
 // sets, sorted, with folders ending in "/" (see ListStaticRoles); none
 // gives an empty slice. It needs list on "MOUNT/library/PATH".
-func (e *Engine) ListLibrarySets(ctx context.Context, path string) ([]string, error) {
+func (e *Engine) ListLibrarySets(ctx context.Context, path string) (_ []string, err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return nil, err
 	}
@@ -622,7 +625,8 @@ func (e *Engine) ListLibrarySets(ctx context.Context, path string) ([]string, er
 // crash between them leaves the set gone and some accounts still held by
 // it (other sets and static roles cannot take them yet); calling
 // DeleteLibrarySet again frees them.
-func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
+func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return err
 	}
@@ -635,7 +639,7 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 	// One transaction checks that no account is checked out and removes
 	// the set: from then on no check-out can take its accounts. It reads
 	// one key per account (see MaxLibraryAccounts).
-	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var rec setRecord
 		found, err := getJSON(tx, setKey(name), &rec)
 		if err != nil || !found {
@@ -647,7 +651,7 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 				return err
 			}
 			if ok && a.CheckedOut {
-				return fmt.Errorf("library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
+				return fmt.Errorf("ldapengine: library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
 			}
 		}
 		return tx.Delete(setKey(name))
@@ -663,7 +667,7 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 		_, err = storage.DeletePrefix(ctx, e.store, leavingPrefix(name))
 	}
 	if err != nil {
-		return fmt.Errorf("library set %q: removed, but its accounts are not all freed (delete it again): %w", name, err)
+		return wrapf(err, "library set %q: removed, but its accounts are not all freed (delete it again)", name)
 	}
 	return nil
 }
@@ -671,7 +675,8 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) error {
 // LibraryStatus returns the check-out state of every account of the
 // library set name, by account name. It needs read on
 // "MOUNT/library/NAME/status".
-func (e *Engine) LibraryStatus(ctx context.Context, name string) (map[string]AccountStatus, error) {
+func (e *Engine) LibraryStatus(ctx context.Context, name string) (_ map[string]AccountStatus, err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return nil, err
 	}
@@ -682,7 +687,7 @@ func (e *Engine) LibraryStatus(ctx context.Context, name string) (map[string]Acc
 		return nil, err
 	}
 	var out map[string]AccountStatus
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := loadSet(tx, name)
 		if err != nil {
 			return err

@@ -35,7 +35,7 @@ func validName(name string) bool {
 // checkRoleName checks the name of a static or dynamic role.
 func checkRoleName(name string) error {
 	if !validName(name) {
-		return keel.Invalid("Name", nameRule)
+		return invalid("Name", nameRule)
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func checkNewName(kind nameKind, name string) error {
 				continue
 			}
 			if r != own { // the same route would hold the same name
-				return keel.Invalid("Name", "must not give a path that means another route: %s, the path %s of %s %q, is %s of %s %q",
+				return invalid("Name", "must not give a path that means another route: %s, the path %s of %s %q, is %s of %s %q",
 					path, own, kind, name, r, r.kind, other)
 			}
 			break
@@ -134,7 +134,7 @@ func checkNewName(kind nameKind, name string) error {
 func (e *Engine) listChildren(ctx context.Context, resource, prefix, path string) ([]string, error) {
 	path = strings.TrimSuffix(path, "/")
 	if path != "" && !validName(path) {
-		return nil, keel.Invalid("Path", nameRule)
+		return nil, invalid("Path", nameRule)
 	}
 	if path != "" {
 		path += "/"

@@ -21,7 +21,8 @@ type revoker struct{ e *Engine }
 // library check-out checks the account in and gives it a new password,
 // unless the account is no longer checked out under that lease. Revoke is
 // idempotent.
-func (r revoker) Revoke(ctx context.Context, l lease.Lease) error {
+func (r revoker) Revoke(ctx context.Context, l lease.Lease) (err error) {
+	defer prefixErr(&err)
 	kind, err := r.e.leaseKind(l)
 	if err != nil {
 		return lease.Permanent(err)
@@ -39,7 +40,8 @@ func (r revoker) Revoke(ctx context.Context, l lease.Lease) error {
 // Vault's engine refuses the renewal of a check-out whose account is
 // checked in: otherwise Renew fails with an error of kind keel.KindInvalid
 // on the field "LeaseID", and the lease is left as it was.
-func (r revoker) Renew(ctx context.Context, l lease.Lease, _ time.Duration) error {
+func (r revoker) Renew(ctx context.Context, l lease.Lease, _ time.Duration) (err error) {
+	defer prefixErr(&err)
 	kind, err := r.e.leaseKind(l)
 	if err != nil {
 		return err

@@ -42,7 +42,8 @@ type StaticRole struct {
 	// last, or the next attempt after a failure.
 	NextRotation time.Time
 	// Failures counts the attempts that failed since the last rotation,
-	// and LastError says why the last one failed; both are zero once a
+	// and LastError says why the last one failed (the error's message,
+	// without the package's "ldapengine: "); both are zero once a
 	// rotation succeeds. Failed attempts are retried with a backoff
 	// capped at Options.RetryInterval.
 	Failures  int
@@ -101,7 +102,8 @@ func accountKey(dn string) string { return prefixAccount + strings.ToLower(dn) }
 // configuration's SkipStaticRoleImportRotation); when that first rotation
 // fails, the role stays, its rotation is retried by the worker, and the
 // error is returned.
-func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleRequest) error {
+func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleRequest) (err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if err := checkNewName(staticRoleName, name); err != nil {
 		return err
@@ -112,7 +114,7 @@ func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleReq
 	if e.flavor == FlavorOpenLDAP && r.DN == "" {
 		v.Add("DN", "is required")
 	}
-	if err := v.Err(); err != nil {
+	if err := validation(&v); err != nil {
 		return err
 	}
 	cfg, err := e.loadConfig(ctx)
@@ -158,7 +160,7 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 			if r.DN != "" && !strings.EqualFold(r.DN, rec.DN) {
 				v.Add("DN", "cannot be changed after creation")
 			}
-			if err := v.Err(); err != nil {
+			if err := validation(&v); err != nil {
 				return err
 			}
 			if r.RotationPeriod == 0 || r.RotationPeriod == rec.Period {
@@ -178,7 +180,7 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 		if r.RotationPeriod == 0 {
 			v.Add("RotationPeriod", "is required")
 		}
-		if err := v.Err(); err != nil {
+		if err := validation(&v); err != nil {
 			return err
 		}
 		return nil
@@ -191,16 +193,16 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 	if entryDN == "" {
 		entryDN, err = e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, r.Username)
 		if errors.Is(err, keel.ErrNotFound) {
-			return false, fmt.Errorf("static role %q: %w", name, keel.Invalid("Username", "does not resolve to a directory entry: %v", err))
+			return false, wrapf(invalid("Username", "does not resolve to a directory entry: %s", bare(err)), "static role %q", name)
 		}
 	} else {
 		err = e.dir.EntryExists(ctx, cfg.conn(), entryDN)
 		if errors.Is(err, keel.ErrNotFound) {
-			return false, fmt.Errorf("static role %q: %w", name, keel.Invalid("DN", "is not an entry of the directory: %v", err))
+			return false, wrapf(invalid("DN", "is not an entry of the directory: %s", bare(err)), "static role %q", name)
 		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("static role %q: %w", name, err)
+		return false, wrapf(err, "static role %q", name)
 	}
 	now := e.clock.Now().UTC()
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -210,14 +212,14 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 			return err
 		}
 		if found {
-			return fmt.Errorf("static role %q: created meanwhile: %w", name, keel.ErrConflict)
+			return fmt.Errorf("ldapengine: static role %q: created meanwhile: %w", name, keel.ErrConflict)
 		}
 		var owner string
 		if _, err := getJSON(tx, accountKey(entryDN), &owner); err != nil {
 			return err
 		}
 		if owner != "" {
-			return fmt.Errorf("static role %q: entry %q is already managed by this engine (owner %q): %w", name, entryDN, owner, keel.ErrConflict)
+			return fmt.Errorf("ldapengine: static role %q: entry %q is already managed by this engine (owner %q): %w", name, entryDN, owner, keel.ErrConflict)
 		}
 		if err := putJSON(tx, accountKey(entryDN), name); err != nil {
 			return err
@@ -268,14 +270,15 @@ func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, bool, e
 		return err
 	})
 	if err == nil && !found {
-		err = fmt.Errorf("static role %q: %w", name, keel.ErrNotFound)
+		err = fmt.Errorf("ldapengine: static role %q: %w", name, keel.ErrNotFound)
 	}
 	return rec, pending, err
 }
 
 // StaticRole reads the static role name. It needs read on
 // "MOUNT/static-role/NAME".
-func (e *Engine) StaticRole(ctx context.Context, name string) (StaticRole, error) {
+func (e *Engine) StaticRole(ctx context.Context, name string) (_ StaticRole, err error) {
+	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return StaticRole{}, err
 	}
@@ -293,7 +296,8 @@ func (e *Engine) StaticRole(ctx context.Context, name string) (StaticRole, error
 // roles, sorted, as Vault's LIST static-role/PATH: a role's name, or a
 // folder ending in "/" for roles deeper down ("team/"). path is "" for the
 // top. It needs list on "MOUNT/static-role/PATH".
-func (e *Engine) ListStaticRoles(ctx context.Context, path string) ([]string, error) {
+func (e *Engine) ListStaticRoles(ctx context.Context, path string) (_ []string, err error) {
+	defer prefixErr(&err)
 	return e.listChildren(ctx, e.resource("static-role"), prefixRole, path)
 }
 
@@ -301,7 +305,8 @@ func (e *Engine) ListStaticRoles(ctx context.Context, path string) ([]string, er
 // another role, and drops a pending rotation record (the entry keeps the
 // password it has). A missing role is not an error. It needs delete on
 // "MOUNT/static-role/NAME".
-func (e *Engine) DeleteStaticRole(ctx context.Context, name string) error {
+func (e *Engine) DeleteStaticRole(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return err
 	}
@@ -332,7 +337,8 @@ func (e *Engine) DeleteStaticRole(ctx context.Context, name string) error {
 // worse than a refusal. The worker settles the change (binding with the
 // new password, or setting it again) within Options.RetryInterval of the
 // directory answering.
-func (e *Engine) StaticCred(ctx context.Context, name string) (StaticCred, error) {
+func (e *Engine) StaticCred(ctx context.Context, name string) (_ StaticCred, err error) {
+	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return StaticCred{}, err
 	}
@@ -347,7 +353,7 @@ func (e *Engine) StaticCred(ctx context.Context, name string) (StaticCred, error
 		// The directory may hold the old password or the new one: handing
 		// out either could give a password that does not bind.
 		wait := rec.NextRotation.Sub(e.clock.Now())
-		return StaticCred{}, keel.WithRetryAfter(fmt.Errorf("static role %q: a password change is being settled: %w", name, keel.ErrUnavailable), wait)
+		return StaticCred{}, keel.WithRetryAfter(fmt.Errorf("ldapengine: static role %q: a password change is being settled: %w", name, keel.ErrUnavailable), wait)
 	}
 	c := StaticCred{DN: rec.EntryDN, Username: rec.Username, Password: rec.Password,
 		LastRotation: rec.LastRotation, RotationPeriod: rec.Period,
@@ -362,7 +368,8 @@ func (e *Engine) StaticCred(ctx context.Context, name string) (StaticCred, error
 // update on "MOUNT/rotate-role/NAME". On failure the role records the
 // error and the worker retries, with a backoff from a second up to
 // Options.RetryInterval, until the rotation succeeds.
-func (e *Engine) RotateRole(ctx context.Context, name string) error {
+func (e *Engine) RotateRole(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return err
 	}
@@ -398,11 +405,11 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 	now = now.UTC()
 	cfg, err := e.loadConfig(ctx)
 	if err != nil {
-		return fmt.Errorf("static role %q: %w", name, err)
+		return wrapf(err, "static role %q", name)
 	}
 	candidate, err := e.generate(ctx, &cfg)
 	if err != nil {
-		return fmt.Errorf("static role %q: %w", name, err)
+		return wrapf(err, "static role %q", name)
 	}
 	var wal walRecord
 	var fresh bool
@@ -414,7 +421,7 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 			return err
 		}
 		if !found {
-			return fmt.Errorf("static role %q: %w", name, keel.ErrNotFound)
+			return fmt.Errorf("ldapengine: static role %q: %w", name, keel.ErrNotFound)
 		}
 		if onlyDue && rec.NextRotation.After(now) {
 			return errNotDue
@@ -441,7 +448,7 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("static role %q: write-ahead record: %w", name, err)
+		return wrapf(err, "static role %q: write-ahead record", name)
 	}
 	if !fresh && e.dir.Bind(ctx, cfg.conn(), wal.DN, wal.Password) == nil {
 		err = nil // an earlier attempt made the change
@@ -470,7 +477,7 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 			return nil
 		}
 		if !found || !ok || cur.Password != wal.Password {
-			return fmt.Errorf("static role %q: changed during rotation: %w", name, keel.ErrConflict)
+			return fmt.Errorf("ldapengine: static role %q: changed during rotation: %w", name, keel.ErrConflict)
 		}
 		old := rec
 		if rec.Password != wal.Password {
@@ -487,7 +494,7 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 	})
 	if err != nil {
 		e.worker.WakeFor(now.Add(e.retryDelay(failures + 1)))
-		return fmt.Errorf("static role %q: the directory holds the new password, storing it failed (retried in %s): %w", name, e.retry, err)
+		return wrapf(err, "static role %q: the directory holds the new password, storing it failed (retried in %s)", name, e.retry)
 	}
 	e.worker.WakeFor(next)
 	e.log.Info("static role rotated", "role", name)
@@ -508,7 +515,7 @@ func (e *Engine) rotationFailed(ctx context.Context, name string, now time.Time,
 			return err
 		}
 		old := rec
-		rec.Failures, rec.LastError = failures, cause.Error()
+		rec.Failures, rec.LastError = failures, bare(cause)
 		rec.NextRotation = next
 		if err := e.putRecord(tx, name, &old, &rec); err != nil {
 			return err
@@ -524,7 +531,7 @@ func (e *Engine) rotationFailed(ctx context.Context, name string, now time.Time,
 		e.log.Error("static role: recording a failed rotation failed", "role", name, "error", err)
 	}
 	e.worker.WakeFor(next)
-	return fmt.Errorf("static role %q: rotation failed, retried in %s: %w", name, delay.Round(time.Millisecond), cause)
+	return wrapf(cause, "static role %q: rotation failed, retried in %s", name, delay.Round(time.Millisecond))
 }
 
 // retryDelay is the wait before attempt number failures+1 of a rotation
@@ -551,7 +558,8 @@ func (e *Engine) retryDelay(failures int) time.Duration {
 // the worker is woken to try within Options.RetryInterval. A directory
 // that refuses the configured bind account is an error of kind
 // keel.ErrConflict that names the directory's answer.
-func (e *Engine) RotateRoot(ctx context.Context) error {
+func (e *Engine) RotateRoot(ctx context.Context) (err error) {
+	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("rotate-root")); err != nil {
 		return err
 	}
@@ -572,17 +580,17 @@ func (e *Engine) RotateRoot(ctx context.Context) error {
 	if err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return putJSON(tx, keyRootWAL, &wal)
 	}); err != nil {
-		return fmt.Errorf("rotate-root: write-ahead record: %w", err)
+		return wrapf(err, "rotate-root: write-ahead record")
 	}
 	if err := e.dir.SetPassword(ctx, cfg.conn(), cfg.BindDN, pw); err != nil {
 		if errors.Is(err, ErrNotApplied) {
 			// Nothing changed: the record would only make the worker
 			// check what is known already.
 			_ = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(keyRootWAL) })
-			return fmt.Errorf("rotate-root: %w", err)
+			return wrapf(err, "rotate-root")
 		}
 		e.worker.WakeFor(e.clock.Now().Add(e.retry))
-		return fmt.Errorf("rotate-root: the outcome is not known; the worker settles it: %w", err)
+		return wrapf(err, "rotate-root: the outcome is not known; the worker settles it")
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var cur Config
@@ -591,7 +599,7 @@ func (e *Engine) RotateRoot(ctx context.Context) error {
 			return err
 		}
 		if !found || cur.BindDN != cfg.BindDN || cur.BindPass != cfg.BindPass {
-			return fmt.Errorf("rotate-root: configuration changed meanwhile: %w", keel.ErrConflict)
+			return fmt.Errorf("ldapengine: rotate-root: configuration changed meanwhile: %w", keel.ErrConflict)
 		}
 		cur.BindPass = pw
 		cur.LastBindPasswordRotation = e.clock.Now().UTC()
@@ -609,10 +617,10 @@ func (e *Engine) RotateRoot(ctx context.Context) error {
 	back.BindPass = pw
 	if rerr := e.dir.SetPassword(ctx, back.conn(), cfg.BindDN, cfg.BindPass); rerr != nil {
 		e.log.Error("rotate-root: putting the old password back failed; the write-ahead record keeps the new one", "error", rerr)
-		return fmt.Errorf("rotate-root: storing the new password: %w (the old one could not be put back: %v)", err, rerr)
+		return wrapf(err, "rotate-root: storing the new password, and the old one could not be put back (%s)", bare(rerr))
 	}
 	_ = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(keyRootWAL) })
-	return fmt.Errorf("rotate-root: storing the new password failed, the old one is back: %w", err)
+	return wrapf(err, "rotate-root: storing the new password failed, the old one is back")
 }
 
 // recoverRoot settles a root write-ahead record: the password the bind
@@ -660,10 +668,10 @@ func (e *Engine) recoverRoot(ctx context.Context) error {
 		return drop(wal.Password)
 	}
 	if !errors.Is(err, keel.ErrUnauthenticated) {
-		return fmt.Errorf("rotate-root: settling an earlier rotation: %w", err)
+		return wrapf(err, "rotate-root: settling an earlier rotation")
 	}
 	if err := e.dir.Bind(ctx, cfg.conn(), cfg.bindUser(), cfg.BindPass); err != nil {
-		return fmt.Errorf("rotate-root: settling an earlier rotation: neither password binds: %w", err)
+		return wrapf(err, "rotate-root: settling an earlier rotation: neither password binds")
 	}
 	return drop("")
 }

@@ -20,7 +20,8 @@ const stepBatch = 256
 // that fails is tried again after Options.RetryInterval. Step returns when
 // it is next due, or the zero time when nothing is planned; it returns an
 // error only for ctx or the store. Steps run one at a time.
-func (e *Engine) Step(ctx context.Context, now time.Time) (time.Time, error) {
+func (e *Engine) Step(ctx context.Context, now time.Time) (_ time.Time, err error) {
+	defer prefixErr(&err)
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
 	failed := false

@@ -33,7 +33,6 @@ package ldaptest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/keelhq/keel/ldapengine"
@@ -119,13 +118,21 @@ func (f *Directory) SetPassword(_ context.Context, c ldapengine.Conn, dn, passwo
 }
 
 // notApplied marks with ldapengine.ErrNotApplied an error of a change the
-// directory certainly did not make.
+// directory certainly did not make. The message stays the fake's, which
+// says so already (fakedir.ErrNotSent): ErrNotApplied's own would name
+// package ldapengine in the middle of the engine's messages, which name it
+// once, in front.
 func notApplied(err error) error {
 	if errors.Is(err, fakedir.ErrNotSent) {
-		return fmt.Errorf("%w: %w", err, ldapengine.ErrNotApplied)
+		return &notAppliedError{err}
 	}
 	return err
 }
+
+type notAppliedError struct{ err error }
+
+func (e *notAppliedError) Error() string   { return e.err.Error() }
+func (e *notAppliedError) Unwrap() []error { return []error{e.err, ldapengine.ErrNotApplied} }
 
 // Apply implements ldapengine.Directory. An add or modify that sets
 // userPassword sets the password Bind accepts (its first value, in

@@ -284,7 +284,7 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	if !ok {
 		kind := keel.KindOf(err)
-		ve = &vaultError{kindstatus.Of(statusOf, kind), []string{err.Error()}}
+		ve = &vaultError{kindstatus.Of(statusOf, kind), []string{vaultWording(err.Error())}}
 		switch {
 		case kind == keel.KindForbidden || kind == keel.KindUnauthenticated:
 			ve.msgs[0] = "permission denied"
@@ -293,6 +293,21 @@ func writeError(w http.ResponseWriter, err error) {
 		}
 	}
 	writeJSON(w, ve.status, errorBody{Errors: ve.msgs})
+}
+
+// libraryPackages are the keel packages whose errors reach this adapter;
+// each starts its messages with its name and ": ".
+var libraryPackages = []string{"identity", "kv", "ldapengine", "lease", "mount", "passwordpolicy", "storage"}
+
+// vaultWording returns msg without the library package that starts it:
+// Vault's messages name no package.
+func vaultWording(msg string) string {
+	for _, p := range libraryPackages {
+		if rest, ok := strings.CutPrefix(msg, p+": "); ok {
+			return rest
+		}
+	}
+	return msg
 }
 
 // writeMessage answers status with msg alone in the errors list.

@@ -130,3 +130,20 @@ func TestWriteErrorRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteErrorDropsThePackage: a library error's message reaches the
+// client without the package that starts it, as Vault words its own.
+func TestWriteErrorDropsThePackage(t *testing.T) {
+	for msg, want := range map[string]string{
+		`ldapengine: library set "team": no service accounts available`: `library set "team": no service accounts available`,
+		`kv: read "a": the store is closed`:                           `read "a": the store is closed`,
+		`ldap: the directory is down`:                                 `ldap: the directory is down`,
+	} {
+		rec := httptest.NewRecorder()
+		writeError(rec, fmt.Errorf("%s: %w", msg, keel.ErrConflict))
+		var body errorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || len(body.Errors) != 1 || body.Errors[0] != want+": conflict" {
+			t.Errorf("%q: %s, want %q", msg, rec.Body.String(), want+": conflict")
+		}
+	}
+}
