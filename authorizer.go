@@ -97,6 +97,32 @@ func Authorize(ctx context.Context, a Authorizer, c Capability, resource string)
 	return a.Authorize(ctx, p, c, resource)
 }
 
+// An AnyAuthorizer can tell that a principal holds a capability on no
+// resource under a prefix: AuthorizeAny returns an error of kind
+// KindForbidden only then, and nil when the principal may hold it on some
+// resource there (it need not name one, and may answer nil when it cannot
+// rule it out). A list of objects each guarded by its own resource asks it
+// to refuse a caller with no right on any of them, as a whole, rather
+// than answer an empty list.
+type AnyAuthorizer interface {
+	AuthorizeAny(ctx context.Context, p Principal, c Capability, prefix string) error
+}
+
+// AuthorizeAny asks a, for the principal carried by ctx, whether it may
+// hold c on some resource under prefix (AnyAuthorizer). A nil a, and an
+// Authorizer that cannot tell, allow.
+func AuthorizeAny(ctx context.Context, a Authorizer, c Capability, prefix string) error {
+	aa, ok := a.(AnyAuthorizer)
+	if !ok {
+		return nil
+	}
+	p, _ := PrincipalFrom(ctx)
+	return aa.AuthorizeAny(ctx, p, c, prefix)
+}
+
+// AuthorizeAny implements AnyAuthorizer: it returns nil.
+func (AllowAll) AuthorizeAny(context.Context, Principal, Capability, string) error { return nil }
+
 // Rule grants capabilities on the resources its Path matches.
 //
 // A Path is a resource path in which "+" as a whole segment matches exactly
@@ -340,6 +366,55 @@ func (a *RuleAuthorizer) Authorize(_ context.Context, p Principal, c Capability,
 		return forbidden(p, c, resource)
 	}
 	return nil
+}
+
+// AuthorizeAny implements AnyAuthorizer. It refuses when none of p's rules
+// that list c can match a resource under prefix, or when a rule listing
+// CapDeny matches every resource under it ("peering/*" under "peering/");
+// a deny on a part of the prefix leaves it to Authorize, resource by
+// resource. The rules are taken as written, unfolded.
+func (a *RuleAuthorizer) AuthorizeAny(_ context.Context, p Principal, c Capability, prefix string) error {
+	if slices.Contains(p.Policies, RootPolicy) {
+		return nil
+	}
+	granted := false
+	for _, name := range p.Policies {
+		for _, r := range a.policies[name] {
+			switch {
+			case r.deny && r.prefix && r.matches(prefix):
+				return forbidden(p, c, prefix+"*")
+			case !r.deny && slices.Contains(r.caps, c) && r.mayMatchUnder(prefix):
+				granted = true
+			}
+		}
+	}
+	if !granted {
+		return forbidden(p, c, prefix+"*")
+	}
+	return nil
+}
+
+// mayMatchUnder reports whether r matches some resource that starts with
+// prefix.
+func (r compiledRule) mayMatchUnder(prefix string) bool {
+	psegs := strings.Split(prefix, "/") // the last one may be extended
+	for i, seg := range r.segments {
+		last := i == len(r.segments)-1
+		if i == len(psegs)-1 { // the open end of the prefix
+			open := psegs[i]
+			return seg == "+" || strings.HasPrefix(seg, open) || last && r.prefix && strings.HasPrefix(open, seg)
+		}
+		part := psegs[i]
+		switch {
+		case last && r.prefix:
+			return strings.HasPrefix(strings.Join(psegs[i:], "/"), seg)
+		case last:
+			return false // the prefix has more segments than r matches
+		case seg != "+" && seg != part:
+			return false
+		}
+	}
+	return false
 }
 
 func forbidden(p Principal, c Capability, resource string) error {

@@ -638,3 +638,48 @@ func (r *recordingAuthorizer) Authorize(ctx context.Context, p keel.Principal, c
 	r.ctx, r.p, r.c, r.resource = ctx, p, c, resource
 	return r.err
 }
+
+// TestAuthorizeAny: a principal whose rules can grant the capability on
+// some resource under the prefix is allowed; one whose rules cannot, or
+// whose deny covers the whole prefix, is refused; a deny on a part of the
+// prefix is left to Authorize.
+func TestAuthorizeAny(t *testing.T) {
+	a, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
+		"one":      {{Path: "peering/web", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+		"glob":     {{Path: "peer*", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+		"plus":     {{Path: "+/web", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+		"all":      {{Path: "*", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+		"other":    {{Path: "secret/*", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+		"shallow":  {{Path: "peering", Capabilities: []keel.Capability{keel.CapPeeringRead}}},
+		"write":    {{Path: "peering/*", Capabilities: []keel.Capability{keel.CapPeeringWrite}}},
+		"denyall":  {{Path: "peering/*", Capabilities: []keel.Capability{keel.CapDeny}}},
+		"denysome": {{Path: "peering/a*", Capabilities: []keel.Capability{keel.CapDeny}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		policies []string
+		ok       bool
+	}{
+		{[]string{keel.RootPolicy}, true},
+		{[]string{"one"}, true},
+		{[]string{"glob"}, true},
+		{[]string{"plus"}, true},
+		{[]string{"all"}, true},
+		{[]string{"one", "denysome"}, true},
+		{nil, false},
+		{[]string{"other"}, false},
+		{[]string{"shallow"}, false},
+		{[]string{"write"}, false},
+		{[]string{"all", "denyall"}, false},
+	} {
+		err := a.AuthorizeAny(context.Background(), keel.Principal{Policies: tc.policies}, keel.CapPeeringRead, "peering/")
+		if got := err == nil; got != tc.ok || err != nil && keel.KindOf(err) != keel.KindForbidden {
+			t.Errorf("policies %q: %v, want allowed %v", tc.policies, err, tc.ok)
+		}
+	}
+	if err := keel.AuthorizeAny(context.Background(), nil, keel.CapPeeringRead, "peering/"); err != nil {
+		t.Errorf("nil Authorizer: %v", err)
+	}
+}

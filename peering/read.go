@@ -152,6 +152,12 @@ func (s *Service) List(ctx context.Context, q *QueryOptions) (*List, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A caller with peering:read on no peering at all is refused, as
+	// Consul refuses a token without peering:read; one with the right
+	// on some gets those, the list marked Filtered.
+	if err := keel.AuthorizeAny(ctx, s.authz, keel.CapPeeringRead, resource("")); err != nil {
+		return nil, fmt.Errorf("peering: list: %w", err)
+	}
 	var out *List
 	err = s.block(ctx, o, func() (uint64, error) {
 		out = &List{Peerings: []*Peering{}}

@@ -224,6 +224,14 @@ func TestRights(t *testing.T) {
 				t.Fatalf("list %+v, %v", l, err)
 			}
 		})
+		t.Run("list with no peering:read anywhere", func(t *testing.T) {
+			nobody := keel.WithPrincipal(context.Background(), keel.Principal{ID: "n"})
+			l, err := c.svc.List(nobody, nil)
+			wantKind(t, err, keel.KindForbidden)
+			if l != nil {
+				t.Fatalf("list %+v with the error", l)
+			}
+		})
 		t.Run("list not filtered", func(t *testing.T) {
 			l, err := c.svc.List(reader, nil)
 			if err != nil || len(l.Peerings) != 2 || l.Filtered {

@@ -136,6 +136,12 @@ func TestPeeringWithConsulClient(t *testing.T) {
 			t.Fatalf("list %v %+v %v", l, qm, err)
 		}
 	})
+	t.Run("list without peering:read 403", func(t *testing.T) {
+		anonymous := newClient(t, a.ts.URL, "")
+		if l, _, err := anonymous.Peerings().List(ctx, nil); err == nil || !strings.Contains(err.Error(), "403") {
+			t.Fatalf("anonymous list: %v, %v; want 403", l, err)
+		}
+	})
 	t.Run("forbidden 403", func(t *testing.T) {
 		web := newClient(t, a.ts.URL, "web-token")
 		_, err := web.Peerings().Delete(ctx, "b", nil)

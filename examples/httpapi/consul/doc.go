@@ -101,8 +101,8 @@
 // The answers that still differ from Consul 1.22's; the notes say why.
 //
 //	what                                Consul                          keel
-//	GET /v1/peerings, no peering:read   403 "Permission denied: … lacks 200, the peerings it may read (none),
-//	at all (anonymous included) [1]     permission 'peering:read'"      and the filtered header if some exist
+//	GET /v1/peerings, rights on some    200, every peering               200, the peerings it may read, and
+//	peerings only [1]                                                   the filtered header
 //	config entry rights [2]             mesh or operator rights         peering:write (PUT), peering:read (GET)
 //	                                                                    on the peerings the entry names
 //	config entries [3]                  every kind, ?cas, namespaces,   exported-services only; the rest is
@@ -117,10 +117,12 @@
 //	400 texts of broken rules [8]       Consul's own texts              keel's, naming each field
 //
 // [1] Rights are per peering in keel ("peering/<name>"), where Consul's
-// peering:read is one right: whether a caller holds peering:read on any
-// peering is for package keel and package peering to decide, not the
-// adapter. A token the program does not know answers 403 "ACL not found"
-// already. [2] keel has no mesh or operator rights. [3] Package peering
+// peering:read is one right. A caller with peering:read on no peering
+// (anonymous included) is refused 403, in Consul's words, as Consul
+// refuses it: package peering asks the Authorizer (keel.AuthorizeAny); an
+// Authorizer that cannot tell lets the list answer 200 with the peerings
+// it may read, none. A token the program does not know answers 403 "ACL
+// not found". [2] keel has no mesh or operator rights. [3] Package peering
 // serves the exported-services entry only. [4] X-Cluster-Token is the
 // spec's name; ?token is not read. [5] keel has no accessor ids. [6]
 // keel's peers speak HTTP, not gRPC; package peering classifies the
