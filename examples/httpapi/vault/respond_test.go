@@ -136,8 +136,8 @@ func TestWriteErrorRetryAfter(t *testing.T) {
 func TestWriteErrorDropsThePackage(t *testing.T) {
 	for msg, want := range map[string]string{
 		`ldapengine: library set "team": no service accounts available`: `library set "team": no service accounts available`,
-		`kv: read "a": the store is closed`:                           `read "a": the store is closed`,
-		`ldap: the directory is down`:                                 `ldap: the directory is down`,
+		`kv: read "a": the store is closed`:                             `read "a": the store is closed`,
+		`ldap: the directory is down`:                                   `ldap: the directory is down`,
 	} {
 		rec := httptest.NewRecorder()
 		writeError(rec, fmt.Errorf("%s: %w", msg, keel.ErrConflict))
