@@ -210,7 +210,7 @@ func BenchmarkList(b *testing.B) {
 			e := listEngine(b, keys)
 			b.ReportAllocs()
 			for b.Loop() {
-				names, err := e.List(ctx, "")
+				names, err := listAll(e, ctx, "")
 				if err != nil || len(names) != 20 {
 					b.Fatal(names, err)
 				}

@@ -11,7 +11,7 @@
 //	engine, err := kv.New(storage.Sub(root, "kv/secret/"), "secret", nil)
 //	err = engine.Write(ctx, "app/db", map[string]any{"password": "s3cr3t", "ttl": "1h"})
 //	secret, err := engine.Read(ctx, "app/db") // secret.Data["password"], secret.LeaseDuration
-//	names, err := engine.List(ctx, "")        // ["app/"]
+//	page, err := engine.List(ctx, "", keel.ListRequest{}) // page.Items: ["app/"]
 //
 // Pairs. A secret is a JSON object: string keys, and values of any JSON
 // type (Vault keeps whatever the request body held, not only strings).

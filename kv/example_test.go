@@ -43,9 +43,9 @@ func Example() {
 	}
 	fmt.Println(api.Data["port"], api.LeaseDuration) // a json.Number; the mount's default
 
-	top, _ := engine.List(ctx, "")
-	app, _ := engine.List(ctx, "app")
-	fmt.Println(top, app)
+	top, _ := engine.List(ctx, "", keel.ListRequest{})
+	app, _ := engine.List(ctx, "app", keel.ListRequest{})
+	fmt.Println(top.Items, app.Items)
 
 	// A write replaces every pair at the path.
 	if err := engine.Write(ctx, "app/db", map[string]any{"password": "n3w"}); err != nil {

@@ -67,11 +67,11 @@ func FuzzPath(f *testing.F) {
 		if i := strings.LastIndexByte(p, '/'); i >= 0 {
 			parent, name = p[:i], p[i+1:]
 		}
-		names, err := e.List(ctx, parent)
-		if err != nil || !slices.Equal(names, []string{name}) {
-			t.Fatalf("List(%q) = %q, %v; want [%q]", parent, names, err, name)
+		page, err := e.List(ctx, parent, keel.ListRequest{})
+		if err != nil || !slices.Equal(page.Items, []string{name}) || page.Next != "" {
+			t.Fatalf("List(%q) = %+v, %v; want [%q]", parent, page, err, name)
 		}
-		if _, err := e.List(ctx, p); keel.KindOf(err) != keel.KindNotFound {
+		if _, err := e.List(ctx, p, keel.ListRequest{}); keel.KindOf(err) != keel.KindNotFound {
 			t.Fatalf("List(%q) of a leaf = %v, want not found", p, err)
 		}
 		if err := e.Delete(ctx, p); err != nil {

@@ -175,3 +175,17 @@ func (s *racingStore) Update(ctx context.Context, fn func(context.Context, stora
 	}
 	return s.Store.Update(ctx, fn)
 }
+
+// listAll returns every name of e's folder path, walking List's pages.
+func listAll(e *kv.Engine, ctx context.Context, path string) ([]string, error) {
+	var names []string
+	for name, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+		return e.List(ctx, path, r)
+	}) {
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}

@@ -244,39 +244,60 @@ func (e *Engine) load(ctx context.Context, path string) (Secret, error) {
 	return Secret{Data: data, LeaseDuration: e.leaseDuration(data), JSON: raw}, nil
 }
 
-// List returns the names of the immediate children of the folder path, in
-// ascending byte order: a secret by its last segment ("db"), a folder by
-// its segment and a slash ("app/"). A name that is both a secret and a
-// folder is listed twice, as "a" and "a/". path "" (or "/") lists the top
-// of the mount; a path with or without a trailing slash lists the same
-// folder. Values are never read: the cost is in proportion to the
-// children listed, not to the keys below them.
+// DefaultListLimit is how many names a page of List holds when the request
+// sets no limit.
+const DefaultListLimit = 1000
+
+// List returns a page of the names of the immediate children of the folder
+// path, in ascending byte order: a secret by its last segment ("db"), a
+// folder by its segment and a slash ("app/"). A name that is both a secret
+// and a folder is listed twice, as "a" and "a/". path "" (or "/") lists
+// the top of the mount; a path with or without a trailing slash lists the
+// same folder. A page holds at most r.Limit names (DefaultListLimit when
+// it is 0 or less), those after r.Cursor; keel.All walks every page.
+// Values are never read: the cost is in proportion to the children
+// listed, not to the keys below them.
 //
 // It needs keel.CapList on mount/path/ (with a trailing slash: "secret/"
 // for the top, "secret/app/" for "app"). It fails with keel.KindInvalid for
 // a malformed path, keel.KindForbidden without the right, and
 // keel.KindNotFound when the folder has no children: a missing folder, or
-// a path that holds a secret but nothing below it.
-func (e *Engine) List(ctx context.Context, path string) ([]string, error) {
+// a path that holds a secret but nothing below it. A page after the last
+// child is empty, not an error.
+func (e *Engine) List(ctx context.Context, path string, r keel.ListRequest) (keel.Page[string], error) {
 	folder, err := folderOf(path)
 	if err != nil {
-		return nil, fmt.Errorf("kv: list: %w", err)
+		return keel.Page[string]{}, fmt.Errorf("kv: list: %w", err)
 	}
 	if err := e.authorize(ctx, keel.CapList, e.resource(folder)); err != nil {
-		return nil, fmt.Errorf("kv: list %q: %w", folder, err)
+		return keel.Page[string]{}, fmt.Errorf("kv: list %q: %w", folder, err)
+	}
+	limit := r.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
 	}
 	var c collector
 	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		c.reset()
-		return storage.Children(tx, folder, "", c.add)
+		// One more than the page, to know whether another follows.
+		return storage.Children(tx, folder, r.Cursor, func(name string) error {
+			if c.n == limit+1 {
+				return storage.StopScan
+			}
+			return c.add(name)
+		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kv: list %q: %w", folder, err)
+		return keel.Page[string]{}, fmt.Errorf("kv: list %q: %w", folder, err)
 	}
-	if c.n == 0 {
-		return nil, fmt.Errorf("kv: nothing to list at %q: %w", folder, keel.ErrNotFound)
+	if c.n == 0 && r.Cursor == "" {
+		return keel.Page[string]{}, fmt.Errorf("kv: nothing to list at %q: %w", folder, keel.ErrNotFound)
 	}
-	return c.all(), nil
+	names := c.all()
+	if len(names) > limit {
+		return keel.Page[string]{Items: names[:limit], Next: names[limit-1]}, nil
+	}
+	return keel.Page[string]{Items: names}, nil
 }
 
 // collector gathers names in chunks of fixed size, then copies them once

@@ -359,7 +359,7 @@ func TestBadInput(t *testing.T) {
 			}
 			wantKind(t, e.Delete(context.Background(), tc.path), keel.KindInvalid)
 			if tc.path != "" && tc.path != "app/" { // List takes those
-				_, err = e.List(context.Background(), tc.path)
+				_, err = listAll(e, context.Background(), tc.path)
 				wantKind(t, err, keel.KindInvalid)
 			}
 			wantUnchanged(t, store, before)
@@ -442,7 +442,7 @@ func TestList(t *testing.T) {
 		}
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
-				got, err := e.List(context.Background(), tc.path)
+				got, err := listAll(e, context.Background(), tc.path)
 				if tc.want == nil {
 					wantKind(t, err, keel.KindNotFound)
 					return
@@ -464,7 +464,7 @@ func TestList(t *testing.T) {
 func TestListEmptyMount(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEngine(t, open(t), nil)
-		_, err := e.List(context.Background(), "")
+		_, err := listAll(e, context.Background(), "")
 		wantKind(t, err, keel.KindNotFound)
 	})
 }
@@ -499,7 +499,7 @@ func TestListSeeksPastFolders(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			store.visited.Store(0)
-			names, err := e.List(context.Background(), tc.path)
+			names, err := listAll(e, context.Background(), tc.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -535,7 +535,7 @@ func TestRights(t *testing.T) {
 			return func(ctx context.Context) error { _, err := e.Read(ctx, p); return err }
 		}
 		list := func(p string) op {
-			return func(ctx context.Context) error { _, err := e.List(ctx, p); return err }
+			return func(ctx context.Context) error { _, err := listAll(e, ctx, p); return err }
 		}
 		del := func(p string) op {
 			return func(ctx context.Context) error { return e.Delete(ctx, p) }
@@ -749,7 +749,7 @@ func TestRerun(t *testing.T) {
 				return result{data: s.Data}, err
 			},
 			"list": func(ctx context.Context, e *kv.Engine) (result, error) {
-				names, err := e.List(ctx, "")
+				names, err := listAll(e, ctx, "")
 				return result{names: names}, err
 			},
 		}
@@ -948,7 +948,7 @@ func TestCanceled(t *testing.T) {
 		cancel()
 		ops := map[string]func() error{
 			"read":   func() error { _, err := e.Read(ctx, "p"); return err },
-			"list":   func() error { _, err := e.List(ctx, ""); return err },
+			"list":   func() error { _, err := listAll(e, ctx, ""); return err },
 			"write":  func() error { return e.Write(ctx, "q", map[string]any{"k": "v"}) },
 			"delete": func() error { return e.Delete(ctx, "p") },
 		}
@@ -987,7 +987,7 @@ func TestConcurrent(t *testing.T) {
 						t.Errorf("read a mix: %v", s.Data)
 						return
 					}
-					if _, err := e.List(ctx, "shared"); err != nil && keel.KindOf(err) != keel.KindNotFound {
+					if _, err := listAll(e, ctx, "shared"); err != nil && keel.KindOf(err) != keel.KindNotFound {
 						t.Error(err)
 						return
 					}
@@ -1069,6 +1069,57 @@ func TestReadReservesLargeValues(t *testing.T) {
 		wantKind(t, err, keel.KindUnavailable)
 		if after, err := m.List(ctx, "secret/large/"); err != nil || len(after) != len(before) {
 			t.Fatalf("leases after a refused read: %q, %v; want the %d before", after, err, len(before))
+		}
+	})
+}
+
+// TestListPages: List gives at most Limit names a page, in order, each
+// page after the Cursor it is given (the last name of the one before), so
+// that a walk sees every name that stays, whatever is added or deleted
+// meanwhile before its cursor; a folder and a secret of the same name are
+// two names; a page past the end is empty, not an error.
+func TestListPages(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		ctx := context.Background()
+		e := newEngine(t, open(t), nil)
+		for _, p := range []string{"a", "a/x", "b", "c/d/e", "d", "e", "f"} {
+			mustWrite(t, ctx, e, p, map[string]any{"v": "1"})
+		}
+		var got []string
+		var pages []keel.Page[string]
+		r := keel.ListRequest{Limit: 3}
+		for {
+			page, err := e.List(ctx, "", r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages = append(pages, page)
+			got = append(got, page.Items...)
+			if len(pages) == 1 {
+				// Between pages: a name before the cursor goes, one
+				// after it comes.
+				if err := e.Delete(ctx, "b"); err != nil {
+					t.Fatal(err)
+				}
+				mustWrite(t, ctx, e, "da", map[string]any{"v": "1"})
+			}
+			if page.Next == "" {
+				break
+			}
+			r.Cursor = page.Next
+		}
+		want := []string{"a", "a/", "b", "c/", "d", "da", "e", "f"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("walked %q, want %q", got, want)
+		}
+		if len(pages) != 3 || len(pages[0].Items) != 3 || pages[0].Next != "b" {
+			t.Fatalf("pages %+v, want 3 of at most 3, the first ending at b", pages)
+		}
+		if page, err := e.List(ctx, "", keel.ListRequest{Cursor: "f"}); err != nil || len(page.Items) != 0 || page.Next != "" {
+			t.Fatalf("page past the end: %+v, %v; want empty", page, err)
+		}
+		if page, err := e.List(ctx, "", keel.ListRequest{}); err != nil || len(page.Items) != 7 || page.Next != "" {
+			t.Fatalf("default limit: %+v, %v; want every name in one page", page, err)
 		}
 	})
 }

@@ -271,7 +271,7 @@ func TestDisableLeavesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		again, _, _ := table.Route("big/")
-		if keys, err := again.KV.List(ctx, ""); keel.KindOf(err) != keel.KindNotFound {
+		if keys, err := again.KV.List(ctx, "", keel.ListRequest{}); keel.KindOf(err) != keel.KindNotFound {
 			t.Fatalf("a new mount at the same path lists %q (%v)", keys, err)
 		}
 	})

@@ -122,7 +122,7 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 			return ok && m.UUID != stale.UUID
 		})
 		ma, _, _ := a.Route("late/x")
-		if keys, err := ma.KV.List(ctx, ""); keel.KindOf(err) != keel.KindNotFound {
+		if keys, err := ma.KV.List(ctx, "", keel.ListRequest{}); keel.KindOf(err) != keel.KindNotFound {
 			t.Fatalf("the new mount lists %q (%v)", keys, err)
 		}
 	})

@@ -1,9 +1,12 @@
 package vault
 
 import (
+	"context"
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/keelhq/keel"
 )
 
 // serveMount routes a request under /v1/ to the engine mounted there.
@@ -25,7 +28,9 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	switch {
 	case isList(r):
-		keys, err := m.KV.List(ctx, rest)
+		keys, err := allKeys(ctx, func(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+			return m.KV.List(ctx, rest, r)
+		})
 		writeRead(w, m.Type, err, keysData(keys))
 	case r.Method == http.MethodGet:
 		sec, err := m.KV.Read(ctx, rest)
@@ -68,4 +73,20 @@ func refusePatch(w http.ResponseWriter, r *http.Request) {
 	default:
 		methodNotAllowed(w, "")
 	}
+}
+
+// allKeys returns every name of a paged list, as Vault's LIST answers
+// them: one page's names as they are, more pages' joined.
+func allKeys(ctx context.Context, list func(context.Context, keel.ListRequest) (keel.Page[string], error)) ([]string, error) {
+	p, err := list(ctx, keel.ListRequest{})
+	keys := p.Items
+	for err == nil && p.Next != "" {
+		if p, err = list(ctx, keel.ListRequest{Cursor: p.Next}); err == nil {
+			keys = append(keys, p.Items...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return keys, nil
 }
