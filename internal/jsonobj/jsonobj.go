@@ -63,7 +63,16 @@ func (s *value) UnmarshalJSON(b []byte) error {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber()
 		return dec.Decode(&s.v)
-	case '"', 't', 'f', 'n':
+	case '"':
+		// json.Unmarshal has checked the whole object: a string with
+		// no escape and valid UTF-8 is its bytes, without scanning it
+		// twice more.
+		if in := b[1 : len(b)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			s.v = string(in)
+			return nil
+		}
+		return json.Unmarshal(b, &s.v)
+	case 't', 'f', 'n':
 		return json.Unmarshal(b, &s.v)
 	default:
 		s.v = json.Number(b)

@@ -21,6 +21,7 @@ func TestDecodeMatchesDecoder(t *testing.T) {
 			`{"pad":"` + pad + `","n":12.50,"i":-3,"e":1e400,"t":true,"f":false,"z":null,"s":"a\"b\u00e9\ud800","o":{"x":[1,2.0,{"y":null}]},"a":[]}`,
 			`{"pad":"` + pad + `"}`,
 			" \n{\"pad\" : \"" + pad + "\" } \t",
+			"{\"pad\":\"" + pad + "\",\"bad\":\"a\xffb\",\"esc\":\"\\u00e9\\n\"}",
 		} {
 			var want map[string]any
 			dec := json.NewDecoder(bytes.NewReader([]byte(doc)))
@@ -85,4 +86,31 @@ func ExampleDecode() {
 	// Output:
 	// s3cr3t 5432.0 <nil>
 	// {"password":"s3cr3t","port":5432.0}
+}
+
+// BenchmarkDecode decodes an object holding a 4 MiB string, in place and,
+// as a yardstick, with json.Decoder and UseNumber.
+func BenchmarkDecode(b *testing.B) {
+	doc := []byte(`{"n":1,"v":"` + strings.Repeat("x", 4<<20) + `"}`)
+	b.Run("impl=jsonobj", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=decoder", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]any
+			dec := json.NewDecoder(bytes.NewReader(doc))
+			dec.UseNumber()
+			if err := dec.Decode(&m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
