@@ -33,11 +33,32 @@
 // record until it is deleted there), drops the imported services, then
 // removes the peering.
 //
-// Read and List block when given QueryOptions.MinIndex: they return as
-// soon as the index of the result passes it, or after WaitTime
-// (DefaultWait, at most MaxWait). CreateIndex and ModifyIndex are the
-// store's change index at creation and at the last change; List's index
-// is the last change of any peering, removals included.
+// # Operations
+//
+// The verbs are keel's (Get, List, Put, Delete) and Consul's own
+// (GenerateToken, Establish):
+//
+//   - GenerateToken(ctx, TokenRequest) and Establish(ctx,
+//     EstablishRequest) make a peering, on the acceptor's and on the
+//     dialer's side;
+//   - Get(ctx, name, Query) reads one peering, List(ctx, Query) every
+//     peering the caller may read;
+//   - Delete(ctx, name, DeleteRequest) deletes one;
+//   - PutExportedServices(ctx, name, services) replaces what this cluster
+//     exports to one peer; PutExportedServicesEntry(ctx, entry) and
+//     GetExportedServicesEntry(ctx, name) write and read Consul's config
+//     entry of kind "exported-services", which sets the exports of every
+//     peering at once;
+//   - Limits() reports the limits that depend on the store.
+//
+// Get and List are blocking queries, as Consul's: a Query carries the
+// index the caller already has (MinIndex), and the read returns as soon
+// as the index of its result passes it, or after WaitTime (DefaultWait,
+// at most MaxWait). The zero Query reads at once. CreateIndex and
+// ModifyIndex are the store's change index at creation and at the last
+// change; List's index is the last change of any peering, removals
+// included. List is not paged by a cursor: its answer is the whole set
+// as of one index, which is what a blocking query watches (see List).
 //
 // The background work is Step(ctx, now), which returns when it is next
 // due; Start and Stop (or Close) run it on the clock. New builds a
@@ -48,11 +69,17 @@
 //
 // # Errors
 //
-// Errors carry keel kinds: keel.ErrInvalid with the fields of the wire
-// format (PeerName, Partition, PeeringToken, ServerExternalAddresses,
-// Meta) for rule violations, a used or replaced token, a token of this
-// cluster or a name already used by the other role; keel.ErrNotFound for
-// a missing peering (Delete of a missing peering succeeds, as in Consul);
+// Every error's message starts with "peering: ", once; an adapter that
+// speaks Consul's words drops it, as Consul's messages name no package.
+// Errors carry keel kinds: keel.ErrInvalid with the Go paths of the
+// fields of the input (PeerName, Partition, PeeringToken,
+// ServerExternalAddresses, Meta, WaitTime, Services[0].Name; Consul's
+// JSON names them alike) for rule violations, a used or replaced token, a
+// token of this cluster or a name already used by the other role;
+// keel.ErrNotFound for a missing peering (Delete of a missing peering
+// succeeds, as Consul's delete does, where keel's Delete verb would
+// answer keel.ErrNotFound: the adapters and programs written for Consul
+// rely on it);
 // keel.ErrConflict for a peering being deleted; keel.ErrUnavailable when
 // the peer cannot be reached; store errors as they come. Open fails with
 // keel.ErrInvalid naming "Store", "Transport" or "Authorizer" when one is
@@ -62,16 +89,17 @@
 //
 // # Rights
 //
-// GenerateToken, Establish, Delete and SetExportedServices need
-// peering:write, Read needs peering:read, on the resource
+// GenerateToken, Establish, Delete and PutExportedServices need
+// peering:write, Get needs peering:read, on the resource
 // "peering/<name>". List returns the peerings the caller may read and
-// sets Filtered when it left some out. SetExportedServicesEntry (Consul's
-// config entry of kind "exported-services", name "default") needs
-// peering:write on every peering whose exports it changes, and
-// ExportedServicesEntry needs peering:read on every peering the entry
-// names: Consul asks for mesh or operator rights there, which keel does
-// not have, and the entry is the exports of those peerings. The Handle methods need no right:
-// the one-time secret, then the stream secret, is the credential.
+// sets Filtered when it left some out; a caller with peering:read on no
+// peering is refused. PutExportedServicesEntry (Consul's config entry of
+// kind "exported-services", name "default") needs peering:write on every
+// peering whose exports it changes, and GetExportedServicesEntry needs
+// peering:read on every peering the entry names: Consul asks for mesh or
+// operator rights there, which keel does not have, and the entry is the
+// exports of those peerings. The Handle methods need no right: the
+// one-time secret, then the stream secret, is the credential.
 //
 // # Concurrency
 //
@@ -87,10 +115,14 @@
 //
 // # Limits
 //
-// SetExportedServicesEntry changes every peering concerned in one
+// Limits returns the limits that depend on the store.
+// PutExportedServicesEntry changes every peering concerned in one
 // transaction; on a store that bounds transactions (etcd) an entry may
-// name at most Service.MaxConsumerPeers peerings (31 on etcd), and a
-// larger one is refused up front on "Services", naming the limit.
+// name at most Limits().MaxConsumerPeers peerings (31 on etcd), and a
+// larger one is refused up front with keel.ErrInvalid on "Services",
+// naming the limit. The fixed limits are
+// constants: MaxMetaPairs, MaxMetaKeyLen, MaxMetaValueLen (Meta, as
+// Consul's) and MaxWait (a blocking query).
 //
 // # Caveats
 //
@@ -100,8 +132,9 @@
 // DELETING is reported as TERMINATED with DeletedAt. The heartbeat
 // interval is 15 s and the timeout 2 min, as Consul's stream. Only the
 // partition "default" is served: any other is refused on "Partition" (of
-// TokenRequest, EstablishRequest, QueryOptions and ExportedServicesEntry). Meta is limited as Consul limits it (64
-// pairs, keys 128 bytes, values 512). Blocking waits get no random
+// TokenRequest, EstablishRequest, Query, DeleteRequest and
+// ExportedServicesEntry). Meta is limited as Consul limits it (64 pairs,
+// keys 128 bytes, values 512). Blocking waits get no random
 // jitter. The "stream" is the dialer's heartbeats answered by the
 // acceptor, so that exports of the acceptor reach the dialer at the next
 // heartbeat. If the dialer's store fails after the acceptor accepted the

@@ -22,7 +22,8 @@ const exportedKey = "exported-services/" + ExportedServicesName
 
 // ExportedServicesEntry is Consul's config entry of kind
 // "exported-services": which services this cluster exports to which
-// peers. Values returned are copies owned by the caller.
+// peers. PutExportedServicesEntry takes it, GetExportedServicesEntry
+// returns it; values returned are copies owned by the caller.
 type ExportedServicesEntry struct {
 	// Name is ExportedServicesName; empty means it.
 	Name string
@@ -35,7 +36,8 @@ type ExportedServicesEntry struct {
 	// Meta is the caller's metadata, limited as a peering's.
 	Meta map[string]string
 	// CreateIndex and ModifyIndex are the change indexes of the creation
-	// and of the last change; set by the Service.
+	// and of the last change: set by the Service, ignored by
+	// PutExportedServicesEntry (Consul's check-and-set is not served).
 	CreateIndex, ModifyIndex uint64
 }
 
@@ -48,19 +50,24 @@ type ExportedService struct {
 	Consumers []string
 }
 
-// SetExportedServicesEntry stores entry and sets the services exported to
-// each peering it names, as SetExportedServices does: a peering gets the
-// names of the services listing it among their consumers, and a peering
-// named by the previous entry but not by this one gets none. Peerings
-// that do not exist yet, or are being deleted, are skipped; a peering
-// created later (token or establish) starts with the services the stored
-// entry exports to its name. It needs peering:write on every peering
-// whose exports change (named by the previous or the new entry). All of
-// it is one transaction, so on a bounded store the entry may name at most
-// MaxConsumerPeers peerings; a larger one is refused before anything is
-// written.
-func (s *Service) SetExportedServicesEntry(ctx context.Context, entry *ExportedServicesEntry) error {
-	e, err := normEntry(entry, s.MaxConsumerPeers())
+// PutExportedServicesEntry stores entry, replacing the one stored, and
+// sets the services exported to each peering it names, as
+// PutExportedServices does: a peering gets the names of the services
+// listing it among their consumers, and a peering named by the previous
+// entry but not by this one gets none. Peerings that do not exist yet, or
+// are being deleted, are skipped; a peering created later (token or
+// establish) starts with the services the stored entry exports to its
+// name. It needs peering:write on every peering whose exports change
+// (named by the previous or the new entry). All of it is one transaction,
+// so on a bounded store the entry may name at most
+// Limits().MaxConsumerPeers peerings; a larger one is refused before
+// anything is written, with keel.ErrInvalid on "Services" naming the
+// limit. The entry's rules (its Name, Partition, Meta, services and
+// peers) are keel.ErrInvalid naming each field; a nil entry is the empty
+// one, which exports nothing.
+func (s *Service) PutExportedServicesEntry(ctx context.Context, entry *ExportedServicesEntry) (err error) {
+	defer prefixErr(&err)
+	e, err := normEntry(entry, s.Limits().MaxConsumerPeers)
 	if err != nil {
 		return err
 	}
@@ -111,20 +118,22 @@ func (s *Service) SetExportedServicesEntry(ctx context.Context, entry *ExportedS
 		return true, tx.Put(exportedKey, raw)
 	})
 	if err != nil {
-		return fmt.Errorf("set exported services: %w", err)
+		return wrapf(err, "set exported services")
 	}
 	s.Wake()
 	return nil
 }
 
-// ExportedServicesEntry returns the exported-services entry named name
+// GetExportedServicesEntry returns the exported-services entry named name
 // (ExportedServicesName) and the change index of the read. It needs
 // peering:read on every peering the entry names. A name other than
-// ExportedServicesName, or an entry never set, gives keel.ErrNotFound.
-func (s *Service) ExportedServicesEntry(ctx context.Context, name string) (*ExportedServicesEntry, uint64, error) {
+// ExportedServicesName, or an entry never set, gives keel.ErrNotFound
+// with the index.
+func (s *Service) GetExportedServicesEntry(ctx context.Context, name string) (_ *ExportedServicesEntry, _ uint64, err error) {
+	defer prefixErr(&err)
 	var e *ExportedServicesEntry
 	var idx uint64
-	err := s.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
+	err = s.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
 		var err error
 		if idx, err = currentIndex(tx); err != nil {
 			return err
@@ -193,21 +202,30 @@ func getEntry(tx storage.Tx) (*ExportedServicesEntry, error) {
 	return e, nil
 }
 
-// MaxConsumerPeers is the most peerings one exported-services entry may
-// name as consumers, counted once across all its services, on the
-// Service's store; 0 when the store bounds no transaction (memstore and
-// boltstore by default). It is 31 on etcdstore's default limits (128
-// operations and 128 reads per transaction).
-//
-// SetExportedServicesEntry changes every peering concerned in one
-// transaction: it reads each peering the stored entry or the new one
-// names, and writes the two keys of each whose exports change, besides the
-// entry and the change index. So on a bounded store an entry may name at
-// most min((MaxTxOps-2)/4, (MaxTxReads-2)/2) peerings: the stored entry
-// (at most as many) and the new one may then name different peerings
-// and still fit. A larger entry is refused before anything is written,
-// with keel.KindInvalid on "Services" naming the limit.
-func (s *Service) MaxConsumerPeers() int {
+// Limits are the limits of a Service that depend on its store, as
+// Service.Limits reports them. The fixed limits are constants:
+// MaxMetaPairs, MaxMetaKeyLen, MaxMetaValueLen, MaxWait.
+type Limits struct {
+	// MaxConsumerPeers is the most peerings one exported-services entry
+	// may name as consumers, counted once across all its services; 0 when
+	// the store bounds no transaction (memstore and boltstore by
+	// default). It is 31 on etcdstore's default limits (128 operations
+	// and 128 reads per transaction).
+	//
+	// PutExportedServicesEntry changes every peering concerned in one
+	// transaction: it reads each peering the stored entry or the new one
+	// names, and writes the two keys of each whose exports change,
+	// besides the entry and the change index. So on a bounded store an
+	// entry may name at most min((MaxTxOps-2)/4, (MaxTxReads-2)/2)
+	// peerings: the stored entry (at most as many) and the new one may
+	// then name different peerings and still fit. A larger entry is
+	// refused before anything is written, with keel.KindInvalid on
+	// "Services" naming the limit.
+	MaxConsumerPeers int
+}
+
+// Limits returns the limits of the Service on its store.
+func (s *Service) Limits() Limits {
 	l := s.store.Limits()
 	n := 0
 	if l.MaxTxOps > 0 {
@@ -216,7 +234,7 @@ func (s *Service) MaxConsumerPeers() int {
 	if l.MaxTxReads > 0 {
 		n = minPositive(n, max(1, (l.MaxTxReads-2)/2))
 	}
-	return n
+	return Limits{MaxConsumerPeers: n}
 }
 
 // minPositive returns the smaller of a and b, where 0 means no bound.
@@ -229,7 +247,8 @@ func minPositive(a, b int) int {
 
 // normEntry validates entry and returns its normal form: the default
 // name, consumers sorted and without duplicates. maxPeers, when positive,
-// bounds the distinct consumers across the services (MaxConsumerPeers).
+// bounds the distinct consumers across the services
+// (Limits.MaxConsumerPeers).
 func normEntry(entry *ExportedServicesEntry, maxPeers int) (*ExportedServicesEntry, error) {
 	var v keel.Validation
 	if entry == nil {
@@ -266,7 +285,7 @@ func normEntry(entry *ExportedServicesEntry, maxPeers int) (*ExportedServicesEnt
 		e.Services = append(e.Services, ExportedService{Name: svc.Name, Consumers: slices.Compact(consumers)})
 	}
 	if n := len(e.exports()); maxPeers > 0 && n > maxPeers {
-		v.Add("Services", "names %d consumer peerings, at most %d on this store (see Service.MaxConsumerPeers)", n, maxPeers)
+		v.Add("Services", "names %d consumer peerings, at most %d on this store (see Limits.MaxConsumerPeers)", n, maxPeers)
 	}
 	return e, v.Err()
 }

@@ -20,7 +20,7 @@ func TestExportedServicesEntry(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open)
 		ctx := context.Background()
-		_, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		_, _, err := w.a.svc.GetExportedServicesEntry(ctx, "default")
 		wantKind(t, err, keel.KindNotFound)
 		w.peer(t)
 
@@ -29,7 +29,7 @@ func TestExportedServicesEntry(t *testing.T) {
 			peering.ExportedService{Name: "web", Consumers: []string{"b", "later"}},
 			peering.ExportedService{Name: "api", Consumers: []string{"b", "b"}},
 		)
-		if err := w.a.svc.SetExportedServicesEntry(ctx, e); err != nil {
+		if err := w.a.svc.PutExportedServicesEntry(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		if got := read(t, w.a, "b").StreamStatus.ExportedServices; !slices.Equal(got, []string{"api", "web"}) {
@@ -41,7 +41,7 @@ func TestExportedServicesEntry(t *testing.T) {
 		if got := read(t, w.b, "a").StreamStatus.ImportedServices; !slices.Equal(got, []string{"api", "web"}) {
 			t.Fatalf("b imports %v", got)
 		}
-		got, idx, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		got, idx, err := w.a.svc.GetExportedServicesEntry(ctx, "default")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,20 +57,20 @@ func TestExportedServicesEntry(t *testing.T) {
 		}
 
 		// A peering no longer named exports nothing.
-		if err := w.a.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"later"}})); err != nil {
+		if err := w.a.svc.PutExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"later"}})); err != nil {
 			t.Fatal(err)
 		}
 		if got := read(t, w.a, "b").StreamStatus.ExportedServices; len(got) != 0 {
 			t.Fatalf("a still exports %v", got)
 		}
-		again, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		again, _, err := w.a.svc.GetExportedServicesEntry(ctx, "default")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if again.CreateIndex != got.CreateIndex || again.ModifyIndex <= got.ModifyIndex {
 			t.Fatalf("indexes %d/%d after %d/%d", again.CreateIndex, again.ModifyIndex, got.CreateIndex, got.ModifyIndex)
 		}
-		_, _, err = w.a.svc.ExportedServicesEntry(ctx, "other")
+		_, _, err = w.a.svc.GetExportedServicesEntry(ctx, "other")
 		wantKind(t, err, keel.KindNotFound)
 	})
 }
@@ -88,13 +88,13 @@ func TestExportedServicesEntryRules(t *testing.T) {
 		{entry(peering.ExportedService{Name: "web"}), "Services[0].Consumers"},
 		{entry(peering.ExportedService{Name: "web", Consumers: []string{"Not_A_Label"}}), "Services[0].Consumers[0].Peer"},
 	} {
-		err := w.a.svc.SetExportedServicesEntry(ctx, tt.entry)
+		err := w.a.svc.PutExportedServicesEntry(ctx, tt.entry)
 		wantKind(t, err, keel.KindInvalid)
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != tt.field {
 			t.Errorf("%+v: field errors %v, want one on %s", tt.entry, fe, tt.field)
 		}
 	}
-	if err := w.a.svc.SetExportedServicesEntry(ctx, &peering.ExportedServicesEntry{Partition: peering.DefaultPartition}); err != nil {
+	if err := w.a.svc.PutExportedServicesEntry(ctx, &peering.ExportedServicesEntry{Partition: peering.DefaultPartition}); err != nil {
 		t.Fatalf("the default partition: %v", err)
 	}
 }
@@ -110,30 +110,30 @@ func TestExportedServicesEntryRights(t *testing.T) {
 		}
 		c := w.add(t, "dc1", "10.0.0.1:8300", open(t), authz)
 		ctx := keel.WithPrincipal(context.Background(), keel.Principal{Policies: []string{"b-only"}})
-		if err := c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"b"}})); err != nil {
+		if err := c.svc.PutExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"b"}})); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := c.svc.ExportedServicesEntry(ctx, "default"); err != nil {
+		if _, _, err := c.svc.GetExportedServicesEntry(ctx, "default"); err != nil {
 			t.Fatal(err)
 		}
-		wantKind(t, c.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"c"}})), keel.KindForbidden)
+		wantKind(t, c.svc.PutExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: []string{"c"}})), keel.KindForbidden)
 		// Dropping b needs no more than write on b.
-		if err := c.svc.SetExportedServicesEntry(ctx, entry()); err != nil {
+		if err := c.svc.PutExportedServicesEntry(ctx, entry()); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
-// TestExportedServicesEntrySize sets entries of MaxConsumerPeers peerings
-// (100 on a store without a bound), then replaces them with as many other
-// peerings, on every store: both fit one transaction. An entry of one
-// peering more is refused on Services, naming the limit, and changes
-// nothing.
+// TestExportedServicesEntrySize sets entries of Limits().MaxConsumerPeers
+// peerings (100 on a store without a bound), then replaces them with as
+// many other peerings, on every store: both fit one transaction. An entry
+// of one peering more is refused on Services, naming the limit, and
+// changes nothing.
 func TestExportedServicesEntrySize(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open)
 		ctx := context.Background()
-		limit := w.a.svc.MaxConsumerPeers()
+		limit := w.a.svc.Limits().MaxConsumerPeers
 		if open(t).Limits().MaxTxOps > 0 && limit == 0 {
 			t.Fatal("MaxConsumerPeers is 0 on a bounded store")
 		}
@@ -154,10 +154,10 @@ func TestExportedServicesEntrySize(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := w.a.svc.SetExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: first})); err != nil {
+		if err := w.a.svc.PutExportedServicesEntry(ctx, entry(peering.ExportedService{Name: "web", Consumers: first})); err != nil {
 			t.Fatalf("%d consumers: %v", n, err)
 		}
-		if err := w.a.svc.SetExportedServicesEntry(ctx, entry(
+		if err := w.a.svc.PutExportedServicesEntry(ctx, entry(
 			peering.ExportedService{Name: "web", Consumers: second[:n/2]},
 			peering.ExportedService{Name: "api", Consumers: second[n/2 : n]},
 		)); err != nil {
@@ -174,11 +174,11 @@ func TestExportedServicesEntrySize(t *testing.T) {
 		if limit == 0 {
 			return
 		}
-		before, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		before, _, err := w.a.svc.GetExportedServicesEntry(ctx, "default")
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = w.a.svc.SetExportedServicesEntry(ctx, entry(
+		err = w.a.svc.PutExportedServicesEntry(ctx, entry(
 			peering.ExportedService{Name: "web", Consumers: second[:n]},
 			peering.ExportedService{Name: "db", Consumers: second[n:]},
 		))
@@ -186,7 +186,7 @@ func TestExportedServicesEntrySize(t *testing.T) {
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Services" || !strings.Contains(fe[0].Rule, fmt.Sprintf("at most %d", limit)) {
 			t.Errorf("%d consumers: field errors %v, want one on Services naming the limit %d", n+1, fe, limit)
 		}
-		after, _, err := w.a.svc.ExportedServicesEntry(ctx, "default")
+		after, _, err := w.a.svc.GetExportedServicesEntry(ctx, "default")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,9 +97,9 @@ func (w *world) step(t testing.TB) {
 
 func read(t testing.TB, c *cluster, name string) *peering.Peering {
 	t.Helper()
-	p, _, err := c.svc.Read(context.Background(), name, nil)
+	p, _, err := c.svc.Get(context.Background(), name, peering.Query{})
 	if err != nil {
-		t.Fatalf("Read(%q): %v", name, err)
+		t.Fatalf("Get(%q): %v", name, err)
 	}
 	return p
 }

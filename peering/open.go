@@ -2,7 +2,6 @@ package peering
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
@@ -26,7 +25,8 @@ const storePrefix = "peering/"
 // keel.AllowAll{}); it then writes nothing and starts nothing. It fails
 // with ctx's error when ctx is already done. Open reads nothing from the
 // store.
-func Open(ctx context.Context, store storage.Store, transport Transport, opts *Options) (*Service, error) {
+func Open(ctx context.Context, store storage.Store, transport Transport, opts *Options) (_ *Service, err error) {
+	defer prefixErr(&err)
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -36,15 +36,15 @@ func Open(ctx context.Context, store storage.Store, transport Transport, opts *O
 			v.Add("Transport", "is required")
 		}
 	}); err != nil {
-		return nil, fmt.Errorf("peering: open: %w", err)
+		return nil, wrapf(err, "open")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("peering: open: %w", err)
+		return nil, wrapf(err, "open")
 	}
 	view := storage.Sub(store, storePrefix)
 	s, err := New(view, transport, &o)
 	if err != nil {
-		return nil, fmt.Errorf("peering: open: %w", err)
+		return nil, wrapf(err, "open")
 	}
 	s.Start()
 	return s, nil

@@ -55,12 +55,12 @@ func TestOpenRunsTheWorkerUntilClose(t *testing.T) {
 		if err := clock.BlockUntil(ctx, 1); err != nil { // the worker waits for the next heartbeat
 			t.Fatalf("the worker of Open does not sleep on the clock: %v", err)
 		}
-		_, idx, err := a.Read(ctx, "b", nil)
+		_, idx, err := a.Get(ctx, "b", peering.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(peering.DefaultHeartbeatInterval)
-		p, _, err := a.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx})
+		p, _, err := a.Get(ctx, "b", peering.Query{MinIndex: idx})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package peering
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -52,7 +51,7 @@ type StreamStatus struct {
 	// ImportedServices are the service names the peer exports to us.
 	ImportedServices []string
 	// ExportedServices are the service names we export to the peer (see
-	// SetExportedServices).
+	// PutExportedServices and PutExportedServicesEntry).
 	ExportedServices []string
 	// LastHeartbeat, LastReceive and LastSend are the instants of the last
 	// heartbeat, message received and message sent; zero when none.
@@ -152,7 +151,8 @@ const ClaimKind = "peering"
 // New fails with an error of kind keel.KindInvalid, naming the field, when
 // store or transport is nil, or store is a part of a store that a
 // composition root gave to another kind of component (storage.CheckClaim).
-func New(store storage.Store, transport Transport, opts *Options) (*Service, error) {
+func New(store storage.Store, transport Transport, opts *Options) (_ *Service, err error) {
+	defer prefixErr(&err)
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -167,7 +167,7 @@ func New(store storage.Store, transport Transport, opts *Options) (*Service, err
 		v.Add("Transport", "is required")
 	}
 	if err := v.Err(); err != nil {
-		return nil, fmt.Errorf("peering: %w", err)
+		return nil, err
 	}
 	if o.Datacenter == "" {
 		o.Datacenter = "dc1"

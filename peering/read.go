@@ -10,19 +10,29 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// QueryOptions drive a blocking read: the call returns as soon as the
-// index of its result is above MinIndex, or when WaitTime has passed.
-// The zero value reads at once.
-type QueryOptions struct {
+// Query is how Get and List read: the partition, and, for a blocking
+// query (Consul's: the reads' one way of watching), the index the caller
+// already has and how long to wait for a newer one. The call returns as
+// soon as the index of its result is above MinIndex, or when WaitTime has
+// passed; the index it returns is the MinIndex of the caller's next Query.
+// The zero Query reads at once.
+//
+// Query is one domain value shared by both reads rather than a GetRequest
+// and a ListRequest: the same three fields drive both, and a
+// peering.ListRequest would read as keel.ListRequest, a page of a list,
+// which List is not.
+type Query struct {
 	// MinIndex is the index the caller already has; 0 does not block.
 	MinIndex uint64
-	// WaitTime bounds the wait. Zero: DefaultWait; above MaxWait: MaxWait.
+	// WaitTime bounds the wait of a blocking query. Zero: DefaultWait;
+	// above MaxWait: MaxWait; negative is refused.
 	WaitTime time.Duration
 	// Partition must be empty or DefaultPartition.
 	Partition string
 }
 
-// List is the result of List.
+// List is the result of List: every peering the caller may read, as of
+// one index.
 type List struct {
 	// Peerings are the peerings the caller may read, by name; never nil.
 	Peerings []*Peering
@@ -32,11 +42,10 @@ type List struct {
 	Filtered bool
 }
 
-func checkQuery(q *QueryOptions) (QueryOptions, error) {
-	var o QueryOptions
-	if q != nil {
-		o = *q
-	}
+// checkQuery validates q and returns it with its wait set: DefaultWait for
+// none, at most MaxWait.
+func checkQuery(q Query) (Query, error) {
+	o := q
 	var v keel.Validation
 	checkPartition(&v, o.Partition)
 	if o.WaitTime < 0 {
@@ -53,7 +62,7 @@ func checkQuery(q *QueryOptions) (QueryOptions, error) {
 // wait ends, or ctx ends (its error is returned). It is woken by this
 // Service's commits, and by the store's watch of the index (storage.Watch)
 // for the commits of other processes on a shared store.
-func (s *Service) block(ctx context.Context, q QueryOptions, read func() (uint64, error)) error {
+func (s *Service) block(ctx context.Context, q Query, read func() (uint64, error)) error {
 	var timer keel.Timer
 	var stopWatch func()
 	defer func() {
@@ -108,12 +117,13 @@ func (s *Service) block(ctx context.Context, q QueryOptions, read func() (uint64
 	}
 }
 
-// Read returns the peering named name and its index (its ModifyIndex, or
+// Get returns the peering named name and its index (its ModifyIndex, or
 // the index of all peerings when it does not exist). It needs
 // peering:read on "peering/<name>". A missing peering gives
-// keel.ErrNotFound with the index. With q.MinIndex, it blocks as
-// QueryOptions says.
-func (s *Service) Read(ctx context.Context, name string, q *QueryOptions) (*Peering, uint64, error) {
+// keel.ErrNotFound with the index, so that a blocking query can wait for
+// it to appear. With q.MinIndex, it blocks as Query says.
+func (s *Service) Get(ctx context.Context, name string, q Query) (_ *Peering, _ uint64, err error) {
+	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, s.authz, keel.CapPeeringRead, resource(name)); err != nil {
 		return nil, 0, err
 	}
@@ -145,9 +155,22 @@ func (s *Service) Read(ctx context.Context, name string, q *QueryOptions) (*Peer
 }
 
 // List returns the peerings the caller may read (peering:read on
-// "peering/<name>" of each), and whether others were left out. With
-// q.MinIndex, it blocks as QueryOptions says.
-func (s *Service) List(ctx context.Context, q *QueryOptions) (*List, error) {
+// "peering/<name>" of each), and whether others were left out. A caller
+// with peering:read on no peering at all is refused (keel.ErrForbidden),
+// as Consul refuses a token without peering:read. With q.MinIndex, it
+// blocks as Query says.
+//
+// List is not paged by a cursor, as keel's unbounded lists are
+// (keel.ListRequest): it is a blocking query, whose answer is the whole
+// set as of one Index, read in one transaction, so that a caller who
+// waits on that Index misses no change. Pages read one after another
+// would each have their own index: a peering made between two of them,
+// before the cursor, would be missing from the result with no index
+// saying so. The set is the one the Service itself tends in full: each
+// peering is a stream with a peer cluster, made by a caller with
+// peering:write, and every Step reads all of them in one transaction.
+func (s *Service) List(ctx context.Context, q Query) (_ *List, err error) {
+	defer prefixErr(&err)
 	o, err := checkQuery(q)
 	if err != nil {
 		return nil, err
@@ -156,7 +179,7 @@ func (s *Service) List(ctx context.Context, q *QueryOptions) (*List, error) {
 	// Consul refuses a token without peering:read; one with the right
 	// on some gets those, the list marked Filtered.
 	if err := keel.AuthorizeAny(ctx, s.authz, keel.CapPeeringRead, resource("")); err != nil {
-		return nil, fmt.Errorf("peering: list: %w", err)
+		return nil, wrapf(err, "list")
 	}
 	var out *List
 	err = s.block(ctx, o, func() (uint64, error) {
@@ -200,9 +223,9 @@ func (s *Service) List(ctx context.Context, q *QueryOptions) (*List, error) {
 	return out, nil
 }
 
-// DeleteOptions are the options of Delete. A nil *DeleteOptions is the
-// zero value.
-type DeleteOptions struct {
+// DeleteRequest is the optional input of Delete; the zero value is the
+// default.
+type DeleteRequest struct {
 	// Partition must be empty or DefaultPartition.
 	Partition string
 }
@@ -211,21 +234,21 @@ type DeleteOptions struct {
 // peering:write on "peering/<name>". The peering becomes TERMINATED with
 // DeletedAt and stays readable; the worker (Step) tells the peer, removes
 // the imported services, then the peering. Deleting a missing peering, or
-// one being deleted, succeeds and changes nothing. A partition other than
-// DefaultPartition is keel.ErrInvalid on "Partition".
-func (s *Service) Delete(ctx context.Context, name string, opts *DeleteOptions) error {
-	if opts != nil {
-		var v keel.Validation
-		checkPartition(&v, opts.Partition)
-		if err := v.Err(); err != nil {
-			return err
-		}
+// one being deleted, succeeds and changes nothing, as Consul's delete
+// does. A partition other than DefaultPartition is keel.ErrInvalid on
+// "Partition".
+func (s *Service) Delete(ctx context.Context, name string, req DeleteRequest) (err error) {
+	defer prefixErr(&err)
+	var v keel.Validation
+	checkPartition(&v, req.Partition)
+	if err := v.Err(); err != nil {
+		return err
 	}
 	if err := keel.Authorize(ctx, s.authz, keel.CapPeeringWrite, resource(name)); err != nil {
 		return err
 	}
 	now := s.clock.Now()
-	err := s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
+	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByName(tx, name)
 		if errors.Is(err, keel.ErrNotFound) {
 			return false, nil
@@ -241,18 +264,21 @@ func (s *Service) Delete(ctx context.Context, name string, opts *DeleteOptions) 
 		return true, put(tx, r, idx)
 	})
 	if err != nil {
-		return fmt.Errorf("delete peering %q: %w", name, err)
+		return wrapf(err, "delete peering %q", name)
 	}
 	s.Wake()
 	return nil
 }
 
-// SetExportedServices sets the service names this cluster exports to the
-// peer named name (sorted, without duplicates; empty names are
-// keel.ErrInvalid). It needs peering:write on "peering/<name>". The peer
-// sees them as imported at the next heartbeat. A peering being deleted
-// gives keel.ErrConflict.
-func (s *Service) SetExportedServices(ctx context.Context, name string, services []string) error {
+// PutExportedServices replaces the service names this cluster exports to
+// the peer named name with services (kept sorted, without duplicates;
+// an empty name is keel.ErrInvalid on "ExportedServices"). It needs
+// peering:write on "peering/<name>". The peer sees them as imported at
+// the next heartbeat. A missing peering gives keel.ErrNotFound, one being
+// deleted keel.ErrConflict. PutExportedServicesEntry sets the exports of
+// every peering from Consul's config entry instead.
+func (s *Service) PutExportedServices(ctx context.Context, name string, services []string) (err error) {
+	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, s.authz, keel.CapPeeringWrite, resource(name)); err != nil {
 		return err
 	}
@@ -261,7 +287,7 @@ func (s *Service) SetExportedServices(ctx context.Context, name string, services
 	if err := v.Err(); err != nil {
 		return err
 	}
-	err := s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
+	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByName(tx, name)
 		if err != nil {
 			return false, err
@@ -274,7 +300,7 @@ func (s *Service) SetExportedServices(ctx context.Context, name string, services
 		return true, put(tx, r, idx)
 	})
 	if err != nil {
-		return fmt.Errorf("export services to %q: %w", name, err)
+		return wrapf(err, "export services to %q", name)
 	}
 	s.Wake()
 	return nil

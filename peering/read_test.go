@@ -22,12 +22,12 @@ func TestIndexesAreReal(t *testing.T) {
 		if first.CreateIndex == 0 || first.CreateIndex != first.ModifyIndex {
 			t.Fatalf("new peering indexes %d %d", first.CreateIndex, first.ModifyIndex)
 		}
-		w.a.svc.SetExportedServices(ctx, "b", []string{"x"})
+		w.a.svc.PutExportedServices(ctx, "b", []string{"x"})
 		second := read(t, w.a, "b")
 		if second.CreateIndex != first.CreateIndex || second.ModifyIndex <= first.ModifyIndex {
 			t.Fatalf("after a change %d %d", second.CreateIndex, second.ModifyIndex)
 		}
-		l, err := w.a.svc.List(ctx, nil)
+		l, err := w.a.svc.List(ctx, peering.Query{})
 		if err != nil || l.Index < second.ModifyIndex {
 			t.Fatalf("list index %v, %v", l, err)
 		}
@@ -37,11 +37,11 @@ func TestIndexesAreReal(t *testing.T) {
 func TestIndexNeverZero(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open)
-		l, err := w.a.svc.List(context.Background(), nil)
+		l, err := w.a.svc.List(context.Background(), peering.Query{})
 		if err != nil || l.Index == 0 || l.Peerings == nil {
 			t.Fatalf("empty list %+v, %v", l, err)
 		}
-		_, idx, err := w.a.svc.Read(context.Background(), "none", nil)
+		_, idx, err := w.a.svc.Get(context.Background(), "none", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 		if idx == 0 {
 			t.Fatal("index 0 for a missing peering")
@@ -54,16 +54,16 @@ func TestBlockingReadReturnsOnChange(t *testing.T) {
 		w := newWorld(t, open)
 		ctx := context.Background()
 		w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-		_, idx, _ := w.a.svc.Read(ctx, "b", nil)
+		_, idx, _ := w.a.svc.Get(ctx, "b", peering.Query{})
 		got := make(chan *peering.Peering, 1)
 		go func() {
-			p, _, _ := w.a.svc.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx, WaitTime: time.Minute})
+			p, _, _ := w.a.svc.Get(ctx, "b", peering.Query{MinIndex: idx, WaitTime: time.Minute})
 			got <- p
 		}()
 		if err := w.clock.BlockUntil(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		w.a.svc.SetExportedServices(ctx, "b", []string{"web"})
+		w.a.svc.PutExportedServices(ctx, "b", []string{"web"})
 		if p := <-got; p.ModifyIndex <= idx {
 			t.Fatalf("returned index %d, want above %d", p.ModifyIndex, idx)
 		}
@@ -87,19 +87,19 @@ func TestBlockingReadSeesAnotherServer(t *testing.T) {
 		if _, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"}); err != nil {
 			t.Fatal(err)
 		}
-		_, idx, err := other.Read(ctx, "b", nil)
+		_, idx, err := other.Get(ctx, "b", peering.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan uint64, 1)
 		go func() {
-			_, i, _ := other.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx, WaitTime: time.Minute})
+			_, i, _ := other.Get(ctx, "b", peering.Query{MinIndex: idx, WaitTime: time.Minute})
 			got <- i
 		}()
 		if err := w.clock.BlockUntil(ctx, 1); err != nil { // the read waits
 			t.Fatal(err)
 		}
-		if err := w.a.svc.SetExportedServices(ctx, "b", []string{"web"}); err != nil {
+		if err := w.a.svc.PutExportedServices(ctx, "b", []string{"web"}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -127,10 +127,10 @@ func TestBlockingReadEndsAtWait(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t, everystore.Mem)
 			ctx := context.Background()
-			l, _ := w.a.svc.List(ctx, nil)
+			l, _ := w.a.svc.List(ctx, peering.Query{})
 			done := make(chan *peering.List, 1)
 			go func() {
-				l, _ := w.a.svc.List(ctx, &peering.QueryOptions{MinIndex: l.Index, WaitTime: tt.wait})
+				l, _ := w.a.svc.List(ctx, peering.Query{MinIndex: l.Index, WaitTime: tt.wait})
 				done <- l
 			}()
 			if err := w.clock.BlockUntil(ctx, 1); err != nil {
@@ -154,10 +154,10 @@ func TestBlockingReadCanceled(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open)
 		ctx, cancel := context.WithCancel(context.Background())
-		_, idx, _ := w.a.svc.Read(ctx, "b", nil)
+		_, idx, _ := w.a.svc.Get(ctx, "b", peering.Query{})
 		errc := make(chan error, 1)
 		go func() {
-			_, _, err := w.a.svc.Read(ctx, "b", &peering.QueryOptions{MinIndex: idx})
+			_, _, err := w.a.svc.Get(ctx, "b", peering.Query{MinIndex: idx})
 			errc <- err
 		}()
 		w.clock.BlockUntil(ctx, 1)
@@ -170,14 +170,14 @@ func TestBlockingReadCanceled(t *testing.T) {
 
 func TestQueryValidation(t *testing.T) {
 	w := newWorld(t, everystore.Mem)
-	_, err := w.a.svc.List(context.Background(), &peering.QueryOptions{Partition: "other"})
+	_, err := w.a.svc.List(context.Background(), peering.Query{Partition: "other"})
 	wantKind(t, err, keel.KindInvalid)
-	_, _, err = w.a.svc.Read(context.Background(), "b", &peering.QueryOptions{WaitTime: -1})
+	_, _, err = w.a.svc.Get(context.Background(), "b", peering.Query{WaitTime: -1})
 	wantKind(t, err, keel.KindInvalid)
 	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "WaitTime" {
 		t.Fatalf("field errors %v, want WaitTime", fe)
 	}
-	err = w.a.svc.Delete(context.Background(), "b", &peering.DeleteOptions{Partition: "other"})
+	err = w.a.svc.Delete(context.Background(), "b", peering.DeleteRequest{Partition: "other"})
 	wantKind(t, err, keel.KindInvalid)
 	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Partition" {
 		t.Fatalf("field errors %v, want Partition", fe)
@@ -210,30 +210,30 @@ func TestRights(t *testing.T) {
 		}{
 			{"token needs peering:write", func() error { _, err := c.svc.GenerateToken(reader, peering.TokenRequest{PeerName: "x"}); return err }, keel.KindForbidden},
 			{"establish needs peering:write", func() error { return c.svc.Establish(reader, peering.EstablishRequest{PeerName: "x"}) }, keel.KindForbidden},
-			{"delete needs peering:write", func() error { return c.svc.Delete(reader, "web", nil) }, keel.KindForbidden},
-			{"export needs peering:write", func() error { return c.svc.SetExportedServices(reader, "web", nil) }, keel.KindForbidden},
-			{"read needs peering:read", func() error { _, _, err := c.svc.Read(web, "db", nil); return err }, keel.KindForbidden},
-			{"read with peering:read", func() error { _, _, err := c.svc.Read(web, "web", nil); return err }, keel.KindNone},
+			{"delete needs peering:write", func() error { return c.svc.Delete(reader, "web", peering.DeleteRequest{}) }, keel.KindForbidden},
+			{"export needs peering:write", func() error { return c.svc.PutExportedServices(reader, "web", nil) }, keel.KindForbidden},
+			{"read needs peering:read", func() error { _, _, err := c.svc.Get(web, "db", peering.Query{}); return err }, keel.KindForbidden},
+			{"read with peering:read", func() error { _, _, err := c.svc.Get(web, "web", peering.Query{}); return err }, keel.KindNone},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) { wantKind(t, tt.call(), tt.want) })
 		}
 		t.Run("list filtered", func(t *testing.T) {
-			l, err := c.svc.List(web, nil)
+			l, err := c.svc.List(web, peering.Query{})
 			if err != nil || len(l.Peerings) != 1 || l.Peerings[0].Name != "web" || !l.Filtered {
 				t.Fatalf("list %+v, %v", l, err)
 			}
 		})
 		t.Run("list with no peering:read anywhere", func(t *testing.T) {
 			nobody := keel.WithPrincipal(context.Background(), keel.Principal{ID: "n"})
-			l, err := c.svc.List(nobody, nil)
+			l, err := c.svc.List(nobody, peering.Query{})
 			wantKind(t, err, keel.KindForbidden)
 			if l != nil {
 				t.Fatalf("list %+v with the error", l)
 			}
 		})
 		t.Run("list not filtered", func(t *testing.T) {
-			l, err := c.svc.List(reader, nil)
+			l, err := c.svc.List(reader, peering.Query{})
 			if err != nil || len(l.Peerings) != 2 || l.Filtered {
 				t.Fatalf("list %+v, %v", l, err)
 			}
@@ -253,7 +253,7 @@ func TestFaultsLeaveNothingHalfDone(t *testing.T) {
 		if !errors.Is(err, errBoom) {
 			t.Fatalf("error %v", err)
 		}
-		_, _, err = c.svc.Read(ctx, "b", nil)
+		_, _, err = c.svc.Get(ctx, "b", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 
 		tok, err := c.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
@@ -275,7 +275,7 @@ func TestFaultsLeaveNothingHalfDone(t *testing.T) {
 		if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
 			t.Fatalf("Step: %v", err)
 		}
-		c.svc.Delete(ctx, "b", nil)
+		c.svc.Delete(ctx, "b", peering.DeleteRequest{})
 		fs.Fail(faultstore.OpDelete, "", 1, errBoom)
 		if _, err := c.svc.Step(ctx, w.clock.Now()); !errors.Is(err, errBoom) {
 			t.Fatalf("Step: %v", err)
@@ -284,7 +284,7 @@ func TestFaultsLeaveNothingHalfDone(t *testing.T) {
 		if _, err := c.svc.Step(ctx, w.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = c.svc.Read(ctx, "b", nil)
+		_, _, err = c.svc.Get(ctx, "b", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 	})
 }

@@ -18,10 +18,11 @@ import (
 // answers with the services exported to the dialer. A peering that is
 // missing gives keel.ErrNotFound; one that is TERMINATED gives
 // keel.ErrConflict: the dialer then marks its side TERMINATED.
-func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (*HeartbeatResponse, error) {
+func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (_ *HeartbeatResponse, err error) {
+	defer prefixErr(&err)
 	var resp *HeartbeatResponse
 	now := s.clock.Now()
-	err := s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
+	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByID(tx, req.PeerID)
 		if err != nil {
 			return false, err
@@ -50,7 +51,8 @@ func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (*
 // (keel.ErrForbidden when it does not match), makes the peering
 // TERMINATED without DeletedAt and drops the imported services; the
 // record stays until it is deleted here. A missing peering succeeds.
-func (s *Service) HandleTerminate(ctx context.Context, req *TerminateRequest) error {
+func (s *Service) HandleTerminate(ctx context.Context, req *TerminateRequest) (err error) {
+	defer prefixErr(&err)
 	return s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByID(tx, req.PeerID)
 		if errors.Is(err, keel.ErrNotFound) {
@@ -91,11 +93,12 @@ func terminated(tx storage.Tx, r *record, idx uint64) (bool, error) {
 // Messages are sent outside any transaction; each outcome is stored in a
 // transaction of its own that re-reads the peering. Step returns an error
 // only for ctx or the store. Steps run one at a time.
-func (s *Service) Step(ctx context.Context, now time.Time) (time.Time, error) {
+func (s *Service) Step(ctx context.Context, now time.Time) (_ time.Time, err error) {
+	defer prefixErr(&err)
 	s.stepMu.Lock()
 	defer s.stepMu.Unlock()
 	var recs []*record
-	err := s.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
+	err = s.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
 		recs = recs[:0]
 		return tx.Scan(namePrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
 			r, err := getByName(tx, key[len(namePrefix):])
@@ -239,11 +242,11 @@ func (s *Service) Wake() { s.worker.Wake() }
 
 // Start starts the worker (a leader.Worker of Step): a goroutine that
 // calls Step with the clock's time and sleeps on a timer of the clock until
-// more is due, or until Wake (called by Establish, Delete and
-// SetExportedServices). When Step fails, the worker logs it and tries again
-// after Options.Retry. With Options.Leader it runs only while this process
-// leads. Start does nothing when the worker runs; a stopped worker can be
-// started again.
+// more is due, or until Wake (called by Establish, Delete,
+// PutExportedServices and PutExportedServicesEntry). When Step fails, the
+// worker logs it and tries again after Options.Retry. With Options.Leader
+// it runs only while this process leads. Start does nothing when the
+// worker runs; a stopped worker can be started again.
 func (s *Service) Start() { s.worker.Start() }
 
 // Stop stops the worker: it cancels the running Step and waits for the

@@ -16,10 +16,10 @@ func TestHeartbeatCarriesExportedServices(t *testing.T) {
 		w := newWorld(t, open)
 		ctx := context.Background()
 		w.peer(t)
-		if err := w.a.svc.SetExportedServices(ctx, "b", []string{"web", "api", "web"}); err != nil {
+		if err := w.a.svc.PutExportedServices(ctx, "b", []string{"web", "api", "web"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.b.svc.SetExportedServices(ctx, "a", []string{"db"}); err != nil {
+		if err := w.b.svc.PutExportedServices(ctx, "a", []string{"db"}); err != nil {
 			t.Fatal(err)
 		}
 		w.clock.Advance(time.Second)
@@ -38,17 +38,17 @@ func TestHeartbeatCarriesExportedServices(t *testing.T) {
 	})
 }
 
-func TestSetExportedServicesRules(t *testing.T) {
+func TestPutExportedServicesRules(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open)
 		ctx := context.Background()
-		wantKind(t, w.a.svc.SetExportedServices(ctx, "nobody", []string{"x"}), keel.KindNotFound)
+		wantKind(t, w.a.svc.PutExportedServices(ctx, "nobody", []string{"x"}), keel.KindNotFound)
 		w.peer(t)
-		wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{""}), keel.KindInvalid)
-		if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
+		wantKind(t, w.a.svc.PutExportedServices(ctx, "b", []string{""}), keel.KindInvalid)
+		if err := w.a.svc.Delete(ctx, "b", peering.DeleteRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		wantKind(t, w.a.svc.SetExportedServices(ctx, "b", []string{"x"}), keel.KindConflict)
+		wantKind(t, w.a.svc.PutExportedServices(ctx, "b", []string{"x"}), keel.KindConflict)
 	})
 }
 
@@ -90,9 +90,9 @@ func TestDeleteByAcceptor(t *testing.T) {
 		w := newWorld(t, open)
 		ctx := context.Background()
 		w.peer(t)
-		w.b.svc.SetExportedServices(ctx, "a", []string{"db"})
+		w.b.svc.PutExportedServices(ctx, "a", []string{"db"})
 		w.step(t)
-		if err := w.a.svc.Delete(ctx, "b", nil); err != nil {
+		if err := w.a.svc.Delete(ctx, "b", peering.DeleteRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		p := read(t, w.a, "b")
@@ -103,7 +103,7 @@ func TestDeleteByAcceptor(t *testing.T) {
 		if _, err := w.a.svc.Step(ctx, w.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := w.a.svc.Read(ctx, "b", nil)
+		_, _, err := w.a.svc.Get(ctx, "b", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 		b := read(t, w.b, "a")
 		wantState(t, b, peering.StateTerminated)
@@ -114,11 +114,11 @@ func TestDeleteByAcceptor(t *testing.T) {
 		w.clock.Advance(time.Hour)
 		w.step(t)
 		read(t, w.b, "a")
-		if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
+		if err := w.b.svc.Delete(ctx, "a", peering.DeleteRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		w.step(t)
-		_, _, err = w.b.svc.Read(ctx, "a", nil)
+		_, _, err = w.b.svc.Get(ctx, "a", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 	})
 }
@@ -128,12 +128,12 @@ func TestDeleteByDialer(t *testing.T) {
 		w := newWorld(t, open)
 		ctx := context.Background()
 		w.peer(t)
-		if err := w.b.svc.Delete(ctx, "a", nil); err != nil {
+		if err := w.b.svc.Delete(ctx, "a", peering.DeleteRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		w.step(t)
 		wantState(t, read(t, w.a, "b"), peering.StateTerminated)
-		_, _, err := w.b.svc.Read(ctx, "a", nil)
+		_, _, err := w.b.svc.Get(ctx, "a", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 	})
 }
@@ -144,7 +144,7 @@ func TestDeleteWhilePeerUnreachable(t *testing.T) {
 		ctx := context.Background()
 		w.peer(t)
 		w.net.SetDown(w.b.addr, true)
-		w.a.svc.Delete(ctx, "b", nil)
+		w.a.svc.Delete(ctx, "b", peering.DeleteRequest{})
 		next, err := w.a.svc.Step(ctx, w.clock.Now())
 		if err != nil || next.IsZero() {
 			t.Fatalf("Step: next %v, %v", next, err)
@@ -152,7 +152,7 @@ func TestDeleteWhilePeerUnreachable(t *testing.T) {
 		read(t, w.a, "b") // still there: telling the peer is retried
 		w.clock.Advance(peering.DefaultHeartbeatTimeout)
 		w.a.svc.Step(ctx, w.clock.Now())
-		_, _, err = w.a.svc.Read(ctx, "b", nil)
+		_, _, err = w.a.svc.Get(ctx, "b", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 		// b learns at its next heartbeat: a answers that the peering is gone.
 		w.net.SetDown(w.b.addr, false)
@@ -164,7 +164,7 @@ func TestDeleteWhilePeerUnreachable(t *testing.T) {
 func TestDeleteMissingSucceeds(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open)
-		if err := w.a.svc.Delete(context.Background(), "nobody", nil); err != nil {
+		if err := w.a.svc.Delete(context.Background(), "nobody", peering.DeleteRequest{}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -175,7 +175,7 @@ func TestDeleteInitialPeering(t *testing.T) {
 		w := newWorld(t, open)
 		ctx := context.Background()
 		tok, _ := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
-		w.a.svc.Delete(ctx, "b", nil)
+		w.a.svc.Delete(ctx, "b", peering.DeleteRequest{})
 		_, err := w.a.svc.GenerateToken(ctx, peering.TokenRequest{PeerName: "b"})
 		wantKind(t, err, keel.KindConflict)
 		err = w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})
@@ -205,8 +205,8 @@ func TestWorkerStartStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	w.peer(t)
-	w.a.svc.SetExportedServices(ctx, "b", []string{"web"})
-	_, idx, _ := w.b.svc.Read(ctx, "a", nil)
+	w.a.svc.PutExportedServices(ctx, "b", []string{"web"})
+	_, idx, _ := w.b.svc.Get(ctx, "a", peering.Query{})
 	w.b.svc.Start()
 	w.b.svc.Start() // idempotent
 	defer w.b.svc.Stop()
@@ -214,7 +214,7 @@ func TestWorkerStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.clock.Advance(peering.DefaultHeartbeatInterval)
-	p, _, err := w.b.svc.Read(ctx, "a", &peering.QueryOptions{MinIndex: idx})
+	p, _, err := w.b.svc.Get(ctx, "a", peering.Query{MinIndex: idx})
 	if err != nil {
 		t.Fatal(err)
 	}

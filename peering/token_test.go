@@ -220,7 +220,7 @@ func TestEstablishUnreachable(t *testing.T) {
 		w.net.SetDown(w.a.addr, true)
 		err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok})
 		wantKind(t, err, keel.KindUnavailable)
-		_, _, err = w.b.svc.Read(ctx, "a", nil)
+		_, _, err = w.b.svc.Get(ctx, "a", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
 		w.net.SetDown(w.a.addr, false)
 		if err := w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "a", PeeringToken: tok}); err != nil {

@@ -48,6 +48,7 @@ type TerminateRequest struct {
 // Transport carries the messages of peering to a peer cluster's server
 // addresses (host:port). Its errors carry keel kinds: the kind the peer's
 // handler answered with, or keel.ErrUnavailable when no address answered.
+// The Service puts its own prefix ("peering: ") in front of them, once.
 // Implementations are safe for concurrent use.
 type Transport interface {
 	Exchange(ctx context.Context, addrs []string, req *ExchangeRequest) (*ExchangeResponse, error)
@@ -99,7 +100,8 @@ func (n *InProcess) pick(addrs []string) (*Service, error) {
 }
 
 // Exchange implements Transport.
-func (n *InProcess) Exchange(ctx context.Context, addrs []string, req *ExchangeRequest) (*ExchangeResponse, error) {
+func (n *InProcess) Exchange(ctx context.Context, addrs []string, req *ExchangeRequest) (_ *ExchangeResponse, err error) {
+	defer prefixErr(&err)
 	s, err := n.pick(addrs)
 	if err != nil {
 		return nil, err
@@ -108,7 +110,8 @@ func (n *InProcess) Exchange(ctx context.Context, addrs []string, req *ExchangeR
 }
 
 // Heartbeat implements Transport.
-func (n *InProcess) Heartbeat(ctx context.Context, addrs []string, req *HeartbeatRequest) (*HeartbeatResponse, error) {
+func (n *InProcess) Heartbeat(ctx context.Context, addrs []string, req *HeartbeatRequest) (_ *HeartbeatResponse, err error) {
+	defer prefixErr(&err)
 	s, err := n.pick(addrs)
 	if err != nil {
 		return nil, err
@@ -117,7 +120,8 @@ func (n *InProcess) Heartbeat(ctx context.Context, addrs []string, req *Heartbea
 }
 
 // Terminate implements Transport.
-func (n *InProcess) Terminate(ctx context.Context, addrs []string, req *TerminateRequest) error {
+func (n *InProcess) Terminate(ctx context.Context, addrs []string, req *TerminateRequest) (err error) {
+	defer prefixErr(&err)
 	s, err := n.pick(addrs)
 	if err != nil {
 		return err

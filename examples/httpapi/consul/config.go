@@ -82,7 +82,7 @@ func (h *Handler) configSet(w http.ResponseWriter, r *http.Request) {
 		e, err = exportedEntry(r, in)
 	}
 	if err == nil {
-		err = h.svc.SetExportedServicesEntry(r.Context(), e)
+		err = h.svc.PutExportedServicesEntry(r.Context(), e)
 	}
 	if err != nil {
 		writeError(w, r, err)
@@ -158,7 +158,7 @@ func (h *Handler) configGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, keel.Invalid("kind", "config entries of kind %q are not supported; only %q", kind, kindExportedServices))
 		return
 	}
-	e, idx, err := h.svc.ExportedServicesEntry(r.Context(), r.PathValue("name"))
+	e, idx, err := h.svc.GetExportedServicesEntry(r.Context(), r.PathValue("name"))
 	if err != nil {
 		if keel.KindOf(err) == keel.KindNotFound {
 			setIndex(w, idx)

@@ -188,7 +188,7 @@ func TestBlockingRead(t *testing.T) {
 	if err := clock.BlockUntil(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.svc.SetExportedServices(root, "b", []string{"web"}); err != nil {
+	if err := a.svc.PutExportedServices(root, "b", []string{"web"}); err != nil {
 		t.Fatal(err)
 	}
 	if p := <-got; p == nil || len(p.StreamStatus.ExportedServices) != 1 {

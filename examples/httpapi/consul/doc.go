@@ -59,6 +59,8 @@
 // respond.go: 400 for invalid requests, 403 for want of a right, 404 for
 // a missing peering, 405 for another method, 409 for a peering being
 // deleted, 503 for an unreachable peer, 500 "internal error" otherwise.
+// The body is package peering's message without the "peering: " that
+// starts it: Consul's messages name no package.
 // A 403 for want of a right is worded as Consul's: "Permission denied:
 // anonymous token lacks permission 'peering:read'. The anonymous token is
 // used implicitly when a request does not specify a token." or

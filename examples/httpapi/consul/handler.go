@@ -137,8 +137,8 @@ func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
-		allowWait(w, r, q)
-		p, idx, err := h.svc.Read(r.Context(), name, q)
+		allowWait(w, r, &q)
+		p, idx, err := h.svc.Get(r.Context(), name, q)
 		if keel.KindOf(err) == keel.KindNotFound {
 			setIndex(w, idx)
 		}
@@ -151,7 +151,7 @@ func (h *Handler) peering(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		err := checkToken(r)
 		if err == nil {
-			err = h.svc.Delete(r.Context(), name, &peering.DeleteOptions{Partition: r.URL.Query().Get("partition")})
+			err = h.svc.Delete(r.Context(), name, peering.DeleteRequest{Partition: r.URL.Query().Get("partition")})
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -176,7 +176,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	allowWait(w, r, q)
+	allowWait(w, r, &q)
 	l, err := h.svc.List(r.Context(), q)
 	if err != nil {
 		writeError(w, r, err)
@@ -202,26 +202,27 @@ func partition(r *http.Request, body string) string {
 	return r.URL.Query().Get("partition")
 }
 
-// query reads ?index, ?wait, ?partition; ?consistent and ?stale are
-// accepted and change nothing (every read is consistent). As Consul's,
-// ?wait is a Go duration ("30s"; a number without a unit is refused) and
-// ?index a decimal integer; each answers 400 in Consul's words when it
-// does not parse ("Invalid wait time", "Invalid index"). A negative wait
-// is refused too.
-func query(r *http.Request) (*peering.QueryOptions, error) {
+// query reads the peering.Query of a GET (Get or List): ?index is
+// MinIndex, ?wait WaitTime, ?partition Partition; ?consistent and ?stale
+// are accepted and change nothing (every read is consistent). As
+// Consul's, ?wait is a Go duration ("30s"; a number without a unit is
+// refused) and ?index a decimal integer; each answers 400 in Consul's
+// words when it does not parse ("Invalid wait time", "Invalid index"). A
+// negative wait is refused too.
+func query(r *http.Request) (peering.Query, error) {
 	v := r.URL.Query()
-	q := &peering.QueryOptions{Partition: v.Get("partition")}
+	q := peering.Query{Partition: v.Get("partition")}
 	if s := v.Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			return nil, errWait
+			return peering.Query{}, errWait
 		}
 		q.WaitTime = d
 	}
 	if s := v.Get("index"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return nil, errIndex
+			return peering.Query{}, errIndex
 		}
 		q.MinIndex = n
 	}
@@ -243,7 +244,7 @@ const AnswerMargin = 10 * time.Second
 // of it when that is less). A server without WriteTimeout, or with one
 // longer than the wait plus AnswerMargin, is left as it is, and so is a
 // read that does not block.
-func allowWait(w http.ResponseWriter, r *http.Request, q *peering.QueryOptions) {
+func allowWait(w http.ResponseWriter, r *http.Request, q *peering.Query) {
 	if q.MinIndex == 0 {
 		return
 	}

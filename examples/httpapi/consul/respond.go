@@ -74,7 +74,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // writeError answers err, the error of request r, as Consul does: an
 // *answer as it is, or else the status of its kind (statusOf) and a text
-// body. A refusal for want of a right is worded as Consul words it (see
+// body, the message without the package that starts it (consulWording).
+// A refusal for want of a right is worded as Consul words it (see
 // denied); an internal error says "internal error" and no more.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var status int
@@ -83,7 +84,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = a.status, a.text
 	} else {
 		kind := keel.KindOf(err)
-		status, msg = kindstatus.Of(statusOf, kind), err.Error()
+		status, msg = kindstatus.Of(statusOf, kind), consulWording(err.Error())
 		switch {
 		case kind == keel.KindForbidden || kind == keel.KindUnauthenticated:
 			msg = denied(r)
@@ -94,6 +95,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	io.WriteString(w, msg)
+}
+
+// consulWording returns msg without the "peering: " that starts the
+// messages of package peering: Consul's messages name no package, and a
+// peer's message, which HTTPTransport puts in the dialer's error, is
+// read without it.
+func consulWording(msg string) string {
+	return strings.TrimPrefix(msg, "peering: ")
 }
 
 // denied is the text of a 403 for want of a right, as Consul words it:

@@ -121,7 +121,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	serve(w, r, http.MethodPost, func(ctx context.Context, req *peering.ExchangeRequest) (*peering.ExchangeResponse, error) {
 		resp, err := h.svc.HandleExchange(ctx, req)
 		if keel.KindOf(err) == keel.KindInvalid {
-			return nil, &answer{http.StatusForbidden, err.Error()}
+			return nil, &answer{http.StatusForbidden, consulWording(err.Error())}
 		}
 		return resp, err
 	})
