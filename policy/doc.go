@@ -113,8 +113,9 @@
 //
 // List returns the policies in name order (case folded), with page[number]
 // (from 1), page[size] (default 20; larger than 100 is cut to 100, as HCP
-// Terraform does) and search[name] (case-insensitive substring). A page past
-// the end is empty.
+// Terraform does), search[name] (case-insensitive substring) and
+// filter[kind] ("FilterKind": sentinel or opa, not specified, done as HCP
+// Terraform does). A page past the end is empty.
 //
 // Not shown by the specification, done as HCP Terraform does: an upload
 // succeeds with no body (the adapter answers 204); list pagination is the
@@ -180,8 +181,9 @@
 // it (keys only), so page 1 costs the same in any organization and a deep
 // page costs one key read per skipped policy. A list with search[name]
 // reads every key of the organization's name index (no record) to count
-// the matches; only the page's records are loaded. Each
-// operation reads the organization's record, one key more.
+// the matches; only the page's records are loaded. A list with
+// filter[kind] also reads the record of every policy whose name matches.
+// Each operation reads the organization's record, one key more.
 //
 // A set list reads every key of the organization's set name index to
 // count the sets, and with a kind filter every set's record; each set of

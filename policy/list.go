@@ -19,6 +19,9 @@ type ListOptions struct {
 	PageSize int
 	// Search is search[name]: a case-insensitive substring of the name.
 	Search string
+	// FilterKind is filter[kind]: when not empty, only the policies of
+	// that kind (Sentinel or OPA).
+	FilterKind string
 }
 
 // Page is one page of policies, in name order.
@@ -29,14 +32,18 @@ type Page struct {
 
 // List returns a page of the policies of org, in name order (case
 // folded). A page past the end is empty, its pagination true; a page
-// number above MaxPageNumber is refused ("PageNumber") once the caller is
-// known to manage the organization's policies.
+// number above MaxPageNumber ("PageNumber"), or a FilterKind other than
+// Sentinel or OPA ("FilterKind"), is refused once the caller is known to
+// manage the organization's policies.
 func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page, error) {
 	if err := s.allowed(ctx, org); err != nil {
 		return Page{}, err
 	}
 	if opts.PageNumber > MaxPageNumber {
 		return Page{}, keel.Invalid("PageNumber", "must be at most %d", MaxPageNumber)
+	}
+	if opts.FilterKind != "" && opts.FilterKind != Sentinel && opts.FilterKind != OPA {
+		return Page{}, keel.Invalid("FilterKind", "must be sentinel or opa")
 	}
 	if opts.PageNumber < 1 {
 		opts.PageNumber = 1
@@ -56,7 +63,7 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 		prefix := nameIx(org)
 		var keys []string
 		total := 0
-		if q == "" {
+		if q == "" && opts.FilterKind == "" {
 			// Without search the count is kept: read the page only,
 			// skipping the keys before it.
 			var err error
@@ -75,9 +82,20 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 		} else {
 			// With search every index key is read (keys only) to count
 			// the matches; only the page's values and records are read.
-			err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(k string, _ []byte) error {
+			// A kind filter reads the record of every name that matches.
+			byKind := opts.FilterKind != ""
+			err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: !byKind}, func(k string, v []byte) error {
 				if !strings.Contains(k[len(prefix):], q) {
 					return nil
+				}
+				if byKind {
+					rec, err := getRecord(tx, string(v))
+					if err != nil {
+						return err
+					}
+					if rec.Kind != opts.FilterKind {
+						return nil
+					}
 				}
 				if total >= start && total < start+opts.PageSize {
 					keys = append(keys, k)

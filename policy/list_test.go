@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/keelhq/keel"
@@ -22,6 +23,47 @@ func TestListPageNumberBounds(t *testing.T) {
 		_, err = e.s.List(root(), "acme", ListOptions{PageNumber: MaxPageNumber + 1})
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "PageNumber" {
 			t.Fatalf("huge page number: %v", err)
+		}
+	})
+}
+
+// TestListFilterKind: FilterKind keeps the policies of one kind, with or
+// without search, counted in the pagination; a kind that is neither
+// Sentinel nor OPA is refused on FilterKind.
+func TestListFilterKind(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		e.mk(t, "net-s")
+		e.mk(t, "web-s")
+		for _, n := range []string{"net-o", "web-o", "db-o"} {
+			if _, err := e.s.Create(root(), "acme", CreateInput{Name: ptr(n), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			opts  ListOptions
+			want  []string
+			total int
+		}{
+			{ListOptions{FilterKind: OPA}, []string{"db-o", "net-o", "web-o"}, 3},
+			{ListOptions{FilterKind: Sentinel}, []string{"net-s", "web-s"}, 2},
+			{ListOptions{FilterKind: OPA, Search: "NET"}, []string{"net-o"}, 1},
+			{ListOptions{FilterKind: OPA, PageNumber: 2, PageSize: 2}, []string{"web-o"}, 3},
+			{ListOptions{FilterKind: OPA, PageNumber: 9}, nil, 3},
+			{ListOptions{}, []string{"db-o", "net-o", "net-s", "web-o", "web-s"}, 5},
+		} {
+			page, err := e.s.List(root(), "acme", tc.opts)
+			var names []string
+			for _, p := range page.Policies {
+				names = append(names, p.Name)
+			}
+			if err != nil || !slices.Equal(names, tc.want) || page.Pagination.TotalCount != tc.total {
+				t.Errorf("List(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names, page.Pagination.TotalCount, err, tc.want, tc.total)
+			}
+		}
+		_, err := e.s.List(root(), "acme", ListOptions{FilterKind: "rego"})
+		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "FilterKind" {
+			t.Fatalf("unknown kind: %v", err)
 		}
 	})
 }

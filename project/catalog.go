@@ -127,7 +127,8 @@ func isWordRune(c rune) bool {
 }
 
 // CreateOrganization creates the organization name, with its default
-// project and the settings sent (nil: HCP Terraform's defaults; see
+// project, its owners team (OwnersTeamName, every organization permission
+// set) and the settings sent (nil: HCP Terraform's defaults; see
 // OrganizationSettings). It needs create on "organizations". The name
 // ("Name") is required, letters, digits, "-" and "_"; a taken name
 // (ignoring case is not applied: organization names are case-sensitive
@@ -156,6 +157,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 	}
 	now := c.clock.Now().UTC()
 	prjID := NewID("prj")
+	owners := ownersTeam(NewID("team"), name)
 	rec := orgRecord{Name: name, Email: email, CreatedAt: now, DefaultProject: prjID, ProjectCount: 1, Settings: s}
 	var pending *deletion
 	create := func(ctx context.Context, tx storage.Tx) error {
@@ -173,6 +175,12 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 		}
 		p := prjRecord{ID: prjID, Org: name, Name: DefaultProjectName, CreatedAt: now}
 		if err := putJSON(tx, prjKey(prjID), p); err != nil {
+			return err
+		}
+		if err := putJSON(tx, teamKey(owners.ID), owners); err != nil {
+			return err
+		}
+		if err := tx.Put(teamNames(name)+fold(owners.Name), []byte(owners.ID)); err != nil {
 			return err
 		}
 		return tx.Put(prjNames(name)+fold(p.Name), []byte(prjID))

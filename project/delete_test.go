@@ -180,7 +180,9 @@ func TestRefusedDeletionLeavesStore(t *testing.T) {
 // still stored.
 func stopMidway(t *testing.T) (*faultstore.Store, *memstore.Store, *Catalog, old) {
 	t.Helper()
-	mem := memstore.New(&memstore.Options{Limits: storage.Limits{MaxTxOps: 4, MaxTxReads: 5}})
+	// 5 operations: the fewest that still create an organization (its
+	// record, the default project and the owners team with their names).
+	mem := memstore.New(&memstore.Options{Limits: storage.Limits{MaxTxOps: 5, MaxTxReads: 5}})
 	t.Cleanup(func() { mem.Close() })
 	fs := faultstore.New(mem)
 	c, err := New(storage.Sub(fs, "project/"), nil)
@@ -240,7 +242,7 @@ func TestDeletionStoppedMidway(t *testing.T) {
 				t.Fatal(err)
 			}
 			return c
-		}, 3},
+		}, 5}, // its record, the default project and the owners team, each named in the index
 		{"finish in a new process", func(t *testing.T, fs *faultstore.Store, _ *Catalog) *Catalog {
 			c, err := New(storage.Sub(fs, "project/"), nil)
 			if err != nil {

@@ -34,12 +34,21 @@
 //   - organization, workspace and team names ("Name"): required, letters,
 //     digits, "-" and "_" (workspaces at most 90), workspace and team
 //     names unique in their organization ignoring case.
+//   - the owners team: every organization is created with a team named
+//     OwnersTeamName ("owners"), as HCP Terraform creates it, holding
+//     every organization permission (Team.Owners). It cannot be deleted
+//     (keel.KindConflict), as HCP Terraform refuses it, nor renamed
+//     ("Name"; keel's choice, so that clients find it by its name, as
+//     they do). An organization created before keel made owners teams
+//     has none.
 //   - CreateWorkspace's projectID ("ProjectID"): a project of the
 //     organization ("" is the default project).
 //   - SetTeamAccess: projectID and teamID are required ("ProjectID",
 //     "TeamID"), the team must be of the project's organization, and
 //     access ("Access") is read (the default), write, maintain, admin or
-//     custom.
+//     custom. AddTeamAccess, HCP Terraform's add, refuses an access the
+//     team has already (keel.KindAlreadyExists), as HCP Terraform does;
+//     SetTeamAccess gives or changes it.
 //   - List's Sort: "name", "-name" or "".
 //   - every list's PageNumber: at most MaxPageNumber (a larger one would
 //     overflow a position and read as another page).
@@ -55,6 +64,10 @@
 //     secret or organization, its OrganizationAccess keys among
 //     OrganizationAccessNames (`OrganizationAccess["x"]`); a custom team
 //     access's values among HCP Terraform's ("WorkspaceAccess.Runs").
+//     A workspace's Operations, the older form of ExecutionMode (false
+//     is local), agrees with an ExecutionMode sent with it;
+//     SettingOverwrites.ExecutionMode is not false with a mode sent, and
+//     true needs one, sent or the workspace's own.
 //   - UpdateOrganization's Name: the organization's own (keel does not
 //     rename organizations). UpdateWorkspace and UpdateTeam rename, with
 //     the rules of the create's name.
@@ -83,6 +96,21 @@
 // the object); the default project of an organization cannot be deleted
 // (keel.KindConflict), as HCP Terraform refuses it; workspaces already in
 // the destination of a move stay where they are and count once.
+//
+// A workspace without an execution mode of its own follows its
+// organization's DefaultExecutionMode, as HCP Terraform's workspaces
+// follow their defaults (keel's projects keep none): read, ExecutionMode
+// is the mode in force and SettingOverwrites.ExecutionMode says whether
+// it is the workspace's own. A mode sent (ExecutionMode, or Operations)
+// becomes its own; SettingOverwrites.ExecutionMode false gives it up.
+// AutoDestroyAt is kept (keel queues no destroy run).
+//
+// ListTeams takes page[number], page[size], filter[names] and q
+// (case-insensitive substring; with filter[names], both apply);
+// ListWorkspaces page[number], page[size], search[name],
+// search[wildcard-name] ("*" for any characters, ignoring case) and
+// filter[project][id]; ListTeamAccesses page[number] and page[size].
+// A page past the end of any of them is empty, its pagination true.
 //
 // Organizations, workspaces and teams carry the caller's permissions too
 // (OrganizationPermissions, WorkspacePermissions, Team.CanUpdate and
@@ -166,13 +194,14 @@
 //   - keel.KindForbidden: a right missing on an object the caller may
 //     read; for MoveWorkspaces, the error lists the workspace ids that are
 //     unknown or may not be moved.
-//   - keel.KindAlreadyExists: a taken name.
+//   - keel.KindAlreadyExists: a taken name; an access AddTeamAccess
+//     finds given already.
 //   - keel.KindTooLarge: a MoveWorkspaces of more workspaces than one
 //     transaction of the store holds (on etcd, more than 42 from one
 //     project), refused before anything is written.
-//   - keel.KindConflict: deleting a project that holds workspaces, or the
-//     default project; finishing the deletion of an organization whose
-//     recorded services are not all registered.
+//   - keel.KindConflict: deleting a project that holds workspaces, the
+//     default project, or the owners team; finishing the deletion of an
+//     organization whose recorded services are not all registered.
 //   - the store's kinds, keel.KindInternal for a corrupt record.
 //
 // A write that fails leaves the store as it was; a DeleteOrganization that
@@ -195,9 +224,11 @@
 //	Delete              force-delete      organizations/<org>/projects/<id>
 //	MoveWorkspaces      move-workspaces   the destination and every source project (and read on each workspace)
 //	SetTeamAccess,      manage-projects   organizations/<org>/projects/<id> (and read on organizations/<org>/teams)
+//	AddTeamAccess,
 //	UpdateTeamAccess,
 //	RemoveTeamAccess
-//	TeamAccess(es)      read              organizations/<org>/projects/<id>
+//	TeamAccess(es),     read              organizations/<org>/projects/<id>
+//	ListTeamAccesses
 //	CreateWorkspace     create            organizations/<org>/projects/<id>/workspaces (and read on the organization, and on a project named)
 //	Workspace           read              organizations/<org>/workspaces/<id>
 //	UpdateWorkspace     update            organizations/<org>/workspaces/<id>; a move, move-workspaces on both projects
@@ -205,7 +236,7 @@
 //	Workspaces                            cannot read are not listed
 //	DeleteWorkspace     delete            organizations/<org>/workspaces/<id>
 //	CreateTeam          create            organizations/<org>/teams (and read on the organization)
-//	Team                read              organizations/<org>/teams
+//	Team, ListTeams     read              organizations/<org>/teams (ListTeams: and read on the organization)
 //	UpdateTeam          update            organizations/<org>/teams
 //	DeleteTeam          delete            organizations/<org>/teams
 //	FinishDeletions     none: it finishes deletions a caller with delete started

@@ -94,9 +94,11 @@ type wsRecord struct {
 
 // teamRecord is a team as stored.
 type teamRecord struct {
-	ID       string       `json:"id"`
-	Org      string       `json:"org"`
-	Name     string       `json:"name"`
+	ID   string `json:"id"`
+	Org  string `json:"org"`
+	Name string `json:"name"`
+	// Owners marks the owners team, created with the organization.
+	Owners   bool         `json:"owners,omitempty"`
 	Settings TeamSettings `json:"settings"`
 }
 
@@ -176,13 +178,17 @@ func getTeam(tx storage.Tx, id string) (*teamRecord, error) {
 // record does not exist: its records are not to be seen while its
 // deletion, started, has not deleted them yet.
 func liveOrg(tx storage.Tx, org, kind, id string) error {
-	if _, err := getOrg(tx, org); err != nil {
-		if errors.Is(err, keel.ErrNotFound) {
-			return fmt.Errorf("no %s %q: %w", kind, id, keel.ErrNotFound)
-		}
-		return err
+	_, err := liveOrgRecord(tx, org, kind, id)
+	return err
+}
+
+// liveOrgRecord is liveOrg that returns the organization's record.
+func liveOrgRecord(tx storage.Tx, org, kind, id string) (*orgRecord, error) {
+	o, err := getOrg(tx, org)
+	if errors.Is(err, keel.ErrNotFound) {
+		return nil, fmt.Errorf("no %s %q: %w", kind, id, keel.ErrNotFound)
 	}
-	return nil
+	return o, err
 }
 
 // lookup returns the value of an index key, or "" when it is absent.

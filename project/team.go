@@ -101,14 +101,23 @@ func (s TeamSettings) validate(v *keel.Validation) {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// OwnersTeamName is the name of the team every organization is created
+// with, as HCP Terraform creates its "owners" team.
+const OwnersTeamName = "owners"
+
 // Team is a team of an organization as read.
 type Team struct {
 	ID   string
 	Org  string
 	Name string
+	// Owners reports whether the team is the organization's owners team
+	// (OwnersTeamName), created with it: it cannot be deleted or
+	// renamed.
+	Owners bool
 	// Settings has every field set: the value stored, or the default.
 	Settings TeamSettings
-	// CanDestroy and CanUpdate are the caller's rights on the team.
+	// CanDestroy and CanUpdate are the caller's rights on the team;
+	// CanDestroy is false for the owners team, which cannot be deleted.
 	CanDestroy bool
 	CanUpdate  bool
 }
@@ -121,7 +130,7 @@ type TeamInput struct {
 }
 
 func (c *Catalog) publicTeam(ctx context.Context, r *teamRecord) (Team, error) {
-	t := Team{ID: r.ID, Org: r.Org, Name: r.Name, Settings: r.Settings.resolved()}
+	t := Team{ID: r.ID, Org: r.Org, Name: r.Name, Owners: r.Owners, Settings: r.Settings.resolved()}
 	var err error
 	if t.CanUpdate, err = c.may(ctx, keel.CapUpdate, teamsResource(r.Org)); err != nil {
 		return Team{}, err
@@ -129,7 +138,19 @@ func (c *Catalog) publicTeam(ctx context.Context, r *teamRecord) (Team, error) {
 	if t.CanDestroy, err = c.may(ctx, keel.CapDelete, teamsResource(r.Org)); err != nil {
 		return Team{}, err
 	}
+	t.CanDestroy = t.CanDestroy && !r.Owners
 	return t, nil
+}
+
+// ownersTeam is the record of the owners team of a new organization org:
+// every organization permission set, as organization owners hold them
+// all in HCP Terraform.
+func ownersTeam(id, org string) teamRecord {
+	access := map[string]bool{}
+	for _, n := range organizationAccessNames {
+		access[n] = true
+	}
+	return teamRecord{ID: id, Org: org, Name: OwnersTeamName, Owners: true, Settings: TeamSettings{OrganizationAccess: access}}
 }
 
 // CreateTeam creates a team in org, with the settings sent (nil: the
@@ -214,7 +235,8 @@ func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
 // UpdateTeam renames the team and changes the settings sent. It needs
 // update on "organizations/<org>/teams" (keel.KindForbidden without it);
 // a team the caller cannot read is not found. The rules are CreateTeam's;
-// a name taken by another team is keel.KindAlreadyExists.
+// a name taken by another team is keel.KindAlreadyExists. The owners team
+// keeps its name ("Name"), so that clients find it by it.
 func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team, error) {
 	var v keel.Validation
 	if in.Name != nil {
@@ -235,6 +257,9 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team
 		}
 		if invalid != nil {
 			return invalid
+		}
+		if rec.Owners && in.Name != nil && *in.Name != rec.Name {
+			return keel.Invalid("Name", "cannot be changed: the owners team keeps its name")
 		}
 		if in.Name != nil && *in.Name != rec.Name {
 			key := teamNames(rec.Org) + fold(*in.Name)
@@ -264,9 +289,10 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team
 // DeleteTeam deletes the team and its access to every project (whose team
 // counts drop). It needs delete on "organizations/<org>/teams"
 // (keel.KindForbidden without it); a team the caller cannot read is not
-// found. One transaction deletes the team; its access, to any number of
-// projects, is deleted after, in as many transactions as the store needs
-// (an interrupted run is finished by FinishDeletions).
+// found; the owners team cannot be deleted (keel.KindConflict), as HCP
+// Terraform refuses it. One transaction deletes the team; its access, to
+// any number of projects, is deleted after, in as many transactions as
+// the store needs (an interrupted run is finished by FinishDeletions).
 func (c *Catalog) DeleteTeam(ctx context.Context, id string) error {
 	var org string
 	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -276,6 +302,9 @@ func (c *Catalog) DeleteTeam(ctx context.Context, id string) error {
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapDelete, teamsResource(rec.Org)); err != nil {
 			return err
+		}
+		if rec.Owners {
+			return fmt.Errorf("team %q is the owners team of %q, which cannot be deleted: %w", id, rec.Org, keel.ErrConflict)
 		}
 		org = rec.Org
 		if err := tx.Delete(teamNames(rec.Org) + fold(rec.Name)); err != nil {
@@ -404,17 +433,36 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 // refused as a missing one, so that the answer does not tell whether it
 // exists).
 func (c *Catalog) SetTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
-	return c.setTeamAccess(ctx, in, false)
+	return c.setTeamAccess(ctx, in, accessPut)
+}
+
+// AddTeamAccess gives a team access to a project it has no access to, as
+// HCP Terraform's add: with the rules and rights of SetTeamAccess, an
+// access the team already has is refused (keel.KindAlreadyExists) and
+// left as it is.
+func (c *Catalog) AddTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+	return c.setTeamAccess(ctx, in, accessAdd)
 }
 
 // UpdateTeamAccess changes an existing access of a team to a project,
 // with the rules of SetTeamAccess; a team without access to the project
 // is keel.KindNotFound. An empty in.Access keeps the level.
 func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
-	return c.setTeamAccess(ctx, in, true)
+	return c.setTeamAccess(ctx, in, accessUpdate)
 }
 
-func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, existing bool) (TeamAccess, error) {
+// accessMode is what setTeamAccess does with an access the team has, or
+// has not.
+type accessMode int
+
+const (
+	accessPut    accessMode = iota // give or change
+	accessAdd                      // give; an existing access is refused
+	accessUpdate                   // change; a missing access is not found
+)
+
+func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessMode) (TeamAccess, error) {
+	existing := mode == accessUpdate
 	var v keel.Validation
 	if in.ProjectID == "" {
 		v.Add("ProjectID", "is required")
@@ -462,6 +510,9 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, existing boo
 		raw, err := tx.Get(key)
 		switch {
 		case err == nil:
+			if mode == accessAdd {
+				return fmt.Errorf("team %q has access to project %q already: %w", t.ID, p.ID, keel.ErrAlreadyExists)
+			}
 		case !isMissing(err):
 			return err
 		case existing:
@@ -594,6 +645,62 @@ func (c *Catalog) TeamAccesses(ctx context.Context, projectID string) ([]TeamAcc
 	return out, err
 }
 
+// TeamAccessListOptions are the query parameters of a list of the teams
+// with access to a project.
+type TeamAccessListOptions struct {
+	// PageNumber is page[number]; below 1 means the first page, above
+	// MaxPageNumber is refused.
+	PageNumber int
+	// PageSize is page[size]; below 1 means DefaultPageSize, above
+	// MaxPageSize means MaxPageSize.
+	PageSize int
+}
+
+// TeamAccessPage is one page of the teams with access to a project, by
+// team id.
+type TeamAccessPage struct {
+	Accesses   []TeamAccess
+	Pagination keel.Pagination
+}
+
+// ListTeamAccesses returns one page of the teams with access to a
+// project, by team id, as TeamAccesses lists them. It needs read on the
+// project. A page past the end is empty, its pagination true.
+func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts TeamAccessListOptions) (TeamAccessPage, error) {
+	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
+	if err != nil {
+		return TeamAccessPage{}, err
+	}
+	var out TeamAccessPage
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = TeamAccessPage{Accesses: []TeamAccess{}}
+		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		gone, err := teamsCleanedUp(tx)
+		if err != nil {
+			return err
+		}
+		start, total := (number-1)*size, 0
+		prefix := prjAccess(p.Org, p.ID)
+		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			team := key[len(prefix):]
+			if gone[team] {
+				return nil
+			}
+			if total >= start && total < start+size {
+				out.Accesses = append(out.Accesses, decodeAccess(v).public(team, p.ID))
+			}
+			total++
+			return nil
+		})
+		out.Pagination = keel.NewPagination(number, size, total)
+		return err
+	})
+	return out, err
+}
+
 // TeamListOptions are the query parameters of a team list.
 type TeamListOptions struct {
 	// PageNumber is page[number]; below 1 means the first page, above
@@ -605,6 +712,9 @@ type TeamListOptions struct {
 	// Names is filter[names]: only the teams of these names (compared
 	// ignoring case); empty means every team.
 	Names []string
+	// Query is q: only the teams whose name holds it, ignoring case;
+	// with Names, the teams that match both.
+	Query string
 }
 
 // TeamPage is one page of teams, in name order.
@@ -626,6 +736,7 @@ func (c *Catalog) ListTeams(ctx context.Context, org string, opts TeamListOption
 	for _, n := range opts.Names {
 		want[fold(n)] = true
 	}
+	q := fold(opts.Query)
 	var out TeamPage
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = TeamPage{Teams: []Team{}}
@@ -638,7 +749,8 @@ func (c *Catalog) ListTeams(ctx context.Context, org string, opts TeamListOption
 		start, total := (number-1)*size, 0
 		prefix := teamNames(org)
 		err := tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
-			if len(want) > 0 && !want[key[len(prefix):]] {
+			name := key[len(prefix):]
+			if len(want) > 0 && !want[name] || !strings.Contains(name, q) {
 				return nil
 			}
 			if total >= start && total < start+size {

@@ -2,11 +2,13 @@ package project
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // TestTeamSettings: defaults, settings kept on create, an update that
@@ -158,8 +160,9 @@ func TestCustomTeamAccess(t *testing.T) {
 	})
 }
 
-// TestListTeams: name order, pages, a names filter (ignoring case), and an
-// organization hidden from a caller who cannot read its teams.
+// TestListTeams: name order (the owners team among the others), pages, a
+// names filter and a query (both ignoring case, together both apply), and
+// an organization hidden from a caller who cannot read its teams.
 func TestListTeams(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
@@ -180,10 +183,14 @@ func TestListTeams(t *testing.T) {
 			want  []string
 			total int
 		}{
-			{TeamListOptions{}, []string{"audit", "Devs", "ops"}, 3},
-			{TeamListOptions{PageNumber: 2, PageSize: 2}, []string{"ops"}, 3},
-			{TeamListOptions{PageNumber: 9}, nil, 3},
+			{TeamListOptions{}, []string{"audit", "Devs", "ops", "owners"}, 4},
+			{TeamListOptions{PageNumber: 2, PageSize: 3}, []string{"owners"}, 4},
+			{TeamListOptions{PageNumber: 9}, nil, 4},
 			{TeamListOptions{Names: []string{"OPS", "devs", "nobody"}}, []string{"Devs", "ops"}, 2},
+			{TeamListOptions{Query: "O"}, []string{"ops", "owners"}, 2},
+			{TeamListOptions{Query: "DEV"}, []string{"Devs"}, 1},
+			{TeamListOptions{Query: "o", Names: []string{"devs", "ops"}}, []string{"ops"}, 1},
+			{TeamListOptions{Query: "nobody"}, nil, 0},
 		} {
 			page, err := e.c.ListTeams(root(), "acme", tc.opts)
 			if err != nil || !slices.Equal(names(page), tc.want) || page.Pagination.TotalCount != tc.total {
@@ -200,6 +207,144 @@ func TestListTeams(t *testing.T) {
 			t.Fatalf("list by a caller who cannot read the organization: %v", err)
 		}
 		if _, err := e.c.ListTeams(root(), "acme", TeamListOptions{PageNumber: MaxPageNumber + 1}); keel.KindOf(err) != keel.KindInvalid {
+			t.Fatalf("a page number past the bound: %v", err)
+		}
+	})
+}
+
+// TestOwnersTeam: every organization is created with its owners team,
+// which holds every organization permission and is found by its name; it
+// cannot be deleted (conflict) or renamed (invalid, on Name), and a
+// refusal leaves the store as it was; its settings can be changed.
+func TestOwnersTeam(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		page, err := e.c.ListTeams(root(), "acme", TeamListOptions{Names: []string{"OWNERS"}})
+		if err != nil || len(page.Teams) != 1 {
+			t.Fatalf("owners team: %+v, %v", page.Teams, err)
+		}
+		owners := page.Teams[0]
+		if owners.Name != OwnersTeamName || !owners.Owners || owners.CanDestroy || !owners.CanUpdate || owners.Org != "acme" {
+			t.Fatalf("owners team %+v", owners)
+		}
+		for _, n := range OrganizationAccessNames() {
+			if !owners.Settings.OrganizationAccess[n] {
+				t.Errorf("owners team without %s", n)
+			}
+		}
+		other, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
+		if other.Owners || !other.CanDestroy {
+			t.Fatalf("another team %+v", other)
+		}
+		if _, err := e.c.CreateTeam(root(), "acme", "Owners", nil); !errors.Is(err, keel.ErrAlreadyExists) {
+			t.Fatalf("a second owners team: %v", err)
+		}
+		before := storagetest.Dump(t, e.raw)
+		if err := e.c.DeleteTeam(root(), owners.ID); keel.KindOf(err) != keel.KindConflict {
+			t.Fatalf("delete the owners team: %v", err)
+		}
+		if _, err := e.c.UpdateTeam(root(), owners.ID, TeamInput{Name: ptr("admins")}); !slices.Equal(fields(err), []string{"Name"}) {
+			t.Fatalf("rename the owners team: %v", err)
+		}
+		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
+			t.Fatal("a refused delete or rename changed the store")
+		}
+		got, err := e.c.UpdateTeam(root(), owners.ID, TeamInput{Name: ptr(OwnersTeamName), TeamSettings: TeamSettings{Visibility: ptr(VisibilityOrganization)}})
+		if err != nil || *got.Settings.Visibility != VisibilityOrganization || got.Name != OwnersTeamName || !got.Owners {
+			t.Fatalf("update the owners team's settings: %+v, %v", got, err)
+		}
+		if _, err := e.c.CreateOrganization(root(), "beta", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		if page, _ := e.c.ListTeams(root(), "beta", TeamListOptions{}); len(page.Teams) != 1 || !page.Teams[0].Owners || page.Teams[0].ID == owners.ID {
+			t.Fatalf("teams of a new organization: %+v", page.Teams)
+		}
+	})
+}
+
+// TestAddTeamAccess: adding an access the team has already is refused
+// (already exists) and leaves the store as it was; SetTeamAccess still
+// changes it.
+func TestAddTeamAccess(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mkProject(t, "apps")
+		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
+		a, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
+		if err != nil || a.Access != "write" {
+			t.Fatalf("add: %+v, %v", a, err)
+		}
+		before := storagetest.Dump(t, e.raw)
+		if _, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); !errors.Is(err, keel.ErrAlreadyExists) {
+			t.Fatalf("add again: %v", err)
+		}
+		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
+			t.Fatal("a refused add changed the store")
+		}
+		if got, _ := e.c.TeamAccess(root(), p.ID, team.ID); got.Access != "write" {
+			t.Fatalf("access after a refused add: %+v", got)
+		}
+		if got, _ := e.c.Get(root(), p.ID); got.TeamCount != 1 {
+			t.Fatalf("team count %d", got.TeamCount)
+		}
+		if _, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "read"}); !slices.Equal(fields(err), []string{"TeamID"}) {
+			t.Fatalf("add for no team: %v", err)
+		}
+		if a, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil || a.Access != "admin" {
+			t.Fatalf("set: %+v, %v", a, err)
+		}
+	})
+}
+
+// TestListTeamAccesses: pages of the teams with access to a project, by
+// team id; a page past the end is empty with the true total; a removed
+// team's access is not listed; a project the caller cannot read is not
+// found; a page number past the bound is invalid.
+func TestListTeamAccesses(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		p := e.mkProject(t, "apps")
+		var ids []string
+		for _, n := range []string{"a", "b", "c"} {
+			team, _ := e.c.CreateTeam(root(), "acme", n, nil)
+			if _, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, team.ID)
+		}
+		slices.Sort(ids)
+		teams := func(pg TeamAccessPage) []string {
+			var out []string
+			for _, a := range pg.Accesses {
+				out = append(out, a.TeamID)
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			opts  TeamAccessListOptions
+			want  []string
+			total int
+		}{
+			{TeamAccessListOptions{}, ids, 3},
+			{TeamAccessListOptions{PageNumber: 2, PageSize: 2}, ids[2:], 3},
+			{TeamAccessListOptions{PageNumber: 999, PageSize: 100}, nil, 3},
+		} {
+			pg, err := e.c.ListTeamAccesses(root(), p.ID, tc.opts)
+			if err != nil || !slices.Equal(teams(pg), tc.want) || pg.Pagination.TotalCount != tc.total || pg.Pagination.CurrentPage != max(tc.opts.PageNumber, 1) {
+				t.Errorf("ListTeamAccesses(%+v) = %q %+v, %v; want %q (total %d)", tc.opts, teams(pg), pg.Pagination, err, tc.want, tc.total)
+			}
+		}
+		if err := e.c.DeleteTeam(root(), ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		if pg, _ := e.c.ListTeamAccesses(root(), p.ID, TeamAccessListOptions{}); !slices.Equal(teams(pg), ids[1:]) || pg.Pagination.TotalCount != 2 {
+			t.Fatalf("after a team's deletion: %q %+v", teams(pg), pg.Pagination)
+		}
+		e.c.authz = rules(t, map[string][]keel.Rule{})
+		if _, err := e.c.ListTeamAccesses(as("n"), p.ID, TeamAccessListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+			t.Fatalf("a caller who cannot read the project: %v", err)
+		}
+		if _, err := e.c.ListTeamAccesses(root(), p.ID, TeamAccessListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fields(err), []string{"PageNumber"}) {
 			t.Fatalf("a page number past the bound: %v", err)
 		}
 	})

@@ -34,9 +34,28 @@ type WorkspaceSettings struct {
 	FileTriggersEnabled        *bool
 	SpeculativeEnabled         *bool
 	StructuredRunOutputEnabled *bool
-	// ExecutionMode is "remote" (the default) or "local"; keel keeps no
-	// agent pools, so "agent" is refused.
+	// ExecutionMode is "remote" or "local"; keel keeps no agent pools,
+	// so "agent" is refused. A workspace without an execution mode of
+	// its own follows its organization's DefaultExecutionMode (keel's
+	// projects keep no default execution mode): read, ExecutionMode is
+	// the mode in force, and SettingOverwrites.ExecutionMode tells
+	// whether it is the workspace's own. Sent (or Operations sent), it
+	// becomes the workspace's own.
 	ExecutionMode *string
+	// Operations is the older form of ExecutionMode: true is "remote",
+	// false "local". Read, it is whether the mode in force is not
+	// "local"; sent with ExecutionMode, the two must agree.
+	Operations *bool
+	// SettingOverwrites tells which settings are the workspace's own
+	// rather than followed from the organization's defaults. Sent,
+	// SettingOverwrites.ExecutionMode false drops the workspace's own
+	// execution mode (it follows the organization's again), and true
+	// needs an execution mode: sent, or the workspace's own already.
+	SettingOverwrites *SettingOverwrites
+	// AutoDestroyAt is the time HCP Terraform would queue a destroy run
+	// at (keel queues none): nil for none, also when read. In an input a
+	// zero time clears it (null on the wire).
+	AutoDestroyAt *time.Time
 	// TerraformVersion, WorkingDirectory, SourceName and SourceURL are ""
 	// by default.
 	TerraformVersion *string
@@ -48,8 +67,40 @@ type WorkspaceSettings struct {
 	TriggerPatterns *[]string
 }
 
-// resolved returns s with every nil field set to HCP Terraform's default.
-func (s WorkspaceSettings) resolved() WorkspaceSettings {
+// SettingOverwrites tells which settings of a workspace are its own, as
+// HCP Terraform's setting-overwrites does.
+type SettingOverwrites struct {
+	// ExecutionMode is true when the workspace has an execution mode of
+	// its own, false when it follows its organization's default.
+	ExecutionMode *bool
+}
+
+// mode returns the execution mode sent in s: ExecutionMode, or the one
+// Operations names; nil when neither is sent.
+func (s WorkspaceSettings) mode() *string {
+	switch {
+	case s.ExecutionMode != nil:
+		return s.ExecutionMode
+	case s.Operations == nil:
+		return nil
+	case *s.Operations:
+		return ptrTo(ExecutionRemote)
+	}
+	return ptrTo(ExecutionLocal)
+}
+
+// overwrite returns SettingOverwrites.ExecutionMode as sent, or nil.
+func (s WorkspaceSettings) overwrite() *bool {
+	if s.SettingOverwrites == nil {
+		return nil
+	}
+	return s.SettingOverwrites.ExecutionMode
+}
+
+// resolved returns s, as stored, with every nil field set to HCP
+// Terraform's default, the execution mode of a workspace without its own
+// set to orgMode, the organization's default.
+func (s WorkspaceSettings) resolved(orgMode string) WorkspaceSettings {
 	str := func(p **string, d string) {
 		if *p == nil {
 			*p = &d
@@ -78,7 +129,14 @@ func (s WorkspaceSettings) resolved() WorkspaceSettings {
 	flag(&s.FileTriggersEnabled, true)
 	flag(&s.SpeculativeEnabled, true)
 	flag(&s.StructuredRunOutputEnabled, true)
-	str(&s.ExecutionMode, ExecutionRemote)
+	own := s.ExecutionMode != nil
+	str(&s.ExecutionMode, orgMode)
+	s.Operations = ptrTo(*s.ExecutionMode != ExecutionLocal)
+	s.SettingOverwrites = &SettingOverwrites{ExecutionMode: &own}
+	if s.AutoDestroyAt != nil {
+		at := *s.AutoDestroyAt
+		s.AutoDestroyAt = &at
+	}
 	str(&s.TerraformVersion, "")
 	str(&s.WorkingDirectory, "")
 	str(&s.SourceName, "")
@@ -88,7 +146,10 @@ func (s WorkspaceSettings) resolved() WorkspaceSettings {
 	return s
 }
 
-// merge sets in s the fields sent in in.
+// merge sets in s, as stored, the fields sent in in: an execution mode
+// sent (or Operations) becomes the workspace's own, and
+// SettingOverwrites.ExecutionMode false drops it. Operations and
+// SettingOverwrites are never stored: they are read from ExecutionMode.
 func (s *WorkspaceSettings) merge(in WorkspaceSettings) {
 	set := func(dst **string, src *string) {
 		if src != nil {
@@ -116,7 +177,19 @@ func (s *WorkspaceSettings) merge(in WorkspaceSettings) {
 	setB(&s.FileTriggersEnabled, in.FileTriggersEnabled)
 	setB(&s.SpeculativeEnabled, in.SpeculativeEnabled)
 	setB(&s.StructuredRunOutputEnabled, in.StructuredRunOutputEnabled)
-	set(&s.ExecutionMode, in.ExecutionMode)
+	set(&s.ExecutionMode, in.mode())
+	if o := in.overwrite(); o != nil && !*o {
+		s.ExecutionMode = nil
+	}
+	s.Operations, s.SettingOverwrites = nil, nil
+	if in.AutoDestroyAt != nil {
+		if in.AutoDestroyAt.IsZero() {
+			s.AutoDestroyAt = nil
+		} else {
+			at := in.AutoDestroyAt.UTC()
+			s.AutoDestroyAt = &at
+		}
+	}
 	set(&s.TerraformVersion, in.TerraformVersion)
 	set(&s.WorkingDirectory, in.WorkingDirectory)
 	set(&s.SourceName, in.SourceName)
@@ -131,10 +204,30 @@ func (s WorkspaceSettings) validate(v *keel.Validation) {
 	if s.ExecutionMode != nil && !slices.Contains(modes, *s.ExecutionMode) {
 		v.Add("ExecutionMode", "must be one of %s (keel keeps no agent pools)", strings.Join(modes, ", "))
 	}
+	if s.ExecutionMode != nil && s.Operations != nil && (*s.ExecutionMode == ExecutionLocal) == *s.Operations {
+		v.Add("Operations", "must agree with the execution mode (true: remote, false: local)")
+	}
+	if o := s.overwrite(); o != nil && !*o && s.mode() != nil {
+		v.Add("SettingOverwrites.ExecutionMode", "cannot be false when an execution mode is sent")
+	}
 	if s.TriggerPrefixes != nil && s.TriggerPatterns != nil && len(*s.TriggerPrefixes) > 0 && len(*s.TriggerPatterns) > 0 {
 		v.Add("TriggerPatterns", "cannot be used with trigger prefixes")
 	}
 }
+
+// ownModeMissing reports whether s asks for an execution mode of the
+// workspace's own (SettingOverwrites.ExecutionMode true) without one:
+// none sent, and none stored (stored is the workspace's own, or nil).
+func (s WorkspaceSettings) ownModeMissing(stored *string) bool {
+	o := s.overwrite()
+	return o != nil && *o && s.mode() == nil && stored == nil
+}
+
+// The field and rule of ownModeMissing.
+const (
+	fieldOwnMode = "SettingOverwrites.ExecutionMode"
+	ruleOwnMode  = "needs an execution mode: none is sent and the workspace has none of its own"
+)
 
 // WorkspacePermissions are the caller's rights on a workspace, as the
 // workspace document's "permissions" attribute shows them.
@@ -176,8 +269,11 @@ type WorkspaceInput struct {
 // maxWorkspaceName is HCP Terraform's limit on workspace names.
 const maxWorkspaceName = 90
 
-func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord) (Workspace, error) {
-	w := Workspace{ID: r.ID, Org: r.Org, Name: r.Name, ProjectID: r.ProjectID, CreatedAt: r.CreatedAt, UpdatedAt: r.CreatedAt, Settings: r.Settings.resolved()}
+// publicWorkspace is the workspace r, of the organization o, as the
+// caller reads it.
+func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord, o *orgRecord) (Workspace, error) {
+	w := Workspace{ID: r.ID, Org: r.Org, Name: r.Name, ProjectID: r.ProjectID, CreatedAt: r.CreatedAt, UpdatedAt: r.CreatedAt,
+		Settings: r.Settings.resolved(*o.Settings.resolved().DefaultExecutionMode)}
 	if r.UpdatedAt != nil {
 		w.UpdatedAt = *r.UpdatedAt
 	}
@@ -201,8 +297,10 @@ func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord) (Workspace, 
 // case; the project ("ProjectID") must be of org and, when projectID is
 // given, one the caller may read (read on the project): one it may not
 // read is refused as a missing one, so that the answer does not tell
-// whether it exists; ExecutionMode is remote or local; TriggerPrefixes
-// and TriggerPatterns are not both set.
+// whether it exists; ExecutionMode is remote or local, Operations agrees
+// with it, SettingOverwrites.ExecutionMode is not false with a mode sent
+// nor true without one; TriggerPrefixes and TriggerPatterns are not both
+// set.
 func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID string, settings *WorkspaceSettings) (Workspace, error) {
 	var v keel.Validation
 	if err := slugError(name, maxWorkspaceName); err != nil {
@@ -210,9 +308,12 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 	}
 	var s WorkspaceSettings
 	if settings != nil {
+		settings.validate(&v)
+		if settings.ownModeMissing(nil) {
+			v.Add(fieldOwnMode, "%s", ruleOwnMode)
+		}
 		s.merge(*settings)
 	}
-	s.validate(&v)
 	invalid := v.Err()
 	rec := wsRecord{ID: NewID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
 	var out Workspace
@@ -264,7 +365,7 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 		if err := tx.Put(prjWorkspaces(org, p.ID)+rec.ID, nil); err != nil {
 			return err
 		}
-		out, err = c.publicWorkspace(ctx, &rec)
+		out, err = c.publicWorkspace(ctx, &rec, o)
 		return err
 	})
 	return out, err
@@ -278,7 +379,9 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 // workspace has it); a ProjectID must be a project of the organization
 // the caller may read ("ProjectID"), and a move needs move-workspaces on
 // the source and the destination projects (keel.KindForbidden), as
-// MoveWorkspaces does. It sets UpdatedAt.
+// MoveWorkspaces does. The settings follow the rules of CreateWorkspace's,
+// SettingOverwrites.ExecutionMode true needing a mode sent or the
+// workspace's own. It sets UpdatedAt.
 func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceInput) (Workspace, error) {
 	var v keel.Validation
 	if in.Name != nil {
@@ -291,7 +394,7 @@ func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceIn
 	now := c.clock.Now().UTC()
 	var out Workspace
 	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		w, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		w, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {
 			return err
 		}
@@ -300,6 +403,9 @@ func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceIn
 		}
 		if invalid != nil {
 			return invalid
+		}
+		if in.ownModeMissing(w.Settings.ExecutionMode) {
+			return keel.Invalid(fieldOwnMode, "%s", ruleOwnMode)
 		}
 		if in.Name != nil && *in.Name != w.Name {
 			key := wsNames(w.Org) + fold(*in.Name)
@@ -326,7 +432,7 @@ func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceIn
 		if err := putJSON(tx, wsKey(id), w); err != nil {
 			return err
 		}
-		out, err = c.publicWorkspace(ctx, w)
+		out, err = c.publicWorkspace(ctx, w, o)
 		return err
 	})
 	return out, err
@@ -377,11 +483,11 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 func (c *Catalog) Workspace(ctx context.Context, id string) (Workspace, error) {
 	var out Workspace
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		rec, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		rec, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {
 			return err
 		}
-		out, err = c.publicWorkspace(ctx, rec)
+		out, err = c.publicWorkspace(ctx, rec, o)
 		return err
 	})
 	return out, err
@@ -398,14 +504,14 @@ func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Worksp
 		if err != nil {
 			return err
 		}
-		rec, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		rec, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if errors.Is(err, keel.ErrNotFound) {
 			return noWorkspaceNamed(org, name)
 		}
 		if err != nil {
 			return err
 		}
-		out, err = c.publicWorkspace(ctx, rec)
+		out, err = c.publicWorkspace(ctx, rec, o)
 		return err
 	})
 	return out, err
@@ -438,18 +544,22 @@ func noWorkspaceNamed(org, name string) error {
 	return fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.ErrNotFound)
 }
 
-func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string, capability keel.Capability) (*wsRecord, error) {
+// visibleWorkspace returns the workspace id and its organization, or
+// keel.KindNotFound when it does not exist, its organization is being
+// deleted, or the caller lacks capability on it.
+func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string, capability keel.Capability) (*wsRecord, *orgRecord, error) {
 	rec, err := getWorkspace(tx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := liveOrg(tx, rec.Org, "workspace", id); err != nil {
-		return nil, err
+	o, err := liveOrgRecord(tx, rec.Org, "workspace", id)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := keel.Authorize(ctx, c.authz, capability, workspaceResource(rec.Org, id)); err != nil {
-		return nil, hide(err, "workspace", id)
+		return nil, nil, hide(err, "workspace", id)
 	}
-	return rec, nil
+	return rec, o, nil
 }
 
 // Workspaces lists the workspaces of a project the caller may read,
@@ -459,6 +569,10 @@ func (c *Catalog) Workspaces(ctx context.Context, projectID string) ([]Workspace
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = out[:0]
 		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		o, err := getOrg(tx, p.Org)
 		if err != nil {
 			return err
 		}
@@ -476,7 +590,7 @@ func (c *Catalog) Workspaces(ctx context.Context, projectID string) ([]Workspace
 			} else if !ok {
 				continue
 			}
-			pw, err := c.publicWorkspace(ctx, w)
+			pw, err := c.publicWorkspace(ctx, w, o)
 			if err != nil {
 				return err
 			}
@@ -498,9 +612,40 @@ type WorkspaceListOptions struct {
 	PageSize int
 	// Search is search[name]: a case-insensitive substring of the name.
 	Search string
+	// WildcardName is search[wildcard-name]: a name in which each "*"
+	// stands for any characters, compared ignoring case ("*-prod" the
+	// names that end in "-prod", "prod-*" those that start with
+	// "prod-", "*-prod-*" those that hold "-prod-"); a pattern without
+	// "*" is a whole name. With Search, the workspaces that match both.
+	WildcardName string
 	// ProjectID is filter[project][id]: only the workspaces of that
 	// project ("" all projects).
 	ProjectID string
+}
+
+// wildcardMatch reports whether name, folded, matches pattern, folded: each
+// "*" of pattern stands for any characters, the rest must appear as they
+// are, in order, the first part at the start of name and the last at its
+// end.
+func wildcardMatch(pattern, name string) bool {
+	parts := strings.Split(fold(pattern), "*")
+	name = fold(name)
+	if len(parts) == 1 {
+		return name == parts[0]
+	}
+	first, last := parts[0], parts[len(parts)-1]
+	if !strings.HasPrefix(name, first) || !strings.HasSuffix(name[len(first):], last) {
+		return false
+	}
+	rest := name[len(first) : len(name)-len(last)]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, part)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(part):]
+	}
+	return true
 }
 
 // WorkspacePage is one page of workspaces, in name order.
@@ -522,13 +667,15 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts Workspace
 	var out WorkspacePage
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = WorkspacePage{Workspaces: []Workspace{}}
-		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
+		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
+		if err != nil {
 			return err
 		}
 		start, total := (number-1)*size, 0
 		prefix := wsNames(org)
-		err := tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
-			if !strings.Contains(key[len(prefix):], q) {
+		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			name := key[len(prefix):]
+			if !strings.Contains(name, q) || opts.WildcardName != "" && !wildcardMatch(opts.WildcardName, name) {
 				return nil
 			}
 			w, err := getWorkspace(tx, string(v))
@@ -542,7 +689,7 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts Workspace
 				return err
 			}
 			if total >= start && total < start+size {
-				pw, err := c.publicWorkspace(ctx, w)
+				pw, err := c.publicWorkspace(ctx, w, o)
 				if err != nil {
 					return err
 				}
@@ -565,7 +712,7 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts Workspace
 // workspace in the same transaction (Registration.OnForget).
 func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) error {
 	return c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
-		w, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
+		w, _, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {
 			return err
 		}

@@ -2,11 +2,14 @@ package project
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/storage/storagetest"
 )
 
 // TestWorkspaceSettingsDefaults: settings never sent read as HCP
@@ -171,9 +174,9 @@ func TestWorkspacePermissionsAndHiding(t *testing.T) {
 	})
 }
 
-// TestListWorkspacesPages: pages in name order, search and project
-// filters, a page past the end empty with true pagination, a page number
-// too large refused on PageNumber.
+// TestListWorkspacesPages: pages in name order, search, wildcard-name and
+// project filters, a page past the end empty with true pagination, a page
+// number too large refused on PageNumber.
 func TestListWorkspacesPages(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
@@ -193,6 +196,13 @@ func TestListWorkspacesPages(t *testing.T) {
 			{"page 2", WorkspaceListOptions{PageNumber: 2, PageSize: 2}, []string{"net-b", "net-c"}, 5, true},
 			{"search", WorkspaceListOptions{Search: "NET"}, []string{"net-a", "net-b", "net-c"}, 3, false},
 			{"project", WorkspaceListOptions{ProjectID: p.ID}, []string{"net-c"}, 1, false},
+			{"wildcard suffix", WorkspaceListOptions{WildcardName: "*-A"}, []string{"net-a"}, 1, false},
+			{"wildcard prefix", WorkspaceListOptions{WildcardName: "NET-*"}, []string{"net-a", "net-b", "net-c"}, 3, false},
+			{"wildcard both", WorkspaceListOptions{WildcardName: "*e*"}, []string{"net-a", "net-b", "net-c", "web"}, 4, false},
+			{"wildcard inside", WorkspaceListOptions{WildcardName: "n*-b"}, []string{"net-b"}, 1, false},
+			{"wildcard no match", WorkspaceListOptions{WildcardName: "*-dev"}, nil, 0, false},
+			{"wildcard whole name", WorkspaceListOptions{WildcardName: "DB"}, []string{"db"}, 1, false},
+			{"wildcard and search", WorkspaceListOptions{WildcardName: "net-*", Search: "c"}, []string{"net-c"}, 1, false},
 			{"past the end", WorkspaceListOptions{PageNumber: 9, PageSize: 2}, nil, 5, false},
 		}
 		for _, tt := range tests {
@@ -220,6 +230,130 @@ func TestListWorkspacesPages(t *testing.T) {
 		}
 		if _, err := e.c.List(root(), "acme", ListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fields(err), []string{"PageNumber"}) {
 			t.Fatalf("huge page number of projects: %v", err)
+		}
+	})
+}
+
+// TestWorkspaceExecutionModeFollowsOrganization: a workspace without an
+// execution mode of its own follows its organization's default, now and
+// after it changes, and says so in SettingOverwrites; a mode sent
+// (ExecutionMode or Operations) becomes its own; SettingOverwrites false
+// drops it; Operations reads as the mode in force.
+func TestWorkspaceExecutionModeFollowsOrganization(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationInput{OrganizationSettings: OrganizationSettings{DefaultExecutionMode: ptr(ExecutionLocal)}}); err != nil {
+			t.Fatal(err)
+		}
+		mode := func(w Workspace) (string, bool, bool) {
+			s := w.Settings
+			return *s.ExecutionMode, *s.Operations, *s.SettingOverwrites.ExecutionMode
+		}
+		check := func(what string, w Workspace, err error, wantMode string, wantOwn bool) {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			read, err := e.c.Workspace(root(), w.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []Workspace{w, read} {
+				if m, ops, own := mode(x); m != wantMode || ops != (wantMode != ExecutionLocal) || own != wantOwn {
+					t.Fatalf("%s: mode %s, operations %v, own %v; want %s, own %v", what, m, ops, own, wantMode, wantOwn)
+				}
+			}
+		}
+		w, err := e.c.CreateWorkspace(root(), "acme", "follows", "", &WorkspaceSettings{SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(false)}})
+		check("created following", w, err, ExecutionLocal, false)
+		plain := e.mkWorkspace(t, "plain", "")
+		check("created without settings", plain, nil, ExecutionLocal, false)
+		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationInput{OrganizationSettings: OrganizationSettings{DefaultExecutionMode: ptr(ExecutionRemote)}}); err != nil {
+			t.Fatal(err)
+		}
+		w, err = e.c.Workspace(root(), w.ID)
+		check("after the organization's change", w, err, ExecutionRemote, false)
+		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{Operations: ptr(false)}})
+		check("operations false", w, err, ExecutionLocal, true)
+		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{Operations: ptr(true)}})
+		check("operations true", w, err, ExecutionRemote, true)
+		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr(ExecutionLocal), Operations: ptr(false),
+			SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}}})
+		check("execution mode and operations that agree", w, err, ExecutionLocal, true)
+		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}}})
+		check("overwrite true, its own mode kept", w, err, ExecutionLocal, true)
+		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(false)}}})
+		check("overwrite false", w, err, ExecutionRemote, false)
+		w, err = e.c.CreateWorkspace(root(), "acme", "own", "", &WorkspaceSettings{Operations: ptr(false), SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}})
+		check("created with operations", w, err, ExecutionLocal, true)
+	})
+}
+
+// TestWorkspaceExecutionModeRules: operations that contradict the
+// execution mode, an overwrite false with a mode sent, and an overwrite
+// true without a mode are refused on their Go paths, and a refused update
+// changes nothing.
+func TestWorkspaceExecutionModeRules(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		_, err := e.c.CreateWorkspace(root(), "acme", "a", "", &WorkspaceSettings{ExecutionMode: ptr(ExecutionRemote), Operations: ptr(false)})
+		if !slices.Equal(fields(err), []string{"Operations"}) {
+			t.Fatalf("contradiction: %v", err)
+		}
+		_, err = e.c.CreateWorkspace(root(), "acme", "b", "", &WorkspaceSettings{ExecutionMode: ptr(ExecutionLocal), SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(false)}})
+		if !slices.Equal(fields(err), []string{"SettingOverwrites.ExecutionMode"}) {
+			t.Fatalf("overwrite false with a mode: %v", err)
+		}
+		_, err = e.c.CreateWorkspace(root(), "acme", "c", "", &WorkspaceSettings{SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}})
+		if !slices.Equal(fields(err), []string{"SettingOverwrites.ExecutionMode"}) {
+			t.Fatalf("overwrite true without a mode: %v", err)
+		}
+		if page, _ := e.c.ListWorkspaces(root(), "acme", WorkspaceListOptions{}); len(page.Workspaces) != 0 {
+			t.Fatalf("refused creates created %+v", page.Workspaces)
+		}
+		w := e.mkWorkspace(t, "web", "")
+		before := storagetest.Dump(t, e.raw)
+		_, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{AutoApply: ptr(true), SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}}})
+		if !slices.Equal(fields(err), []string{"SettingOverwrites.ExecutionMode"}) {
+			t.Fatalf("update: overwrite true without a mode: %v", err)
+		}
+		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
+			t.Fatal("a refused update changed the store")
+		}
+	})
+}
+
+// TestWorkspaceAutoDestroyAt: kept on create (in UTC) and update, cleared
+// by a zero time, nil when never set.
+func TestWorkspaceAutoDestroyAt(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		if w := e.mkWorkspace(t, "plain", ""); w.Settings.AutoDestroyAt != nil {
+			t.Fatalf("never set: %v", *w.Settings.AutoDestroyAt)
+		}
+		at := time.Date(2027, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
+		w, err := e.c.CreateWorkspace(root(), "acme", "temp", "", &WorkspaceSettings{AutoDestroyAt: &at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, _ := e.c.Workspace(root(), w.ID)
+		for _, x := range []Workspace{w, read} {
+			if got := x.Settings.AutoDestroyAt; got == nil || !got.Equal(at) || got.Location() != time.UTC {
+				t.Fatalf("created: %v", got)
+			}
+		}
+		later := at.Add(time.Hour)
+		if w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{AutoDestroyAt: &later}}); err != nil || !w.Settings.AutoDestroyAt.Equal(later) {
+			t.Fatalf("updated: %+v, %v", w.Settings.AutoDestroyAt, err)
+		}
+		if w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{AutoApply: ptr(true)}}); err != nil || !w.Settings.AutoDestroyAt.Equal(later) {
+			t.Fatalf("kept by an update that does not send it: %+v, %v", w.Settings.AutoDestroyAt, err)
+		}
+		if w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceInput{WorkspaceSettings: WorkspaceSettings{AutoDestroyAt: &time.Time{}}}); err != nil || w.Settings.AutoDestroyAt != nil {
+			t.Fatalf("cleared: %+v, %v", w.Settings.AutoDestroyAt, err)
+		}
+		if read, _ := e.c.Workspace(root(), w.ID); read.Settings.AutoDestroyAt != nil {
+			t.Fatalf("read after clearing: %v", *read.Settings.AutoDestroyAt)
 		}
 	})
 }

@@ -21,20 +21,24 @@
 //	POST   /projects/:id/relationships/workspaces       move workspaces (204)
 //	POST   /organizations/:org/workspaces               create in relationships.project (201)
 //	GET    /organizations/:org/workspaces               page[number], page[size], search[name],
-//	                                                    filter[project][id]
+//	                                                    search[wildcard-name], filter[project][id],
+//	                                                    include
 //	GET    /workspaces/:id/relationships/remote-state-consumers
 //	                                                    an empty list (keel keeps no state)
 //	GET, PATCH, DELETE /organizations/:org/workspaces/:name, /workspaces/:id
-//	                                                    read, update (rename, settings, move), delete
+//	                                                    read (include), update (rename, settings,
+//	                                                    move), delete
 //	POST   .../actions/safe-delete, .../actions/force-delete
 //	                                                    of both workspace paths: delete (204)
 //	POST   /organizations/:org/teams                    create (201)
-//	GET    /organizations/:org/teams                    page[number], page[size], filter[names]
+//	GET    /organizations/:org/teams                    page[number], page[size], filter[names], q
 //	GET, PATCH, DELETE /teams/:id                       read, update, delete (204)
-//	POST, GET /team-projects                            add (201), list (filter[project][id])
+//	POST, GET /team-projects                            add (201; 422 when given already), list
+//	                                                    (filter[project][id], page[number], page[size])
 //	GET, PATCH, DELETE /team-projects/:id               read, update, remove (204)
 //	POST   /organizations/:org/policies                 create (200, as the specification says)
-//	GET    /organizations/:org/policies                 page[number], page[size], search[name], include
+//	GET    /organizations/:org/policies                 page[number], page[size], search[name],
+//	                                                    filter[kind], include
 //	GET, PATCH, DELETE /policies/:id                    show (include), update, delete (204)
 //	PUT    /policies/:id/upload                         raw body, at most 10 MiB; 204
 //	GET    /policies/:id/download                       application/octet-stream
@@ -64,7 +68,22 @@
 // project-count; include=policies adds the policies as included
 // resources, and the other values go-tfe sends (workspaces, projects,
 // workspace_exclusions, project_exclusions, current_version,
-// newest_version) are accepted and add nothing.
+// newest_version) are accepted and add nothing. A workspace read or list
+// takes include=organization and include=project, which add the
+// organization and project the caller may read; the other values go-tfe
+// sends (current_run, current-state-version, readme, outputs,
+// effective_tag_bindings, ...) name what keel does not keep and add
+// nothing; any other value is 422 on the parameter include.
+//
+// A workspace document has links.self
+// /api/v2/organizations/:org/workspaces/:name and links.self-html
+// /app/:org/workspaces/:name, as HCP Terraform gives them, source
+// "tfe-api", setting-overwrites (execution-mode and agent-pool: whether
+// the workspace has an execution mode of its own, or follows its
+// organization's default-execution-mode) and auto-destroy-at (null when
+// none; null sent clears it). operations, sent, sets the execution mode
+// (false local, true remote). A team list holds the organization's owners
+// team.
 //
 // DELETE /organizations/:org deletes everything the organization owns,
 // its policies and policy sets included: the rule is package project's
@@ -86,9 +105,10 @@
 // statuses in one table (statusOf): invalid and already-exists 422 (HCP
 // Terraform's "has already been taken"), not found 404 (title "not found",
 // no detail), forbidden 403 (the detail of a refused move lists the
-// workspace ids), conflict 409 (deleting a project that holds workspaces:
-// HCP Terraform does not document the status; 409 is keel's choice), too
-// large 413. A malformed or empty body is 422 on /data.
+// workspace ids), conflict 409 (deleting a project that holds workspaces,
+// or the owners team: HCP Terraform does not document the status; 409 is
+// keel's choice), too large 413. A malformed or empty body is 422 on
+// /data.
 //
 // The packages project and policy name an invalid field by its Go path
 // in the operation's input (keel.FieldError); the adapter maps it to its
@@ -105,6 +125,7 @@
 //	WorkspaceExclusionIDs             workspace-exclusions
 //	IDs[2] (add or remove members)    /data/2/id
 //	FilterKind                        parameter filter[kind]
+//	WildcardName                      parameter search[wildcard-name]
 //	TeamID, ProjectID                 /data/relationships/team/data/id, /data/relationships/project/data/id
 //	Sort, PageNumber, PageSize,       parameters sort, page[number], page[size],
 //	Search, Include                   search[name], include
@@ -152,6 +173,11 @@
 //	workspace safe-delete                     deletes                             keel keeps no state: nothing to protect
 //	can-force-delete                          = can-destroy (delete right)        the same operation
 //	resource-count, locked, tag-names         0, false, []                        no state, locks or tags
+//	workspace source                          "tfe-api"                           every workspace is made through the API
+//	workspace links.self-html                 a path keel serves no page at       keel has no web interface
+//	setting-overwrites agent-pool             = its execution-mode                keel keeps no agent pools
+//	owners team                               cannot be renamed (422)             clients find it by its name
+//	team organization-access of owners        every permission true               as owners hold them, not enforced
 //	team organization-access                  stored, not enforced                rights come from the Authorizer
 //	team-projects id                          tprj_<team>_<project>               an access is keyed by both
 //	project-access, workspace-access          custom defaults for every level     only "custom" keeps values sent

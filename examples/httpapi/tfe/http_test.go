@@ -62,6 +62,15 @@ func TestErrorDocuments(t *testing.T) {
 	doc := func(typ, attrs, rels string) string {
 		return `{"data":{"type":"` + typ + `","attributes":{` + attrs + `},"relationships":{` + rels + `}}}`
 	}
+	owners, err := s.catalog.ListTeams(asRoot(), "acme", project.TeamListOptions{Names: []string{project.OwnersTeamName}})
+	if err != nil || len(owners.Teams) != 1 {
+		t.Fatalf("owners team: %+v, %v", owners, err)
+	}
+	ownersID := owners.Teams[0].ID
+	if _, err := s.catalog.AddTeamAccess(asRoot(), project.TeamAccess{ProjectID: org.DefaultProjectID, TeamID: ownersID}); err != nil {
+		t.Fatal(err)
+	}
+	access := `"team":{"data":{"type":"teams","id":"` + ownersID + `"}},"project":{"data":{"type":"projects","id":"` + org.DefaultProjectID + `"}}`
 	tests := []struct {
 		name    string
 		method  string
@@ -113,6 +122,17 @@ func TestErrorDocuments(t *testing.T) {
 		{"custom access values", "POST", "/api/v2/team-projects", doc("team-projects", `"access":"custom","workspace-access":{"runs":"destroy"}`, `"project":{"data":{"type":"projects","id":"`+org.DefaultProjectID+`"}}`), "422", []string{"pointer /data/relationships/team/data/id", "pointer /data/attributes/workspace-access/runs"}},
 		{"unknown team access", "GET", "/api/v2/team-projects/tprj_team-x_prj-y", "", "404", nil},
 		{"bad sort", "GET", "/api/v2/organizations/acme/projects?sort=id", "", "422", []string{"parameter sort"}},
+		{"policy kind filter", "GET", "/api/v2/organizations/acme/policies?filter%5Bkind%5D=rego", "", "422", []string{"parameter filter[kind]"}},
+		{"workspace include", "GET", "/api/v2/organizations/acme/workspaces?include=organization,runs", "", "422", []string{"parameter include"}},
+		{"workspace include on read", "GET", "/api/v2/organizations/acme/workspaces/nope?include=organization", "", "404", nil},
+		{"setting-overwrites not an object", "POST", "/api/v2/organizations/acme/workspaces", doc("workspaces", `"name":"w","setting-overwrites":true`, ""), "422", []string{"pointer /data/attributes/setting-overwrites"}},
+		{"own execution mode without one", "POST", "/api/v2/organizations/acme/workspaces", doc("workspaces", `"name":"w","setting-overwrites":{"execution-mode":true,"agent-pool":true}`, ""), "422", []string{"pointer /data/attributes/setting-overwrites/execution-mode"}},
+		{"operations against execution mode", "POST", "/api/v2/organizations/acme/workspaces", doc("workspaces", `"name":"w","operations":false,"execution-mode":"remote"`, ""), "422", []string{"pointer /data/attributes/operations"}},
+		{"auto-destroy-at", "POST", "/api/v2/organizations/acme/workspaces", doc("workspaces", `"name":"w","auto-destroy-at":"tomorrow"`, ""), "422", []string{"pointer /data/attributes/auto-destroy-at"}},
+		{"rename the owners team", "PATCH", "/api/v2/teams/" + ownersID, doc("teams", `"name":"admins"`, ""), "422", []string{"pointer /data/attributes/name"}},
+		{"delete the owners team", "DELETE", "/api/v2/teams/" + ownersID, "", "409", nil},
+		{"team access given already", "POST", "/api/v2/team-projects", doc("team-projects", `"access":"admin"`, access), "422", nil},
+		{"team access page number", "GET", "/api/v2/team-projects?filter%5Bproject%5D%5Bid%5D=" + org.DefaultProjectID + "&page%5Bnumber%5D=x", "", "422", []string{"parameter page[number]"}},
 
 		{"unknown organization", "GET", "/api/v2/organizations/nope/policies", "", "404", nil},
 		{"unknown project", "GET", "/api/v2/projects/prj-nope", "", "404", nil},

@@ -146,7 +146,7 @@ func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := h.policies.List(r.Context(), r.PathValue("org"), policy.ListOptions{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"),
+		PageNumber: number, PageSize: size, Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
 	})
 	if err != nil {
 		h.writeError(w, r, err)

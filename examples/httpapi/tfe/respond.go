@@ -198,6 +198,8 @@ var wireOf = map[string]wire{
 	"PageSize":   {parameter, "page[size]"},
 	"Search":     {parameter, "search[name]"},
 	"FilterKind": {parameter, "filter[kind]"},
+	// project.WorkspaceListOptions.
+	"WildcardName": {parameter, "search[wildcard-name]"},
 	// The adapter's own parameter, which no input holds.
 	"Include": {parameter, "include"},
 }

@@ -53,7 +53,8 @@ func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
 
 // listTeams answers the teams of an organization, a page at a time;
 // filter[names] (comma-separated) keeps the teams of those names, as the
-// tfe provider's import and team data source ask.
+// tfe provider's import and team data source ask, and q those whose name
+// holds it.
 func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
 	number, size, err := pageQuery(r)
 	if err != nil {
@@ -64,7 +65,9 @@ func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
 	if f := r.URL.Query().Get("filter[names]"); f != "" {
 		names = strings.Split(f, ",")
 	}
-	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.TeamListOptions{PageNumber: number, PageSize: size, Names: names})
+	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.TeamListOptions{
+		PageNumber: number, PageSize: size, Names: names, Query: r.URL.Query().Get("q"),
+	})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -171,7 +174,7 @@ func (h *Handler) addTeamAccess(w http.ResponseWriter, r *http.Request) {
 		customAccess(v, res, &a)
 		return a
 	}, func(in project.TeamAccess) (project.TeamAccess, error) {
-		return h.catalog.SetTeamAccess(r.Context(), in)
+		return h.catalog.AddTeamAccess(r.Context(), in)
 	}, http.StatusCreated, accessDoc)
 }
 
@@ -199,9 +202,21 @@ func (h *Handler) updateTeamAccess(w http.ResponseWriter, r *http.Request) {
 	}, http.StatusOK, accessDoc)
 }
 
+// listTeamAccess answers a page of the teams with access to the project
+// filter[project][id].
 func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {
-	list, err := h.catalog.TeamAccesses(r.Context(), r.URL.Query().Get("filter[project][id]"))
-	h.writeList(w, r, docs(list, accessDoc), err)
+	number, size, err := pageQuery(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	page, err := h.catalog.ListTeamAccesses(r.Context(), r.URL.Query().Get("filter[project][id]"),
+		project.TeamAccessListOptions{PageNumber: number, PageSize: size})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Accesses, accessDoc), page.Pagination))
 }
 
 func (h *Handler) removeTeamAccess(w http.ResponseWriter, r *http.Request) {

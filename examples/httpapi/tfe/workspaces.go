@@ -1,14 +1,30 @@
 package tfe
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/project"
 )
 
+// workspaceSource is the source attribute of every workspace: keel has no
+// web interface, so every workspace is created through the API.
+const workspaceSource = "tfe-api"
+
 func workspaceDoc(ws project.Workspace) map[string]any {
 	st, p := ws.Settings, ws.Permissions
+	var autoDestroyAt any
+	if st.AutoDestroyAt != nil {
+		autoDestroyAt = timestamp(*st.AutoDestroyAt)
+	}
+	own := *st.SettingOverwrites.ExecutionMode
+	org, name := url.PathEscape(ws.Org), url.PathEscape(ws.Name)
 	return map[string]any{
 		"id": ws.ID, "type": "workspaces",
 		"attributes": map[string]any{
@@ -24,7 +40,10 @@ func workspaceDoc(ws project.Workspace) map[string]any {
 			"speculative-enabled":           st.SpeculativeEnabled,
 			"structured-run-output-enabled": st.StructuredRunOutputEnabled,
 			"execution-mode":                st.ExecutionMode,
-			"operations":                    *st.ExecutionMode != project.ExecutionLocal,
+			"operations":                    st.Operations,
+			"setting-overwrites":            map[string]bool{"execution-mode": own, "agent-pool": own},
+			"auto-destroy-at":               autoDestroyAt,
+			"source":                        workspaceSource,
 			"terraform-version":             st.TerraformVersion,
 			"working-directory":             st.WorkingDirectory,
 			"source-name":                   st.SourceName,
@@ -46,8 +65,54 @@ func workspaceDoc(ws project.Workspace) map[string]any {
 			"organization": map[string]any{"data": ref{ID: ws.Org, Type: "organizations"}},
 			"project":      map[string]any{"data": ref{ID: ws.ProjectID, Type: "projects"}},
 		},
-		"links": map[string]string{"self": "/api/v2/workspaces/" + ws.ID},
+		"links": map[string]string{
+			"self":      "/api/v2/organizations/" + org + "/workspaces/" + name,
+			"self-html": "/app/" + org + "/workspaces/" + name,
+		},
 	}
+}
+
+// settingOverwrites reads the setting-overwrites object of a workspaces
+// document: its execution-mode; agent-pool, a boolean too, says nothing
+// to keel, which keeps no agent pools.
+func settingOverwrites(v *keel.Validation, res *reqResource) *project.SettingOverwrites {
+	raw := res.attr("SettingOverwrites")
+	if raw == nil {
+		return nil
+	}
+	var o struct {
+		ExecutionMode *bool `json:"execution-mode"`
+		AgentPool     *bool `json:"agent-pool"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		v.Add("SettingOverwrites", "must be an object of booleans (execution-mode, agent-pool)")
+		return nil
+	}
+	return &project.SettingOverwrites{ExecutionMode: o.ExecutionMode}
+}
+
+// attrNullableTime reads the attribute of the Go name field, a time in
+// RFC 3339 form or null: nil when absent, a zero time when null (the
+// domain's "clear"); another value is a problem recorded in v.
+func (res *reqResource) attrNullableTime(v *keel.Validation, field string) *time.Time {
+	raw, ok := res.Attributes[locate(field).name]
+	if !ok {
+		return nil
+	}
+	if string(raw) == "null" {
+		return &time.Time{}
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		v.Add(field, "must be a time (RFC 3339) or null")
+		return nil
+	}
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		v.Add(field, "must be a time (RFC 3339) or null")
+		return nil
+	}
+	return &at
 }
 
 // workspaceSettings reads the settings attributes of a workspaces
@@ -65,6 +130,9 @@ func workspaceSettings(v *keel.Validation, res *reqResource) project.WorkspaceSe
 		SpeculativeEnabled:         res.attrBool(v, "SpeculativeEnabled"),
 		StructuredRunOutputEnabled: res.attrBool(v, "StructuredRunOutputEnabled"),
 		ExecutionMode:              res.attrString(v, "ExecutionMode"),
+		Operations:                 res.attrBool(v, "Operations"),
+		SettingOverwrites:          settingOverwrites(v, res),
+		AutoDestroyAt:              res.attrNullableTime(v, "AutoDestroyAt"),
 		TerraformVersion:           res.attrString(v, "TerraformVersion"),
 		WorkingDirectory:           res.attrString(v, "WorkingDirectory"),
 		SourceName:                 res.attrString(v, "SourceName"),
@@ -102,7 +170,74 @@ func (h *Handler) readWorkspace(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ws, err = h.catalog.Workspace(r.Context(), id)
 	}
-	h.writeData(w, r, http.StatusOK, err, func() any { return workspaceDoc(ws) })
+	var inc []any
+	if err == nil {
+		inc, err = h.workspaceIncluded(r, []project.Workspace{ws})
+	}
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	doc := map[string]any{"data": workspaceDoc(ws)}
+	if inc != nil {
+		doc["included"] = inc
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// workspaceIncludes are the values of include a workspace read or list
+// accepts: go-tfe's. organization and project add the workspaces'
+// organization and project as included resources (those the caller may
+// read); the others name what keel does not keep (runs, state, tags,
+// readmes, locks) and add nothing.
+var workspaceIncludes = []string{
+	"organization", "project", "current_configuration_version", "current_configuration_version.ingress_attributes",
+	"current_run", "current_run.plan", "current_run.configuration_version",
+	"current_run.configuration_version.ingress_attributes", "effective_tag_bindings", "locked_by", "readme",
+	"outputs", "current-state-version",
+}
+
+// workspaceIncluded returns the included resources that the request's
+// include (comma-separated) asks for with the workspaces list, or nil when
+// it asks for none; a value not in workspaceIncludes is a problem of the
+// parameter include.
+func (h *Handler) workspaceIncluded(r *http.Request, list []project.Workspace) ([]any, error) {
+	include := param(r, "Include")
+	if include == "" {
+		return nil, nil
+	}
+	want := map[string]bool{}
+	for _, name := range strings.Split(include, ",") {
+		if !slices.Contains(workspaceIncludes, name) {
+			return nil, keel.Invalid("Include", "must be among %s", strings.Join(workspaceIncludes, ", "))
+		}
+		want[name] = true
+	}
+	out := []any{}
+	seen := map[string]bool{}
+	for _, ws := range list {
+		if want["organization"] && !seen["org/"+ws.Org] {
+			seen["org/"+ws.Org] = true
+			o, err := h.catalog.Organization(r.Context(), ws.Org)
+			switch {
+			case err == nil:
+				out = append(out, orgDoc(o))
+			case !errors.Is(err, keel.ErrNotFound): // one the caller may not read is left out
+				return nil, err
+			}
+		}
+		if want["project"] && !seen["prj/"+ws.ProjectID] {
+			seen["prj/"+ws.ProjectID] = true
+			p, err := h.catalog.Get(r.Context(), ws.ProjectID)
+			switch {
+			case err == nil:
+				out = append(out, fullProjectDoc(p))
+			case !errors.Is(err, keel.ErrNotFound):
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // listRemoteStateConsumers answers the workspaces that may read the
@@ -157,8 +292,8 @@ func (h *Handler) writeNoContent(w http.ResponseWriter, r *http.Request, err err
 }
 
 // listWorkspaces lists a page of the workspaces of the organization the
-// caller may read: search[name], filter[project][id], page[number],
-// page[size].
+// caller may read: search[name], search[wildcard-name],
+// filter[project][id], page[number], page[size], include.
 func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 	number, size, err := pageQuery(r)
 	if err != nil {
@@ -166,12 +301,20 @@ func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := h.catalog.ListWorkspaces(r.Context(), r.PathValue("org"), project.WorkspaceListOptions{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"),
+		PageNumber: number, PageSize: size, Search: param(r, "Search"), WildcardName: param(r, "WildcardName"),
 		ProjectID: r.URL.Query().Get("filter[project][id]"),
 	})
+	var inc []any
+	if err == nil {
+		inc, err = h.workspaceIncluded(r, page.Workspaces)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Workspaces, workspaceDoc), page.Pagination))
+	doc := pageDoc(r, docs(page.Workspaces, workspaceDoc), page.Pagination)
+	if inc != nil {
+		doc["included"] = inc
+	}
+	writeJSON(w, http.StatusOK, doc)
 }
