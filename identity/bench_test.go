@@ -11,8 +11,8 @@ import (
 
 // The benchmarks of identity groups, on memstore; see BENCHMARKS.md.
 //
-//   - Read: ReadByID of a group with 10 member groups and one parent.
-//   - AddMember/members=N: UpdateByID sending the member list of a group
+//   - Read: Get of a group with 10 member groups and one parent.
+//   - AddMember/members=N: Update sending the member list of a group
 //     of N member groups plus one new group, in place of the one the
 //     previous op added (the API replaces the list): one edge added, one
 //     removed, N compared.
@@ -36,11 +36,11 @@ func benchGroups(b *testing.B) (*Groups, storage.Store) {
 
 func mustCreate(b *testing.B, g *Groups, name string, members []string) string {
 	b.Helper()
-	in := Input{Name: &name}
+	in := GroupRequest{Name: &name}
 	if members != nil {
 		in.MemberGroupIDs = &members
 	}
-	res, err := g.Upsert(context.Background(), "", in)
+	res, err := g.CreateOrUpdate(context.Background(), "", in)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func BenchmarkRead(b *testing.B) {
 	mustCreate(b, g, "parent", []string{id})
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := g.ReadByID(ctx, id); err != nil {
+		if _, err := g.Get(ctx, id); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -80,7 +80,7 @@ func BenchmarkAddMember(b *testing.B) {
 				b.StopTimer()
 				list := append(members[:n:n], mustCreate(b, g, fmt.Sprint("new", i), nil))
 				b.StartTimer()
-				if _, err := g.UpdateByID(ctx, id, Input{MemberGroupIDs: &list}); err != nil {
+				if _, err := g.Update(ctx, id, GroupRequest{MemberGroupIDs: &list}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -109,7 +109,7 @@ func BenchmarkCycleCheck(b *testing.B) {
 		for i := 1; i < depth; i++ {
 			chain[i] = mustCreate(b, g, fmt.Sprint("g", i), nil)
 			ctx := context.Background()
-			if _, err := g.UpdateByID(ctx, chain[i-1], Input{MemberGroupIDs: &[]string{chain[i]}}); err != nil {
+			if _, err := g.Update(ctx, chain[i-1], GroupRequest{MemberGroupIDs: &[]string{chain[i]}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -126,7 +126,7 @@ func BenchmarkCycleCheck(b *testing.B) {
 			members = append(members, mustCreate(b, g, fmt.Sprint("leaf", i), nil))
 			list := members
 			b.StartTimer()
-			if _, err := g.UpdateByID(ctx, last, Input{MemberGroupIDs: &list}); err != nil {
+			if _, err := g.Update(ctx, last, GroupRequest{MemberGroupIDs: &list}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -135,7 +135,7 @@ func BenchmarkCycleCheck(b *testing.B) {
 		g, chain := setup(b)
 		ctx := context.Background()
 		for b.Loop() {
-			if _, err := g.UpdateByID(ctx, chain[depth-1], Input{MemberGroupIDs: &[]string{chain[0]}}); err == nil {
+			if _, err := g.Update(ctx, chain[depth-1], GroupRequest{MemberGroupIDs: &[]string{chain[0]}}); err == nil {
 				b.Fatal("cycle accepted")
 			}
 		}

@@ -6,33 +6,37 @@
 //
 // New returns Groups that keep their keys in the store it is given, scoped
 // by the caller; a program gets them from mount.Table.Groups, which keeps
-// them under "identity/" of its store. Writes take an Input whose nil
-// fields were not sent and keep the stored values, and return the group's
+// them under "identity/" of its store. Writes take a GroupRequest, whose
+// nil fields leave the stored values as they are, and return the group's
 // id and name:
 //
 //	groups, err := identity.New(store, &identity.Options{Authorizer: authz, Clock: clock})
-//	eng, err := groups.UpsertByName(ctx, "engineering", identity.Input{Policies: &[]string{"dev"}})
-//	ops, err := groups.Upsert(ctx, "", identity.Input{Name: new("ops"), MemberGroupIDs: &[]string{eng.ID}})
-//	g, err := groups.ReadByID(ctx, eng.ID) // g.ParentGroupIDs == []string{ops.ID}
+//	eng, err := groups.CreateOrUpdateByName(ctx, "engineering", identity.GroupRequest{Policies: &[]string{"dev"}})
+//	ops, err := groups.CreateOrUpdate(ctx, "", identity.GroupRequest{Name: new("ops"), MemberGroupIDs: &[]string{eng.ID}})
+//	g, err := groups.Get(ctx, eng.ID) // g.ParentGroupIDs == []string{ops.ID}
+//	for name, err := range keel.All(ctx, 0, groups.ListNames) { … }
 //
-// The writes are those of the three write endpoints: Upsert (POST
+// The writes are those of Vault's three write endpoints, and each changes
+// only the fields its GroupRequest sets: CreateOrUpdate (POST
 // identity/group: by id, else by name, else creates a group named
-// "entity-<UUID>"), UpdateByID (by id only) and UpsertByName (creates when
-// absent). ReadByID, ReadByName, DeleteByID, DeleteByName, ListIDs and
-// ListNames complete them. A field sent replaces the stored one: an empty
-// MemberGroupIDs removes every member group.
+// "entity-<UUID>"), Update (by id only) and CreateOrUpdateByName (creates
+// when absent). The package assigns every group's id. Get, GetByName,
+// Delete, DeleteByName, List (the ids) and ListNames complete them; the
+// two lists are paged (keel.ListRequest, keel.Page), DefaultListLimit
+// items a page unless asked otherwise. A field set replaces the stored
+// one: an empty MemberGroupIDs removes every member group.
 //
-// Rules, each refused with keel.KindInvalid on the field of Input it
-// concerns, named by its Go path (see keel.FieldError; an adapter maps it
+// Rules, each refused with keel.KindInvalid on the field of GroupRequest
+// it concerns, named by its Go path (see keel.FieldError; an adapter maps it
 // to its wire name):
 //
 //   - Type: "internal" (the default) or "external"; it cannot change
-//     once the group exists. "" counts as not sent.
+//     once the group exists. "" is taken as nil.
 //   - Name: unique among groups ignoring case (Unicode lower case,
 //     strings.ToLower, as Vault's index), stored with its case; non-empty
 //     valid UTF-8 without ASCII control characters; its length is bounded
-//     only by the store's key limit. "" counts as not sent. The name
-//     argument of UpsertByName is checked as Name.
+//     only by the store's key limit. "" is taken as nil. The name
+//     argument of CreateOrUpdateByName is checked as Name.
 //   - an external group takes no member ids (MemberGroupIDs,
 //     MemberEntityIDs); an empty list is accepted.
 //   - MemberGroupIDs: each must exist, a group cannot contain itself,
@@ -40,10 +44,10 @@
 //     de-duplicated; the empty id is refused, on its element
 //     ("MemberGroupIDs[2]"), as in MemberEntityIDs.
 //     On a store that bounds its transactions a write lists at most
-//     Groups.MaxMemberGroups groups: 30 on etcdstore's default limits
-//     (128 operations and 128 reads), none on memstore and boltstore. A
-//     longer list is refused with the limit in the message before
-//     anything is written: a membership change is all or nothing.
+//     Groups.Limits().MaxMemberGroups groups: 30 on etcdstore's default
+//     limits (128 operations and 128 reads), none on memstore and
+//     boltstore. A longer list is refused with the limit in the message
+//     before anything is written: a membership change is all or nothing.
 //   - MemberEntityIDs: de-duplicated and sorted; checked by
 //     Options.Entities when the program provides one, accepted as given
 //     otherwise.
@@ -70,19 +74,20 @@
 //
 // Not shown by the specification, done as Vault does: the alias object is
 // not kept (an adapter renders it empty, as Vault does for a group without
-// an alias); a write that updates an existing group answers with its id
-// and name and Result.Created false (the service's document shows id and
+// an alias); a write that updates an existing group returns its id and
+// name and Result.Created false (the service's document shows id and
 // name for updates too, and the adapter answers them with 200; Vault
-// itself answers 204 with no body); POST identity/group with an
-// id that names no group, and UpdateByID of a missing id, fail with
-// keel.KindNotFound (Vault answers 400 "invalid group ID"); deleting a
-// missing group is keel.KindNotFound here and 204 in Vault's API; the
-// name in the path of UpsertByName replaces the stored name, case
-// included, and wins over a name in the body.
+// itself answers 204 with no body); CreateOrUpdate with an id that names
+// no group, and Update of a missing id, fail with keel.KindNotFound
+// (Vault answers 400 "invalid group ID"); deleting a missing group is
+// keel.KindNotFound here and 204 in Vault's API; the name argument of
+// CreateOrUpdateByName replaces the stored name, case included, and wins
+// over GroupRequest.Name.
 //
 // # Errors
 //
-// Every error wraps a keel kind; act on the kind (errors.Is, keel.KindOf):
+// Every error's message starts with "identity: ", and every error wraps a
+// keel kind; act on the kind (errors.Is, keel.KindOf), not on the message:
 //
 //   - keel.KindInvalid: a broken rule above; keel.FieldErrors names the
 //     field of each.
@@ -93,13 +98,13 @@
 //     transaction beyond them. Deleting a group is one transaction that
 //     writes two keys per member group, three per parent group (the two
 //     edge keys and the parent's record) and two more: on etcd's default
-//     limits (128 writes) a group of MaxMemberGroups (30) member groups
-//     can be deleted while it has at most 22 parent groups, a group
-//     without member groups while it has at most 42. A larger delete is
-//     refused, before anything is written, with the counts and the limit
-//     in the message: remove the group from some parents first (a group
-//     listed as a member by many groups). Adding member groups to a
-//     group reads, to detect cycles, the parent groups of each of its
+//     limits (128 writes) a group of Limits.MaxMemberGroups (30) member
+//     groups can be deleted while it has at most 22 parent groups, a
+//     group without member groups while it has at most 42. A larger
+//     delete is refused, before anything is written, with the counts and
+//     the limit in the message: remove the group from some parents first
+//     (a group listed as a member by many groups). Adding member groups
+//     to a group reads, to detect cycles, the parent groups of each of its
 //     ancestors in the write's transaction, with the reads the rest of
 //     the write leaves (one per member group it has or gains): on etcd a
 //     group without member groups, in 61 parent groups (without parents
@@ -123,19 +128,19 @@
 // one capability on the resource of the endpoint it serves, as Vault's
 // ACLs apply to the request path:
 //
-//	Upsert        create or update  identity/group
-//	UpdateByID    update            identity/group/id/<id>
-//	UpsertByName  create or update  identity/group/name/<name>
-//	ReadByID      read              identity/group/id/<id>
-//	ReadByName    read              identity/group/name/<name>
-//	DeleteByID    delete            identity/group/id/<id>
-//	DeleteByName  delete            identity/group/name/<name>
-//	ListIDs       list              identity/group/id/
-//	ListNames     list              identity/group/name/
+//	CreateOrUpdate        create or update  identity/group
+//	Update                update            identity/group/id/<id>
+//	CreateOrUpdateByName  create or update  identity/group/name/<name>
+//	Get                   read              identity/group/id/<id>
+//	GetByName             read              identity/group/name/<name>
+//	Delete                delete            identity/group/id/<id>
+//	DeleteByName          delete            identity/group/name/<name>
+//	List                  list              identity/group/id/
+//	ListNames             list              identity/group/name/
 //
 // Create or update is chosen inside the transaction that writes, as kv's
 // Write does: a caller that may only create can never change a group that
-// someone created meanwhile. UpdateByID always asks for update, even for a
+// someone created meanwhile. Update always asks for update, even for a
 // missing id, so that a caller without the right learns nothing. The
 // rights are checked before the request's own faults are reported.
 //
@@ -176,11 +181,16 @@
 // # Caveats
 //
 // Member groups are kept as edge keys, two per membership, so adding one
-// member writes a constant number of keys; but a write sends the whole
+// member writes a constant number of keys; but a write gives the whole
 // member list, which is compared with the stored one: O(n) reads for n
 // members (no quadratic work). The cycle check walks the ancestors of the
 // group that gains members. Member entity ids are kept in the group's
 // record, rewritten on each write.
+//
+// List reads only the ids of its page. ListNames lists the names in their
+// own byte order, while the name index keeps them folded, in another: each
+// of its pages reads the whole index (holding only the page in memory),
+// so walking n names a page of l costs about n*n/l reads.
 //
 // The Authorizer is called inside the write transaction, with the
 // transaction's ctx: it must not start a transaction of the same store

@@ -28,11 +28,11 @@ func Example() {
 		panic(err)
 	}
 
-	eng, err := groups.UpsertByName(ctx, "Engineering", identity.Input{Policies: &[]string{"dev", "DEV", "ci"}})
+	eng, err := groups.CreateOrUpdateByName(ctx, "Engineering", identity.GroupRequest{Policies: &[]string{"dev", "DEV", "ci"}})
 	if err != nil {
 		panic(err)
 	}
-	ops, err := groups.Upsert(ctx, "", identity.Input{Name: new("ops"), MemberGroupIDs: &[]string{eng.ID}})
+	ops, err := groups.CreateOrUpdate(ctx, "", identity.GroupRequest{Name: new("ops"), MemberGroupIDs: &[]string{eng.ID}})
 	if err != nil {
 		panic(err)
 	}
@@ -52,25 +52,27 @@ func Example() {
 	slices.Sort(keys)
 	fmt.Println(strings.Join(keys, "\n"))
 
-	g, err := groups.ReadByName(ctx, "engineering")
+	g, err := groups.GetByName(ctx, "engineering")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(g.Name, g.Policies, g.ParentGroupIDs[0] == ops.ID)
 
 	// A cycle is refused, on the field that causes it.
-	_, err = groups.UpdateByID(ctx, eng.ID, identity.Input{MemberGroupIDs: &[]string{ops.ID}})
+	_, err = groups.Update(ctx, eng.ID, identity.GroupRequest{MemberGroupIDs: &[]string{ops.ID}})
 	fmt.Println(errors.Is(err, keel.ErrInvalid), keel.FieldErrors(err)[0].Field)
 
 	// Deleting ops removes it from its members' parents.
-	if err := groups.DeleteByID(ctx, ops.ID); err != nil {
+	if err := groups.Delete(ctx, ops.ID); err != nil {
 		panic(err)
 	}
-	g, _ = groups.ReadByID(ctx, eng.ID)
+	g, _ = groups.Get(ctx, eng.ID)
 	fmt.Println(len(g.ParentGroupIDs))
 
-	names, _ := groups.ListNames(ctx)
-	fmt.Println(names)
+	// The lists are paged: the first page, of DefaultListLimit names at
+	// most, is the last when its Next is empty (keel.All walks them all).
+	page, _ := groups.ListNames(ctx, keel.ListRequest{})
+	fmt.Println(page.Items, page.Next == "")
 	// Output:
 	// edge/member/<ops>/<eng>
 	// edge/parent/<eng>/<ops>
@@ -81,5 +83,5 @@ func Example() {
 	// Engineering [ci dev] true
 	// true MemberGroupIDs
 	// 0
-	// [Engineering]
+	// [Engineering] true
 }

@@ -47,15 +47,15 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 			skipped map[string]bool
 		}{
 			"create with members": {run: func(ctx context.Context, e *env, g ids) error {
-				_, err := e.g.Upsert(ctx, "", Input{MemberGroupIDs: &[]string{g.a}})
+				_, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{MemberGroupIDs: &[]string{g.a}})
 				return err
 			}, skipped: map[string]bool{"delete of an edge": true}},
 			"replace members": {run: func(ctx context.Context, e *env, g ids) error {
-				_, err := e.g.UpdateByID(ctx, g.p, Input{Name: new("renamed"), MemberGroupIDs: &[]string{g.b}})
+				_, err := e.g.Update(ctx, g.p, GroupRequest{Name: new("renamed"), MemberGroupIDs: &[]string{g.b}})
 				return err
 			}},
 			"delete": {run: func(ctx context.Context, e *env, g ids) error {
-				return e.g.DeleteByID(ctx, g.p)
+				return e.g.Delete(ctx, g.p)
 			}, skipped: map[string]bool{"put of the name": true, "put of an edge": true}},
 		}
 		for opName, op := range ops {
@@ -95,7 +95,7 @@ func TestClosuresAreRetrySafe(t *testing.T) {
 		fs.Rerun(true)
 		ctx := context.Background()
 		a := e.create(t, "a")
-		res, err := e.g.Upsert(ctx, "", Input{MemberGroupIDs: &[]string{a}})
+		res, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{MemberGroupIDs: &[]string{a}})
 		if err != nil || !res.Created {
 			t.Fatalf("create under rerun = %+v, %v", res, err)
 		}
@@ -103,17 +103,17 @@ func TestClosuresAreRetrySafe(t *testing.T) {
 		if g.Name != res.Name || g.ModifyIndex != 1 || len(g.MemberGroupIDs) != 1 {
 			t.Fatalf("created under rerun: %+v (result %+v)", g, res)
 		}
-		if _, err := e.g.UpdateByID(ctx, res.ID, Input{Policies: &[]string{"x"}}); err != nil {
+		if _, err := e.g.Update(ctx, res.ID, GroupRequest{Policies: &[]string{"x"}}); err != nil {
 			t.Fatal(err)
 		}
 		if g := e.read(t, res.ID); g.ModifyIndex != 2 {
 			t.Fatalf("index after one update under rerun = %d, want 2", g.ModifyIndex)
 		}
-		ids, err := e.g.ListIDs(ctx)
+		ids, err := collect(ctx, 0, e.g.List)
 		if err != nil || len(ids) != 2 {
 			t.Fatalf("ids = %q, %v; want 2 groups", ids, err)
 		}
-		if err := e.g.DeleteByID(ctx, a); err != nil {
+		if err := e.g.Delete(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		if g := e.read(t, res.ID); g.ModifyIndex != 3 || len(g.MemberGroupIDs) != 0 {

@@ -11,10 +11,10 @@ import (
 	"github.com/keelhq/keel/storage/storagetest"
 )
 
-// FuzzInput: validation of names and metadata never panics; a refused
+// FuzzGroupRequest: validation of names and metadata never panics; a refused
 // write changes nothing, and an accepted one reads back as written, its
 // name found again ignoring case.
-func FuzzInput(f *testing.F) {
+func FuzzGroupRequest(f *testing.F) {
 	for _, s := range [][3]string{
 		{"admins", "team", "core"}, {"", "", ""}, {"a\nb", "k", "v"}, {"\xff", "\xff", "v"},
 		{"ÄÖÜ", strings.Repeat("k", 129), "v"}, {"x", "k", strings.Repeat("é", 513)}, {"K", "", "v"},
@@ -24,7 +24,7 @@ func FuzzInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, key, value string) {
 		e := newEnv(t, everystore.Mem, nil, nil)
 		ctx := context.Background()
-		res, err := e.g.Upsert(ctx, "", Input{Name: &name, Metadata: &map[string]string{key: value}})
+		res, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{Name: &name, Metadata: &map[string]string{key: value}})
 		valid := (name == "" || nameRule(name) == "") && key != "" && utf8.ValidString(key) && utf8.ValidString(value) &&
 			utf8.RuneCountInString(key) <= MaxMetadataKeyLen && utf8.RuneCountInString(value) <= MaxMetadataValueLen
 		if !valid {
@@ -38,11 +38,11 @@ func FuzzInput(f *testing.F) {
 			if keel.KindOf(err) == keel.KindTooLarge {
 				return
 			}
-			t.Fatalf("Upsert(%q, %q=%q): %v", name, key, value, err)
+			t.Fatalf("CreateOrUpdate(%q, %q=%q): %v", name, key, value, err)
 		}
-		g, err := e.g.ReadByName(ctx, strings.ToUpper(res.Name))
+		g, err := e.g.GetByName(ctx, strings.ToUpper(res.Name))
 		if err != nil {
-			g, err = e.g.ReadByName(ctx, res.Name)
+			g, err = e.g.GetByName(ctx, res.Name)
 		}
 		if err != nil || g.ID != res.ID || g.Metadata[key] != value || (name != "" && g.Name != name) {
 			t.Fatalf("read back %+v, %v; wrote %q %q=%q", g, err, name, key, value)

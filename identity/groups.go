@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -22,7 +23,7 @@ const (
 
 // EntityDirectory tells whether identity entities exist. A program that
 // keeps entities provides one in Options.Entities so that the ids of
-// Input.MemberEntityIDs are checked; without it any id is accepted.
+// GroupRequest.MemberEntityIDs are checked; without it any id is accepted.
 //
 // Implementations must be safe for concurrent use. Exists is called
 // outside any transaction of the Groups' store.
@@ -44,8 +45,9 @@ type Options struct {
 	// Clock gives Group.CreationTime and LastUpdateTime. Nil:
 	// keel.SystemClock{}.
 	Clock keel.Clock
-	// Entities, when not nil, checks every id of Input.MemberEntityIDs
-	// that a write sends. Nil: entity ids are stored as given.
+	// Entities, when not nil, checks every id of
+	// GroupRequest.MemberEntityIDs that a write sets. Nil: entity ids
+	// are stored as given.
 	Entities EntityDirectory
 }
 
@@ -79,11 +81,11 @@ type Group struct {
 	ModifyIndex uint64
 }
 
-// Input is the body of a create or update. A nil field was not sent and
-// keeps the stored value (or the default, on creation); a non-nil field
-// replaces it, so &[]string{} removes every member group. Go 1.26's
-// new("x") and &[]string{…} make the pointers.
-type Input struct {
+// GroupRequest is what a write sets on a group, field by field. A nil
+// field leaves the stored value as it is (or takes the default, on
+// creation); a non-nil field replaces it, so &[]string{} removes every
+// member group. Go 1.26's new("x") and &[]string{…} make the pointers.
+type GroupRequest struct {
 	// Name renames the group (the name must be free, ignoring case). Nil
 	// or "" keeps the name; a group created without one is named
 	// "entity-<UUID>".
@@ -91,14 +93,17 @@ type Input struct {
 	// Type is Internal or External. It may be given on an update only
 	// with the group's own type. Nil or "" means Internal on creation.
 	Type *string
-	// Metadata replaces the pairs: at most 64, keys of 1 to 128
-	// characters, values of at most 512.
+	// Metadata replaces the pairs: at most MaxMetadataPairs, keys of 1
+	// to MaxMetadataKeyLen characters, values of at most
+	// MaxMetadataValueLen.
 	Metadata *map[string]string
 	// Policies replaces the policies: trimmed, lower-cased,
 	// de-duplicated, empty names dropped, sorted; "root" is refused.
 	Policies *[]string
 	// MemberGroupIDs replaces the member groups: each must exist, must
-	// not be the group itself, and must not create a cycle.
+	// not be the group itself, and must not create a cycle; at most
+	// Limits().MaxMemberGroups of them on a store that bounds its
+	// transactions.
 	MemberGroupIDs *[]string
 	// MemberEntityIDs replaces the member entities; each is checked by
 	// Options.Entities when set.
@@ -117,11 +122,11 @@ type Result struct {
 // Groups is not usable. Groups is safe for concurrent use: it keeps no state
 // besides its configuration.
 type Groups struct {
-	store     storage.Store // the store given to New
-	authz     keel.Authorizer
-	clock     keel.Clock
-	entities  EntityDirectory
-	maxGroups int // MaxMemberGroups
+	store    storage.Store // the store given to New
+	authz    keel.Authorizer
+	clock    keel.Clock
+	entities EntityDirectory
+	limits   Limits
 }
 
 // New returns Groups that keep their keys in store, which its caller has
@@ -152,11 +157,11 @@ func New(store storage.Store, opts *Options) (*Groups, error) {
 		o = *opts
 	}
 	return &Groups{
-		store:     store,
-		authz:     keel.Fold(o.Authorizer, resourceName, foldName),
-		clock:     keel.ClockOrSystem(o.Clock),
-		entities:  o.Entities,
-		maxGroups: maxMemberGroups(store.Limits()),
+		store:    store,
+		authz:    keel.Fold(o.Authorizer, resourceName, foldName),
+		clock:    keel.ClockOrSystem(o.Clock),
+		entities: o.Entities,
+		limits:   Limits{MaxMemberGroups: maxMemberGroups(store.Limits())},
 	}, nil
 }
 
@@ -164,22 +169,35 @@ func New(store storage.Store, opts *Options) (*Groups, error) {
 // out for identity groups (see storage.Claim).
 const ClaimKind = "identity"
 
-// MaxMemberGroups is the most member groups one write may list in
-// Input.MemberGroupIDs on the Groups' store, 0 when the store bounds no
-// transaction (memstore and boltstore by default). It is 30 on etcdstore's
-// default limits (128 operations and 128 reads per transaction).
-//
-// A write replaces the member list in one transaction: it reads the
-// stored members and each group it adds, and writes two edge keys for
-// each member added or removed, so on a bounded store a write may name at
-// most min((MaxTxOps-3)/4, (MaxTxReads-8)/4) groups: the stored list (at
-// most as long) and the new one may then differ entirely and still fit,
-// with half the reads left for the cycle check's walk over the ancestors.
-// A longer list is refused before anything is written, with
-// keel.KindInvalid on "MemberGroupIDs" naming the limit.
-func (g *Groups) MaxMemberGroups() int { return g.maxGroups }
+// Limits are the bounds the Groups' store puts on a write, from its
+// storage.Limits; a zero field means no bound.
+type Limits struct {
+	// MaxMemberGroups is the most member groups one write may list in
+	// GroupRequest.MemberGroupIDs: 0 (none) when the store bounds no
+	// transaction (memstore and boltstore by default), 30 on
+	// etcdstore's default limits (128 operations and 128 reads per
+	// transaction).
+	//
+	// A write replaces the member list in one transaction: it reads the
+	// stored members and each group it adds, and writes two edge keys
+	// for each member added or removed, so on a bounded store a write
+	// may name at most min((MaxTxOps-3)/4, (MaxTxReads-8)/4) groups: the
+	// stored list (at most as long) and the new one may then differ
+	// entirely and still fit, with half the reads left for the cycle
+	// check's walk over the ancestors. A longer list is refused before
+	// anything is written, with keel.KindInvalid on "MemberGroupIDs"
+	// naming the limit.
+	MaxMemberGroups int
+}
 
-// maxMemberGroups is MaxMemberGroups for a store of limits l.
+// Limits returns the limits of the Groups' store, as read by New. The
+// bounds that depend on a group's edges (deleting a group of many parent
+// groups, the cycle check of a group of many ancestors) are not fixed
+// numbers: such an operation is refused with keel.KindTooLarge, naming the
+// store's limit (see Errors in the package documentation).
+func (g *Groups) Limits() Limits { return g.limits }
+
+// maxMemberGroups is Limits.MaxMemberGroups for a store of limits l.
 func maxMemberGroups(l storage.Limits) int {
 	n := 0
 	if l.MaxTxOps > 0 {
@@ -207,12 +225,12 @@ const (
 // alike (keel.Fold).
 func nameResource(name string) string { return resourceName + foldName(name) }
 
-// ReadByID returns the group of id.
+// Get returns the group of id.
 //
 // It needs keel.CapRead on "identity/group/id/<id>". It fails with
 // keel.KindForbidden without the right and keel.KindNotFound when no group
 // has that id.
-func (g *Groups) ReadByID(ctx context.Context, id string) (Group, error) {
+func (g *Groups) Get(ctx context.Context, id string) (Group, error) {
 	if err := g.authorize(ctx, keel.CapRead, resourceID+id); err != nil {
 		return Group{}, fmt.Errorf("identity: read group %q: %w", id, err)
 	}
@@ -231,12 +249,12 @@ func (g *Groups) ReadByID(ctx context.Context, id string) (Group, error) {
 	return out, nil
 }
 
-// ReadByName returns the group whose name is name, ignoring case.
+// GetByName returns the group whose name is name, ignoring case.
 //
 // It needs keel.CapRead on "identity/group/name/<name>" (name folded).
 // It fails with keel.KindForbidden without the right and keel.KindNotFound
 // when no group has that name.
-func (g *Groups) ReadByName(ctx context.Context, name string) (Group, error) {
+func (g *Groups) GetByName(ctx context.Context, name string) (Group, error) {
 	if err := g.authorize(ctx, keel.CapRead, nameResource(name)); err != nil {
 		return Group{}, fmt.Errorf("identity: read group named %q: %w", name, err)
 	}
@@ -255,53 +273,147 @@ func (g *Groups) ReadByName(ctx context.Context, name string) (Group, error) {
 	return out, nil
 }
 
-// ListIDs returns the ids of every group, sorted. It needs keel.CapList on
-// "identity/group/id/". No group is not an error: the result is empty.
-func (g *Groups) ListIDs(ctx context.Context) ([]string, error) {
+// DefaultListLimit is how many ids or names a page of List or ListNames
+// holds when the request sets no limit.
+const DefaultListLimit = 1000
+
+// List returns a page of the ids of the groups, in ascending byte order:
+// at most r.Limit ids (DefaultListLimit when it is 0 or less), those after
+// r.Cursor; keel.All walks every page. The cursor is the last id of the
+// page before: a group created or deleted between two pages is listed, or
+// not, by where its id falls, and no other id is skipped or listed twice.
+// A page reads only the ids it returns, and one more.
+//
+// It needs keel.CapList on "identity/group/id/", for every page. No group
+// is not an error: the page is empty.
+func (g *Groups) List(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
 	if err := g.authorize(ctx, keel.CapList, resourceID); err != nil {
-		return nil, fmt.Errorf("identity: list groups: %w", err)
+		return keel.Page[string]{}, fmt.Errorf("identity: list groups: %w", err)
 	}
+	limit := listLimit(r)
 	var ids []string
 	err := g.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		ids = ids[:0]
-		return tx.Scan(groupPrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+		opts := storage.ScanOptions{KeysOnly: true}
+		if r.Cursor != "" {
+			opts.After = groupPrefix + r.Cursor
+		}
+		return tx.Scan(groupPrefix, opts, func(key string, _ []byte) error {
+			if len(ids) > limit { // one more than the page: another follows
+				return storage.StopScan
+			}
 			ids = append(ids, key[len(groupPrefix):])
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("identity: list groups: %w", err)
+		return keel.Page[string]{}, fmt.Errorf("identity: list groups: %w", err)
 	}
-	return ids, nil
+	return page(ids, limit), nil
 }
 
-// ListNames returns the names of every group with their case, sorted
-// byte-wise. It needs keel.CapList on "identity/group/name/". No group is
-// not an error: the result is empty.
-func (g *Groups) ListNames(ctx context.Context) ([]string, error) {
+// ListNames returns a page of the names of the groups, with their case, in
+// ascending byte order ("Beta" before "alpha"): at most r.Limit names
+// (DefaultListLimit when it is 0 or less), those after r.Cursor; keel.All
+// walks every page. The cursor is the last name of the page before: a
+// group created, renamed or deleted between two pages is listed, or not,
+// by where its name falls, and no other name is skipped or listed twice.
+//
+// The store keeps the names by their folded form, whose order is not
+// theirs: every page reads the whole name index, and holds only the page
+// in memory.
+//
+// It needs keel.CapList on "identity/group/name/", for every page. No group
+// is not an error: the page is empty.
+func (g *Groups) ListNames(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
 	if err := g.authorize(ctx, keel.CapList, resourceName); err != nil {
-		return nil, fmt.Errorf("identity: list group names: %w", err)
+		return keel.Page[string]{}, fmt.Errorf("identity: list group names: %w", err)
 	}
-	var names []string
+	limit := listLimit(r)
+	var least smallest
 	err := g.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		names = names[:0]
+		// One more than the page, to know whether another follows.
+		least = smallest{n: limit + 1}
 		return tx.Scan(namePrefix, storage.ScanOptions{}, func(key string, value []byte) error {
 			e, err := decodeNameEntry(value)
 			if err != nil {
 				return fmt.Errorf("name index entry %q: %v: %w", key, err, keel.ErrInternal)
 			}
-			names = append(names, e.Name)
+			if e.Name > r.Cursor {
+				least.add(e.Name)
+			}
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("identity: list group names: %w", err)
+		return keel.Page[string]{}, fmt.Errorf("identity: list group names: %w", err)
 	}
-	slices.Sort(names)
-	return names, nil
+	return page(least.sorted(), limit), nil
 }
 
-// DeleteByID deletes the group of id, in one transaction with its name,
+// listLimit is the size of a page asked for by r.
+func listLimit(r keel.ListRequest) int {
+	if r.Limit <= 0 {
+		return DefaultListLimit
+	}
+	return min(r.Limit, math.MaxInt-1) // room for the one more
+}
+
+// page is the page of the first limit items of sorted, with the cursor
+// of the next when sorted holds more.
+func page(sorted []string, limit int) keel.Page[string] {
+	if len(sorted) > limit {
+		return keel.Page[string]{Items: sorted[:limit:limit], Next: sorted[limit-1]}
+	}
+	return keel.Page[string]{Items: sorted}
+}
+
+// smallest keeps the n smallest strings added: a max-heap of them, so that
+// a scan of any length holds at most n in memory and costs O(log n) a
+// string.
+type smallest struct {
+	n int
+	h []string // a max-heap: h[0] is the largest kept
+}
+
+func (s *smallest) add(x string) {
+	switch {
+	case len(s.h) < s.n:
+		s.h = append(s.h, x)
+		for i := len(s.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if s.h[p] >= s.h[i] {
+				break
+			}
+			s.h[p], s.h[i] = s.h[i], s.h[p]
+			i = p
+		}
+	case x < s.h[0]:
+		s.h[0] = x
+		for i := 0; ; {
+			c := 2*i + 1
+			if c >= len(s.h) {
+				break
+			}
+			if c+1 < len(s.h) && s.h[c+1] > s.h[c] {
+				c++
+			}
+			if s.h[i] >= s.h[c] {
+				break
+			}
+			s.h[i], s.h[c] = s.h[c], s.h[i]
+			i = c
+		}
+	}
+}
+
+// sorted returns the strings kept, in ascending order.
+func (s *smallest) sorted() []string {
+	slices.Sort(s.h)
+	return s.h
+}
+
+// Delete deletes the group of id, in one transaction with its name,
 // its membership in its parents (whose ModifyIndex grows) and its
 // members' parent links.
 //
@@ -311,7 +423,7 @@ func (g *Groups) ListNames(ctx context.Context) ([]string, error) {
 // more member and parent groups than one transaction of the store can
 // unlink (see the package documentation: on etcd, at most 22 parent
 // groups for a group of 30 member groups).
-func (g *Groups) DeleteByID(ctx context.Context, id string) error {
+func (g *Groups) Delete(ctx context.Context, id string) error {
 	if err := g.authorize(ctx, keel.CapDelete, resourceID+id); err != nil {
 		return fmt.Errorf("identity: delete group %q: %w", id, err)
 	}
@@ -330,11 +442,11 @@ func (g *Groups) DeleteByID(ctx context.Context, id string) error {
 }
 
 // DeleteByName deletes the group whose name is name, ignoring case, as
-// DeleteByID does.
+// Delete does.
 //
 // It needs keel.CapDelete on "identity/group/name/<name>" (name folded).
 // It fails with keel.KindForbidden without the right, keel.KindNotFound
-// when no group has that name, and keel.KindTooLarge as DeleteByID.
+// when no group has that name, and keel.KindTooLarge as Delete.
 func (g *Groups) DeleteByName(ctx context.Context, name string) error {
 	if err := g.authorize(ctx, keel.CapDelete, nameResource(name)); err != nil {
 		return fmt.Errorf("identity: delete group named %q: %w", name, err)

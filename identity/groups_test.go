@@ -19,12 +19,12 @@ func TestCreateReadDefaults(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		ctx := context.Background()
-		res, err := e.g.Upsert(ctx, "", Input{})
+		res, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !res.Created || !strings.HasPrefix(res.Name, "entity-") || len(res.Name) != len("entity-")+36 || len(res.ID) != 36 {
-			t.Fatalf("Upsert = %+v, want a created group named entity-<UUID>", res)
+			t.Fatalf("CreateOrUpdate = %+v, want a created group named entity-<UUID>", res)
 		}
 		g := e.read(t, res.ID)
 		want := Group{
@@ -36,14 +36,14 @@ func TestCreateReadDefaults(t *testing.T) {
 		if fmt.Sprint(g) != fmt.Sprint(want) {
 			t.Fatalf("read = %+v\nwant   %+v", g, want)
 		}
-		byName, err := e.g.ReadByName(ctx, strings.ToUpper(res.Name))
+		byName, err := e.g.GetByName(ctx, strings.ToUpper(res.Name))
 		if err != nil || byName.ID != res.ID {
-			t.Fatalf("ReadByName(upper case) = %+v, %v", byName, err)
+			t.Fatalf("GetByName(upper case) = %+v, %v", byName, err)
 		}
 	})
 }
 
-func TestUpsertRouting(t *testing.T) {
+func TestCreateOrUpdateRouting(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		ctx := context.Background()
@@ -51,40 +51,40 @@ func TestUpsertRouting(t *testing.T) {
 
 		e.clock.Advance(time.Minute)
 		// by name, ignoring case: updates Alpha.
-		res, err := e.g.Upsert(ctx, "", Input{Name: new("alpha"), Policies: &[]string{"p"}})
+		res, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{Name: new("alpha"), Policies: &[]string{"p"}})
 		if err != nil || res.Created || res.ID != a || res.Name != "alpha" {
-			t.Fatalf("Upsert by name = %+v, %v; want an update of %s, renamed to alpha", res, err, a)
+			t.Fatalf("CreateOrUpdate by name = %+v, %v; want an update of %s, renamed to alpha", res, err, a)
 		}
 		// by id: renames.
-		res, err = e.g.Upsert(ctx, a, Input{Name: new("Beta")})
+		res, err = e.g.CreateOrUpdate(ctx, a, GroupRequest{Name: new("Beta")})
 		if err != nil || res.Created || res.Name != "Beta" {
-			t.Fatalf("Upsert by id = %+v, %v", res, err)
+			t.Fatalf("CreateOrUpdate by id = %+v, %v", res, err)
 		}
 		g := e.read(t, a)
 		if g.Name != "Beta" || !slices.Equal(g.Policies, []string{"p"}) || g.ModifyIndex != 3 ||
 			!g.CreationTime.Equal(t0) || !g.LastUpdateTime.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("after updates: %+v", g)
 		}
-		if _, err := e.g.ReadByName(ctx, "alpha"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.g.GetByName(ctx, "alpha"); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("old name still readable: %v", err)
 		}
-		names, err := e.g.ListNames(ctx)
+		names, err := collect(ctx, 0, e.g.ListNames)
 		if err != nil || !slices.Equal(names, []string{"Beta"}) {
 			t.Fatalf("ListNames = %q, %v", names, err)
 		}
 		// by id, missing.
-		_, err = e.g.Upsert(ctx, "4b1d8c52-0000-0000-0000-000000000000", Input{})
+		_, err = e.g.CreateOrUpdate(ctx, "4b1d8c52-0000-0000-0000-000000000000", GroupRequest{})
 		wantKind(t, err, keel.KindNotFound)
-		_, err = e.g.UpdateByID(ctx, "nope", Input{})
+		_, err = e.g.Update(ctx, "nope", GroupRequest{})
 		wantKind(t, err, keel.KindNotFound)
 		// by name path: creates, then updates with the path's case.
-		res, err = e.g.UpsertByName(ctx, "gamma", Input{Name: new("ignored")})
+		res, err = e.g.CreateOrUpdateByName(ctx, "gamma", GroupRequest{Name: new("ignored")})
 		if err != nil || !res.Created || res.Name != "gamma" {
-			t.Fatalf("UpsertByName create = %+v, %v", res, err)
+			t.Fatalf("CreateOrUpdateByName create = %+v, %v", res, err)
 		}
-		res2, err := e.g.UpsertByName(ctx, "GAMMA", Input{})
+		res2, err := e.g.CreateOrUpdateByName(ctx, "GAMMA", GroupRequest{})
 		if err != nil || res2.Created || res2.ID != res.ID || res2.Name != "GAMMA" {
-			t.Fatalf("UpsertByName update = %+v, %v", res2, err)
+			t.Fatalf("CreateOrUpdateByName update = %+v, %v", res2, err)
 		}
 	})
 }
@@ -94,14 +94,14 @@ func TestFieldsAbsentAreKept(t *testing.T) {
 		e := newEnv(t, open, nil, nil)
 		ctx := context.Background()
 		m := e.create(t, "member")
-		res, err := e.g.UpsertByName(ctx, "g", Input{
+		res, err := e.g.CreateOrUpdateByName(ctx, "g", GroupRequest{
 			Metadata: &map[string]string{"k": "v"}, Policies: &[]string{"a"},
 			MemberGroupIDs: &[]string{m}, MemberEntityIDs: &[]string{"e1"},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.g.UpdateByID(ctx, res.ID, Input{Policies: &[]string{"b"}}); err != nil {
+		if _, err := e.g.Update(ctx, res.ID, GroupRequest{Policies: &[]string{"b"}}); err != nil {
 			t.Fatal(err)
 		}
 		g := e.read(t, res.ID)
@@ -110,7 +110,7 @@ func TestFieldsAbsentAreKept(t *testing.T) {
 			t.Fatalf("absent fields not kept: %+v", g)
 		}
 		// Empty lists clear.
-		if _, err := e.g.UpdateByID(ctx, res.ID, Input{MemberGroupIDs: &[]string{}, Metadata: &map[string]string{}}); err != nil {
+		if _, err := e.g.Update(ctx, res.ID, GroupRequest{MemberGroupIDs: &[]string{}, Metadata: &map[string]string{}}); err != nil {
 			t.Fatal(err)
 		}
 		g = e.read(t, res.ID)
@@ -130,62 +130,62 @@ func TestRules(t *testing.T) {
 		}
 		for name, tc := range map[string]struct {
 			setup func(t testing.TB, e *env) (id string) // the group updated, or "" to create
-			in    func(e *env, id string) Input          // the request
+			in    func(e *env, id string) GroupRequest   // the request
 			field string                                 // the field of the problem
 			rule  string                                 // part of its rule
 		}{
 			"type cannot change": {
 				setup: func(t testing.TB, e *env) string { return e.create(t, "g") },
-				in:    func(*env, string) Input { return Input{Type: new(External)} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Type: new(External)} },
 				field: "Type", rule: "cannot be changed",
 			},
 			"unknown type": {
-				in:    func(*env, string) Input { return Input{Type: new("team")} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Type: new("team")} },
 				field: "Type", rule: `invalid group type "team"`,
 			},
 			"name taken ignoring case": {
 				setup: func(t testing.TB, e *env) string { e.create(t, "Admins"); return e.create(t, "other") },
-				in:    func(*env, string) Input { return Input{Name: new("ADMINS")} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Name: new("ADMINS")} },
 				field: "Name", rule: "already in use",
 			},
 			"name with a control character": {
-				in:    func(*env, string) Input { return Input{Name: new("a\nb")} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Name: new("a\nb")} },
 				field: "Name", rule: "control characters",
 			},
 			"name not UTF-8": {
-				in:    func(*env, string) Input { return Input{Name: new("a\xffb")} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Name: new("a\xffb")} },
 				field: "Name", rule: "UTF-8",
 			},
 			"external group takes no member groups": {
 				setup: func(t testing.TB, e *env) string { e.create(t, "m"); return "" },
-				in: func(e *env, _ string) Input {
-					m, _ := e.g.ReadByName(context.Background(), "m")
-					return Input{Type: new(External), MemberGroupIDs: &[]string{m.ID}}
+				in: func(e *env, _ string) GroupRequest {
+					m, _ := e.g.GetByName(context.Background(), "m")
+					return GroupRequest{Type: new(External), MemberGroupIDs: &[]string{m.ID}}
 				},
 				field: "MemberGroupIDs", rule: "external",
 			},
 			"external group takes no member entities": {
 				setup: func(t testing.TB, e *env) string {
-					res, err := e.g.UpsertByName(context.Background(), "ext", Input{Type: new(External)})
+					res, err := e.g.CreateOrUpdateByName(context.Background(), "ext", GroupRequest{Type: new(External)})
 					if err != nil {
 						t.Fatal(err)
 					}
 					return res.ID
 				},
-				in:    func(*env, string) Input { return Input{MemberEntityIDs: &[]string{"e1"}} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{MemberEntityIDs: &[]string{"e1"}} },
 				field: "MemberEntityIDs", rule: "external",
 			},
 			"group cannot contain itself": {
 				setup: func(t testing.TB, e *env) string { return e.create(t, "g") },
-				in:    func(_ *env, id string) Input { return Input{MemberGroupIDs: &[]string{id}} },
+				in:    func(_ *env, id string) GroupRequest { return GroupRequest{MemberGroupIDs: &[]string{id}} },
 				field: "MemberGroupIDs", rule: "cannot contain itself",
 			},
 			"member group must exist": {
-				in:    func(*env, string) Input { return Input{MemberGroupIDs: &[]string{"no-such-group"}} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{MemberGroupIDs: &[]string{"no-such-group"}} },
 				field: "MemberGroupIDs", rule: `"no-such-group"`,
 			},
 			"empty member id": {
-				in:    func(*env, string) Input { return Input{MemberGroupIDs: &[]string{"b", "a", ""}} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{MemberGroupIDs: &[]string{"b", "a", ""}} },
 				field: "MemberGroupIDs[2]", rule: "must not be empty",
 			},
 			"direct cycle": {
@@ -194,9 +194,9 @@ func TestRules(t *testing.T) {
 					e.create(t, "b", a) // b contains a
 					return a
 				},
-				in: func(e *env, _ string) Input {
-					b, _ := e.g.ReadByName(context.Background(), "b")
-					return Input{MemberGroupIDs: &[]string{b.ID}}
+				in: func(e *env, _ string) GroupRequest {
+					b, _ := e.g.GetByName(context.Background(), "b")
+					return GroupRequest{MemberGroupIDs: &[]string{b.ID}}
 				},
 				field: "MemberGroupIDs", rule: "cyclic relationship",
 			},
@@ -207,30 +207,30 @@ func TestRules(t *testing.T) {
 					e.create(t, "c", b) // c > b > a
 					return a
 				},
-				in: func(e *env, _ string) Input {
-					c, _ := e.g.ReadByName(context.Background(), "c")
-					return Input{MemberGroupIDs: &[]string{c.ID}}
+				in: func(e *env, _ string) GroupRequest {
+					c, _ := e.g.GetByName(context.Background(), "c")
+					return GroupRequest{MemberGroupIDs: &[]string{c.ID}}
 				},
 				field: "MemberGroupIDs", rule: "cyclic relationship",
 			},
 			"root policy": {
-				in:    func(*env, string) Input { return Input{Policies: &[]string{"dev", " Root "}} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Policies: &[]string{"dev", " Root "}} },
 				field: "Policies", rule: "cannot contain root",
 			},
 			"too many metadata pairs": {
-				in:    func(*env, string) Input { return Input{Metadata: &tooMany} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Metadata: &tooMany} },
 				field: "Metadata", rule: "at most 64 pairs",
 			},
 			"metadata key too long": {
-				in:    func(*env, string) Input { return Input{Metadata: &map[string]string{long(129): "v"}} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Metadata: &map[string]string{long(129): "v"}} },
 				field: "Metadata", rule: "longer than 128",
 			},
 			"metadata value too long": {
-				in:    func(*env, string) Input { return Input{Metadata: &map[string]string{"k": long(513)}} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Metadata: &map[string]string{"k": long(513)}} },
 				field: "Metadata", rule: "longer than 512",
 			},
 			"metadata empty key": {
-				in:    func(*env, string) Input { return Input{Metadata: &map[string]string{"": "v"}} },
+				in:    func(*env, string) GroupRequest { return GroupRequest{Metadata: &map[string]string{"": "v"}} },
 				field: "Metadata", rule: "must not be empty",
 			},
 		} {
@@ -245,9 +245,9 @@ func TestRules(t *testing.T) {
 				before := storagetest.Dump(t, e.raw)
 				var err error
 				if id == "" {
-					_, err = e.g.Upsert(ctx, "", in)
+					_, err = e.g.CreateOrUpdate(ctx, "", in)
 				} else {
-					_, err = e.g.UpdateByID(ctx, id, in)
+					_, err = e.g.Update(ctx, id, in)
 				}
 				wantInvalid(t, err, tc.field, tc.rule)
 				if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
@@ -266,7 +266,7 @@ func TestRulesAtTheirLimits(t *testing.T) {
 		for i := range MaxMetadataPairs - 1 {
 			md[fmt.Sprint("k", i)] = ""
 		}
-		res, err := e.g.Upsert(ctx, "", Input{Metadata: &md, Policies: &[]string{"b", "A", " a", "", "b"}, MemberEntityIDs: &[]string{"e2", "e1", "e2"}})
+		res, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{Metadata: &md, Policies: &[]string{"b", "A", " a", "", "b"}, MemberEntityIDs: &[]string{"e2", "e1", "e2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,15 +275,15 @@ func TestRulesAtTheirLimits(t *testing.T) {
 			t.Fatalf("read = %+v", g)
 		}
 		// An external group accepts an empty member list, and its own type.
-		ext, err := e.g.UpsertByName(ctx, "ext", Input{Type: new(External), MemberGroupIDs: &[]string{}})
+		ext, err := e.g.CreateOrUpdateByName(ctx, "ext", GroupRequest{Type: new(External), MemberGroupIDs: &[]string{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.g.UpdateByID(ctx, ext.ID, Input{Type: new(External)}); err != nil {
+		if _, err := e.g.Update(ctx, ext.ID, GroupRequest{Type: new(External)}); err != nil {
 			t.Fatal(err)
 		}
 		// Every problem is reported at once.
-		_, err = e.g.Upsert(ctx, "", Input{Type: new("x"), Policies: &[]string{"root"}, MemberGroupIDs: &[]string{"missing"}})
+		_, err = e.g.CreateOrUpdate(ctx, "", GroupRequest{Type: new("x"), Policies: &[]string{"root"}, MemberGroupIDs: &[]string{"missing"}})
 		if fes := keel.FieldErrors(err); len(fes) != 3 {
 			t.Fatalf("problems = %v, want 3", fes)
 		}
@@ -302,7 +302,7 @@ func TestParentsFollowMembers(t *testing.T) {
 			t.Fatalf("parents of a = %q", got)
 		}
 		// Remove a from p.
-		if _, err := e.g.UpdateByID(ctx, p, Input{MemberGroupIDs: &[]string{b}}); err != nil {
+		if _, err := e.g.Update(ctx, p, GroupRequest{MemberGroupIDs: &[]string{b}}); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.read(t, a).ParentGroupIDs; !slices.Equal(got, []string{q}) {
@@ -322,10 +322,10 @@ func TestParentsFollowMembers(t *testing.T) {
 		if len(tg.MemberGroupIDs) != 0 || tg.ModifyIndex != before+1 || !tg.LastUpdateTime.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("top after delete of its member: %+v", tg)
 		}
-		if _, err := e.g.ReadByID(ctx, p); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.g.Get(ctx, p); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("read of deleted group: %v", err)
 		}
-		if err := e.g.DeleteByID(ctx, p); !errors.Is(err, keel.ErrNotFound) {
+		if err := e.g.Delete(ctx, p); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("second delete: %v", err)
 		}
 		checkGraph(t, e.raw)
@@ -338,20 +338,20 @@ func TestListSorted(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		ctx := context.Background()
-		ids, err := e.g.ListIDs(ctx)
+		ids, err := collect(ctx, 0, e.g.List)
 		if err != nil || len(ids) != 0 {
-			t.Fatalf("empty ListIDs = %q, %v", ids, err)
+			t.Fatalf("empty List = %q, %v", ids, err)
 		}
 		var want []string
 		for _, n := range []string{"b", "C", "a", "Ä"} {
 			want = append(want, e.create(t, n))
 		}
 		slices.Sort(want)
-		ids, err = e.g.ListIDs(ctx)
+		ids, err = collect(ctx, 0, e.g.List)
 		if err != nil || !slices.Equal(ids, want) {
-			t.Fatalf("ListIDs = %q, %v; want %q", ids, err, want)
+			t.Fatalf("List = %q, %v; want %q", ids, err, want)
 		}
-		names, err := e.g.ListNames(ctx)
+		names, err := collect(ctx, 0, e.g.ListNames)
 		if err != nil || !slices.Equal(names, []string{"C", "a", "b", "Ä"}) {
 			t.Fatalf("ListNames = %q, %v", names, err)
 		}
@@ -371,12 +371,12 @@ func TestEntityDirectory(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, &Options{Entities: fakeDirectory{"e1": true}}, nil)
 		ctx := context.Background()
-		if _, err := e.g.Upsert(ctx, "", Input{MemberEntityIDs: &[]string{"e1"}}); err != nil {
+		if _, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{MemberEntityIDs: &[]string{"e1"}}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.g.Upsert(ctx, "", Input{MemberEntityIDs: &[]string{"e1", "e9"}})
+		_, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{MemberEntityIDs: &[]string{"e1", "e9"}})
 		wantInvalid(t, err, "MemberEntityIDs", `"e9"`)
-		_, err = e.g.Upsert(ctx, "", Input{MemberEntityIDs: &[]string{"broken"}})
+		_, err = e.g.CreateOrUpdate(ctx, "", GroupRequest{MemberEntityIDs: &[]string{"broken"}})
 		wantKind(t, err, keel.KindUnavailable)
 	})
 }

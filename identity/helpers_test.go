@@ -54,11 +54,11 @@ func newEnv(t testing.TB, open everystore.Open, opts *Options, wrap func(storage
 // fails t.
 func (e *env) create(t testing.TB, name string, members ...string) string {
 	t.Helper()
-	in := Input{Name: &name}
+	in := GroupRequest{Name: &name}
 	if members != nil {
 		in.MemberGroupIDs = &members
 	}
-	res, err := e.g.Upsert(context.Background(), "", in)
+	res, err := e.g.CreateOrUpdate(context.Background(), "", in)
 	if err != nil {
 		t.Fatalf("create %q: %v", name, err)
 	}
@@ -71,11 +71,24 @@ func (e *env) create(t testing.TB, name string, members ...string) string {
 // read reads id or fails t.
 func (e *env) read(t testing.TB, id string) Group {
 	t.Helper()
-	g, err := e.g.ReadByID(context.Background(), id)
+	g, err := e.g.Get(context.Background(), id)
 	if err != nil {
 		t.Fatalf("read %q: %v", id, err)
 	}
 	return g
+}
+
+// collect returns every item of the paged list, as keel.All walks it
+// limit items a page (0: the default), or the first error.
+func collect(ctx context.Context, limit int, list func(context.Context, keel.ListRequest) (keel.Page[string], error)) ([]string, error) {
+	var out []string
+	for it, err := range keel.All(ctx, limit, list) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
 }
 
 // onEveryStore runs fn on every store of everystore, the stores in

@@ -25,7 +25,7 @@ func TestConcurrentMembership(t *testing.T) {
 		const groups, workers, writes = 8, 8, 40
 		ids := make([]string, groups)
 		for i := range ids {
-			res, err := g.UpsertByName(ctx, fmt.Sprint("g", i), Input{})
+			res, err := g.CreateOrUpdateByName(ctx, fmt.Sprint("g", i), GroupRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,9 +47,9 @@ func TestConcurrentMembership(t *testing.T) {
 					var err error
 					switch rng.IntN(4) {
 					case 0:
-						_, err = g.UpdateByID(ctx, target, Input{MemberGroupIDs: &[]string{}})
+						_, err = g.Update(ctx, target, GroupRequest{MemberGroupIDs: &[]string{}})
 					default:
-						_, err = g.UpdateByID(ctx, target, Input{MemberGroupIDs: &members})
+						_, err = g.Update(ctx, target, GroupRequest{MemberGroupIDs: &members})
 					}
 					// Cycles are refused; anything else is a failure.
 					if err != nil && keel.KindOf(err) != keel.KindInvalid {
@@ -67,7 +67,7 @@ func TestConcurrentMembership(t *testing.T) {
 		// Parents read back match members read back.
 		parents := map[string]map[string]bool{}
 		for _, id := range ids {
-			gr, err := g.ReadByID(ctx, id)
+			gr, err := g.Get(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestConcurrentMembership(t *testing.T) {
 			}
 		}
 		for _, id := range ids {
-			gr, _ := g.ReadByID(ctx, id)
+			gr, _ := g.Get(ctx, id)
 			if len(gr.ParentGroupIDs) != len(parents[id]) {
 				t.Fatalf("%s: parents %q, members say %v", id, gr.ParentGroupIDs, parents[id])
 			}

@@ -22,18 +22,18 @@ func TestRights(t *testing.T) {
 			op   func() error
 			want ask
 		}{
-			"upsert creates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("new")}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group"}},
-			"upsert updates":  {func() error { _, err := e.g.Upsert(ctx, "", Input{Name: new("G")}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
-			"upsert by id":    {func() error { _, err := e.g.Upsert(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
-			"update by id":    {func() error { _, err := e.g.UpdateByID(ctx, id, Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/id/" + id}},
-			"by name creates": {func() error { _, err := e.g.UpsertByName(ctx, "fresh", Input{}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group/name/fresh"}},
-			"by name updates": {func() error { _, err := e.g.UpsertByName(ctx, "g", Input{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/name/g"}},
-			"read by id":      {func() error { _, err := e.g.ReadByID(ctx, id); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/id/" + id}},
-			"read by name":    {func() error { _, err := e.g.ReadByName(ctx, "G"); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/name/g"}}, // folded
-			"list ids":        {func() error { _, err := e.g.ListIDs(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/id/"}},
-			"list names":      {func() error { _, err := e.g.ListNames(ctx); return err }, ask{Cap: keel.CapList, Resource: "identity/group/name/"}},
-			"delete by name":  {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/name/nobody"}},
-			"delete by id":    {func() error { return e.g.DeleteByID(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/id/nobody"}},
+			"create or update creates": {func() error { _, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{Name: new("new")}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group"}},
+			"create or update updates": {func() error { _, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{Name: new("G")}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
+			"create or update by id":   {func() error { _, err := e.g.CreateOrUpdate(ctx, id, GroupRequest{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group"}},
+			"update by id":             {func() error { _, err := e.g.Update(ctx, id, GroupRequest{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/id/" + id}},
+			"by name creates":          {func() error { _, err := e.g.CreateOrUpdateByName(ctx, "fresh", GroupRequest{}); return err }, ask{Cap: keel.CapCreate, Resource: "identity/group/name/fresh"}},
+			"by name updates":          {func() error { _, err := e.g.CreateOrUpdateByName(ctx, "g", GroupRequest{}); return err }, ask{Cap: keel.CapUpdate, Resource: "identity/group/name/g"}},
+			"read by id":               {func() error { _, err := e.g.Get(ctx, id); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/id/" + id}},
+			"read by name":             {func() error { _, err := e.g.GetByName(ctx, "G"); return err }, ask{Cap: keel.CapRead, Resource: "identity/group/name/g"}}, // folded
+			"list ids":                 {func() error { _, err := e.g.List(ctx, keel.ListRequest{}); return err }, ask{Cap: keel.CapList, Resource: "identity/group/id/"}},
+			"list names":               {func() error { _, err := e.g.ListNames(ctx, keel.ListRequest{}); return err }, ask{Cap: keel.CapList, Resource: "identity/group/name/"}},
+			"delete by name":           {func() error { return e.g.DeleteByName(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/name/nobody"}},
+			"delete by id":             {func() error { return e.g.Delete(ctx, "nobody") }, ask{Cap: keel.CapDelete, Resource: "identity/group/id/nobody"}},
 		} {
 			t.Run(name, func(t *testing.T) {
 				tc.op()
@@ -62,29 +62,34 @@ func TestReadRightsCannotChangeMembership(t *testing.T) {
 		e := newEnv(t, open, &Options{Authorizer: authz}, nil)
 		root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
 		reader := keel.WithPrincipal(context.Background(), keel.Principal{ID: "r", Policies: []string{"reader"}})
-		admins, err := e.g.UpsertByName(root, "admins", Input{Policies: &[]string{"admin"}})
+		admins, err := e.g.CreateOrUpdateByName(root, "admins", GroupRequest{Policies: &[]string{"admin"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mine, err := e.g.UpsertByName(root, "mine", Input{})
+		mine, err := e.g.CreateOrUpdateByName(root, "mine", GroupRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := storagetest.Dump(t, e.raw)
-		add := Input{MemberGroupIDs: &[]string{mine.ID}, MemberEntityIDs: &[]string{"my-entity"}}
+		add := GroupRequest{MemberGroupIDs: &[]string{mine.ID}, MemberEntityIDs: &[]string{"my-entity"}}
 		for name, op := range map[string]func() error{
-			"upsert by id":   func() error { _, err := e.g.Upsert(reader, admins.ID, add); return err },
-			"upsert by name": func() error { in := add; in.Name = new("admins"); _, err := e.g.Upsert(reader, "", in); return err },
-			"update by id":   func() error { _, err := e.g.UpdateByID(reader, admins.ID, add); return err },
-			"by name":        func() error { _, err := e.g.UpsertByName(reader, "admins", add); return err },
-			"delete":         func() error { return e.g.DeleteByID(reader, admins.ID) },
+			"create or update by id": func() error { _, err := e.g.CreateOrUpdate(reader, admins.ID, add); return err },
+			"create or update by name": func() error {
+				in := add
+				in.Name = new("admins")
+				_, err := e.g.CreateOrUpdate(reader, "", in)
+				return err
+			},
+			"update by id": func() error { _, err := e.g.Update(reader, admins.ID, add); return err },
+			"by name":      func() error { _, err := e.g.CreateOrUpdateByName(reader, "admins", add); return err },
+			"delete":       func() error { return e.g.Delete(reader, admins.ID) },
 		} {
 			t.Run(name, func(t *testing.T) { wantKind(t, op(), keel.KindForbidden) })
 		}
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
 			t.Fatal("a reader changed the store")
 		}
-		if g, err := e.g.ReadByName(reader, "admins"); err != nil || len(g.MemberGroupIDs) != 0 {
+		if g, err := e.g.GetByName(reader, "admins"); err != nil || len(g.MemberGroupIDs) != 0 {
 			t.Fatalf("reader's read = %+v, %v", g, err)
 		}
 	})
@@ -136,7 +141,7 @@ func checkEverySpelling(t *testing.T, e *env) {
 	}
 	root := as(keel.RootPolicy)
 	for _, name := range []string{"admins", "team-a", "developers"} {
-		if _, err := e.g.UpsertByName(root, name, Input{Policies: &[]string{"p"}}); err != nil {
+		if _, err := e.g.CreateOrUpdateByName(root, name, GroupRequest{Policies: &[]string{"p"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,17 +149,17 @@ func checkEverySpelling(t *testing.T, e *env) {
 	for _, deny := range []string{"deny-exact", "deny-glob", "deny-plus"} {
 		limited := as("all", deny)
 		for _, spelling := range []string{"Admins", "ADMINS", "admins", "aDmInS"} {
-			if _, err := e.g.ReadByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
+			if _, err := e.g.GetByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
 				t.Errorf("%s: read %q: %v, want forbidden", deny, spelling, err)
 			}
-			if _, err := e.g.UpsertByName(limited, spelling, Input{MemberEntityIDs: &[]string{"me"}}); keel.KindOf(err) != keel.KindForbidden {
+			if _, err := e.g.CreateOrUpdateByName(limited, spelling, GroupRequest{MemberEntityIDs: &[]string{"me"}}); keel.KindOf(err) != keel.KindForbidden {
 				t.Errorf("%s: update %q: %v, want forbidden", deny, spelling, err)
 			}
 			if err := e.g.DeleteByName(limited, spelling); keel.KindOf(err) != keel.KindForbidden {
 				t.Errorf("%s: delete %q: %v, want forbidden", deny, spelling, err)
 			}
 		}
-		if _, err := e.g.ReadByName(limited, "Team-A"); err != nil {
+		if _, err := e.g.GetByName(limited, "Team-A"); err != nil {
 			t.Errorf("%s: read another group: %v", deny, err)
 		}
 	}
@@ -163,11 +168,11 @@ func checkEverySpelling(t *testing.T, e *env) {
 	}
 	team := as("team")
 	for _, spelling := range []string{"team-a", "TEAM-A", "Team-A", "developers", "DEVELOPERS", "Developers"} {
-		if _, err := e.g.ReadByName(team, spelling); err != nil {
+		if _, err := e.g.GetByName(team, spelling); err != nil {
 			t.Errorf("read %q with grants on Team-A and Dev*: %v", spelling, err)
 		}
 	}
-	if _, err := e.g.ReadByName(team, "admins"); keel.KindOf(err) != keel.KindForbidden {
+	if _, err := e.g.GetByName(team, "admins"); keel.KindOf(err) != keel.KindForbidden {
 		t.Errorf("read admins with grants on Team-A and Dev*: %v, want forbidden", err)
 	}
 }

@@ -40,21 +40,21 @@ func TestLargeGroupsOnEveryStore(t *testing.T) {
 		for i := range entities {
 			entities[i] = uuid.NewString()
 		}
-		big, err := g.UpsertByName(ctx, "big", Input{MemberEntityIDs: &entities})
+		big, err := g.CreateOrUpdateByName(ctx, "big", GroupRequest{MemberEntityIDs: &entities})
 		if err != nil {
 			t.Fatalf("a group of 500 member entities: %v", err)
 		}
-		if gr, err := g.ReadByID(ctx, big.ID); err != nil || len(gr.MemberEntityIDs) != 500 {
+		if gr, err := g.Get(ctx, big.ID); err != nil || len(gr.MemberEntityIDs) != 500 {
 			t.Fatalf("read back %d entities, %v", len(gr.MemberEntityIDs), err)
 		}
 
-		lim := g.MaxMemberGroups()
+		lim := g.Limits().MaxMemberGroups
 		if lim == 0 {
 			lim = 40 // no limit: show that 40 work
 		}
 		var first, second []string
 		for i := range 2*lim + 1 {
-			res, err := g.UpsertByName(ctx, fmt.Sprint("m", i), Input{})
+			res, err := g.CreateOrUpdateByName(ctx, fmt.Sprint("m", i), GroupRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,17 +64,17 @@ func TestLargeGroupsOnEveryStore(t *testing.T) {
 				second = append(second, res.ID)
 			}
 		}
-		if _, err := g.UpdateByID(ctx, big.ID, Input{MemberGroupIDs: &first}); err != nil {
+		if _, err := g.Update(ctx, big.ID, GroupRequest{MemberGroupIDs: &first}); err != nil {
 			t.Fatalf("%d member groups: %v", len(first), err)
 		}
 		// The whole list replaced by another as long: every edge changes.
 		next := second[:lim]
-		if _, err := g.UpdateByID(ctx, big.ID, Input{MemberGroupIDs: &next}); err != nil {
+		if _, err := g.Update(ctx, big.ID, GroupRequest{MemberGroupIDs: &next}); err != nil {
 			t.Fatalf("%d member groups replaced by %d others: %v", lim, lim, err)
 		}
-		if g.MaxMemberGroups() > 0 {
+		if g.Limits().MaxMemberGroups > 0 {
 			before := storagetest.Dump(t, store)
-			_, err := g.UpdateByID(ctx, big.ID, Input{MemberGroupIDs: &second})
+			_, err := g.Update(ctx, big.ID, GroupRequest{MemberGroupIDs: &second})
 			wantInvalid(t, err, "MemberGroupIDs", fmt.Sprintf("at most %d", lim))
 			if !strings.Contains(err.Error(), fmt.Sprint(len(second))) {
 				t.Fatalf("the error %v does not say how many were listed", err)
@@ -83,7 +83,7 @@ func TestLargeGroupsOnEveryStore(t *testing.T) {
 				t.Fatal("the refused write changed the store")
 			}
 		}
-		if err := g.DeleteByID(ctx, big.ID); err != nil {
+		if err := g.Delete(ctx, big.ID); err != nil {
 			t.Fatalf("delete the group of 500 entities and %d groups: %v", lim, err)
 		}
 		checkGraph(t, store)
@@ -120,7 +120,7 @@ func TestDeleteGroupWithMoreEdgesThanOneTransaction(t *testing.T) {
 		for i := range entities {
 			entities[i] = uuid.NewString()
 		}
-		lim := e.g.MaxMemberGroups()
+		lim := e.g.Limits().MaxMemberGroups
 		if lim == 0 {
 			lim = 30 // the same group on every store
 		}
@@ -128,7 +128,7 @@ func TestDeleteGroupWithMoreEdgesThanOneTransaction(t *testing.T) {
 		for i := range lim {
 			members = append(members, e.create(t, fmt.Sprint("member", i)))
 		}
-		big, err := e.g.UpsertByName(ctx, "big", Input{MemberEntityIDs: &entities, MemberGroupIDs: &members})
+		big, err := e.g.CreateOrUpdateByName(ctx, "big", GroupRequest{MemberEntityIDs: &entities, MemberGroupIDs: &members})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestDeleteGroupWithMoreEdgesThanOneTransaction(t *testing.T) {
 		}
 		if ops := e.raw.Limits().MaxTxOps; ops > 0 {
 			before := storagetest.Dump(t, e.raw)
-			err := e.g.DeleteByID(ctx, big.ID)
+			err := e.g.Delete(ctx, big.ID)
 			wantKind(t, err, keel.KindTooLarge)
 			for _, s := range []string{"131 writes", fmt.Sprintf("%d member groups", lim), "23 parent groups", fmt.Sprintf("at most %d", ops), "MaxTxOps", "remove"} {
 				if !strings.Contains(err.Error(), s) {
@@ -154,16 +154,16 @@ func TestDeleteGroupWithMoreEdgesThanOneTransaction(t *testing.T) {
 			// By name alike.
 			wantKind(t, e.g.DeleteByName(ctx, "BIG"), keel.KindTooLarge)
 			// Leave one parent: 128 writes fit.
-			if _, err := e.g.UpdateByID(ctx, parents[0], Input{MemberGroupIDs: &[]string{}}); err != nil {
+			if _, err := e.g.Update(ctx, parents[0], GroupRequest{MemberGroupIDs: &[]string{}}); err != nil {
 				t.Fatal(err)
 			}
 			parents = parents[1:]
 		}
 		index := e.read(t, parents[0]).ModifyIndex
-		if err := e.g.DeleteByID(ctx, big.ID); err != nil {
+		if err := e.g.Delete(ctx, big.ID); err != nil {
 			t.Fatalf("delete a group of %d member groups and %d parent groups: %v", lim, len(parents), err)
 		}
-		if _, err := e.g.ReadByName(ctx, "big"); keel.KindOf(err) != keel.KindNotFound {
+		if _, err := e.g.GetByName(ctx, "big"); keel.KindOf(err) != keel.KindNotFound {
 			t.Fatalf("read of the deleted group: %v", err)
 		}
 		for _, p := range parents {
@@ -196,10 +196,10 @@ func TestAddMemberToGroupWithManyAncestors(t *testing.T) {
 		for i := range 62 {
 			parents = append(parents, e.create(t, fmt.Sprint("parent", i), child))
 		}
-		add := Input{MemberGroupIDs: &[]string{member}}
+		add := GroupRequest{MemberGroupIDs: &[]string{member}}
 		if reads := e.raw.Limits().MaxTxReads; reads > 0 {
 			before := storagetest.Dump(t, e.raw)
-			_, err := e.g.UpdateByID(ctx, child, add)
+			_, err := e.g.Update(ctx, child, add)
 			wantKind(t, err, keel.KindTooLarge)
 			for _, s := range []string{"cycles", "ancestor", fmt.Sprintf("MaxTxReads %d", reads), "remove"} {
 				if !strings.Contains(err.Error(), s) {
@@ -209,11 +209,11 @@ func TestAddMemberToGroupWithManyAncestors(t *testing.T) {
 			if after := storagetest.Dump(t, e.raw); !maps.Equal(before, after) {
 				t.Fatal("the refused write changed the store")
 			}
-			if _, err := e.g.UpdateByID(ctx, parents[0], Input{MemberGroupIDs: &[]string{}}); err != nil {
+			if _, err := e.g.Update(ctx, parents[0], GroupRequest{MemberGroupIDs: &[]string{}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.g.UpdateByID(ctx, child, add); err != nil {
+		if _, err := e.g.Update(ctx, child, add); err != nil {
 			t.Fatalf("add a member group to a group of %d parent groups: %v", len(e.read(t, child).ParentGroupIDs), err)
 		}
 		if gr := e.read(t, child); len(gr.MemberGroupIDs) != 1 {
@@ -224,14 +224,14 @@ func TestAddMemberToGroupWithManyAncestors(t *testing.T) {
 		for i := 1; i <= 62; i++ {
 			chain = append(chain, e.create(t, fmt.Sprint("c", i), chain[i-1]))
 		}
-		_, err := e.g.UpdateByID(ctx, chain[0], add)
+		_, err := e.g.Update(ctx, chain[0], add)
 		if e.raw.Limits().MaxTxReads > 0 {
 			wantKind(t, err, keel.KindTooLarge)
 			// The top leaves the chain: 61 ancestors.
-			if _, err := e.g.UpdateByID(ctx, chain[62], Input{MemberGroupIDs: &[]string{}}); err != nil {
+			if _, err := e.g.Update(ctx, chain[62], GroupRequest{MemberGroupIDs: &[]string{}}); err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.g.UpdateByID(ctx, chain[0], add)
+			_, err = e.g.Update(ctx, chain[0], add)
 		}
 		if err != nil {
 			t.Fatalf("add a member group at the bottom of a chain: %v", err)

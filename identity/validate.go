@@ -89,18 +89,19 @@ func normalizeIDs(v *keel.Validation, field string, ids []string) []string {
 	return out
 }
 
-// normalized is an Input checked for every rule that does not depend on
-// the stored state; its errors are reported after the rights are checked.
+// normalized is a GroupRequest checked for every rule that does not
+// depend on the stored state; its errors are reported after the rights
+// are checked.
 type normalized struct {
-	in       Input // with the normalized slices behind its pointers
+	in       GroupRequest // with the normalized slices behind its pointers
 	problems []*keel.FieldError
 }
 
 // normalize checks in and returns it with its lists normalized; in is not
 // changed.
-func normalize(in Input) normalized {
+func normalize(in GroupRequest) normalized {
 	var v keel.Validation
-	out := Input{Name: in.Name, Type: in.Type}
+	out := GroupRequest{Name: in.Name, Type: in.Type}
 	if in.Name != nil && *in.Name != "" {
 		if rule := nameRule(*in.Name); rule != "" {
 			v.Add("Name", "%s", rule)

@@ -19,10 +19,12 @@ type target struct {
 	byNamePath bool // the name comes from the path and renames
 }
 
-// Upsert is the write of POST identity/group: with id set it updates the
-// group of that id (keel.KindNotFound when there is none); else with a
-// name in in.Name it updates the group of that name, ignoring case, or
-// creates it; else it creates a group named "entity-<UUID>".
+// CreateOrUpdate updates or creates a group, as POST identity/group does:
+// with id set it updates the group of that id (keel.KindNotFound when
+// there is none); else with a name in r.Name it updates the group of that
+// name, ignoring case, or creates it; else it creates a group named
+// "entity-<UUID>". An update changes only the fields r sets; a creation
+// takes the defaults for the others. The package assigns every group's id.
 //
 // It needs keel.CapCreate on "identity/group" when it creates and
 // keel.CapUpdate there when it updates, chosen inside the transaction that
@@ -30,57 +32,59 @@ type target struct {
 // keel.KindInvalid for any broken rule (see the package documentation),
 // keel.KindNotFound as above, and keel.KindTooLarge beyond the store's
 // limits. On any error nothing is written.
-func (g *Groups) Upsert(ctx context.Context, id string, in Input) (Result, error) {
+func (g *Groups) CreateOrUpdate(ctx context.Context, id string, r GroupRequest) (Result, error) {
 	t := target{id: id, mustExist: id != "", resource: resourceRoot}
-	if id == "" && in.Name != nil {
-		t.name = *in.Name
+	if id == "" && r.Name != nil {
+		t.name = *r.Name
 	}
-	res, err := g.write(ctx, t, in)
+	res, err := g.write(ctx, t, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("identity: write group: %w", err)
 	}
 	return res, nil
 }
 
-// UpdateByID updates the group of id (POST identity/group/id/:id). A name
-// in in.Name renames it.
+// Update changes the fields r sets on the group of id, as POST
+// identity/group/id/:id does. A name in r.Name renames it.
 //
 // It needs keel.CapUpdate on "identity/group/id/<id>", even when no group
-// has that id. It fails as Upsert does, with keel.KindNotFound when no
-// group has that id.
-func (g *Groups) UpdateByID(ctx context.Context, id string, in Input) (Result, error) {
-	res, err := g.write(ctx, target{id: id, mustExist: true, resource: resourceID + id}, in)
+// has that id. It fails as CreateOrUpdate does, with keel.KindNotFound when
+// no group has that id.
+func (g *Groups) Update(ctx context.Context, id string, r GroupRequest) (Result, error) {
+	res, err := g.write(ctx, target{id: id, mustExist: true, resource: resourceID + id}, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("identity: update group %q: %w", id, err)
 	}
 	return res, nil
 }
 
-// UpsertByName updates the group named name, ignoring case, or creates it
-// (POST identity/group/name/:name). The group takes name with the case
-// given here, as in Vault; in.Name is ignored.
+// CreateOrUpdateByName updates the group named name, ignoring case, or
+// creates it, as POST identity/group/name/:name does: an update changes
+// only the fields r sets, a creation takes the defaults for the others.
+// The group takes name with the case given here, as in Vault; r.Name is
+// ignored.
 //
-// It needs keel.CapCreate on "identity/group/name/<name>" when it creates
-// and keel.CapUpdate there when it updates, chosen inside the
-// transaction. It fails as Upsert does; an invalid name is reported on the
-// field "Name".
-func (g *Groups) UpsertByName(ctx context.Context, name string, in Input) (Result, error) {
-	in.Name = &name
+// It needs keel.CapCreate on "identity/group/name/<name>" (name folded)
+// when it creates and keel.CapUpdate there when it updates, chosen inside
+// the transaction. It fails as CreateOrUpdate does; an invalid name is
+// reported on the field "Name".
+func (g *Groups) CreateOrUpdateByName(ctx context.Context, name string, r GroupRequest) (Result, error) {
+	r.Name = &name
 	t := target{name: name, resource: nameResource(name), byNamePath: true}
-	res, err := g.write(ctx, t, in)
+	res, err := g.write(ctx, t, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("identity: write group named %q: %w", name, err)
 	}
 	return res, nil
 }
 
-func (g *Groups) write(ctx context.Context, t target, in Input) (Result, error) {
+func (g *Groups) write(ctx context.Context, t target, in GroupRequest) (Result, error) {
 	n := normalize(in)
-	if lim := g.maxGroups; lim > 0 && n.in.MemberGroupIDs != nil && len(*n.in.MemberGroupIDs) > lim {
+	if lim := g.limits.MaxMemberGroups; lim > 0 && n.in.MemberGroupIDs != nil && len(*n.in.MemberGroupIDs) > lim {
 		// Reported with the other faults, after the rights, inside a
 		// transaction that stops before it reads the members.
 		n.problems = append(n.problems, &keel.FieldError{Field: "MemberGroupIDs",
-			Rule: fmt.Sprintf("lists %d groups, at most %d on this store (see Groups.MaxMemberGroups)", len(*n.in.MemberGroupIDs), lim)})
+			Rule: fmt.Sprintf("lists %d groups, at most %d on this store (see Groups.Limits)", len(*n.in.MemberGroupIDs), lim)})
 	}
 	if t.byNamePath && nameRule(t.name) != "" {
 		// A path name that is empty or malformed names no resource
@@ -160,7 +164,7 @@ func (g *Groups) write(ctx context.Context, t target, in Input) (Result, error) 
 // its member groups; a broken rule goes to v, and nothing is written
 // when v holds any on return. created tells a group not yet stored;
 // maxReads is the store's Limits.MaxTxReads (0: no bound).
-func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in Input, maxReads int) error {
+func apply(tx storage.Tx, v *keel.Validation, rec *record, created bool, in GroupRequest, maxReads int) error {
 	// Type: fixed at creation.
 	if in.Type != nil && *in.Type != "" {
 		switch {

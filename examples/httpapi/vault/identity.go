@@ -3,6 +3,7 @@ package vault
 import (
 	"context"
 	"maps"
+	"math"
 	"net/http"
 
 	"github.com/keelhq/keel"
@@ -14,14 +15,19 @@ import (
 func (h *Handler) groupRoutes() []route {
 	const p = "/v1/identity/group"
 	g := h.groups
-	listIDs, listNames := h.groupListByID(), listing(mountIdentity, "", g.ListNames)
+	listIDs := h.groupListByID()
+	// ListNames reads the whole name index for each page: Vault's LIST,
+	// which answers every name at once, asks for them in one page.
+	listNames := listing(mountIdentity, "", func(ctx context.Context) ([]string, error) {
+		return everyKey(ctx, math.MaxInt, g.ListNames)
+	})
 	return []route{
-		{"POST PUT", p, groupWrite("", g.Upsert)},
-		{"POST PUT", p + "/id/{id}", groupWrite("id", g.UpdateByID)},
-		{"POST PUT", p + "/name/{name...}", named(groupWrite("name", g.UpsertByName))},
-		{"GET", p + "/id/{id}", groupRead("id", g.ReadByID)},
-		{"GET", p + "/name/{name...}", groupRead("name", g.ReadByName)},
-		{"DELETE", p + "/id/{id}", groupDelete("id", g.DeleteByID)},
+		{"POST PUT", p, groupWrite("", g.CreateOrUpdate)},
+		{"POST PUT", p + "/id/{id}", groupWrite("id", g.Update)},
+		{"POST PUT", p + "/name/{name...}", named(groupWrite("name", g.CreateOrUpdateByName))},
+		{"GET", p + "/id/{id}", groupRead("id", g.Get)},
+		{"GET", p + "/name/{name...}", groupRead("name", g.GetByName)},
+		{"DELETE", p + "/id/{id}", groupDelete("id", g.Delete)},
 		{"DELETE", p + "/name/{name...}", named(groupDelete("name", g.DeleteByName))},
 		{"LIST GET", p + "/id", listIDs},
 		{"LIST GET", p + "/id/{$}", listIDs},
@@ -51,7 +57,7 @@ func (h *Handler) groupListByID() http.HandlerFunc {
 			return
 		}
 		ctx := r.Context()
-		ids, err := h.groups.ListIDs(ctx)
+		ids, err := everyKey(ctx, 0, h.groups.List)
 		if err == nil && len(ids) == 0 {
 			err = errMissing
 		}
@@ -61,7 +67,7 @@ func (h *Handler) groupListByID() http.HandlerFunc {
 		}
 		info := make(map[string]groupInfo, len(ids))
 		for _, id := range ids {
-			g, err := h.groups.ReadByID(ctx, id)
+			g, err := h.groups.Get(ctx, id)
 			switch keel.KindOf(err) {
 			case keel.KindNone:
 				info[id] = groupInfo{Name: g.Name, NumMemberEntities: len(g.MemberEntityIDs), NumParentGroups: len(g.ParentGroupIDs)}
@@ -79,6 +85,20 @@ func (h *Handler) groupListByID() http.HandlerFunc {
 	}
 }
 
+// everyKey returns every item of a paged list of the groups, walked with
+// keel.All in pages of limit items (0: the list's default): Vault's LIST
+// answers every key at once.
+func everyKey(ctx context.Context, limit int, list func(context.Context, keel.ListRequest) (keel.Page[string], error)) ([]string, error) {
+	var keys []string
+	for k, err := range keel.All(ctx, limit, list) {
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
 // named is serve, except for an empty :name: 400 "empty group name".
 func named(serve http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -93,9 +113,9 @@ func named(serve http.HandlerFunc) http.HandlerFunc {
 // groupFrom reads a group write: a member absent or null is left as it
 // is; one of the wrong type makes the body unreadable ("failed to parse
 // JSON input: …").
-func groupFrom(f *fields) identity.Input {
+func groupFrom(f *fields) identity.GroupRequest {
 	maps.DeleteFunc(f.m, func(_ string, v any) bool { return v == nil })
-	in := identity.Input{
+	in := identity.GroupRequest{
 		Name: opt(f, "name", f.str), Type: opt(f, "type", f.str), Metadata: opt(f, "metadata", f.pairs),
 		Policies: opt(f, "policies", f.strList), MemberGroupIDs: opt(f, "member_group_ids", f.strList),
 		MemberEntityIDs: opt(f, "member_entity_ids", f.strList),
@@ -112,10 +132,10 @@ func groupFrom(f *fields) identity.Input {
 // value from, or for "" the body's id. Every write answers 200 with the
 // group's id and name, whether it created the group or updated it; a
 // write by id to an unknown group answers 400 "invalid group ID".
-func groupWrite(from string, write func(context.Context, string, identity.Input) (identity.Result, error)) http.HandlerFunc {
+func groupWrite(from string, write func(context.Context, string, identity.GroupRequest) (identity.Result, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.PathValue(from)
-		in, err := readBody(w, r, func(f *fields) identity.Input {
+		in, err := readBody(w, r, func(f *fields) identity.GroupRequest {
 			if from == "" {
 				key = f.str("id")
 			}

@@ -1,7 +1,9 @@
 package vault_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/hashicorp/vault/api"
 
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -194,5 +198,45 @@ func TestIdentityGroupReaderCannotChangeMembership(t *testing.T) {
 	}
 	if s, err := reader.List("identity/group/id"); err != nil || len(s.Data["keys"].([]any)) != 1 {
 		t.Fatalf("reader's list = %v, %v", s, err)
+	}
+}
+
+// TestIdentityGroupListsAnswerEveryKey: LIST identity/group/id and
+// identity/group/name answer every group at once, as Vault's, though the
+// library gives its lists in pages: more groups than a page holds are all
+// listed, in the library's order, with key_info for each id.
+func TestIdentityGroupListsAnswerEveryKey(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
+	n := identity.DefaultListLimit + 2
+	var ids, names []string
+	for i := range n {
+		name := fmt.Sprintf("g%05d", i)
+		if i%2 == 1 {
+			name = strings.ToUpper(name) // "G00001" lists before "g00000"
+		}
+		res, err := e.table.Groups().CreateOrUpdateByName(ctx, name, identity.GroupRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, names = append(ids, res.ID), append(names, name)
+	}
+	slices.Sort(ids)
+	slices.Sort(names)
+	c := e.client(t, rootToken).Logical()
+	for path, want := range map[string][]string{"identity/group/id": ids, "identity/group/name": names} {
+		s, err := c.List(path)
+		if err != nil || s == nil {
+			t.Fatalf("LIST %s = %v, %v", path, s, err)
+		}
+		keys, _ := s.Data["keys"].([]any)
+		if got := toStrings(keys); !slices.Equal(got, want) {
+			t.Fatalf("LIST %s: %d keys, want the %d groups in order", path, len(got), len(want))
+		}
+		if path == "identity/group/id" {
+			if info, _ := s.Data["key_info"].(map[string]any); len(info) != n {
+				t.Fatalf("LIST %s: key_info of %d ids, want %d", path, len(info), n)
+			}
+		}
 	}
 }

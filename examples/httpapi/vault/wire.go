@@ -31,7 +31,7 @@ var wireNames = map[string]string{
 	"EnableRequest.DefaultTTL": "config.default_lease_ttl",
 	"EnableRequest.MaxTTL":     "config.max_lease_ttl",
 
-	// identity.Input, and the id of a write by id.
+	// identity.GroupRequest, and the id of a write by id.
 	"ID": "id", "Metadata": "metadata", "Policies": "policies",
 	"MemberGroupIDs": "member_group_ids", "MemberEntityIDs": "member_entity_ids",
 
