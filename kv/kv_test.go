@@ -813,7 +813,7 @@ func TestLeased(t *testing.T) {
 						t.Fatalf("read %d: lease %q renewable %v duration %v, want a new lease, %v %v", i, s.LeaseID, s.Renewable, s.LeaseDuration, tc.renewable, tc.wantTTL)
 					}
 					seen[s.LeaseID] = true
-					l, err := m.Lookup(ctx, s.LeaseID)
+					l, err := m.Get(ctx, s.LeaseID)
 					if err != nil || l.Path != "team/secret/app/db" || l.Renewable != tc.renewable || l.ExpireTime.Sub(l.IssueTime) != tc.wantTTL {
 						t.Fatalf("lease of read %d: %+v, %v", i, l, err)
 					}
@@ -862,7 +862,7 @@ func TestRenewReadsAnew(t *testing.T) {
 		if data, _ := r.Data.(map[string]any); data["password"] != "new" {
 			t.Fatalf("renewal answered %+v, want the current data", r.Data)
 		}
-		if ids, err := m.List(ctx, "secret/app/db/"); err != nil || len(ids) != 1 {
+		if ids, err := m.List(ctx, "secret/app/db/", keel.ListRequest{}); err != nil || len(ids.Items) != 1 {
 			t.Fatalf("leases after the renewal: %q, %v; want the one read's", ids, err)
 		}
 		if err := e.Delete(ctx, "app/db"); err != nil {
@@ -924,7 +924,7 @@ func TestLeasedErrors(t *testing.T) {
 			e := newEngine(t, storage.Sub(store, "kv/"), &kv.Options{Leases: iss})
 			_, err := e.Read(ctx, "p")
 			wantKind(t, err, keel.KindNotFound)
-			if ids, err := m.List(ctx, "secret/"); err != nil || len(ids) != 0 {
+			if ids, err := m.List(ctx, "secret/", keel.ListRequest{}); err != nil || len(ids.Items) != 0 {
 				t.Fatalf("leases issued %q (%v)", ids, err)
 			}
 		})
@@ -1060,15 +1060,15 @@ func TestReadReservesLargeValues(t *testing.T) {
 		if s, err := e.Read(ctx, "large"); err != nil || s.Data["v"] != large || !slices.Equal(asked, []int64{2 * int64(stored)}) {
 			t.Fatalf("large read: %v; reserved %v, want [%d]", err, asked, 2*stored)
 		}
-		before, err := m.List(ctx, "secret/large/")
+		before, err := m.List(ctx, "secret/large/", keel.ListRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		refuse, asked = true, nil
 		_, err = e.Read(ctx, "large")
 		wantKind(t, err, keel.KindUnavailable)
-		if after, err := m.List(ctx, "secret/large/"); err != nil || len(after) != len(before) {
-			t.Fatalf("leases after a refused read: %q, %v; want the %d before", after, err, len(before))
+		if after, err := m.List(ctx, "secret/large/", keel.ListRequest{}); err != nil || len(after.Items) != len(before.Items) {
+			t.Fatalf("leases after a refused read: %q, %v; want the %d before", after, err, len(before.Items))
 		}
 	})
 }

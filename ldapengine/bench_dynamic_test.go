@@ -36,7 +36,7 @@ func BenchmarkCredsFake(b *testing.B) {
 	v.putTestRole(b, "app", nil)
 	ctx := asCaller("alice")
 	for b.Loop() {
-		c, err := v.e.Creds(ctx, "app")
+		c, err := v.e.CreateDynamicCred(ctx, "app")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func BenchmarkCredsSlapd(b *testing.B) {
 	s := startDynSlapd(b)
 	ctx := asCaller("alice")
 	for b.Loop() {
-		c, err := s.e.Creds(ctx, "app")
+		c, err := s.e.CreateDynamicCred(ctx, "app")
 		if err != nil {
 			b.Fatal(err)
 		}

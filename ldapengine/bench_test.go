@@ -53,7 +53,7 @@ func BenchmarkRotateStatic(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL}); err != nil {
+		if err := e.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL}); err != nil {
 			b.Fatal(err)
 		}
 		if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: slapdtest.AliceDN, RotationPeriod: time.Hour, SkipImportRotation: libPtr(true)}); err != nil {

@@ -34,84 +34,126 @@ const (
 	CredentialPassword = "password"
 )
 
-// Config is the bind configuration of an engine ({mount}/config). Field
-// comments name the wire field; a zero field means the default of the
-// spec (or of Vault where the spec is silent), filled in by WriteConfig
-// and UpdateConfig. The zero Config is not valid: BindDN and BindPass are
-// required.
+// Config is the bind configuration of an engine: where the directory is,
+// the account the engine binds as, and how passwords are generated. A
+// zero field means the field's default, filled in by PutConfig and
+// UpdateConfig and returned by GetConfig. The zero Config is not valid:
+// BindDN and BindPass are required.
 //
-// The fields from GroupDN to DisableAutomatedRotation are Vault's settings
-// that keel's engines do not use: the group search, user filter and login settings of Vault's shared
-// LDAP configuration (keel binds only as BindDN and finds entries only by
-// UserDN and UserAttr), the password phrases of RACF, and Vault
-// Enterprise's automated root rotation. They are checked as Vault checks
-// them, stored and read back with Vault's defaults, so that a
-// configuration written for Vault, and its read-back by
-// infrastructure-as-code tools, round-trips; setting them changes nothing
-// else. A value keel cannot honour is refused rather than stored:
-// CredentialType other than "password", and a non-zero RotationPeriod,
-// RotationSchedule or RotationWindow (rotate the bind password with
-// RotateRoot).
+// The fields from GroupDN to DisableAutomatedRotation are settings of
+// Vault's engine that keel's engines do not use: the group search, user
+// filter and login settings of Vault's shared LDAP configuration (keel
+// binds only as BindDN and finds entries only by UserDN and UserAttr),
+// the password phrases of RACF, and Vault Enterprise's automated root
+// rotation. They are checked as Vault checks them, stored and returned
+// with Vault's defaults, so that a configuration written for Vault, and
+// its read-back by infrastructure-as-code tools, round-trips; setting
+// them changes nothing else. A value keel cannot honour is refused rather
+// than stored: CredentialType other than CredentialPassword, and a
+// non-zero RotationPeriod, RotationSchedule or RotationWindow (rotate the
+// bind password with RotateRoot).
 type Config struct {
-	BindDN            string        // binddn; required
-	BindPass          string        // bindpass; required on first write, kept when empty later; never read back
-	URL               string        // url; comma-separated, default DefaultURL
-	PasswordPolicy    string        // password_policy; name of a policy of Options.Policies
-	Schema            string        // schema; SchemaOpenLDAP (default), SchemaAD, SchemaRACF
-	UserDN            string        // userdn; ldap only
-	UserAttr          string        // userattr; ldap only; default cn, userPrincipalName or racfid by schema
-	UPNDomain         string        // upndomain; ldap only
-	ConnectionTimeout time.Duration // connection_timeout; ldap only; default 30s
-	RequestTimeout    time.Duration // request_timeout; default 90s
-	StartTLS          bool          // starttls
-	InsecureTLS       bool          // insecure_tls
-	Certificate       string        // certificate (PEM)
-	ClientTLSCert     string        // client_tls_cert (PEM)
-	ClientTLSKey      string        // client_tls_key (PEM); never read back
-	TLSMinVersion     string        // tls_min_version; default tls12
-	TLSMaxVersion     string        // tls_max_version; default tls12
-	Length            int           // length; deprecated; excludes PasswordPolicy
+	// BindDN is the DN of the account the engine binds as; required.
+	BindDN string
+	// BindPass is the password of BindDN: required on the first write;
+	// empty on a later write, it keeps the stored one (RotateRoot
+	// changes it, and no one need know it). GetConfig leaves it empty.
+	BindPass string
+	// URL is the directory's ldap:// or ldaps:// URL, or several
+	// separated by commas, tried in order. Empty: DefaultURL.
+	URL string
+	// PasswordPolicy names the policy of Options.Policies that generates
+	// the passwords. Empty: Length letters and digits.
+	PasswordPolicy string
+	// Schema is the directory's kind, which decides how a password is
+	// changed: SchemaOpenLDAP (the default), SchemaAD or SchemaRACF.
+	Schema string
+	// UserDN is the base under which an entry is searched by UserAttr (a
+	// static role without DN, a library set's accounts). FlavorLDAP only.
+	UserDN string
+	// UserAttr is the attribute that holds an entry's user name. Empty:
+	// cn, or userPrincipalName for SchemaAD, racfid for SchemaRACF.
+	// FlavorLDAP only.
+	UserAttr string
+	// UPNDomain, with SchemaAD, makes the engine bind as
+	// BindDN@UPNDomain. FlavorLDAP only.
+	UPNDomain string
+	// ConnectionTimeout bounds connecting to the directory. Zero:
+	// DefaultConnectionTimeout. FlavorLDAP only.
+	ConnectionTimeout time.Duration
+	// RequestTimeout bounds each request to the directory. Zero:
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// StartTLS upgrades an ldap:// connection to TLS before binding.
+	StartTLS bool
+	// InsecureTLS accepts any server certificate.
+	InsecureTLS bool
+	// Certificate holds the PEM certificates of the authorities that
+	// verify the server. Empty: the system's.
+	Certificate string
+	// ClientTLSCert and ClientTLSKey are the PEM certificate and key the
+	// engine presents to the server, both or neither. GetConfig leaves
+	// ClientTLSKey empty.
+	ClientTLSCert string
+	ClientTLSKey  string
+	// TLSMinVersion and TLSMaxVersion bound the TLS version: "tls10",
+	// "tls11", "tls12" or "tls13", the minimum not above the maximum.
+	// Empty: DefaultTLSVersion.
+	TLSMinVersion string
+	TLSMaxVersion string
+	// Length is the number of letters and digits of a generated password,
+	// at most MaxPasswordLength; it may not be set with PasswordPolicy.
+	// Zero: DefaultPasswordLength (GetConfig returns it when
+	// PasswordPolicy is empty too). Deprecated in Vault: prefer a policy.
+	Length int
 
-	// Stored and read back, not used (see above).
-	GroupDN                   string // groupdn
-	GroupFilter               string // groupfilter; a Go template; default DefaultGroupFilter
-	GroupAttr                 string // groupattr; default DefaultGroupAttr
-	UserFilter                string // userfilter; a Go template; default DefaultUserFilter
-	DenyNullBind              *bool  // deny_null_bind; nil means true (keel never binds without a password)
-	DiscoverDN                bool   // discoverdn
-	UseTokenGroups            bool   // use_token_groups
-	AnonymousGroupSearch      bool   // anonymous_group_search
-	UsernameAsAlias           bool   // username_as_alias
-	DereferenceAliases        string // dereference_aliases; never (default), finding, searching, always
-	MaxPageSize               int    // max_page_size
-	EnableSAMAccountNameLogin bool   // enable_samaccountname_login
-	CaseSensitiveNames        bool   // case_sensitive_names
-	UsePre111GroupCNBehavior  *bool  // use_pre111_group_cn_behavior; nil: not set, and not read back (as Vault)
-	CredentialType            string // credential_type; CredentialPassword (default) only
-	// SkipStaticRoleImportRotation is skip_static_role_import_rotation:
-	// the default of a static role's SkipImportRotation, as in Vault.
+	// Stored and returned, not used (see above).
+	GroupDN     string // base of Vault's group search
+	GroupFilter string // Go template of the group search filter; empty: DefaultGroupFilter
+	GroupAttr   string // attribute naming a group; empty: DefaultGroupAttr
+	UserFilter  string // Go template of the user search filter; empty: DefaultUserFilter
+	// DenyNullBind refuses a login without a password. Nil: true (keel
+	// never binds without a password).
+	DenyNullBind              *bool
+	DiscoverDN                bool   // search the user's DN before binding
+	UseTokenGroups            bool   // Active Directory's tokenGroups for group search
+	AnonymousGroupSearch      bool   // search groups without binding
+	UsernameAsAlias           bool   // the login name as the entity alias
+	DereferenceAliases        string // "never" (the default), "finding", "searching" or "always"
+	MaxPageSize               int    // page size of paged searches
+	EnableSAMAccountNameLogin bool   // log in with sAMAccountName
+	CaseSensitiveNames        bool   // compare names with case
+	// UsePre111GroupCNBehavior: nil is not set, and GetConfig returns nil
+	// (as Vault).
+	UsePre111GroupCNBehavior *bool
+	// CredentialType is what the engine manages: CredentialPassword (the
+	// default) only.
+	CredentialType string
+	// SkipStaticRoleImportRotation is the default of a static role's
+	// StaticRoleRequest.SkipImportRotation, as in Vault.
 	SkipStaticRoleImportRotation bool
-	RotationPeriod               time.Duration // rotation_period (of the bind password); zero only
-	RotationSchedule             string        // rotation_schedule; empty only
-	RotationWindow               time.Duration // rotation_window; zero only
-	DisableAutomatedRotation     bool          // disable_automated_rotation
+	// RotationPeriod, RotationSchedule and RotationWindow would rotate the
+	// bind password automatically: zero or empty only.
+	RotationPeriod           time.Duration
+	RotationSchedule         string
+	RotationWindow           time.Duration
+	DisableAutomatedRotation bool // stored only
 
 	// LastBindPasswordRotation is when RotateRoot last changed the bind
-	// password (last_bind_password_rotation), zero before. Writes leave
-	// it as it is stored.
+	// password, zero before. Writes leave it as it is stored.
 	LastBindPasswordRotation time.Time
 }
 
-// ConfigUpdate changes the stored configuration (UpdateConfig). Its fields
-// are those of Config, as pointers: a nil field keeps the stored value
-// (on the first write, the default), a non-nil one replaces it, and a
-// pointer to a zero value gives what a zero field of Config gives (the
-// default, where there is one); DenyNullBind and UsePre111GroupCNBehavior
-// take the value pointed to. BindPass nil or empty keeps the stored
-// password. LastBindPasswordRotation cannot be written. The zero
-// ConfigUpdate changes nothing (and creates no configuration: BindDN and
-// BindPass are required).
-type ConfigUpdate struct {
+// ConfigRequest changes some fields of the configuration (UpdateConfig).
+// Its fields are those of Config, as pointers: a nil field keeps the
+// stored value (on the first write, the default), a non-nil one replaces
+// it, and a pointer to a zero value gives what a zero field of Config
+// gives (the default, where there is one); DenyNullBind and
+// UsePre111GroupCNBehavior take the value pointed to. BindPass nil or
+// empty keeps the stored password. LastBindPasswordRotation cannot be
+// written. The zero ConfigRequest changes nothing (and creates no
+// configuration: BindDN and BindPass are required).
+type ConfigRequest struct {
 	BindDN            *string
 	BindPass          *string
 	URL               *string
@@ -161,7 +203,7 @@ func set[T any](dst *T, src *T) {
 }
 
 // apply merges u into c.
-func (u *ConfigUpdate) apply(c *Config) {
+func (u *ConfigRequest) apply(c *Config) {
 	set(&c.BindDN, u.BindDN)
 	if u.BindPass != nil && *u.BindPass != "" {
 		c.BindPass = *u.BindPass
@@ -371,27 +413,31 @@ func (e *Engine) validate(c *Config) error {
 	return validation(&v)
 }
 
-// WriteConfig validates c, fills in its defaults and stores it, replacing
-// the configuration of the engine as a whole: fields left zero take their
-// default, except BindPass, which keeps the stored password when empty (a
-// rotated root password need not be known), and LastBindPasswordRotation,
-// which stays as stored. It needs update on "MOUNT/config". A new
-// BindPass drops a pending root rotation record. The rules are those of
-// UpdateConfig, which merges instead.
-func (e *Engine) WriteConfig(ctx context.Context, c Config) (err error) {
+// PutConfig validates c, fills in its defaults and stores it, creating the
+// configuration of the engine or replacing it as a whole: fields left zero
+// take their default, except BindPass, which keeps the stored password
+// when empty (a rotated root password need not be known), and
+// LastBindPasswordRotation, which stays as stored. Broken rules are errors
+// of kind keel.ErrInvalid naming Config's fields, every one at once, and
+// leave the stored configuration as it was. It needs update on
+// "MOUNT/config". A new BindPass drops a pending root rotation record.
+// The rules are those of UpdateConfig, which changes only some fields.
+func (e *Engine) PutConfig(ctx context.Context, c Config) (err error) {
 	defer prefixErr(&err)
 	return e.writeConfig(ctx, func(Config) Config { return c }, c.BindPass != "")
 }
 
-// UpdateConfig merges u into the stored configuration (the first write
-// creates it from u and the defaults), validates the result as a whole
-// and stores it, in one transaction: only the fields u sets change, as a
-// write of Vault's config does. Broken rules are errors of kind
-// keel.ErrInvalid naming Config's fields, across the merged values (a
-// stored Length refuses a new PasswordPolicy unless u sets Length to
-// zero), and leave the stored configuration as it was. It needs update on
-// "MOUNT/config". A new BindPass drops a pending root rotation record.
-func (e *Engine) UpdateConfig(ctx context.Context, u ConfigUpdate) (err error) {
+// UpdateConfig changes the fields that u sets (its non-nil fields) in the
+// stored configuration, validates the result as a whole and stores it, in
+// one transaction; the other fields stay as they are. As a configuration
+// write of Vault's engine, it also makes the first configuration, from u
+// and the defaults, when there is none (u must then set BindDN and
+// BindPass). Broken rules are errors of kind keel.ErrInvalid naming
+// Config's fields, across the merged values (a stored Length refuses a
+// new PasswordPolicy unless u sets Length to zero), and leave the stored
+// configuration as it was. It needs update on "MOUNT/config". A new
+// BindPass drops a pending root rotation record.
+func (e *Engine) UpdateConfig(ctx context.Context, u ConfigRequest) (err error) {
 	defer prefixErr(&err)
 	return e.writeConfig(ctx, func(old Config) Config {
 		u.apply(&old)
@@ -401,7 +447,7 @@ func (e *Engine) UpdateConfig(ctx context.Context, u ConfigUpdate) (err error) {
 
 // writeConfig stores the configuration that build makes from the stored
 // one (the zero Config when there is none), after validating it: the one
-// implementation of WriteConfig and UpdateConfig. An empty BindPass keeps
+// implementation of PutConfig and UpdateConfig. An empty BindPass keeps
 // the stored password; newPass says that the write brings a password of
 // its own.
 func (e *Engine) writeConfig(ctx context.Context, build func(stored Config) Config, newPass bool) error {
@@ -430,13 +476,13 @@ func (e *Engine) writeConfig(ctx context.Context, build func(stored Config) Conf
 	})
 }
 
-// ReadConfig returns the configuration with BindPass and ClientTLSKey
+// GetConfig returns the configuration with BindPass and ClientTLSKey
 // empty and every default filled in (also for fields that a configuration
-// stored by an earlier version of keel lacks). Length reads
+// stored by an earlier version of keel lacks). Length is
 // DefaultPasswordLength when neither Length nor PasswordPolicy is set. No
 // configuration is an error of kind keel.ErrNotFound. It needs read on
 // "MOUNT/config".
-func (e *Engine) ReadConfig(ctx context.Context) (_ Config, err error) {
+func (e *Engine) GetConfig(ctx context.Context) (_ Config, err error) {
 	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("config")); err != nil {
 		return Config{}, err

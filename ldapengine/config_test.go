@@ -48,15 +48,15 @@ func TestUpdateConfigMergesIntoStored(t *testing.T) {
 		ctx := context.Background()
 		v := newEnv(t, open, FlavorLDAP, nil)
 		// The first write creates, with the defaults.
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{BindDN: new(bindDN), BindPass: new("bind-pw"),
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{BindDN: new(bindDN), BindPass: new("bind-pw"),
 			URL: new("ldap://ldap.example.org"), UserDN: new("ou=users,dc=example,dc=org"), UserAttr: new("uid")}); err != nil {
 			t.Fatal(err)
 		}
 		// A write of one field changes that field only.
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{RequestTimeout: new(30 * time.Second)}); err != nil {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{RequestTimeout: new(30 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := v.e.ReadConfig(ctx)
+		c, err := v.e.GetConfig(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestUpdateConfigMergesIntoStored(t *testing.T) {
 		}
 		// An empty bindpass keeps the stored one too; a pointer to a zero
 		// value sets the default.
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{BindPass: new(""), RequestTimeout: new(time.Duration(0)), URL: new("")}); err != nil {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{BindPass: new(""), RequestTimeout: new(time.Duration(0)), URL: new("")}); err != nil {
 			t.Fatal(err)
 		}
 		s, _ := storedConfig(t, v)
@@ -84,7 +84,7 @@ func TestUpdateConfigRefusedLeavesStoreAsItWas(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		ctx := context.Background()
 		v := newEnv(t, open, FlavorLDAP, nil)
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{RequestTimeout: new(time.Minute)}); err != nil {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{RequestTimeout: new(time.Minute)}); err != nil {
 			wantFields(t, err, "BindDN", "BindPass") // every problem at once
 		} else {
 			t.Fatal("a first write without binddn and bindpass was accepted")
@@ -94,7 +94,7 @@ func TestUpdateConfigRefusedLeavesStoreAsItWas(t *testing.T) {
 		}
 		v.configure(t)
 		before, _ := storedConfig(t, v)
-		err := v.e.UpdateConfig(ctx, ConfigUpdate{BindDN: new(""), URL: new("http://x"), GroupFilter: new("{{"),
+		err := v.e.UpdateConfig(ctx, ConfigRequest{BindDN: new(""), URL: new("http://x"), GroupFilter: new("{{"),
 			RequestTimeout: new(time.Hour), GroupDN: new("ou=groups")})
 		wantFields(t, err, "BindDN", "URL", "GroupFilter")
 		if after, _ := storedConfig(t, v); !reflect.DeepEqual(before, after) {
@@ -109,16 +109,16 @@ func TestUpdateConfigLengthAndPolicyAcrossMerge(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		ctx := context.Background()
 		v := newEnv(t, open, FlavorOpenLDAP, nil)
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{BindDN: new(bindDN), BindPass: new("bind-pw"), Length: new(20)}); err != nil {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{BindDN: new(bindDN), BindPass: new("bind-pw"), Length: new(20)}); err != nil {
 			t.Fatal(err)
 		}
-		wantFields(t, v.e.UpdateConfig(ctx, ConfigUpdate{PasswordPolicy: new("digits")}), "Length")
-		wantFields(t, v.e.UpdateConfig(ctx, ConfigUpdate{PasswordPolicy: new("digits"), Length: new(12)}), "Length")
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{PasswordPolicy: new("digits"), Length: new(0)}); err != nil {
+		wantFields(t, v.e.UpdateConfig(ctx, ConfigRequest{PasswordPolicy: new("digits")}), "Length")
+		wantFields(t, v.e.UpdateConfig(ctx, ConfigRequest{PasswordPolicy: new("digits"), Length: new(12)}), "Length")
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{PasswordPolicy: new("digits"), Length: new(0)}); err != nil {
 			t.Fatal("switching from length to a policy in one write:", err)
 		}
-		wantFields(t, v.e.UpdateConfig(ctx, ConfigUpdate{Length: new(12)}), "Length")
-		c, err := v.e.ReadConfig(ctx)
+		wantFields(t, v.e.UpdateConfig(ctx, ConfigRequest{Length: new(12)}), "Length")
+		c, err := v.e.GetConfig(ctx)
 		if err != nil || c.PasswordPolicy != "digits" || c.Length != 0 {
 			t.Fatalf("config %+v, %v", c, err)
 		}
@@ -153,14 +153,14 @@ func TestUpdateConfigBindPassAndRootRecord(t *testing.T) {
 			return found
 		}
 		putWAL()
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{RequestTimeout: new(time.Minute), BindPass: new("")}); err != nil || !hasWAL() {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{RequestTimeout: new(time.Minute), BindPass: new("")}); err != nil || !hasWAL() {
 			t.Fatalf("a write without bindpass: %v; the root record must stay", err)
 		}
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{BindPass: new("other-pw")}); err != nil || hasWAL() {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{BindPass: new("other-pw")}); err != nil || hasWAL() {
 			t.Fatalf("a write with a new bindpass: %v; the root record must go", err)
 		}
 		putWAL()
-		wantFields(t, v.e.UpdateConfig(ctx, ConfigUpdate{BindPass: new("third-pw"), Schema: new("x500")}), "Schema")
+		wantFields(t, v.e.UpdateConfig(ctx, ConfigRequest{BindPass: new("third-pw"), Schema: new("x500")}), "Schema")
 		if !hasWAL() {
 			t.Fatal("a refused write dropped the root record")
 		}
@@ -175,7 +175,7 @@ func TestConfigVaultOnlySettings(t *testing.T) {
 		ctx := context.Background()
 		v := newEnv(t, open, FlavorOpenLDAP, nil)
 		v.configure(t)
-		c, err := v.e.ReadConfig(ctx)
+		c, err := v.e.GetConfig(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,35 +184,35 @@ func TestConfigVaultOnlySettings(t *testing.T) {
 			c.UsePre111GroupCNBehavior != nil || c.CaseSensitiveNames || c.RotationPeriod != 0 || !c.LastBindPasswordRotation.IsZero() {
 			t.Fatalf("defaults %+v", c)
 		}
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{GroupDN: new("ou=groups"), GroupFilter: new("(member={{.UserDN}})"),
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{GroupDN: new("ou=groups"), GroupFilter: new("(member={{.UserDN}})"),
 			DenyNullBind: new(false), UsePre111GroupCNBehavior: new(true), CaseSensitiveNames: new(true),
 			DereferenceAliases: new("always"), MaxPageSize: new(500), SkipStaticRoleImportRotation: new(true),
 			DisableAutomatedRotation: new(true), RotationPeriod: new(time.Duration(0)), RotationSchedule: new("")}); err != nil {
 			t.Fatal(err)
 		}
-		c, _ = v.e.ReadConfig(ctx)
+		c, _ = v.e.GetConfig(ctx)
 		if c.GroupDN != "ou=groups" || c.GroupFilter != "(member={{.UserDN}})" || *c.DenyNullBind || !*c.UsePre111GroupCNBehavior ||
 			!c.CaseSensitiveNames || c.DereferenceAliases != "always" || c.MaxPageSize != 500 || !c.SkipStaticRoleImportRotation ||
 			!c.DisableAutomatedRotation || c.URL != "ldap://127.0.0.1:1" {
 			t.Fatalf("stored settings %+v", c)
 		}
 		for name, tc := range map[string]struct {
-			u     ConfigUpdate
+			u     ConfigRequest
 			field string
 		}{
-			"group filter":        {ConfigUpdate{GroupFilter: new("{{.UserDN")}, "GroupFilter"},
-			"user filter":         {ConfigUpdate{UserFilter: new("{{end}}")}, "UserFilter"},
-			"dereference aliases": {ConfigUpdate{DereferenceAliases: new("sometimes")}, "DereferenceAliases"},
-			"password phrases":    {ConfigUpdate{CredentialType: new("phrase")}, "CredentialType"},
-			"credential type":     {ConfigUpdate{CredentialType: new("key")}, "CredentialType"},
-			"root rotation":       {ConfigUpdate{RotationPeriod: new(24 * time.Hour)}, "RotationPeriod"},
-			"root schedule":       {ConfigUpdate{RotationSchedule: new("0 * * * *")}, "RotationSchedule"},
-			"root window":         {ConfigUpdate{RotationWindow: new(time.Hour)}, "RotationWindow"},
+			"group filter":        {ConfigRequest{GroupFilter: new("{{.UserDN")}, "GroupFilter"},
+			"user filter":         {ConfigRequest{UserFilter: new("{{end}}")}, "UserFilter"},
+			"dereference aliases": {ConfigRequest{DereferenceAliases: new("sometimes")}, "DereferenceAliases"},
+			"password phrases":    {ConfigRequest{CredentialType: new("phrase")}, "CredentialType"},
+			"credential type":     {ConfigRequest{CredentialType: new("key")}, "CredentialType"},
+			"root rotation":       {ConfigRequest{RotationPeriod: new(24 * time.Hour)}, "RotationPeriod"},
+			"root schedule":       {ConfigRequest{RotationSchedule: new("0 * * * *")}, "RotationSchedule"},
+			"root window":         {ConfigRequest{RotationWindow: new(time.Hour)}, "RotationWindow"},
 		} {
 			t.Run(name, func(t *testing.T) { wantFields(t, v.e.UpdateConfig(ctx, tc.u), tc.field) })
 		}
 
-		// WriteConfig replaces the whole: what it leaves zero takes the
+		// PutConfig replaces the whole: what it leaves zero takes the
 		// default, but the bind password and the time of the last root
 		// rotation stay.
 		at := t0.Add(time.Hour)
@@ -223,15 +223,15 @@ func TestConfigVaultOnlySettings(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN}); err != nil {
+		if err := v.e.PutConfig(ctx, Config{BindDN: bindDN}); err != nil {
 			t.Fatal(err)
 		}
 		s, _ = storedConfig(t, v)
 		if s.GroupDN != "" || s.URL != DefaultURL || !*s.DenyNullBind || s.UsePre111GroupCNBehavior != nil ||
 			s.BindPass != "bind-pw" || !s.LastBindPasswordRotation.Equal(at) {
-			t.Fatalf("after WriteConfig %+v", s)
+			t.Fatalf("after PutConfig %+v", s)
 		}
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{BindPass: new("new-pw")}); err != nil {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{BindPass: new("new-pw")}); err != nil {
 			t.Fatal(err)
 		}
 		if s, _ := storedConfig(t, v); !s.LastBindPasswordRotation.Equal(at) {

@@ -9,13 +9,13 @@
 //
 // New makes the engine of one mount with its Flavor: FlavorLDAP or
 // FlavorOpenLDAP. The openldap flavor refuses the ldap-only settings
-// (userdn, userattr, upndomain, connection_timeout) and never returns
-// last_password. The directory is reached through the small Directory
-// interface: LDAP (github.com/go-ldap/ldap/v3) for real servers,
-// ldaptest.Directory (package ldapengine/ldaptest) for tests. Passwords
-// are changed with the Password Modify extended operation for schema
-// openldap (so that slapd stores a hash), a replace of unicodePwd for ad
-// and of racfPassword for racf.
+// (Config.UserDN, UserAttr, UPNDomain, ConnectionTimeout) and never
+// returns StaticCred.LastPassword. The directory is reached through the
+// small Directory interface: LDAP (github.com/go-ldap/ldap/v3) for real
+// servers, ldaptest.Directory (package ldapengine/ldaptest) for tests.
+// Passwords are changed with the Password Modify extended operation for
+// schema openldap (so that slapd stores a hash), a replace of unicodePwd
+// for ad and of racfPassword for racf.
 //
 // Passwords are 64 letters and digits from crypto/rand, or Config.Length of
 // them, or generated from the policy of Options.Policies (a
@@ -32,6 +32,42 @@
 // sleeps until the earliest one, and creating, updating or rotating a role
 // wakes it when needed.
 //
+// # Operations
+//
+// The engine's methods follow the API convention of keel (CONVENTIONS.md
+// at the module's root), over the objects of Vault's engines:
+//
+//	configuration   PutConfig (replace), UpdateConfig (change some fields),
+//	                GetConfig, DeleteConfig, RotateRoot
+//	static roles    PutStaticRole, GetStaticRole, ListStaticRoles,
+//	                DeleteStaticRole, GetStaticCred, RotateRole
+//	dynamic roles   PutDynamicRole, GetDynamicRole, ListDynamicRoles,
+//	                DeleteDynamicRole, CreateDynamicCred
+//	library sets    PutLibrarySet, GetLibrarySet, ListLibrarySets,
+//	                DeleteLibrarySet, GetLibraryStatus, CheckOut, CheckIn
+//
+// PutStaticRole, PutDynamicRole and PutLibrarySet create the object at the
+// name the caller gives, or update it, as a write of Vault does: the
+// fields of the …Request that are nil (or zero, where so documented) keep
+// their stored value. PutConfig replaces the configuration as a whole,
+// UpdateConfig changes the fields of its ConfigRequest that are not nil.
+// Get reads one object (GetStaticCred the current credential of a static
+// role, GetLibraryStatus the state of a set's accounts);
+// CreateDynamicCred makes a new directory account and its lease, each
+// time; Delete of a missing object succeeds, as Vault's does. Inputs and
+// results are Go values: the wire names of Vault's API are the adapters'
+// (package examples/httpapi/vault maps them).
+//
+// The lists of roles and sets can grow without bound: ListStaticRoles,
+// ListDynamicRoles and ListLibrarySets return one keel.Page of names at a
+// time, DefaultListLimit by default, and keel.All walks them all. The
+// cursor of the next page (Page.Next) is the last name given, opaque to
+// the caller: a walk goes on after it while names are created and
+// deleted, giving every name that exists throughout once. The size of a
+// library set is bounded by the store's transactions: Engine.Limits
+// reports it (Limits.MaxLibraryAccounts); the fixed limits are constants
+// (MaxNameLen, MaxServiceAccountNameLen, MaxPasswordLength).
+//
 // # Outages
 //
 // A password change whose outcome is not known (a timeout, a connection
@@ -39,7 +75,7 @@
 // settled by the worker, woken for it, within Options.RetryInterval of the
 // directory answering again: it first binds with the new password (the
 // change was made: it is adopted without changing it again), else sets it
-// again. Until then StaticCred fails with keel.ErrUnavailable carrying
+// again. Until then GetStaticCred fails with keel.ErrUnavailable carrying
 // keel.RetryAfterOf (the Vault adapter answers 503 with Retry-After)
 // rather than hand out a password that may not bind, and check-out skips
 // such accounts. A change the directory certainly did not make
@@ -97,15 +133,15 @@
 //
 // Choices where the spec says "not shown", following Vault's engines:
 // UpdateConfig merges a write into the stored configuration (only the
-// fields set change, as Vault's config write), WriteConfig replaces it as
-// a whole, and with both an empty bindpass keeps the stored one (a rotated
-// root password is not known to anyone);
+// fields set change, as Vault's config write; the first makes it),
+// PutConfig replaces it as a whole, and with both an empty BindPass keeps
+// the stored one (a rotated root password is not known to anyone);
 // the configuration must exist before a static role is created; a static
 // role whose first rotation fails is kept and retried (Vault deletes it),
 // so that a password the directory may already hold is never lost;
-// tls_min_version and tls_max_version default to tls12. While a change of
-// a role's password is under way or its outcome unknown, static-cred is
-// refused with a retry hint (Vault answers with the stored password).
+// Config.TLSMinVersion and TLSMaxVersion default to tls12. While a change
+// of a role's password is under way or its outcome unknown, GetStaticCred
+// is refused with a retry hint (Vault answers with the stored password).
 //
 // # Names
 //
@@ -147,7 +183,8 @@
 //
 // # Dynamic roles
 //
-// A dynamic role (PutDynamicRole) holds templated LDIF: Creds renders the
+// A dynamic role (PutDynamicRole) holds templated LDIF: CreateDynamicCred
+// renders the
 // creation LDIF with a generated username and password and runs its
 // entries in order (add, modify, delete); at the first error it runs the
 // rollback LDIF, continuing past errors, and returns every error. On
@@ -160,34 +197,34 @@
 // LDIF is parsed with github.com/go-ldap/ldif, one record at a time.
 // Choices where the spec says "not shown", following Vault's engine:
 //
-//   - Dynamic roles exist in both flavors; Creds (creds/:name) is refused by
-//     the openldap flavor with an error of kind keel.ErrInvalid, as the
-//     spec lists the endpoint for ldap only.
+//   - Dynamic roles exist in both flavors; CreateDynamicCred (Vault's
+//     creds/:name) is refused by the openldap flavor with an error of kind
+//     keel.ErrInvalid, as the spec lists the endpoint for ldap only.
 //   - A role is created when missing and updated otherwise (Vault's
 //     existence check); only the fields sent change, and an empty string
-//     clears one. The merged role must still have creation_ldif and
-//     deletion_ldif.
+//     clears one. The merged role must still have CreationLDIF and
+//     DeletionLDIF.
 //   - LDIF fields are decoded when they are standard base64 of UTF-8 text
 //     (as Vault) and stored decoded, so a read returns them decoded.
 //   - Each LDIF field is checked at write by rendering it with sample data
 //     (as Vault) and parsing the result; it must hold at least one entry
 //     (as Vault). The username template is checked the same way, and its
 //     sample username must pass the rule on field values (below).
-//   - default_ttl may not exceed max_ttl when max_ttl is set (Vault does
+//   - DefaultTTL may not exceed MaxTTL when MaxTTL is set (Vault does
 //     not check; the lease would be capped anyway), and neither may exceed
 //     the mount maximum (Options.MaxTTL, zero: 768h).
 //   - A record without changetype (a content record) is run as an add, as
 //     ldapadd does. Values read from URLs (attr:< file://...) and controls
 //     are refused in LDIF.
-//   - distinguished_names lists the DN of every creation_ldif entry, in
-//     order, without removing duplicates (as Vault).
+//   - DynamicCred.DistinguishedNames lists the DN of every CreationLDIF
+//     entry, in order, without removing duplicates (as Vault).
 //   - The lease is issued after the directory entries are created (as
 //     Vault); when issuing fails, the deletion LDIF is run and the error
-//     returned. Leases are renewable, up to the role's max_ttl (as Vault);
+//     returned. Leases are renewable, up to the role's MaxTTL (as Vault);
 //     the role is not read again on renewal.
-//   - .ExpirationTime is the issue time plus the role's default_ttl, or,
-//     when it is unset, the least of max_ttl, the mount maximum and 768h
-//     (Vault uses the role's default_ttl only, which gives the issue time
+//   - .ExpirationTime is the issue time plus the role's DefaultTTL, or,
+//     when it is unset, the least of MaxTTL, the mount maximum and 768h
+//     (Vault uses the role's DefaultTTL only, which gives the issue time
 //     when it is unset). The lease manager may still cap the lease lower.
 //   - The deletion LDIF is rendered when the credential is created and kept
 //     in the lease's data (Vault keeps the template and its data and
@@ -229,7 +266,7 @@
 // password. Check-out, check-in and expiry each run in one transaction.
 //
 // Sizes. On a store that bounds its transactions a set holds at most
-// MaxLibraryAccounts accounts (MaxTxReads less 8: 120 on etcdstore's
+// Limits.MaxLibraryAccounts accounts (MaxTxReads less 8: 120 on etcdstore's
 // default limits), because check-out and the start of DeleteLibrarySet
 // read every account of the set in the one transaction that decides, all
 // or nothing; PutLibrarySet refuses a longer list up front
@@ -243,16 +280,15 @@
 // again, it frees what an interrupted run left. A set of 64 accounts is
 // created, lent, returned and deleted on etcd (tested on every store).
 //
-// Choices where
-// the spec says "not shown", following Vault's engine:
+// Choices where the spec says "not shown", following Vault's engine:
 //
 //   - Check-out picks the first available account in the order of
-//     service_account_names, as Vault does. A check-out ttl of zero (or
-//     none) means the set's ttl; a ttl above the set's is lowered to it;
-//     when the set's ttl is zero (unlimited) the requested ttl is used. A
-//     zero ttl or max_ttl gives a lease of the lease manager's default or
+//     LibrarySet.ServiceAccountNames, as Vault does. A CheckOutRequest.TTL
+//     of zero means the set's TTL; a TTL above the set's is lowered to it;
+//     when the set's TTL is zero (unlimited) the requested TTL is used. A
+//     zero TTL or MaxTTL gives a lease of the lease manager's default or
 //     max TTL of the mount: keel has no lease without an end.
-//   - The check-out lease is renewable, its max TTL is the set's max_ttl,
+//   - The check-out lease is renewable, its max TTL is the set's MaxTTL,
 //     its path is "MOUNT/library/SET/check-out" (Vault's lease ids read
 //     "ldap/library/SET/check-out/…"), and its Data names the set and the
 //     account.
@@ -265,15 +301,15 @@
 //     borrower's (both non-empty).
 //   - Check-in without names takes the accounts of the set that are
 //     checked out and that the caller may check in; more than one is an
-//     error (keel.ErrInvalid on ServiceAccountNames), none gives an empty
-//     check_ins. A named account that is checked out by someone else is
-//     keel.ErrForbidden, and nothing is checked in; a name that is not in
-//     the set is keel.ErrInvalid. Names are checked in one at a time: when
+//     error (keel.ErrInvalid on ServiceAccountNames), none checks nothing
+//     in (an empty list). A named account that is checked out by someone
+//     else is keel.ErrForbidden, and nothing is checked in; a name that is
+//     not in the set is keel.ErrInvalid. Names are checked in one at a time: when
 //     one fails, those before it stay checked in (they are returned with
 //     the error).
-//   - Create needs service_account_names (at least one). An update changes
+//   - Create needs ServiceAccountNames (at least one). An update changes
 //     only the fields given (pointer fields; nil ServiceAccountNames keeps
-//     the list). max_ttl, when not zero, may not be below ttl (Vault's
+//     the list). MaxTTL, when not zero, may not be below TTL (Vault's
 //     rule). Removing an account that is checked out is refused
 //     (keel.ErrConflict), as is deleting a set while any of its accounts
 //     is checked out; deleting a missing set succeeds.
@@ -281,8 +317,8 @@
 //     or more segments of letters, digits, '_', '.', '@' and '-' (each
 //     starting with a letter or digit) joined by "/"; they are
 //     case-sensitive. The List operations show one level, with a folder
-//     ending in "/" for deeper names. No name may give a path that also
-//     means another route (see Names).
+//     ending in "/" for deeper names, in pages (see Operations). No name
+//     may give a path that also means another route (see Names).
 //   - An account may belong to one set or one static role of the engine:
 //     the owner record "account/<lower-cased DN>" holds "library:SET" for
 //     a set (the role name for a static role); the check happens in the

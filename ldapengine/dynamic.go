@@ -23,21 +23,35 @@ const DefaultUsernameTemplate = "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_
 const prefixDynRole = "dynrole/"
 
 // DynamicRoleRequest creates or partially updates a dynamic role
-// ({mount}/role/:name). A nil field is left as it is (on create: empty or
+// (PutDynamicRole). A nil field is left as it is (on create: empty or
 // zero); a non-nil field is set, and an empty string or zero clears it.
-// LDIF fields may be base64 encoded. The zero DynamicRoleRequest changes
-// nothing on update, and fails on create (creation_ldif and deletion_ldif
-// are required).
+// The LDIF fields are Go templates of LDIF (see Dynamic roles in the
+// package documentation), as text or as standard base64 of it. The zero
+// DynamicRoleRequest changes nothing on update, and fails on create
+// (CreationLDIF and DeletionLDIF are required).
 type DynamicRoleRequest struct {
-	CreationLDIF     *string        // creation_ldif; required after the merge
-	DeletionLDIF     *string        // deletion_ldif; required after the merge
-	RollbackLDIF     *string        // rollback_ldif; optional
-	UsernameTemplate *string        // username_template; empty: DefaultUsernameTemplate
-	DefaultTTL       *time.Duration // default_ttl; zero: the lease manager's default
-	MaxTTL           *time.Duration // max_ttl; zero: the mount maximum
+	// CreationLDIF creates the account (CreateDynamicCred); required
+	// after the merge.
+	CreationLDIF *string
+	// DeletionLDIF deletes it when its lease ends; required after the
+	// merge.
+	DeletionLDIF *string
+	// RollbackLDIF undoes a creation that failed part way; optional.
+	RollbackLDIF *string
+	// UsernameTemplate is the Go template of the account's username.
+	// Empty: DefaultUsernameTemplate.
+	UsernameTemplate *string
+	// DefaultTTL is the TTL of a credential's lease, at most MaxTTL and
+	// the mount maximum (Options.MaxTTL). Zero: the lease manager's
+	// default.
+	DefaultTTL *time.Duration
+	// MaxTTL caps the lease with its renewals, at most the mount maximum.
+	// Zero: the mount maximum.
+	MaxTTL *time.Duration
 }
 
-// DynamicRole is a dynamic role as read. LDIF fields are decoded text.
+// DynamicRole is a dynamic role as GetDynamicRole returns it. LDIF fields
+// are decoded text.
 type DynamicRole struct {
 	Name             string
 	CreationLDIF     string
@@ -48,7 +62,7 @@ type DynamicRole struct {
 	MaxTTL           time.Duration
 }
 
-// DynamicCred is a dynamic credential ({mount}/creds/:name): a directory
+// DynamicCred is a dynamic credential (CreateDynamicCred): a directory
 // account created for the caller, and the lease whose end deletes it.
 type DynamicCred struct {
 	Username           string
@@ -172,12 +186,12 @@ func renderLDIF(field, text string, d credtemplate.LDIFData, now time.Time) (str
 // PutDynamicRole creates the dynamic role name, or updates the fields of
 // r that are not nil. It needs create or update (decided in the
 // transaction) on "MOUNT/role/NAME". The merged role is checked as a
-// whole: creation_ldif and deletion_ldif are required; each LDIF field
-// and the username template must render with sample data, and the LDIF
-// must parse (errors name the entry and line); default_ttl and max_ttl
-// must not be negative nor exceed the mount maximum, and default_ttl not
-// max_ttl. Every broken rule is reported at once (keel.ErrInvalid), and
-// then nothing is stored.
+// whole: CreationLDIF and DeletionLDIF are required; each LDIF field and
+// the username template must render with sample data, and the LDIF must
+// parse (errors name the entry and line); DefaultTTL and MaxTTL must not
+// be negative nor exceed the mount maximum, and DefaultTTL not MaxTTL.
+// Every broken rule is reported at once (keel.ErrInvalid), and then
+// nothing is stored.
 func (e *Engine) PutDynamicRole(ctx context.Context, name string, r DynamicRoleRequest) (err error) {
 	defer prefixErr(&err)
 	if err := checkNewName(dynamicRoleName, name); err != nil {
@@ -237,9 +251,9 @@ func (e *Engine) loadDynRole(ctx context.Context, name string) (dynRoleRecord, e
 	return rec, err
 }
 
-// DynamicRole reads the dynamic role name; a missing role is an error of
-// kind keel.ErrNotFound. It needs read on "MOUNT/role/NAME".
-func (e *Engine) DynamicRole(ctx context.Context, name string) (_ DynamicRole, err error) {
+// GetDynamicRole returns the dynamic role name; a missing role is an
+// error of kind keel.ErrNotFound. It needs read on "MOUNT/role/NAME".
+func (e *Engine) GetDynamicRole(ctx context.Context, name string) (_ DynamicRole, err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return DynamicRole{}, err
@@ -256,12 +270,13 @@ func (e *Engine) DynamicRole(ctx context.Context, name string) (_ DynamicRole, e
 		DefaultTTL: rec.DefaultTTL, MaxTTL: rec.MaxTTL}, nil
 }
 
-// ListDynamicRoles returns the names directly under path among the dynamic
-// roles, sorted, with folders ending in "/" (see ListStaticRoles). It needs
-// list on "MOUNT/role/PATH".
-func (e *Engine) ListDynamicRoles(ctx context.Context, path string) (_ []string, err error) {
+// ListDynamicRoles returns one page of the names directly under path
+// among the dynamic roles, with folders ending in "/", paged as
+// ListStaticRoles (r.Limit 0: DefaultListLimit). It needs list on
+// "MOUNT/role/PATH".
+func (e *Engine) ListDynamicRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
-	return e.listChildren(ctx, e.resource("role"), prefixDynRole, path)
+	return e.listChildren(ctx, e.resource("role"), prefixDynRole, path, r)
 }
 
 // DeleteDynamicRole removes the dynamic role name; a missing role is not
@@ -280,10 +295,12 @@ func (e *Engine) DeleteDynamicRole(ctx context.Context, name string) (err error)
 	})
 }
 
-// Creds creates a directory account from the dynamic role name and returns
-// its credential with a lease of path "MOUNT/creds/NAME" (TTL the role's
-// default_ttl, capped at its max_ttl and the mount maximum; renewable).
-// It needs read on "MOUNT/creds/NAME", and the ldap flavor (openldap:
+// CreateDynamicCred creates a directory account from the dynamic role
+// name and returns its credential with a lease of path "MOUNT/creds/NAME"
+// (TTL the role's DefaultTTL, capped at its MaxTTL and the mount maximum;
+// renewable): each call makes a new account, with a username and lease id
+// the engine chooses. It needs read on "MOUNT/creds/NAME" (Vault reads
+// creds/NAME to get one), and FlavorLDAP (FlavorOpenLDAP:
 // keel.ErrInvalid). Without Options.Leases it fails with
 // keel.ErrUnavailable; a missing role or configuration is
 // keel.ErrNotFound.
@@ -295,7 +312,7 @@ func (e *Engine) DeleteDynamicRole(ctx context.Context, name string) (err error)
 // (when set) runs all its entries, and every error is returned together
 // (github.com/hashicorp/go-multierror); no lease is issued. Revoking or
 // expiring the lease runs the deletion LDIF rendered now.
-func (e *Engine) Creds(ctx context.Context, name string) (_ DynamicCred, err error) {
+func (e *Engine) CreateDynamicCred(ctx context.Context, name string) (_ DynamicCred, err error) {
 	defer prefixErr(&err)
 	if e.flavor != FlavorLDAP {
 		return DynamicCred{}, invalid("", "dynamic credentials (creds) are offered by the ldap engine only, not by %s", e.flavor)

@@ -74,7 +74,7 @@ func newDynEnv(t testing.TB, open everystore.Open, flavor Flavor, edit func(*Opt
 	}
 	t.Cleanup(e.Stop)
 	t.Cleanup(lm.Stop)
-	if err := e.WriteConfig(context.Background(), Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
+	if err := e.PutConfig(context.Background(), Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
 	return &dynEnv{e: e, dir: dir, clock: clock, store: s, leases: lm}

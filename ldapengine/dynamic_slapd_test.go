@@ -89,7 +89,7 @@ func startDynSlapd(tb testing.TB) *slapdDyn {
 	}
 	tb.Cleanup(lm.Stop)
 	ctx := context.Background()
-	if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL,
+	if err := e.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL,
 		UserDN: slapdtest.UsersDN, UserAttr: "uid", ConnectionTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second}); err != nil {
 		tb.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestSlapdDynamicCreds(t *testing.T) {
 	s := startDynSlapd(t)
 	ctx := context.Background()
 	conn := Conn{URLs: []string{s.srv.URL}}
-	c, err := s.e.Creds(asCaller("alice"), "app")
+	c, err := s.e.CreateDynamicCred(asCaller("alice"), "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestSlapdDynamicCreds(t *testing.T) {
 			RollbackLDIF: strp(slapdRollbackLDIF), UsernameTemplate: strp("broken_user")}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.e.Creds(asCaller("alice"), "broken")
+		_, err := s.e.CreateDynamicCred(asCaller("alice"), "broken")
 		wantKind(t, err, keel.KindNotFound)
 		if !strings.Contains(err.Error(), "entry 2") {
 			t.Fatalf("error %v does not name entry 2", err)
@@ -171,7 +171,7 @@ func TestSlapdDynamicCreds(t *testing.T) {
 		if s.entry(t, "uid=broken_user,"+slapdtest.UsersDN) != nil {
 			t.Fatal("the account of a failed creation was not rolled back")
 		}
-		if ids, _ := s.leases.List(ctx, "ldap/creds/broken/"); len(ids) != 0 {
+		if ids, _ := s.leases.List(ctx, "ldap/creds/broken/", keel.ListRequest{}); len(ids.Items) != 0 {
 			t.Fatalf("a lease was issued: %v", ids)
 		}
 	})
@@ -182,7 +182,7 @@ func TestSlapdDynamicCreds(t *testing.T) {
 		if err := s.e.PutDynamicRole(ctx, "stuck", DynamicRoleRequest{CreationLDIF: strp(slapdCreationLDIF), DeletionLDIF: &nonLeaf}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.e.Creds(asCaller("bob"), "stuck")
+		c, err := s.e.CreateDynamicCred(asCaller("bob"), "stuck")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestSlapdDynamicCreds(t *testing.T) {
 		if keel.KindOf(err) != keel.KindConflict || !strings.Contains(err.Error(), "Not Allowed On Non Leaf") {
 			t.Fatalf("sync revocation refused by the directory: %v (kind %v), want a conflict naming its answer", err, keel.KindOf(err))
 		}
-		if l, err := s.leases.Lookup(ctx, c.Lease.ID); err != nil || l.Attempts != 1 {
+		if l, err := s.leases.Get(ctx, c.Lease.ID); err != nil || l.Attempts != 1 {
 			t.Fatalf("the lease after a refused revocation: %+v, %v", l, err)
 		}
 	})
@@ -199,7 +199,7 @@ func TestSlapdDynamicCreds(t *testing.T) {
 			UsernameTemplate: strp("alice")}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.e.Creds(asCaller("x"), "fixed")
+		_, err := s.e.CreateDynamicCred(asCaller("x"), "fixed")
 		wantKind(t, err, keel.KindAlreadyExists)
 		if s.entry(t, slapdtest.AliceDN) == nil {
 			t.Fatal("alice is gone")

@@ -28,7 +28,7 @@ func TestDynamicRoleCreateReadListDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := v.e.DynamicRole(ctx, "app")
+		r, err := v.e.GetDynamicRole(ctx, "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,23 +38,23 @@ func TestDynamicRoleCreateReadListDelete(t *testing.T) {
 			t.Fatalf("read %+v, want %+v", r, want)
 		}
 		v.putTestRole(t, "other", nil)
-		names, err := v.e.ListDynamicRoles(ctx, "")
+		names, err := listAll(ctx, v.e.ListDynamicRoles, "")
 		if err != nil || !slices.Equal(names, []string{"app", "other"}) {
 			t.Fatalf("list %v %v", names, err)
 		}
 		// Dynamic roles do not show up as static roles and the reverse.
-		if s, _ := v.e.ListStaticRoles(ctx, ""); len(s) != 0 {
+		if s, _ := listAll(ctx, v.e.ListStaticRoles, ""); len(s) != 0 {
 			t.Fatalf("static roles %v", s)
 		}
 		if err := v.e.DeleteDynamicRole(ctx, "app"); err != nil {
 			t.Fatal(err)
 		}
-		_, err = v.e.DynamicRole(ctx, "app")
+		_, err = v.e.GetDynamicRole(ctx, "app")
 		wantKind(t, err, keel.KindNotFound)
 		if err := v.e.DeleteDynamicRole(ctx, "app"); err != nil {
 			t.Fatalf("deleting a missing role: %v", err)
 		}
-		_, err = v.e.Creds(ctx, "app")
+		_, err = v.e.CreateDynamicCred(ctx, "app")
 		wantKind(t, err, keel.KindNotFound)
 	})
 }
@@ -70,7 +70,7 @@ func TestDynamicRolePartialUpdate(t *testing.T) {
 		if err := v.e.PutDynamicRole(ctx, "app", DynamicRoleRequest{DeletionLDIF: &newDel}); err != nil {
 			t.Fatal(err)
 		}
-		r, _ := v.e.DynamicRole(ctx, "app")
+		r, _ := v.e.GetDynamicRole(ctx, "app")
 		if r.DeletionLDIF != newDel || r.CreationLDIF != testCreationLDIF || r.RollbackLDIF != testRollbackLDIF || r.DefaultTTL != time.Hour || r.UsernameTemplate != "x_{{random 5}}" {
 			t.Fatalf("after partial update: %+v", r)
 		}
@@ -79,14 +79,14 @@ func TestDynamicRolePartialUpdate(t *testing.T) {
 		if err := v.e.PutDynamicRole(ctx, "app", DynamicRoleRequest{RollbackLDIF: strp(""), UsernameTemplate: strp(""), DefaultTTL: &zero}); err != nil {
 			t.Fatal(err)
 		}
-		r, _ = v.e.DynamicRole(ctx, "app")
+		r, _ = v.e.GetDynamicRole(ctx, "app")
 		if r.RollbackLDIF != "" || r.UsernameTemplate != "" || r.DefaultTTL != 0 || r.CreationLDIF != testCreationLDIF {
 			t.Fatalf("after clearing: %+v", r)
 		}
 		// Clearing a required field is refused and changes nothing.
 		err := v.e.PutDynamicRole(ctx, "app", DynamicRoleRequest{CreationLDIF: strp(""), MaxTTL: &hour})
 		wantField(t, err, "CreationLDIF", "is required")
-		r2, _ := v.e.DynamicRole(ctx, "app")
+		r2, _ := v.e.GetDynamicRole(ctx, "app")
 		if r2 != r {
 			t.Fatalf("refused update changed the role: %+v", r2)
 		}
@@ -176,13 +176,13 @@ func TestDynamicRoleRights(t *testing.T) {
 		if got := a.take(); got != "update ldap/role/app" {
 			t.Fatalf("update asked %q", got)
 		}
-		if _, err := v.e.DynamicRole(ctx, "app"); err != nil || a.take() != "read ldap/role/app" {
+		if _, err := v.e.GetDynamicRole(ctx, "app"); err != nil || a.take() != "read ldap/role/app" {
 			t.Fatal("read right", err)
 		}
-		if _, err := v.e.ListDynamicRoles(ctx, ""); err != nil || a.take() != "list ldap/role/" {
+		if _, err := listAll(ctx, v.e.ListDynamicRoles, ""); err != nil || a.take() != "list ldap/role/" {
 			t.Fatal("list right", err)
 		}
-		if _, err := v.e.Creds(ctx, "app"); err != nil || !strings.HasPrefix(a.take(), "read ldap/creds/app") {
+		if _, err := v.e.CreateDynamicCred(ctx, "app"); err != nil || !strings.HasPrefix(a.take(), "read ldap/creds/app") {
 			t.Fatal("creds right", err)
 		}
 		if err := v.e.DeleteDynamicRole(ctx, "app"); err != nil || a.take() != "delete ldap/role/app" {
@@ -194,7 +194,7 @@ func TestDynamicRoleRights(t *testing.T) {
 		wantKind(t, err, keel.KindForbidden)
 		v.putTestRole(t, "y", nil)
 		n := v.dir.Applied()
-		_, err = v.e.Creds(ctx, "y")
+		_, err = v.e.CreateDynamicCred(ctx, "y")
 		wantKind(t, err, keel.KindForbidden)
 		if v.dir.Applied() != n {
 			t.Fatal("refused creds changed the directory")
@@ -208,7 +208,7 @@ func TestCredsCreatesAccount(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		v.putTestRole(t, "app", func(r *DynamicRoleRequest) { r.DefaultTTL = ptrDur(time.Hour); r.MaxTTL = ptrDur(2 * time.Hour) })
-		c, err := v.e.Creds(asCaller("alice"), "app")
+		c, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ userPassword:: {{.Password | base64}}
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := v.e.Creds(asCaller("bob_b-x"), "app")
+		c, err := v.e.CreateDynamicCred(asCaller("bob_b-x"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,7 @@ func TestCredsRevokeDeletesAccount(t *testing.T) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		ctx := context.Background()
 		v.putTestRole(t, "app", nil)
-		c, err := v.e.Creds(asCaller("alice"), "app")
+		c, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func TestCredsLeaseExpiryDeletesAccount(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		v.putTestRole(t, "app", func(r *DynamicRoleRequest) { r.DefaultTTL = ptrDur(time.Minute) })
-		c, err := v.e.Creds(asCaller("alice"), "app")
+		c, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +336,7 @@ func TestCredsRevokeAfterRoleDeletedOrChanged(t *testing.T) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		ctx := context.Background()
 		v.putTestRole(t, "app", nil)
-		c1, err := v.e.Creds(asCaller("alice"), "app")
+		c1, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestCredsRevokeAfterRoleDeletedOrChanged(t *testing.T) {
 			t.Fatal("revocation used the changed role")
 		}
 		v.putTestRole(t, "app", nil)
-		c2, err := v.e.Creds(asCaller("alice"), "app")
+		c2, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +374,7 @@ func TestCredsFailedDeletionIsRetriedThenIrrevocable(t *testing.T) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		ctx := context.Background()
 		v.putTestRole(t, "app", func(r *DynamicRoleRequest) { r.DefaultTTL = ptrDur(time.Minute) })
-		c, err := v.e.Creds(asCaller("alice"), "app")
+		c, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,11 +393,11 @@ func TestCredsFailedDeletionIsRetriedThenIrrevocable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		irr, err := v.leases.ListIrrevocable(ctx, 0)
+		irr, err := v.leases.ListIrrevocable(ctx, keel.ListRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if irr.Total != 1 || irr.Leases[0].LeaseID != c.Lease.ID {
+		if len(irr.Items) != 1 || irr.Items[0].LeaseID != c.Lease.ID {
 			t.Fatalf("irrevocable %+v", irr)
 		}
 		// Once the directory accepts, the next retry deletes the account.
@@ -424,7 +424,7 @@ func TestCredsCreationFailureRollsBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := storeKeys(t, v.store)
-		_, err := v.e.Creds(asCaller("alice"), "app")
+		_, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		wantKind(t, err, keel.KindNotFound)
 		if !strings.Contains(err.Error(), "entry 2") {
 			t.Fatalf("error %v does not name the failing entry", err)
@@ -441,7 +441,7 @@ func TestCredsCreationFailureRollsBack(t *testing.T) {
 				r.RollbackLDIF = strp(testRollbackLDIF + "\ndn: cn=x,dc=example,dc=org\nchangetype: modify\nadd: cn\ncn: y\n-\n")
 			})
 			v.dir.FailApply("cn=x,dc=example,dc=org", errors.New("down"))
-			_, err := v.e.Creds(asCaller("alice"), "app2")
+			_, err := v.e.CreateDynamicCred(asCaller("alice"), "app2")
 			var merr *multierror.Error
 			if !errors.As(err, &merr) || len(merr.Errors) != 2 {
 				t.Fatalf("error %v: want the creation and the rollback errors", err)
@@ -455,7 +455,7 @@ func TestCredsCreationFailureRollsBack(t *testing.T) {
 		})
 		t.Run("without rollback_ldif the entries stay", func(t *testing.T) {
 			v.putTestRole(t, "app3", func(r *DynamicRoleRequest) { r.UsernameTemplate = strp("kept"); r.RollbackLDIF = strp("") })
-			_, err := v.e.Creds(asCaller("alice"), "app3")
+			_, err := v.e.CreateDynamicCred(asCaller("alice"), "app3")
 			wantKind(t, err, keel.KindNotFound)
 			if _, ok := v.dir.Password(userDN("kept")); !ok {
 				t.Fatal("an entry was removed without rollback_ldif")
@@ -484,7 +484,7 @@ func TestCredsLDIFInjection(t *testing.T) {
 			"\xff\xfe",                       // not UTF-8
 		} {
 			n := v.dir.Applied()
-			_, err := v.e.Creds(asCaller(display), "app")
+			_, err := v.e.CreateDynamicCred(asCaller(display), "app")
 			wantField(t, err, "", "display name must")
 			if v.dir.Applied() != n {
 				t.Fatalf("display name %q reached the directory", display)
@@ -493,7 +493,7 @@ func TestCredsLDIFInjection(t *testing.T) {
 		// A username template that turns a harmless display name into LDIF
 		// syntax is caught on the generated username too.
 		v.putTestRole(t, "app2", func(r *DynamicRoleRequest) { r.UsernameTemplate = strp(`{{.DisplayName | replace "_" "\n"}}`) })
-		_, err = v.e.Creds(asCaller("eve_userPassword: x"), "app2")
+		_, err = v.e.CreateDynamicCred(asCaller("eve_userPassword: x"), "app2")
 		wantField(t, err, "", "username template gives")
 		if dns := v.dir.DNs(); len(dns) != 2 {
 			t.Fatalf("directory %v", dns)
@@ -506,13 +506,13 @@ func TestCredsRefusals(t *testing.T) {
 		t.Run("openldap has no creds", func(t *testing.T) {
 			v := newDynEnv(t, open, FlavorOpenLDAP, nil)
 			v.putTestRole(t, "app", nil) // roles exist in both flavors
-			_, err := v.e.Creds(asCaller("alice"), "app")
+			_, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 			wantField(t, err, "", "ldap engine only")
 		})
 		t.Run("no lease manager", func(t *testing.T) {
 			v := newDynEnv(t, open, FlavorLDAP, func(o *Options) { o.Leases = nil })
 			v.putTestRole(t, "app", nil)
-			_, err := v.e.Creds(asCaller("alice"), "app")
+			_, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 			wantKind(t, err, keel.KindUnavailable)
 			if v.dir.Applied() != 0 {
 				t.Fatal("the directory changed")
@@ -524,14 +524,14 @@ func TestCredsRefusals(t *testing.T) {
 			if err := v.e.DeleteConfig(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			_, err := v.e.Creds(asCaller("alice"), "app")
+			_, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 			wantKind(t, err, keel.KindNotFound)
 		})
 		t.Run("directory down", func(t *testing.T) {
 			v := newDynEnv(t, open, FlavorLDAP, nil)
 			v.putTestRole(t, "app", nil)
 			v.dir.SetDown(true)
-			_, err := v.e.Creds(asCaller("alice"), "app")
+			_, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 			wantKind(t, err, keel.KindUnavailable)
 			if keys := storeKeys(t, v.store); slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "lease/") }) {
 				t.Fatalf("a lease was stored: %v", keys)
@@ -545,7 +545,7 @@ func TestCredsLeaseIssueFailureDeletesAccount(t *testing.T) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		v.putTestRole(t, "app", nil)
 		v.leases.Unregister("ldap/") // issuing now fails: the mount is gone
-		_, err := v.e.Creds(asCaller("alice"), "app")
+		_, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		wantKind(t, err, keel.KindUnavailable)
 		if !strings.Contains(err.Error(), "issuing the lease") {
 			t.Fatalf("error %v", err)
@@ -576,7 +576,7 @@ func TestCredsTTLs(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				v := newDynEnv(t, open, FlavorLDAP, func(o *Options) { o.MaxTTL = c.mountMax })
 				v.putTestRole(t, "app", func(r *DynamicRoleRequest) { r.DefaultTTL = &c.def; r.MaxTTL = &c.max })
-				cr, err := v.e.Creds(asCaller("alice"), "app")
+				cr, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -168,7 +168,7 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (_ *En
 	})
 	if o.Leases != nil {
 		if o.Leases.Mount() != mount+"/" {
-			return nil, invalid("Opts.Leases", "issues the leases of the mount %q, not %q", o.Leases.Mount(), mount+"/")
+			return nil, invalid("Options.Leases", "issues the leases of the mount %q, not %q", o.Leases.Mount(), mount+"/")
 		}
 		if err := o.Leases.CheckStore("Store", store); err != nil {
 			return nil, err

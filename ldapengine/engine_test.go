@@ -47,7 +47,7 @@ func TestConfigRules(t *testing.T) {
 				v := newEnv(t, open, tc.flavor, nil)
 				c := base
 				tc.edit(&c)
-				err := v.e.WriteConfig(ctx, c)
+				err := v.e.PutConfig(ctx, c)
 				if tc.field == "" {
 					if err != nil {
 						t.Fatal(err)
@@ -78,10 +78,10 @@ func TestConfigDefaultsAndNoBindpass(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				v := newEnv(t, open, tc.flavor, nil)
-				if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "pw", Schema: tc.schema}); err != nil {
+				if err := v.e.PutConfig(ctx, Config{BindDN: bindDN, BindPass: "pw", Schema: tc.schema}); err != nil {
 					t.Fatal(err)
 				}
-				c, err := v.e.ReadConfig(ctx)
+				c, err := v.e.GetConfig(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -92,13 +92,13 @@ func TestConfigDefaultsAndNoBindpass(t *testing.T) {
 					t.Fatalf("defaults %+v", c)
 				}
 				// A rewrite without bindpass keeps the stored one.
-				if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, Schema: tc.schema}); err != nil {
+				if err := v.e.PutConfig(ctx, Config{BindDN: bindDN, Schema: tc.schema}); err != nil {
 					t.Fatal(err)
 				}
 				if err := v.e.DeleteConfig(ctx); err != nil {
 					t.Fatal(err)
 				}
-				_, err = v.e.ReadConfig(ctx)
+				_, err = v.e.GetConfig(ctx)
 				wantKind(t, err, keel.KindNotFound)
 			})
 		}
@@ -117,7 +117,7 @@ func TestRotateRoot(t *testing.T) {
 		if pw == "bind-pw" || len(pw) != 64 {
 			t.Fatalf("directory password %q", pw)
 		}
-		c, _ := v.e.ReadConfig(ctx)
+		c, _ := v.e.GetConfig(ctx)
 		if c.BindPass != "" {
 			t.Fatal("new root password readable")
 		}
@@ -221,7 +221,7 @@ func TestStaticRoleRules(t *testing.T) {
 						t.Fatalf("field errors %v, want %s", fe, tc.field)
 					}
 				}
-				if _, err := v.e.StaticRole(ctx, "r"); tc.kind != keel.KindNone && !errors.Is(err, keel.ErrNotFound) {
+				if _, err := v.e.GetStaticRole(ctx, "r"); tc.kind != keel.KindNone && !errors.Is(err, keel.ErrNotFound) {
 					t.Fatalf("a refused role was stored: %v", err)
 				}
 			})
@@ -237,7 +237,7 @@ func TestStaticRoleLifecycle(t *testing.T) {
 		if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		cred, err := v.e.StaticCred(ctx, "alice")
+		cred, err := v.e.GetStaticCred(ctx, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,20 +263,20 @@ func TestStaticRoleLifecycle(t *testing.T) {
 			if err := v.e.RotateRole(ctx, "alice"); err != nil {
 				t.Fatal(err)
 			}
-			c2, _ := v.e.StaticCred(ctx, "alice")
+			c2, _ := v.e.GetStaticCred(ctx, "alice")
 			if c2.LastPassword != cred.Password || c2.Password == cred.Password {
 				t.Fatalf("after rotate: %+v", c2)
 			}
 		})
 		t.Run("list and delete frees the account", func(t *testing.T) {
-			names, _ := v.e.ListStaticRoles(ctx, "")
+			names, _ := listAll(ctx, v.e.ListStaticRoles, "")
 			if strings.Join(names, ",") != "alice" {
 				t.Fatalf("list %v", names)
 			}
 			if err := v.e.DeleteStaticRole(ctx, "alice"); err != nil {
 				t.Fatal(err)
 			}
-			_, err := v.e.StaticRole(ctx, "alice")
+			_, err := v.e.GetStaticRole(ctx, "alice")
 			wantKind(t, err, keel.KindNotFound)
 			if err := v.e.PutStaticRole(ctx, "alice2", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour, SkipImportRotation: libPtr(true)}); err != nil {
 				t.Fatal(err)
@@ -294,7 +294,7 @@ func TestOpenLDAPHasNoLastPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = v.e.RotateRole(ctx, "alice")
-		c, _ := v.e.StaticCred(ctx, "alice")
+		c, _ := v.e.GetStaticCred(ctx, "alice")
 		if c.LastPassword != "" {
 			t.Fatal("openldap returned last_password")
 		}
@@ -318,7 +318,7 @@ func TestSkipImportRotation(t *testing.T) {
 		}
 		// Unset on the role, the configuration's skip_static_role_import_rotation
 		// decides, as in Vault; set on the role, the role's.
-		if err := v.e.UpdateConfig(ctx, ConfigUpdate{SkipStaticRoleImportRotation: libPtr(true)}); err != nil {
+		if err := v.e.UpdateConfig(ctx, ConfigRequest{SkipStaticRoleImportRotation: libPtr(true)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := v.e.PutStaticRole(ctx, "bob", StaticRoleRequest{Username: "bob", DN: bobDN, RotationPeriod: time.Minute}); err != nil {
@@ -366,7 +366,7 @@ func TestRotationNeverLosesPassword(t *testing.T) {
 				if now := v.clock.Now(); !next.After(now.Add(700*time.Millisecond)) || next.After(now.Add(time.Second)) {
 					t.Fatalf("retry at %v, want within a second after %v", next, now)
 				}
-				if r, _ := v.e.StaticRole(ctx, "alice"); !r.NextRotation.Equal(next) {
+				if r, _ := v.e.GetStaticRole(ctx, "alice"); !r.NextRotation.Equal(next) {
 					t.Fatalf("role's next rotation %v, step's %v", r.NextRotation, next)
 				}
 				v.dir.FailSetPassword(aliceDN, nil)
@@ -374,7 +374,7 @@ func TestRotationNeverLosesPassword(t *testing.T) {
 				if _, err := v.e.Step(ctx, v.clock.Now()); err != nil {
 					t.Fatal(err)
 				}
-				c, _ := v.e.StaticCred(ctx, "alice")
+				c, _ := v.e.GetStaticCred(ctx, "alice")
 				if pw, _ := v.dir.Password(aliceDN); pw != c.Password {
 					t.Fatalf("directory %q, stored %q", pw, c.Password)
 				}
@@ -440,7 +440,7 @@ func TestPasswordPolicyInConfig(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		ctx := context.Background()
 		v := newEnv(t, open, FlavorOpenLDAP, nil)
-		if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", PasswordPolicy: "digits"}); err != nil {
+		if err := v.e.PutConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", PasswordPolicy: "digits"}); err != nil {
 			t.Fatal("a missing policy must be accepted when saved:", err)
 		}
 		err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour})
@@ -454,7 +454,7 @@ func TestPasswordPolicyInConfig(t *testing.T) {
 		if err := v.e.RotateRole(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		c, _ := v.e.StaticCred(ctx, "alice")
+		c, _ := v.e.GetStaticCred(ctx, "alice")
 		if len(c.Password) != 8 || strings.Trim(c.Password, "0123456789") != "" {
 			t.Fatalf("password %q not from the policy", c.Password)
 		}
@@ -465,13 +465,13 @@ func TestLengthInConfig(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		ctx := context.Background()
 		v := newEnv(t, open, FlavorLDAP, nil)
-		if err := v.e.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", Length: 12}); err != nil {
+		if err := v.e.PutConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", Length: 12}); err != nil {
 			t.Fatal(err)
 		}
 		if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		c, _ := v.e.StaticCred(ctx, "alice")
+		c, _ := v.e.GetStaticCred(ctx, "alice")
 		if len(c.Password) != 12 || c.DN != aliceDN {
 			t.Fatalf("cred %+v", c)
 		}
@@ -492,7 +492,7 @@ func TestWorkerSkipsRoleRotatedMeanwhile(t *testing.T) {
 		if err := v.e.RotateRole(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		cred, _ := v.e.StaticCred(ctx, "alice")
+		cred, _ := v.e.GetStaticCred(ctx, "alice")
 		changes := v.dir.Changes()
 		// What the worker does with a role it listed before RotateRole.
 		if err := v.e.rotate(ctx, "alice", v.clock.Now(), true); err != nil {
@@ -522,7 +522,7 @@ func TestCreateWithWorkerRunning(t *testing.T) {
 			if err := v.e.PutStaticRole(ctx, name, StaticRoleRequest{Username: name, DN: dn, RotationPeriod: time.Hour}); err != nil {
 				t.Fatal(err)
 			}
-			cred, err := v.e.StaticCred(ctx, name)
+			cred, err := v.e.GetStaticCred(ctx, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -549,7 +549,7 @@ func TestNewRefusesLeasesOfAnotherView(t *testing.T) {
 		"another store":         {storage.Sub(other, storePrefix("ldap")), "ldap/", "Store"},
 		"another view":          {storage.Sub(root, storePrefix("x")), "ldap/", "Store"},
 		"registered with none":  {nil, "ldap/", "Store"},
-		"the handle of another": {view, "other/", "Opts.Leases"},
+		"the handle of another": {view, "other/", "Options.Leases"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := newLeases(t, root, nil)

@@ -39,7 +39,7 @@ func TestRoleWrittenOnAFollowerIsRotatedWhenDue(t *testing.T) {
 			return e
 		}
 		lead, follower := engine(store), engine(everystore.Another(t, store))
-		if err := lead.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
+		if err := lead.PutConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := lead.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
@@ -51,7 +51,7 @@ func TestRoleWrittenOnAFollowerIsRotatedWhenDue(t *testing.T) {
 		if err := follower.PutStaticRole(ctx, "bob", StaticRoleRequest{Username: "bob", DN: bobDN, RotationPeriod: 10 * time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		before, err := lead.StaticCred(ctx, "bob")
+		before, err := lead.GetStaticCred(ctx, "bob")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestRoleWrittenOnAFollowerIsRotatedWhenDue(t *testing.T) {
 		})
 		clock.Advance(10 * time.Minute)
 		waitFor(t, "bob rotated by the leader", func() bool {
-			c, err := lead.StaticCred(ctx, "bob")
+			c, err := lead.GetStaticCred(ctx, "bob")
 			return err == nil && c.Password != before.Password && dir.Bind(ctx, Conn{}, bobDN, c.Password) == nil
 		})
 	})
@@ -110,7 +110,7 @@ func TestRotationFinishedByAnotherProcess(t *testing.T) {
 		}
 		dir := &beforeSet{Directory: fake, dn: bobDN}
 		first, second := engine(store, dir), engine(everystore.Another(t, store), fake)
-		if err := first.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
+		if err := first.PutConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
 			t.Fatal(err)
 		}
 		skip := true
@@ -125,7 +125,7 @@ func TestRotationFinishedByAnotherProcess(t *testing.T) {
 		if secondErr != nil {
 			t.Fatalf("the other process's rotation: %v", secondErr)
 		}
-		c, err := first.StaticCred(ctx, "bob")
+		c, err := first.GetStaticCred(ctx, "bob")
 		if err != nil {
 			t.Fatal(err)
 		}

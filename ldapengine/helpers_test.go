@@ -69,7 +69,7 @@ func onEveryStore(t *testing.T, fn func(t *testing.T, open everystore.Open)) {
 
 func (v *env) configure(t testing.TB) {
 	t.Helper()
-	if err := v.e.WriteConfig(context.Background(), Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
+	if err := v.e.PutConfig(context.Background(), Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -113,4 +113,20 @@ func ldapLeases(t testing.TB, m *lease.Manager, s storage.Store) *lease.Issuer {
 		t.Fatal(err)
 	}
 	return iss
+}
+
+// listAll returns every name of one of the engine's paged lists (such as
+// e.ListStaticRoles) under path, walking its pages with keel.All at the
+// default limit; none gives an empty slice.
+func listAll(ctx context.Context, list func(context.Context, string, keel.ListRequest) (keel.Page[string], error), path string) ([]string, error) {
+	names := []string{}
+	for n, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+		return list(ctx, path, r)
+	}) {
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, nil
 }

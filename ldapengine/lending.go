@@ -31,6 +31,27 @@ type CheckOut struct {
 	Lease              lease.Lease
 }
 
+// CheckOutRequest is what a check-out asks for (CheckOut).
+type CheckOutRequest struct {
+	// TTL is the TTL of the check-out's lease, not negative, lowered to
+	// the set's LibrarySet.TTL when that is not zero. Zero: the set's TTL.
+	TTL time.Duration
+}
+
+// CheckInRequest names the accounts a check-in gives back (CheckIn).
+type CheckInRequest struct {
+	// ServiceAccountNames are the accounts to check in, each an account of
+	// the set. Empty: the one account of the set that is checked out and
+	// that the caller may check in (none: nothing is checked in; several:
+	// keel.ErrInvalid on ServiceAccountNames).
+	ServiceAccountNames []string
+	// Manage checks the accounts in whoever borrowed them, as an operator
+	// does: it needs update on "MOUNT/library/manage/NAME/check-in"
+	// instead of "MOUNT/library/NAME/check-in", and ignores the set's
+	// check-in enforcement.
+	Manage bool
+}
+
 // checkOutData is the Data of a check-out lease.
 type checkOutData struct {
 	Set     string `json:"set"`
@@ -40,8 +61,10 @@ type checkOutData struct {
 // CheckOut checks out the first available account of the library set
 // name for the caller (keel.PrincipalFrom: its ClientTokenID and EntityID
 // are recorded as the borrower) and issues a renewable lease for it, in
-// one transaction. The lease's TTL is ttl capped at the set's ttl (zero:
-// the set's ttl), its max TTL the set's max_ttl. It needs update on
+// one transaction. The lease's TTL is r.TTL capped at the set's TTL (zero:
+// the set's TTL), its max TTL the set's MaxTTL; a zero TTL or MaxTTL of
+// the set leaves it to the lease manager. A negative r.TTL is
+// keel.ErrInvalid on TTL. It needs update on
 // "MOUNT/library/NAME/check-out". The lease is renewed (sys/leases/renew)
 // only while the account is checked out under it; its end checks the
 // account in.
@@ -53,7 +76,7 @@ type checkOutData struct {
 // (keel.ErrConflict); a nil Options.Leases is keel.ErrUnavailable.
 // CheckOut is safe for concurrent use: concurrent check-outs never get the
 // same account.
-func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (_ CheckOut, err error) {
+func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (_ CheckOut, err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return CheckOut{}, err
@@ -61,6 +84,7 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 	if err := checkSetName(name); err != nil {
 		return CheckOut{}, err
 	}
+	ttl := r.TTL
 	if ttl < 0 {
 		return CheckOut{}, invalid("TTL", "must not be negative")
 	}
@@ -119,28 +143,31 @@ func (e *Engine) CheckOut(ctx context.Context, name string, ttl time.Duration) (
 	return out, nil
 }
 
-// CheckIn checks the accounts serviceAccountNames of the library set name
-// back in, gives each a new password (the one the borrower had stops
-// working), and returns the names it checked in. The lease of each
-// check-out ends in the transaction that checks its account in
+// CheckIn checks the accounts r.ServiceAccountNames of the library set
+// name back in, gives each a new password (the one the borrower had stops
+// working), and returns the names it checked in (empty, not nil, when
+// none). The lease of
+// each check-out ends in the transaction that checks its account in
 // (lease.Tx.End): it is gone when CheckIn returns, no Revoker is called,
-// and no right on sys/leases is needed. With
-// serviceAccountNames empty it checks in the one account
-// of the set that the caller may check in; several are keel.ErrInvalid.
-// An account already checked in is not an error and is not returned.
+// and no right on sys/leases is needed. With r.ServiceAccountNames empty
+// it checks in the one account of the set that the caller may check in;
+// several are keel.ErrInvalid. An account already checked in is not an
+// error and is not returned; a name that is not an account of the set is
+// keel.ErrInvalid on ServiceAccountNames[i].
 //
-// Without manage, it needs update on "MOUNT/library/NAME/check-in", and,
+// Without r.Manage, it needs update on "MOUNT/library/NAME/check-in", and,
 // unless the set disables check-in enforcement, only the borrower (same
 // EntityID or ClientTokenID of keel.PrincipalFrom) may check an account
-// in: another caller's account is keel.ErrForbidden. With manage (the
-// path "library/manage/NAME/check-in") it needs update on
-// "MOUNT/library/manage/NAME/check-in" and checks in any account.
+// in: another caller's account is keel.ErrForbidden. With r.Manage it
+// needs update on "MOUNT/library/manage/NAME/check-in" and checks in any
+// account.
 //
 // Each account is checked in on its own; when the password change of one
 // fails, it stays checked out (its lease end tries again), the error is
 // returned with the names checked in before it.
-func (e *Engine) CheckIn(ctx context.Context, name string, serviceAccountNames []string, manage bool) (_ []string, err error) {
+func (e *Engine) CheckIn(ctx context.Context, name string, r CheckInRequest) (_ []string, err error) {
 	defer prefixErr(&err)
+	serviceAccountNames, manage := r.ServiceAccountNames, r.Manage
 	if err := e.libraryOnly(); err != nil {
 		return nil, err
 	}

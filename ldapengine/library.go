@@ -57,15 +57,17 @@ type pendingAccount struct {
 	Account string `json:"account"`
 }
 
-// LibrarySetRequest creates or updates a library set ({mount}/library/:name).
-// A nil field keeps the stored value on update and takes the default on
-// create.
+// LibrarySetRequest creates or updates a library set (PutLibrarySet): the
+// directory accounts it lends, and for how long. A nil field keeps the
+// stored value on update and takes the default on create.
 type LibrarySetRequest struct {
-	// ServiceAccountNames are the accounts of the set: required (at
-	// least one) on create; on update, when not nil, the new list. Each
-	// is searched under Config.UserDN by Config.UserAttr when it joins
-	// the set, must exist there, and must not belong to another set or
-	// to a static role. An account that joins the set gets a new
+	// ServiceAccountNames are the accounts of the set, in the order in
+	// which check-outs take them: required (at least one) on create; on
+	// update, when not nil, the new list. At most
+	// Limits().MaxLibraryAccounts, each at most MaxServiceAccountNameLen
+	// bytes. Each is searched under Config.UserDN by Config.UserAttr when
+	// it joins the set, must exist there, and must not belong to another
+	// set or to a static role. An account that joins the set gets a new
 	// password at once.
 	ServiceAccountNames []string
 	// TTL is how long a check-out lasts before its automatic check-in;
@@ -79,7 +81,7 @@ type LibrarySetRequest struct {
 	DisableCheckInEnforcement *bool
 }
 
-// LibrarySet is a library set as read.
+// LibrarySet is a library set as GetLibrarySet returns it.
 type LibrarySet struct {
 	Name                      string
 	ServiceAccountNames       []string // in check-out order
@@ -89,8 +91,8 @@ type LibrarySet struct {
 }
 
 // AccountStatus is the check-out state of one account of a library set
-// ({mount}/library/:name/status). The borrower fields are empty when the
-// account is available.
+// (GetLibraryStatus). The borrower fields are empty when the account is
+// not checked out.
 type AccountStatus struct {
 	// Available reports whether a check-out may take the account now: it
 	// is not checked out and no password change of it is pending.
@@ -191,7 +193,8 @@ func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
 // stored, the account stays unavailable, and the error is returned:
 // calling PutLibrarySet again retries. Accounts that leave the set are
 // freed after it is stored, in as many transactions as the store needs
-// (so that a set of MaxLibraryAccounts may shrink to one on etcd); when
+// (so that a set of Limits().MaxLibraryAccounts may shrink to one on
+// etcd); when
 // that is interrupted, the next PutLibrarySet or DeleteLibrarySet of the
 // set frees the rest. PutLibrarySet is safe for concurrent use.
 func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetRequest) (err error) {
@@ -204,8 +207,8 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	}
 	var v keel.Validation
 	checkAccountNames(&v, r.ServiceAccountNames)
-	if lim := MaxLibraryAccounts(e.store.Limits()); lim > 0 && len(r.ServiceAccountNames) > lim {
-		v.Add("ServiceAccountNames", "names %d accounts, at most %d on this store (see MaxLibraryAccounts)", len(r.ServiceAccountNames), lim)
+	if lim := e.Limits().MaxLibraryAccounts; lim > 0 && len(r.ServiceAccountNames) > lim {
+		v.Add("ServiceAccountNames", "names %d accounts, at most %d on this store (see Limits.MaxLibraryAccounts)", len(r.ServiceAccountNames), lim)
 	}
 	if r.TTL != nil && *r.TTL < 0 {
 		v.Add("TTL", "must not be negative")
@@ -377,15 +380,30 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	return nil
 }
 
-// MaxLibraryAccounts is the most accounts a library set may hold on a
-// store of limits l, 0 for no limit (memstore and boltstore by default):
-// MaxTxReads less 8, 120 on etcdstore's default limits. Check-out and
-// DeleteLibrarySet each read every account of the set in the one
-// transaction that decides, all or nothing; PutLibrarySet refuses a longer
-// list up front with keel.KindInvalid on ServiceAccountNames naming the
-// limit. The accounts that join a set are written in batches, so the
-// number of operations per transaction does not bound a set.
-func MaxLibraryAccounts(l storage.Limits) int {
+// Limits are the limits of an Engine that depend on its store (see
+// Engine.Limits). A zero field means no limit. The fixed limits are
+// constants: MaxNameLen, MaxServiceAccountNameLen, MaxPasswordLength.
+type Limits struct {
+	// MaxLibraryAccounts is the most accounts a library set may hold:
+	// the store's storage.Limits.MaxTxReads less 8 (120 on etcdstore's
+	// default limits), or no limit when the store does not bound what a
+	// transaction reads (memstore and boltstore by default). Check-out
+	// and DeleteLibrarySet each read every account of the set in the one
+	// transaction that decides, all or nothing; PutLibrarySet refuses a
+	// longer list up front with keel.KindInvalid on ServiceAccountNames
+	// naming the limit. The accounts that join a set are written in
+	// batches, so the number of writes per transaction does not bound a
+	// set.
+	MaxLibraryAccounts int
+}
+
+// Limits returns the limits of e on its store.
+func (e *Engine) Limits() Limits {
+	return Limits{MaxLibraryAccounts: maxLibraryAccounts(e.store.Limits())}
+}
+
+// maxLibraryAccounts is Limits.MaxLibraryAccounts on a store of limits l.
+func maxLibraryAccounts(l storage.Limits) int {
 	if l.MaxTxReads <= 0 {
 		return 0
 	}
@@ -577,9 +595,9 @@ func (e *Engine) dropAccount(tx storage.Tx, set, n string, a *libAccount) error 
 	return tx.Delete(acctKey(set, n))
 }
 
-// LibrarySet reads the library set name. It needs read on
+// GetLibrarySet returns the library set name. It needs read on
 // "MOUNT/library/NAME"; a missing set is keel.ErrNotFound.
-func (e *Engine) LibrarySet(ctx context.Context, name string) (_ LibrarySet, err error) {
+func (e *Engine) GetLibrarySet(ctx context.Context, name string) (_ LibrarySet, err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return LibrarySet{}, err
@@ -603,15 +621,16 @@ func (e *Engine) LibrarySet(ctx context.Context, name string) (_ LibrarySet, err
 		DisableCheckInEnforcement: rec.DisableEnforcement}, nil
 }
 
-// ListLibrarySets returns the names directly under path among the library
-// sets, sorted, with folders ending in "/" (see ListStaticRoles); none
-// gives an empty slice. It needs list on "MOUNT/library/PATH".
-func (e *Engine) ListLibrarySets(ctx context.Context, path string) (_ []string, err error) {
+// ListLibrarySets returns one page of the names directly under path
+// among the library sets, with folders ending in "/", paged as
+// ListStaticRoles (r.Limit 0: DefaultListLimit; no set gives empty
+// Items). It needs list on "MOUNT/library/PATH".
+func (e *Engine) ListLibrarySets(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
-		return nil, err
+		return keel.Page[string]{}, err
 	}
-	return e.listChildren(ctx, e.resource("library"), prefixLibSet, path)
+	return e.listChildren(ctx, e.resource("library"), prefixLibSet, path, r)
 }
 
 // DeleteLibrarySet removes the library set name and frees its accounts
@@ -638,7 +657,7 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) (err error) 
 	}
 	// One transaction checks that no account is checked out and removes
 	// the set: from then on no check-out can take its accounts. It reads
-	// one key per account (see MaxLibraryAccounts).
+	// one key per account (see Limits.MaxLibraryAccounts).
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var rec setRecord
 		found, err := getJSON(tx, setKey(name), &rec)
@@ -672,10 +691,11 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) (err error) 
 	return nil
 }
 
-// LibraryStatus returns the check-out state of every account of the
-// library set name, by account name. It needs read on
+// GetLibraryStatus returns the check-out state of every account of the
+// library set name, by account name (at most Limits().MaxLibraryAccounts
+// of them); a missing set is keel.ErrNotFound. It needs read on
 // "MOUNT/library/NAME/status".
-func (e *Engine) LibraryStatus(ctx context.Context, name string) (_ map[string]AccountStatus, err error) {
+func (e *Engine) GetLibraryStatus(ctx context.Context, name string) (_ map[string]AccountStatus, err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return nil, err

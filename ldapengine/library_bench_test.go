@@ -61,7 +61,7 @@ func benchCheckOutCheckIn(b *testing.B, par int, latency time.Duration) {
 			ctx := libCaller(fmt.Sprintf("tok-%d", callers.Add(1)), "")
 			for pb.Next() {
 				start := time.Now()
-				co, err := v.e.CheckOut(ctx, "s", 0)
+				co, err := v.e.CheckOut(ctx, "s", CheckOutRequest{})
 				t1 := time.Now()
 				outNS.Add(int64(t1.Sub(start)))
 				if errors.Is(err, ErrNoAccountAvailable) {
@@ -72,7 +72,7 @@ func benchCheckOutCheckIn(b *testing.B, par int, latency time.Duration) {
 					b.Error(err)
 					return
 				}
-				if _, err := v.e.CheckIn(ctx, "s", []string{co.ServiceAccountName}, false); err != nil {
+				if _, err := v.e.CheckIn(ctx, "s", CheckInRequest{ServiceAccountNames: []string{co.ServiceAccountName}}); err != nil {
 					b.Error(err)
 					return
 				}

@@ -79,7 +79,7 @@ func newLibEnv(t testing.TB, open everystore.Open, n int, o libOptions) *libEnv 
 	if o.flavor == FlavorLDAP {
 		cfg.UserDN, cfg.UserAttr = libUsersDN, "uid"
 	}
-	if err := e.WriteConfig(libRoot(), cfg); err != nil {
+	if err := e.PutConfig(libRoot(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return v

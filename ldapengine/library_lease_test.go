@@ -59,18 +59,18 @@ func (v *libEnv) leaseKeys(t testing.TB) []string {
 func TestCheckInEndsItsLeaseWithoutLeaseRights(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v, borrower, log := borrowerEnv(t, open)
-		co, err := v.e.CheckOut(borrower, "s", 0)
+		co, err := v.e.CheckOut(borrower, "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if keys := v.leaseKeys(t); len(keys) != 2 {
 			t.Fatalf("lease keys after the check-out %q, want the record and its expiry-index entry", keys)
 		}
-		in, err := v.e.CheckIn(borrower, "s", nil, false)
+		in, err := v.e.CheckIn(borrower, "s", CheckInRequest{})
 		if err != nil || !slices.Equal(in, []string{"svc0"}) {
 			t.Fatalf("check-in %v %v", in, err)
 		}
-		_, err = v.leases.Lookup(libRoot(), co.Lease.ID)
+		_, err = v.leases.Get(libRoot(), co.Lease.ID)
 		wantKind(t, err, keel.KindNotFound)
 		if keys := v.leaseKeys(t); len(keys) != 0 {
 			t.Fatalf("lease keys left by the check-in: %q", keys)
@@ -101,16 +101,16 @@ func TestCheckInEndsItsLeaseWithoutLeaseRights(t *testing.T) {
 func TestSettledCheckInEndsItsLeaseUnderRules(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v, borrower, log := borrowerEnv(t, open)
-		co, err := v.e.CheckOut(borrower, "s", 0)
+		co, err := v.e.CheckOut(borrower, "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		v.dir.LoseReplies(libSvcDN(0), true)
-		if _, err := v.e.CheckIn(borrower, "s", nil, false); err == nil {
+		if _, err := v.e.CheckIn(borrower, "s", CheckInRequest{}); err == nil {
 			t.Fatal("check-in with a lost reply succeeded")
 		}
 		v.dir.LoseReplies(libSvcDN(0), false)
-		if _, err := v.leases.Lookup(libRoot(), co.Lease.ID); err != nil {
+		if _, err := v.leases.Get(libRoot(), co.Lease.ID); err != nil {
 			t.Fatalf("lease of an unfinished check-in: %v", err)
 		}
 		_, err = v.leases.Renew(libRoot(), co.Lease.ID, time.Hour)
@@ -121,7 +121,7 @@ func TestSettledCheckInEndsItsLeaseUnderRules(t *testing.T) {
 		if a := v.account(t, "s", "svc0"); !a.available() {
 			t.Fatalf("account after the worker's check-in: %+v", a)
 		}
-		_, err = v.leases.Lookup(libRoot(), co.Lease.ID)
+		_, err = v.leases.Get(libRoot(), co.Lease.ID)
 		wantKind(t, err, keel.KindNotFound)
 		if keys := v.leaseKeys(t); len(keys) != 0 {
 			t.Fatalf("lease keys left by the worker's check-in: %q", keys)
@@ -146,7 +146,7 @@ func TestCheckOutNeedsABorrowerID(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				before := storagetest.Dump(t, v.store)
 				changes := v.dir.Changes()
-				_, err := v.e.CheckOut(ctx, "s", 0)
+				_, err := v.e.CheckOut(ctx, "s", CheckOutRequest{})
 				wantKind(t, err, keel.KindInvalid)
 				if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Principal.ClientTokenID" {
 					t.Fatalf("field errors %v, want Principal.ClientTokenID", fe)
@@ -164,10 +164,10 @@ func TestCheckOutNeedsABorrowerID(t *testing.T) {
 			"entity only": keel.WithPrincipal(context.Background(), keel.Principal{EntityID: "ent"}),
 		} {
 			t.Run(name, func(t *testing.T) {
-				if _, err := v.e.CheckOut(ctx, "s", 0); err != nil {
+				if _, err := v.e.CheckOut(ctx, "s", CheckOutRequest{}); err != nil {
 					t.Fatal(err)
 				}
-				if in, err := v.e.CheckIn(ctx, "s", nil, false); err != nil || len(in) != 1 {
+				if in, err := v.e.CheckIn(ctx, "s", CheckInRequest{}); err != nil || len(in) != 1 {
 					t.Fatalf("the borrower's check-in %v %v", in, err)
 				}
 			})
@@ -185,7 +185,7 @@ func TestRenewerRefusesStaleCheckOutLease(t *testing.T) {
 		ctx := context.Background()
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
-		co, err := v.e.CheckOut(libCaller("a", ""), "s", time.Hour)
+		co, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +203,7 @@ func TestRenewerRefusesStaleCheckOutLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stale, err := v.leases.Lookup(ctx, co.Lease.ID)
+		stale, err := v.leases.Get(ctx, co.Lease.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,11 +212,11 @@ func TestRenewerRefusesStaleCheckOutLease(t *testing.T) {
 		if !strings.Contains(err.Error(), "checked in") {
 			t.Fatalf("refusal %v does not say the account is checked in", err)
 		}
-		if got, _ := v.leases.Lookup(ctx, co.Lease.ID); !got.ExpireTime.Equal(stale.ExpireTime) || !got.LastRenewalTime.Equal(stale.LastRenewalTime) {
+		if got, _ := v.leases.Get(ctx, co.Lease.ID); !got.ExpireTime.Equal(stale.ExpireTime) || !got.LastRenewalTime.Equal(stale.LastRenewalTime) {
 			t.Fatalf("refused renewal changed the lease: %+v, was %+v", got, stale)
 		}
 		// Lent again: the new lease renews, the old one does not.
-		co2, err := v.e.CheckOut(libCaller("b", ""), "s", time.Hour)
+		co2, err := v.e.CheckOut(libCaller("b", ""), "s", CheckOutRequest{TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func TestEngineExportsNoRevoke(t *testing.T) {
 	}
 	v := newLibEnv(t, everystore.Mem, 1, libOptions{})
 	v.putSet(t, "s", "svc0")
-	co, err := v.e.CheckOut(libCaller("a", ""), "s", 0)
+	co, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestEngineExportsNoRevoke(t *testing.T) {
 	if a := v.account(t, "s", "svc0"); !a.available() || v.binds(libSvcDN(0), co.Password) {
 		t.Fatalf("account after its lease's revocation: %+v", a)
 	}
-	if _, err := v.leases.Lookup(libRoot(), co.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := v.leases.Get(libRoot(), co.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("lease after its revocation: %v", err)
 	}
 }

@@ -12,17 +12,17 @@ import (
 )
 
 // TestLibrarySetShrinksAndSwapsOnEveryStore: on every store, etcd's limits
-// included, a set of MaxLibraryAccounts accounts (120 on etcd; 120 on a
-// store without a bound) shrinks to one account, and a set of 50 swaps
-// them all for 50 others; the accounts that left are free for another set
-// (the final transaction writes only the set; they are freed after it, in
-// batches).
+// included, a set of Limits().MaxLibraryAccounts accounts (120 on etcd;
+// 120 on a store without a bound) shrinks to one account, and a set of 50
+// swaps them all for 50 others; the accounts that left are free for
+// another set (the final transaction writes only the set; they are freed
+// after it, in batches).
 func TestLibrarySetShrinksAndSwapsOnEveryStore(t *testing.T) {
 	everystore.Run(t, func(t *testing.T, open everystore.Open) {
 		t.Parallel()
 		ctx := context.Background()
 		store := open(t)
-		n := MaxLibraryAccounts(store.Limits())
+		n := maxLibraryAccounts(store.Limits())
 		if n == 0 {
 			n = 120
 		}
@@ -43,12 +43,12 @@ func TestLibrarySetShrinksAndSwapsOnEveryStore(t *testing.T) {
 		if err := v.e.PutLibrarySet(ctx, "third", LibrarySetRequest{ServiceAccountNames: names[1:51]}); err != nil {
 			t.Fatalf("the accounts swapped out: %v", err)
 		}
-		status, err := v.e.LibraryStatus(ctx, "other")
+		status, err := v.e.GetLibraryStatus(ctx, "other")
 		if err != nil || len(status) != 50 {
 			t.Fatalf("status of the swapped set: %d accounts, %v", len(status), err)
 		}
 		for _, set := range []string{"big", "other", "third"} {
-			if _, err := v.e.CheckOut(libCaller("tok", "ent"), set, 0); err != nil {
+			if _, err := v.e.CheckOut(libCaller("tok", "ent"), set, CheckOutRequest{}); err != nil {
 				t.Errorf("check-out from %s: %v", set, err)
 			}
 		}
@@ -98,7 +98,7 @@ func TestShrinkSparesTheClaimsOfAConcurrentPut(t *testing.T) {
 		if err := v.e.PutLibrarySet(ctx, "t", LibrarySetRequest{ServiceAccountNames: names[1:3]}); err != nil {
 			t.Fatalf("the accounts that left: %v", err)
 		}
-		status, err := v.e.LibraryStatus(ctx, "s")
+		status, err := v.e.GetLibraryStatus(ctx, "s")
 		if err != nil || len(status) != 2 || !status[names[3]].Available {
 			t.Errorf("status of s: %+v, %v; want svc0 and svc3, svc3 available", status, err)
 		}

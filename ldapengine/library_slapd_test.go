@@ -27,7 +27,7 @@ func TestSlapdLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL,
+	if err := e.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL,
 		UserDN: slapdtest.UsersDN, UserAttr: "uid", ConnectionTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestSlapdLibrary(t *testing.T) {
 
 	caller := libCaller("tok", "ent")
 	t.Run("check-out binds, check-in ends the password", func(t *testing.T) {
-		co, err := e.CheckOut(caller, "team", 0)
+		co, err := e.CheckOut(caller, "team", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,14 +55,14 @@ func TestSlapdLibrary(t *testing.T) {
 		if err := bind("alice", co.Password); err != nil {
 			t.Fatalf("checked-out account does not bind: %v", err)
 		}
-		in, err := e.CheckIn(caller, "team", nil, false)
+		in, err := e.CheckIn(caller, "team", CheckInRequest{})
 		if err != nil || !slices.Equal(in, []string{"alice"}) {
 			t.Fatalf("check-in %v %v", in, err)
 		}
 		wantKind(t, bind("alice", co.Password), keel.KindUnauthenticated)
 	})
 	t.Run("lease end ends the password", func(t *testing.T) {
-		co, err := e.CheckOut(caller, "team", time.Minute)
+		co, err := e.CheckOut(caller, "team", CheckOutRequest{TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,31 +74,31 @@ func TestSlapdLibrary(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantKind(t, bind(co.ServiceAccountName, co.Password), keel.KindUnauthenticated)
-		co2, err := e.CheckOut(caller, "team", 0)
+		co2, err := e.CheckOut(caller, "team", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := bind(co2.ServiceAccountName, co2.Password); err != nil {
 			t.Fatalf("next check-out does not bind: %v", err)
 		}
-		if _, err := e.CheckIn(caller, "team", nil, true); err != nil {
+		if _, err := e.CheckIn(caller, "team", CheckInRequest{Manage: true}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("outage during check-in keeps the borrower's password", func(t *testing.T) {
-		co, err := e.CheckOut(caller, "team", 0)
+		co, err := e.CheckOut(caller, "team", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv.Stop()
-		if _, err := e.CheckIn(caller, "team", nil, false); err == nil {
+		if _, err := e.CheckIn(caller, "team", CheckInRequest{}); err == nil {
 			t.Fatal("check-in succeeded with slapd stopped")
 		}
 		srv.Restart()
 		if err := bind(co.ServiceAccountName, co.Password); err != nil {
 			t.Fatalf("borrower's password lost in the outage: %v", err)
 		}
-		if _, err := e.CheckIn(caller, "team", nil, false); err != nil {
+		if _, err := e.CheckIn(caller, "team", CheckInRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		wantKind(t, bind(co.ServiceAccountName, co.Password), keel.KindUnauthenticated)

@@ -21,7 +21,7 @@ func TestLibrarySetLifecycle(t *testing.T) {
 		v := newLibEnv(t, open, 3, libOptions{})
 		v.putSet(t, "team", libSvcName(0), libSvcName(1))
 
-		got, err := v.e.LibrarySet(ctx, "team")
+		got, err := v.e.GetLibrarySet(ctx, "team")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestLibrarySetLifecycle(t *testing.T) {
 		if err := v.e.PutLibrarySet(ctx, "team", LibrarySetRequest{TTL: libPtr(time.Hour), DisableCheckInEnforcement: libPtr(true)}); err != nil {
 			t.Fatal(err)
 		}
-		got, _ = v.e.LibrarySet(ctx, "team")
+		got, _ = v.e.GetLibrarySet(ctx, "team")
 		want.TTL, want.DisableCheckInEnforcement = time.Hour, true
 		if !equalSet(got, want) {
 			t.Fatalf("after partial update %+v, want %+v", got, want)
@@ -42,19 +42,19 @@ func TestLibrarySetLifecycle(t *testing.T) {
 		if err := v.e.PutLibrarySet(ctx, "team", LibrarySetRequest{TTL: libPtr(time.Duration(0)), MaxTTL: libPtr(time.Duration(0))}); err != nil {
 			t.Fatal(err)
 		}
-		got, _ = v.e.LibrarySet(ctx, "team")
+		got, _ = v.e.GetLibrarySet(ctx, "team")
 		if got.TTL != 0 || got.MaxTTL != 0 {
 			t.Fatalf("zero ttls not kept: %+v", got)
 		}
 		v.putSet(t, "apps", libSvcName(2))
-		names, err := v.e.ListLibrarySets(ctx, "")
+		names, err := listAll(ctx, v.e.ListLibrarySets, "")
 		if err != nil || !slices.Equal(names, []string{"apps", "team"}) {
 			t.Fatalf("list %v %v", names, err)
 		}
 		if err := v.e.DeleteLibrarySet(ctx, "team"); err != nil {
 			t.Fatal(err)
 		}
-		_, err = v.e.LibrarySet(ctx, "team")
+		_, err = v.e.GetLibrarySet(ctx, "team")
 		wantKind(t, err, keel.KindNotFound)
 		// Deleting a missing set succeeds; the accounts are free for a role.
 		if err := v.e.DeleteLibrarySet(ctx, "team"); err != nil {
@@ -63,7 +63,7 @@ func TestLibrarySetLifecycle(t *testing.T) {
 		if err := v.e.PutStaticRole(ctx, "r", StaticRoleRequest{Username: "svc0", DN: libSvcDN(0), RotationPeriod: time.Hour}); err != nil {
 			t.Fatalf("account of a deleted set not freed: %v", err)
 		}
-		names, _ = v.e.ListLibrarySets(ctx, "")
+		names, _ = listAll(ctx, v.e.ListLibrarySets, "")
 		if !slices.Equal(names, []string{"apps"}) {
 			t.Fatalf("list after delete %v", names)
 		}
@@ -106,7 +106,7 @@ func TestLibrarySetRules(t *testing.T) {
 					t.Fatalf("field errors %v, want %s", fe, tc.field)
 				}
 				// Nothing stored, no password changed.
-				if names, _ := v.e.ListLibrarySets(ctx, ""); len(names) != 0 {
+				if names, _ := listAll(ctx, v.e.ListLibrarySets, ""); len(names) != 0 {
 					t.Fatalf("sets stored: %v", names)
 				}
 				if v.dir.Changes() != changes {
@@ -132,12 +132,12 @@ func TestLibraryOpenLDAPRefuses(t *testing.T) {
 		calls := map[string]error{
 			"put": v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}}),
 		}
-		_, calls["read"] = v.e.LibrarySet(ctx, "s")
-		_, calls["list"] = v.e.ListLibrarySets(ctx, "")
+		_, calls["read"] = v.e.GetLibrarySet(ctx, "s")
+		_, calls["list"] = listAll(ctx, v.e.ListLibrarySets, "")
 		calls["delete"] = v.e.DeleteLibrarySet(ctx, "s")
-		_, calls["status"] = v.e.LibraryStatus(ctx, "s")
-		_, calls["check-out"] = v.e.CheckOut(ctx, "s", 0)
-		_, calls["check-in"] = v.e.CheckIn(ctx, "s", nil, true)
+		_, calls["status"] = v.e.GetLibraryStatus(ctx, "s")
+		_, calls["check-out"] = v.e.CheckOut(ctx, "s", CheckOutRequest{})
+		_, calls["check-in"] = v.e.CheckIn(ctx, "s", CheckInRequest{Manage: true})
 		for op, err := range calls {
 			wantKind(t, err, keel.KindInvalid)
 			if !strings.Contains(err.Error(), `"openldap"`) {
@@ -168,7 +168,7 @@ func TestLibraryAccountHasOneOwner(t *testing.T) {
 					t.Fatalf("%v does not name %s", err, tc.want)
 				}
 				// Nothing of the refused set stays: svc2 is still free.
-				if _, err := v.e.LibrarySet(ctx, tc.set); !errors.Is(err, keel.ErrNotFound) {
+				if _, err := v.e.GetLibrarySet(ctx, tc.set); !errors.Is(err, keel.ErrNotFound) {
 					t.Fatalf("refused set stored: %v", err)
 				}
 			})
@@ -183,7 +183,7 @@ func TestLibraryAccountHasOneOwner(t *testing.T) {
 		t.Run("update adding an owned account", func(t *testing.T) {
 			err := v.e.PutLibrarySet(ctx, "a", LibrarySetRequest{ServiceAccountNames: []string{"svc1", "svc0"}})
 			wantKind(t, err, keel.KindConflict)
-			s, _ := v.e.LibrarySet(ctx, "a")
+			s, _ := v.e.GetLibrarySet(ctx, "a")
 			if !slices.Equal(s.ServiceAccountNames, []string{"svc1"}) {
 				t.Fatalf("set changed to %v", s.ServiceAccountNames)
 			}
@@ -211,7 +211,7 @@ func TestLibraryAccountsGetFreshPassword(t *testing.T) {
 				t.Fatalf("svc%d: record %+v does not hold the directory's password", i, a)
 			}
 		}
-		st, err := v.e.LibraryStatus(ctx, "s")
+		st, err := v.e.GetLibraryStatus(ctx, "s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestCheckOutAndCheckIn(t *testing.T) {
 		v := newLibEnv(t, open, 2, libOptions{})
 		v.putSet(t, "s", "svc0", "svc1")
 		alice := libCaller("tok-a", "ent-a")
-		co, err := v.e.CheckOut(alice, "s", 0)
+		co, err := v.e.CheckOut(alice, "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,11 +242,11 @@ func TestCheckOutAndCheckIn(t *testing.T) {
 		if !strings.HasPrefix(co.Lease.ID, "ldap/library/s/check-out/") {
 			t.Fatalf("lease id %q", co.Lease.ID)
 		}
-		st, _ := v.e.LibraryStatus(alice, "s")
+		st, _ := v.e.GetLibraryStatus(alice, "s")
 		if want := (AccountStatus{BorrowerClientToken: "tok-a", BorrowerEntityID: "ent-a"}); st["svc0"] != want || !st["svc1"].Available {
 			t.Fatalf("status %+v", st)
 		}
-		in, err := v.e.CheckIn(alice, "s", nil, false)
+		in, err := v.e.CheckIn(alice, "s", CheckInRequest{})
 		if err != nil || !slices.Equal(in, []string{"svc0"}) {
 			t.Fatalf("check-in %v %v", in, err)
 		}
@@ -256,14 +256,14 @@ func TestCheckOutAndCheckIn(t *testing.T) {
 		if a := v.account(t, "s", "svc0"); !v.binds(libSvcDN(0), a.Password) {
 			t.Fatal("stored password does not bind after check-in")
 		}
-		if st, _ := v.e.LibraryStatus(alice, "s"); st["svc0"] != (AccountStatus{Available: true}) {
+		if st, _ := v.e.GetLibraryStatus(alice, "s"); st["svc0"] != (AccountStatus{Available: true}) {
 			t.Fatalf("status after check-in %+v", st["svc0"])
 		}
 		// The lease went with the check-in.
-		_, err = v.leases.Lookup(context.Background(), co.Lease.ID)
+		_, err = v.leases.Get(context.Background(), co.Lease.ID)
 		wantKind(t, err, keel.KindNotFound)
 		// Checking in again: no error, nothing listed.
-		in, err = v.e.CheckIn(alice, "s", []string{"svc0"}, false)
+		in, err = v.e.CheckIn(alice, "s", CheckInRequest{ServiceAccountNames: []string{"svc0"}})
 		if err != nil || len(in) != 0 {
 			t.Fatalf("second check-in %v %v", in, err)
 		}
@@ -288,7 +288,7 @@ func TestCheckOutTTL(t *testing.T) {
 					TTL: libPtr(tc.setTTL), MaxTTL: libPtr(tc.setMax)}); err != nil {
 					t.Fatal(err)
 				}
-				co, err := v.e.CheckOut(libCaller("t", ""), "s", tc.req)
+				co, err := v.e.CheckOut(libCaller("t", ""), "s", CheckOutRequest{TTL: tc.req})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -300,7 +300,7 @@ func TestCheckOutTTL(t *testing.T) {
 		t.Run("negative", func(t *testing.T) {
 			v := newLibEnv(t, open, 1, libOptions{})
 			v.putSet(t, "s", "svc0")
-			_, err := v.e.CheckOut(libCaller("t", ""), "s", -time.Second)
+			_, err := v.e.CheckOut(libCaller("t", ""), "s", CheckOutRequest{TTL: -time.Second})
 			wantKind(t, err, keel.KindInvalid)
 		})
 	})
@@ -310,15 +310,15 @@ func TestCheckOutNoneAvailable(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
-		if _, err := v.e.CheckOut(libCaller("a", ""), "s", 0); err != nil {
+		if _, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := v.e.CheckOut(libCaller("b", ""), "s", 0)
+		_, err := v.e.CheckOut(libCaller("b", ""), "s", CheckOutRequest{})
 		if !errors.Is(err, ErrNoAccountAvailable) {
 			t.Fatalf("error %v, want ErrNoAccountAvailable", err)
 		}
 		wantKind(t, err, keel.KindConflict)
-		_, err = v.e.CheckOut(libCaller("b", ""), "missing", 0)
+		_, err = v.e.CheckOut(libCaller("b", ""), "missing", CheckOutRequest{})
 		wantKind(t, err, keel.KindNotFound)
 	})
 }
@@ -327,9 +327,9 @@ func TestCheckOutWithoutLeaseManager(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		v := newLibEnv(t, open, 1, libOptions{noLeases: true})
 		v.putSet(t, "s", "svc0")
-		_, err := v.e.CheckOut(libCaller("a", ""), "s", 0)
+		_, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{})
 		wantKind(t, err, keel.KindUnavailable)
-		if st, _ := v.e.LibraryStatus(context.Background(), "s"); !st["svc0"].Available {
+		if st, _ := v.e.GetLibraryStatus(context.Background(), "s"); !st["svc0"].Available {
 			t.Fatal("failed check-out took the account")
 		}
 	})
@@ -358,7 +358,7 @@ func TestCheckInEnforcement(t *testing.T) {
 					DisableCheckInEnforcement: libPtr(tc.disable)}); err != nil {
 					t.Fatal(err)
 				}
-				co, err := v.e.CheckOut(libCaller("tok-a", "ent-a"), "s", 0)
+				co, err := v.e.CheckOut(libCaller("tok-a", "ent-a"), "s", CheckOutRequest{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -366,7 +366,7 @@ func TestCheckInEnforcement(t *testing.T) {
 				if !strings.Contains(name, "no names") && !strings.Contains(name, "without names") {
 					names = []string{"svc0"}
 				}
-				in, err := v.e.CheckIn(tc.who, "s", names, tc.manage)
+				in, err := v.e.CheckIn(tc.who, "s", CheckInRequest{ServiceAccountNames: names, Manage: tc.manage})
 				switch {
 				case tc.ok:
 					if err != nil || !slices.Equal(in, []string{"svc0"}) {
@@ -384,7 +384,7 @@ func TestCheckInEnforcement(t *testing.T) {
 					wantKind(t, err, keel.KindForbidden)
 				}
 				if !tc.ok {
-					if st, _ := v.e.LibraryStatus(context.Background(), "s"); st["svc0"].Available {
+					if st, _ := v.e.GetLibraryStatus(context.Background(), "s"); st["svc0"].Available {
 						t.Fatal("refused check-in freed the account")
 					}
 					if !v.binds(libSvcDN(0), co.Password) {
@@ -402,40 +402,40 @@ func TestCheckInNames(t *testing.T) {
 		v.putSet(t, "s", "svc0", "svc1", "svc2")
 		alice, bob := libCaller("a", ""), libCaller("b", "")
 		for _, ctx := range []context.Context{alice, alice, bob} {
-			if _, err := v.e.CheckOut(ctx, "s", 0); err != nil {
+			if _, err := v.e.CheckOut(ctx, "s", CheckOutRequest{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// alice holds two: she must name them.
-		_, err := v.e.CheckIn(alice, "s", nil, false)
+		_, err := v.e.CheckIn(alice, "s", CheckInRequest{})
 		wantKind(t, err, keel.KindInvalid)
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "ServiceAccountNames" {
 			t.Fatalf("field errors %v", fe)
 		}
 		// bob holds one: no names needed.
-		in, err := v.e.CheckIn(bob, "s", nil, false)
+		in, err := v.e.CheckIn(bob, "s", CheckInRequest{})
 		if err != nil || !slices.Equal(in, []string{"svc2"}) {
 			t.Fatalf("bob's check-in %v %v", in, err)
 		}
 		// A name not in the set.
-		_, err = v.e.CheckIn(alice, "s", []string{"svc0", "alice"}, false)
+		_, err = v.e.CheckIn(alice, "s", CheckInRequest{ServiceAccountNames: []string{"svc0", "alice"}})
 		wantKind(t, err, keel.KindInvalid)
 		// A list with an account checked in already: listed are only those
 		// this call checked in.
-		in, err = v.e.CheckIn(alice, "s", []string{"svc2", "svc1", "svc0"}, false)
+		in, err = v.e.CheckIn(alice, "s", CheckInRequest{ServiceAccountNames: []string{"svc2", "svc1", "svc0"}})
 		if err != nil || !slices.Equal(in, []string{"svc1", "svc0"}) {
 			t.Fatalf("alice's check-in %v %v", in, err)
 		}
 		// A list naming another's account refuses the whole call.
-		if _, err := v.e.CheckOut(bob, "s", 0); err != nil {
+		if _, err := v.e.CheckOut(bob, "s", CheckOutRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.e.CheckOut(alice, "s", 0); err != nil {
+		if _, err := v.e.CheckOut(alice, "s", CheckOutRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = v.e.CheckIn(alice, "s", []string{"svc1", "svc0"}, false)
+		_, err = v.e.CheckIn(alice, "s", CheckInRequest{ServiceAccountNames: []string{"svc1", "svc0"}})
 		wantKind(t, err, keel.KindForbidden)
-		if st, _ := v.e.LibraryStatus(alice, "s"); st["svc1"].Available {
+		if st, _ := v.e.GetLibraryStatus(alice, "s"); st["svc1"].Available {
 			t.Fatal("refused call checked alice's account in")
 		}
 	})
@@ -446,13 +446,13 @@ func TestLibraryRefusesChangesWhileCheckedOut(t *testing.T) {
 		ctx := context.Background()
 		v := newLibEnv(t, open, 2, libOptions{})
 		v.putSet(t, "s", "svc0", "svc1")
-		if _, err := v.e.CheckOut(libCaller("a", ""), "s", 0); err != nil {
+		if _, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		wantKind(t, v.e.DeleteLibrarySet(ctx, "s"), keel.KindConflict)
 		err := v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: []string{"svc1"}})
 		wantKind(t, err, keel.KindConflict)
-		s, err := v.e.LibrarySet(ctx, "s")
+		s, err := v.e.GetLibrarySet(ctx, "s")
 		if err != nil || !slices.Equal(s.ServiceAccountNames, []string{"svc0", "svc1"}) {
 			t.Fatalf("set %+v %v after refused changes", s, err)
 		}
@@ -460,7 +460,7 @@ func TestLibraryRefusesChangesWhileCheckedOut(t *testing.T) {
 		if err := v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.e.CheckIn(libCaller("a", ""), "s", nil, false); err != nil {
+		if _, err := v.e.CheckIn(libCaller("a", ""), "s", CheckInRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := v.e.DeleteLibrarySet(ctx, "s"); err != nil {
@@ -474,7 +474,7 @@ func TestCheckOutLeaseEndChecksIn(t *testing.T) {
 		ctx := context.Background()
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
-		co, err := v.e.CheckOut(libCaller("a", ""), "s", time.Minute)
+		co, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -482,14 +482,14 @@ func TestCheckOutLeaseEndChecksIn(t *testing.T) {
 		if _, err := v.leases.Step(ctx, v.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := v.e.LibraryStatus(ctx, "s"); !st["svc0"].Available {
+		if st, _ := v.e.GetLibraryStatus(ctx, "s"); !st["svc0"].Available {
 			t.Fatal("account not back after its lease ended")
 		}
 		if v.binds(libSvcDN(0), co.Password) {
 			t.Fatal("password still binds after the lease ended")
 		}
 		// The next borrower's check-out is not ended by the old lease.
-		co2, err := v.e.CheckOut(libCaller("b", ""), "s", 0)
+		co2, err := v.e.CheckOut(libCaller("b", ""), "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -500,7 +500,7 @@ func TestCheckOutLeaseEndChecksIn(t *testing.T) {
 		if v.dir.Changes() != changes || !v.binds(libSvcDN(0), co2.Password) {
 			t.Fatal("revoking an ended lease again touched the new check-out")
 		}
-		if st, _ := v.e.LibraryStatus(ctx, "s"); st["svc0"].Available {
+		if st, _ := v.e.GetLibraryStatus(ctx, "s"); st["svc0"].Available {
 			t.Fatal("old lease checked the new borrower's account in")
 		}
 	})
@@ -511,14 +511,14 @@ func TestCheckInLeaseRevokeIsNoop(t *testing.T) {
 		ctx := context.Background()
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
-		co, err := v.e.CheckOut(libCaller("a", ""), "s", 0)
+		co, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.e.CheckIn(libCaller("a", ""), "s", nil, false); err != nil {
+		if _, err := v.e.CheckIn(libCaller("a", ""), "s", CheckInRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		co2, err := v.e.CheckOut(libCaller("b", ""), "s", 0)
+		co2, err := v.e.CheckOut(libCaller("b", ""), "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -546,12 +546,12 @@ func TestCheckInDirectoryFailureKeepsAccountOut(t *testing.T) {
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
 		alice := libCaller("a", "")
-		co, err := v.e.CheckOut(alice, "s", 0)
+		co, err := v.e.CheckOut(alice, "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		v.dir.FailSetPassword(libSvcDN(0), errors.New("injected"))
-		in, err := v.e.CheckIn(alice, "s", nil, false)
+		in, err := v.e.CheckIn(alice, "s", CheckInRequest{})
 		if err == nil || len(in) != 0 {
 			t.Fatalf("check-in %v %v, want a failure", in, err)
 		}
@@ -562,14 +562,14 @@ func TestCheckInDirectoryFailureKeepsAccountOut(t *testing.T) {
 		if !v.binds(libSvcDN(0), co.Password) {
 			t.Fatal("borrower's password stopped working")
 		}
-		if _, err := v.e.CheckOut(libCaller("b", ""), "s", 0); !errors.Is(err, ErrNoAccountAvailable) {
+		if _, err := v.e.CheckOut(libCaller("b", ""), "s", CheckOutRequest{}); !errors.Is(err, ErrNoAccountAvailable) {
 			t.Fatalf("check-out during a failed check-in: %v", err)
 		}
-		if _, err := v.leases.Lookup(ctx, co.Lease.ID); err != nil {
+		if _, err := v.leases.Get(ctx, co.Lease.ID); err != nil {
 			t.Fatalf("lease gone after a failed check-in: %v", err)
 		}
 		v.dir.FailSetPassword(libSvcDN(0), nil)
-		in, err = v.e.CheckIn(alice, "s", nil, false)
+		in, err = v.e.CheckIn(alice, "s", CheckInRequest{})
 		if err != nil || !slices.Equal(in, []string{"svc0"}) {
 			t.Fatalf("retry %v %v", in, err)
 		}
@@ -593,7 +593,7 @@ func TestCheckInStoreFailureAfterDirectoryChange(t *testing.T) {
 		})
 		v.putSet(t, "s", "svc0")
 		alice := libCaller("a", "")
-		co, err := v.e.CheckOut(alice, "s", 0)
+		co, err := v.e.CheckOut(alice, "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -601,7 +601,7 @@ func TestCheckInStoreFailureAfterDirectoryChange(t *testing.T) {
 			fs.Fail(faultstore.OpPut, storePrefix("ldap")+prefixLibAcct, 1, errors.New("injected"))
 			return nil
 		})
-		if _, err := v.e.CheckIn(alice, "s", nil, false); err == nil {
+		if _, err := v.e.CheckIn(alice, "s", CheckInRequest{}); err == nil {
 			t.Fatal("check-in succeeded")
 		}
 		flaky.setAfter(nil)
@@ -610,7 +610,7 @@ func TestCheckInStoreFailureAfterDirectoryChange(t *testing.T) {
 		if a.New != dirPW || !a.CheckedOut {
 			t.Fatalf("record %+v: the directory's password %q is not written ahead", a, dirPW)
 		}
-		if _, err := v.e.CheckIn(alice, "s", nil, false); err != nil {
+		if _, err := v.e.CheckIn(alice, "s", CheckInRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		b := v.account(t, "s", "svc0")
@@ -627,7 +627,7 @@ func TestLeaseEndRetriedAfterDirectoryFailure(t *testing.T) {
 		ctx := context.Background()
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
-		co, err := v.e.CheckOut(libCaller("a", ""), "s", time.Minute)
+		co, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -637,7 +637,7 @@ func TestLeaseEndRetriedAfterDirectoryFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		v.dir.SetDown(false)
-		if st, _ := v.e.LibraryStatus(ctx, "s"); st["svc0"].Available {
+		if st, _ := v.e.GetLibraryStatus(ctx, "s"); st["svc0"].Available {
 			t.Fatal("available although its password did not change")
 		}
 		if !v.binds(libSvcDN(0), co.Password) {
@@ -647,7 +647,7 @@ func TestLeaseEndRetriedAfterDirectoryFailure(t *testing.T) {
 		if _, err := v.leases.Step(ctx, v.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := v.e.LibraryStatus(ctx, "s"); !st["svc0"].Available {
+		if st, _ := v.e.GetLibraryStatus(ctx, "s"); !st["svc0"].Available {
 			t.Fatal("retry did not check the account in")
 		}
 		if v.binds(libSvcDN(0), co.Password) {
@@ -667,11 +667,11 @@ func TestLibraryJoinFailureKeepsAccountUnavailable(t *testing.T) {
 		if err == nil {
 			t.Fatal("put succeeded")
 		}
-		st, _ := v.e.LibraryStatus(ctx, "s")
+		st, _ := v.e.GetLibraryStatus(ctx, "s")
 		if st["svc0"].Available || !st["svc1"].Available {
 			t.Fatalf("status %+v", st)
 		}
-		co, err := v.e.CheckOut(libCaller("a", ""), "s", 0)
+		co, err := v.e.CheckOut(libCaller("a", ""), "s", CheckOutRequest{})
 		if err != nil || co.ServiceAccountName != "svc1" {
 			t.Fatalf("check-out %q %v: want svc1, the only ready account", co.ServiceAccountName, err)
 		}
@@ -679,7 +679,7 @@ func TestLibraryJoinFailureKeepsAccountUnavailable(t *testing.T) {
 		if err := v.e.PutLibrarySet(ctx, "s", LibrarySetRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := v.e.LibraryStatus(ctx, "s"); !st["svc0"].Available {
+		if st, _ := v.e.GetLibraryStatus(ctx, "s"); !st["svc0"].Available {
 			t.Fatal("retry did not make svc0 available")
 		}
 		if a := v.account(t, "s", "svc0"); !v.binds(libSvcDN(0), a.Password) {
@@ -700,7 +700,7 @@ func TestCheckOutConcurrent(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 64 {
 			wg.Go(func() {
-				co, err := v.e.CheckOut(libCaller(string(rune('A'+i)), ""), "s", 0)
+				co, err := v.e.CheckOut(libCaller(string(rune('A'+i)), ""), "s", CheckOutRequest{})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -722,9 +722,9 @@ func TestCheckOutConcurrent(t *testing.T) {
 				t.Fatalf("%s checked out %d times", n, c)
 			}
 		}
-		leases, err := v.leases.List(context.Background(), "ldap/library/s/check-out/")
-		if err != nil || len(leases) != 10 {
-			t.Fatalf("%d leases (%v), want 10", len(leases), err)
+		leases, err := v.leases.List(context.Background(), "ldap/library/s/check-out/", keel.ListRequest{})
+		if err != nil || len(leases.Items) != 10 {
+			t.Fatalf("%d leases (%v), want 10", len(leases.Items), err)
 		}
 	})
 }
@@ -742,7 +742,7 @@ func TestCheckOutCheckInConcurrent(t *testing.T) {
 			wg.Go(func() {
 				ctx := libCaller(string(rune('a'+i)), "")
 				for range 20 {
-					co, err := v.e.CheckOut(ctx, "s", 0)
+					co, err := v.e.CheckOut(ctx, "s", CheckOutRequest{})
 					if errors.Is(err, ErrNoAccountAvailable) {
 						continue
 					}
@@ -763,7 +763,7 @@ func TestCheckOutCheckInConcurrent(t *testing.T) {
 					mu.Lock()
 					held[co.ServiceAccountName] = false
 					mu.Unlock()
-					if _, err := v.e.CheckIn(ctx, "s", []string{co.ServiceAccountName}, false); err != nil {
+					if _, err := v.e.CheckIn(ctx, "s", CheckInRequest{ServiceAccountNames: []string{co.ServiceAccountName}}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -771,7 +771,7 @@ func TestCheckOutCheckInConcurrent(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		st, _ := v.e.LibraryStatus(context.Background(), "s")
+		st, _ := v.e.GetLibraryStatus(context.Background(), "s")
 		for n, s := range st {
 			if !s.Available {
 				t.Fatalf("%s not available at the end", n)
@@ -797,12 +797,18 @@ func TestLibraryRights(t *testing.T) {
 			{"create ldap/library/t", func() error {
 				return v.e.PutLibrarySet(ctx, "t", LibrarySetRequest{ServiceAccountNames: []string{"svc9"}})
 			}},
-			{"read ldap/library/s", func() error { _, err := v.e.LibrarySet(ctx, "s"); return err }},
-			{"list ldap/library/", func() error { _, err := v.e.ListLibrarySets(ctx, ""); return err }},
-			{"read ldap/library/s/status", func() error { _, err := v.e.LibraryStatus(ctx, "s"); return err }},
-			{"update ldap/library/s/check-out", func() error { _, err := v.e.CheckOut(ctx, "s", 0); return err }},
-			{"update ldap/library/s/check-in", func() error { _, err := v.e.CheckIn(ctx, "s", nil, false); return err }},
-			{"update ldap/library/manage/s/check-in", func() error { _, err := v.e.CheckIn(ctx, "s", nil, true); return err }},
+			{"read ldap/library/s", func() error { _, err := v.e.GetLibrarySet(ctx, "s"); return err }},
+			{"list ldap/library/", func() error { _, err := listAll(ctx, v.e.ListLibrarySets, ""); return err }},
+			{"read ldap/library/s/status", func() error { _, err := v.e.GetLibraryStatus(ctx, "s"); return err }},
+			{"update ldap/library/s/check-out", func() error { _, err := v.e.CheckOut(ctx, "s", CheckOutRequest{}); return err }},
+			{"update ldap/library/s/check-in", func() error {
+				_, err := v.e.CheckIn(ctx, "s", CheckInRequest{})
+				return err
+			}},
+			{"update ldap/library/manage/s/check-in", func() error {
+				_, err := v.e.CheckIn(ctx, "s", CheckInRequest{Manage: true})
+				return err
+			}},
 			{"delete ldap/library/s", func() error { return v.e.DeleteLibrarySet(ctx, "s") }},
 		}
 		for _, op := range ops {
@@ -820,7 +826,7 @@ func TestLibraryRights(t *testing.T) {
 				auth.reset()
 			})
 		}
-		if st, _ := v.e.LibraryStatus(ctx, "s"); len(st) != 1 || !st["svc0"].Available {
+		if st, _ := v.e.GetLibraryStatus(ctx, "s"); len(st) != 1 || !st["svc0"].Available {
 			t.Fatalf("refused calls changed the set: %+v", st)
 		}
 	})
@@ -837,20 +843,20 @@ func TestLibraryRetriedTransactions(t *testing.T) {
 		fs.Rerun(true)
 		v.putSet(t, "s", "svc0", "svc1")
 		alice := libCaller("a", "")
-		co, err := v.e.CheckOut(alice, "s", 0)
+		co, err := v.e.CheckOut(alice, "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.leases.Lookup(ctx, co.Lease.ID); err != nil {
+		if _, err := v.leases.Get(ctx, co.Lease.ID); err != nil {
 			t.Fatalf("returned lease not stored: %v", err)
 		}
 		if a := v.account(t, "s", co.ServiceAccountName); a.LeaseID != co.Lease.ID || a.Password != co.Password {
 			t.Fatalf("record %+v does not match the check-out", a)
 		}
-		if ids, _ := v.leases.List(ctx, "ldap/library/s/check-out/"); len(ids) != 1 {
-			t.Fatalf("%d leases, want 1", len(ids))
+		if ids, _ := v.leases.List(ctx, "ldap/library/s/check-out/", keel.ListRequest{}); len(ids.Items) != 1 {
+			t.Fatalf("%d leases, want 1", len(ids.Items))
 		}
-		in, err := v.e.CheckIn(alice, "s", nil, false)
+		in, err := v.e.CheckIn(alice, "s", CheckInRequest{})
 		if err != nil || !slices.Equal(in, []string{co.ServiceAccountName}) {
 			t.Fatalf("check-in %v %v", in, err)
 		}
@@ -868,17 +874,17 @@ func TestCheckInPartialFailure(t *testing.T) {
 		v.putSet(t, "s", "svc0", "svc1")
 		alice := libCaller("a", "")
 		for range 2 {
-			if _, err := v.e.CheckOut(alice, "s", 0); err != nil {
+			if _, err := v.e.CheckOut(alice, "s", CheckOutRequest{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		v.dir.FailSetPassword(libSvcDN(1), errors.New("injected"))
-		in, err := v.e.CheckIn(alice, "s", []string{"svc0", "svc1"}, false)
+		in, err := v.e.CheckIn(alice, "s", CheckInRequest{ServiceAccountNames: []string{"svc0", "svc1"}})
 		wantKind(t, err, keel.KindUnavailable)
 		if !slices.Equal(in, []string{"svc0"}) {
 			t.Fatalf("checked in %v, want [svc0]", in)
 		}
-		st, _ := v.e.LibraryStatus(alice, "s")
+		st, _ := v.e.GetLibraryStatus(alice, "s")
 		if !st["svc0"].Available || st["svc1"].Available {
 			t.Fatalf("status %+v", st)
 		}

@@ -127,28 +127,63 @@ func checkNewName(kind nameKind, name string) error {
 	return nil
 }
 
-// listChildren lists what is directly under path among the names stored
-// under prefix, as Vault's LIST does: a name, or a folder ending in "/"
-// once for every deeper name. path is "" (the top) or a folder, with or
-// without its trailing "/". It needs list on resource+"/"+path.
-func (e *Engine) listChildren(ctx context.Context, resource, prefix, path string) ([]string, error) {
+// DefaultListLimit is the number of names in a page of ListStaticRoles,
+// ListDynamicRoles and ListLibrarySets when keel.ListRequest.Limit is 0
+// or less.
+const DefaultListLimit = 1000
+
+// listChildren returns one page of what is directly under path among the
+// names stored under prefix, as Vault's LIST does: a name, or a folder
+// ending in "/" once for every deeper name, in ascending byte order. path
+// is "" (the top) or a folder, with or without its trailing "/". The page
+// starts after r.Cursor, the last name of the page before, which need not
+// exist any more; Next is the last name given when more may follow. It
+// needs list on resource+"/"+path.
+func (e *Engine) listChildren(ctx context.Context, resource, prefix, path string, r keel.ListRequest) (keel.Page[string], error) {
 	path = strings.TrimSuffix(path, "/")
+	var v keel.Validation
 	if path != "" && !validName(path) {
-		return nil, invalid("Path", nameRule)
+		v.Add("Path", nameRule)
+	}
+	if !validCursor(r.Cursor) {
+		v.Add("Cursor", "must be empty or the Next of a page of this list")
+	}
+	if err := validation(&v); err != nil {
+		return keel.Page[string]{}, err
 	}
 	if path != "" {
 		path += "/"
 	}
 	if err := keel.Authorize(ctx, e.auth, keel.CapList, resource+"/"+path); err != nil {
-		return nil, err
+		return keel.Page[string]{}, err
 	}
-	names := []string{}
+	limit := r.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	var p keel.Page[string]
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		names = names[:0]
-		return storage.Children(tx, prefix+path, "", func(name string) error {
-			names = append(names, name)
+		p = keel.Page[string]{Items: make([]string, 0, min(limit, 64))}
+		return storage.Children(tx, prefix+path, r.Cursor, func(name string) error {
+			if len(p.Items) == limit {
+				p.Next = p.Items[limit-1]
+				return storage.StopScan
+			}
+			p.Items = append(p.Items, name)
 			return nil
 		})
 	})
-	return names, err
+	if err != nil {
+		return keel.Page[string]{}, err
+	}
+	return p, nil
+}
+
+// validCursor reports whether c can be the Next of a page of
+// listChildren: "", or one segment of a stored name, with a "/" after it
+// for a folder. Stored names of an earlier version may break today's rule
+// of names, so the segment is not checked further.
+func validCursor(c string) bool {
+	seg := strings.TrimSuffix(c, "/")
+	return c == "" || (seg != "" && len(seg) <= MaxNameLen && !strings.Contains(seg, "/"))
 }

@@ -36,21 +36,21 @@ func TestHierarchicalNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		for path, want := range map[string][]string{"": {"team/", "top"}, "team": {"app", "deep/"}, "team/": {"app", "deep/"}, "team/deep": {"app"}, "nothing": {}} {
-			got, err := v.e.ListStaticRoles(ctx, path)
+			got, err := listAll(ctx, v.e.ListStaticRoles, path)
 			if err != nil || !slices.Equal(got, want) {
 				t.Errorf("ListStaticRoles(%q) = %q, %v; want %q", path, got, err, want)
 			}
 		}
-		if _, err := v.e.ListStaticRoles(ctx, "a//b"); keel.KindOf(err) != keel.KindInvalid {
+		if _, err := listAll(ctx, v.e.ListStaticRoles, "a//b"); keel.KindOf(err) != keel.KindInvalid {
 			t.Errorf("list of a malformed path: %v", err)
 		}
-		if c, err := v.e.StaticCred(ctx, "team/deep/app"); err != nil || v.dir.Bind(ctx, Conn{}, "uid=carol,ou=users,dc=example,dc=org", c.Password) != nil {
+		if c, err := v.e.GetStaticCred(ctx, "team/deep/app"); err != nil || v.dir.Bind(ctx, Conn{}, "uid=carol,ou=users,dc=example,dc=org", c.Password) != nil {
 			t.Fatalf("static-cred of a hierarchical role: %v", err)
 		}
 		if err := v.e.DeleteStaticRole(ctx, "team/app"); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := v.e.ListStaticRoles(ctx, "team"); !slices.Equal(got, []string{"deep/"}) {
+		if got, _ := listAll(ctx, v.e.ListStaticRoles, "team"); !slices.Equal(got, []string{"deep/"}) {
 			t.Fatalf("after delete: %q", got)
 		}
 	})
@@ -66,15 +66,15 @@ func TestHierarchicalSetsKeepAccountsApart(t *testing.T) {
 		v.dir.Add("uid=c,"+libUsersDN, "pw2", "uid", "c")
 		v.putSet(t, "a", "b/c")
 		v.putSet(t, "a/b", "c")
-		co, err := v.e.CheckOut(libCaller("x", ""), "a/b", 0)
+		co, err := v.e.CheckOut(libCaller("x", ""), "a/b", CheckOutRequest{})
 		if err != nil || co.ServiceAccountName != "c" {
 			t.Fatalf("check-out of a/b: %+v, %v", co, err)
 		}
-		st, err := v.e.LibraryStatus(ctx, "a")
+		st, err := v.e.GetLibraryStatus(ctx, "a")
 		if err != nil || !st["b/c"].Available {
 			t.Fatalf("status of a after a check-out of a/b: %+v, %v", st, err)
 		}
-		if got, _ := v.e.ListLibrarySets(ctx, ""); !slices.Equal(got, []string{"a", "a/"}) {
+		if got, _ := listAll(ctx, v.e.ListLibrarySets, ""); !slices.Equal(got, []string{"a", "a/"}) {
 			t.Fatalf("sets %q", got)
 		}
 	})
@@ -110,7 +110,7 @@ func TestNamesThatShadowARoute(t *testing.T) {
 		roles := []string{"manage/lib1", "manage/check-in", "a/check-in", "a/status", "a/check-out"}
 		v := newLibEnv(t, open, 1+len(kept)+len(roles), libOptions{})
 		v.putSet(t, "lib1", libSvcName(0))
-		co, err := v.e.CheckOut(libCaller("tok-a", ""), "lib1", 0)
+		co, err := v.e.CheckOut(libCaller("tok-a", ""), "lib1", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestNamesThatShadowARoute(t *testing.T) {
 			if after := storeDump(t, v.store); !maps.Equal(before, after) {
 				t.Errorf("set %q: the refused write changed the store", name)
 			}
-			if _, err := v.e.LibrarySet(ctx, name); keel.KindOf(err) != keel.KindNotFound {
+			if _, err := v.e.GetLibrarySet(ctx, name); keel.KindOf(err) != keel.KindNotFound {
 				t.Errorf("read of set %q: %v, want not found", name, err)
 			}
 		}
@@ -136,10 +136,10 @@ func TestNamesThatShadowARoute(t *testing.T) {
 
 		// The borrower check-in of "manage/lib1" finds nothing; the forced
 		// check-in of "lib1" takes back the account of "lib1".
-		if _, err := v.e.CheckIn(libCaller("tok-a", ""), "manage/lib1", nil, false); keel.KindOf(err) != keel.KindNotFound {
+		if _, err := v.e.CheckIn(libCaller("tok-a", ""), "manage/lib1", CheckInRequest{}); keel.KindOf(err) != keel.KindNotFound {
 			t.Errorf("check-in of set manage/lib1: %v, want not found", err)
 		}
-		if done, err := v.e.CheckIn(ctx, "lib1", nil, true); err != nil || !slices.Equal(done, []string{co.ServiceAccountName}) {
+		if done, err := v.e.CheckIn(ctx, "lib1", CheckInRequest{Manage: true}); err != nil || !slices.Equal(done, []string{co.ServiceAccountName}) {
 			t.Fatalf("forced check-in of lib1: %q, %v", done, err)
 		}
 
@@ -147,7 +147,7 @@ func TestNamesThatShadowARoute(t *testing.T) {
 		v.putSet(t, "alice-set", "alice")
 		for i, name := range kept {
 			v.putSet(t, name, libSvcName(1+i))
-			if s, err := v.e.LibrarySet(ctx, name); err != nil || !slices.Equal(s.ServiceAccountNames, []string{libSvcName(1 + i)}) {
+			if s, err := v.e.GetLibrarySet(ctx, name); err != nil || !slices.Equal(s.ServiceAccountNames, []string{libSvcName(1 + i)}) {
 				t.Errorf("set %q: %+v, %v", name, s, err)
 			}
 		}
@@ -156,14 +156,14 @@ func TestNamesThatShadowARoute(t *testing.T) {
 			if err := v.e.PutStaticRole(ctx, name, StaticRoleRequest{Username: libSvcName(n), DN: libSvcDN(n), RotationPeriod: time.Hour}); err != nil {
 				t.Errorf("static role %q: %v", name, err)
 			}
-			if c, err := v.e.StaticCred(ctx, name); err != nil || c.Username != libSvcName(n) {
+			if c, err := v.e.GetStaticCred(ctx, name); err != nil || c.Username != libSvcName(n) {
 				t.Errorf("static-cred of %q: %+v, %v", name, c, err)
 			}
 			r := DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF)}
 			if err := v.e.PutDynamicRole(ctx, name, r); err != nil {
 				t.Errorf("dynamic role %q: %v", name, err)
 			}
-			if _, err := v.e.DynamicRole(ctx, name); err != nil {
+			if _, err := v.e.GetDynamicRole(ctx, name); err != nil {
 				t.Errorf("read of dynamic role %q: %v", name, err)
 			}
 		}

@@ -84,7 +84,7 @@ func startOutage(t *testing.T) *outage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.WriteConfig(context.Background(), Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: px.URL(),
+	if err := e.PutConfig(context.Background(), Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: px.URL(),
 		UserDN: slapdtest.UsersDN, UserAttr: "uid", ConnectionTimeout: outConnTimeout, RequestTimeout: outReqTimeout}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func (o *outage) putRole(t *testing.T, name, username string, period time.Durati
 	if err := o.e.PutStaticRole(ctx, name, StaticRoleRequest{Username: username, RotationPeriod: period}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := o.e.StaticCred(ctx, name)
+	c, err := o.e.GetStaticCred(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func (o *outage) putRole(t *testing.T, name, username string, period time.Durati
 // staticBinds returns nil when static-cred of name gives a password that
 // binds.
 func (o *outage) staticBinds(name string) error {
-	c, err := o.e.StaticCred(context.Background(), name)
+	c, err := o.e.GetStaticCred(context.Background(), name)
 	if err != nil {
 		return fmt.Errorf("static-cred %q: %w", name, err)
 	}
@@ -143,7 +143,7 @@ func (o *outage) staticBinds(name string) error {
 // returns whether static-cred answered with an error.
 func (o *outage) noDeadPassword(t *testing.T, name string) bool {
 	t.Helper()
-	c, err := o.e.StaticCred(context.Background(), name)
+	c, err := o.e.GetStaticCred(context.Background(), name)
 	if err != nil {
 		t.Logf("static-cred during an unknown outcome: %v", err)
 		if k := keel.KindOf(err); k != keel.KindUnavailable {
@@ -227,16 +227,16 @@ func (o *outage) accountSettled(set, n string) error {
 // password binds; every account it took is checked in again.
 func (o *outage) checkOutAgain(t *testing.T, caller context.Context, set, n string) {
 	t.Helper()
-	st, err := o.e.LibraryStatus(caller, set)
+	st, err := o.e.GetLibraryStatus(caller, set)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !st[n].Available {
-		if _, err := o.e.CheckIn(caller, set, []string{n}, false); err != nil {
+		if _, err := o.e.CheckIn(caller, set, CheckInRequest{ServiceAccountNames: []string{n}}); err != nil {
 			t.Fatalf("check-in of %q after recovery: %v", n, err)
 		}
 	}
-	co, err := o.e.CheckOut(caller, set, 0)
+	co, err := o.e.CheckOut(caller, set, CheckOutRequest{})
 	if err != nil {
 		t.Fatalf("check-out of %q after recovery: %v", set, err)
 	}
@@ -246,7 +246,7 @@ func (o *outage) checkOutAgain(t *testing.T, caller context.Context, set, n stri
 	if err := o.bind(o.accountDN(t, set, n), co.Password); err != nil {
 		t.Fatalf("the checked-out password of %q does not bind: %v", n, err)
 	}
-	if _, err := o.e.CheckIn(caller, set, []string{n}, false); err != nil {
+	if _, err := o.e.CheckIn(caller, set, CheckInRequest{ServiceAccountNames: []string{n}}); err != nil {
 		t.Fatalf("check-in after recovery: %v", err)
 	}
 }
@@ -272,7 +272,7 @@ func (o *outage) checkOutOnly(t *testing.T, caller context.Context, set, n strin
 	if err := o.e.PutLibrarySet(caller, set, LibrarySetRequest{ServiceAccountNames: []string{n}}); err != nil {
 		t.Fatal(err)
 	}
-	co, err := o.e.CheckOut(caller, set, 0)
+	co, err := o.e.CheckOut(caller, set, CheckOutRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func (o *outage) putDynRole(t *testing.T) {
 
 // issue issues a dynamic credential of role and remembers it.
 func (o *outage) issue(ctx context.Context, role string) (DynamicCred, error) {
-	c, err := o.e.Creds(ctx, role)
+	c, err := o.e.CreateDynamicCred(ctx, role)
 	if err == nil {
 		o.mu.Lock()
 		o.creds[c.Lease.ID] = c
@@ -314,7 +314,7 @@ func (o *outage) issue(ctx context.Context, role string) (DynamicCred, error) {
 func (o *outage) consistent() error {
 	ctx := context.Background()
 	var errs []error
-	roles, err := o.e.ListStaticRoles(ctx, "")
+	roles, err := listAll(ctx, o.e.ListStaticRoles, "")
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (o *outage) consistent() error {
 	if err := o.bind(cfg.BindDN, cfg.BindPass); err != nil {
 		errs = append(errs, fmt.Errorf("the stored bind password does not bind: %w", err))
 	}
-	sets, err := o.e.ListLibrarySets(ctx, "")
+	sets, err := listAll(ctx, o.e.ListLibrarySets, "")
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (o *outage) consistent() error {
 }
 
 func (o *outage) setConsistent(ctx context.Context, set string) error {
-	rec, err := o.e.LibrarySet(ctx, set)
+	rec, err := o.e.GetLibrarySet(ctx, set)
 	if err != nil {
 		return err
 	}
@@ -358,18 +358,18 @@ func (o *outage) setConsistent(ctx context.Context, set string) error {
 		errs = append(errs, o.accountSettled(set, n))
 		if a.CheckedOut {
 			held[a.LeaseID] = n
-			if _, err := o.leases.Lookup(ctx, a.LeaseID); err != nil {
+			if _, err := o.leases.Get(ctx, a.LeaseID); err != nil {
 				errs = append(errs, fmt.Errorf("account %q of %q is checked out under a lost lease: %w", n, set, err))
 			}
 		}
 	}
 	prefix := o.e.resource("library", set, "check-out") + "/"
-	ids, err := o.leases.List(ctx, prefix)
+	ids, err := o.leases.List(ctx, prefix, keel.ListRequest{})
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		l, err := o.leases.Lookup(ctx, prefix+id)
+	for _, id := range ids.Items {
+		l, err := o.leases.Get(ctx, prefix+id)
 		if keel.KindOf(err) == keel.KindNotFound {
 			continue // expired, its revocation queued
 		}
@@ -387,19 +387,19 @@ func (o *outage) setConsistent(ctx context.Context, set string) error {
 
 func (o *outage) dynamicConsistent(ctx context.Context) error {
 	var errs []error
-	roles, err := o.e.ListDynamicRoles(ctx, "")
+	roles, err := listAll(ctx, o.e.ListDynamicRoles, "")
 	if err != nil {
 		return err
 	}
 	live := map[string]bool{} // lowercased dn of a live lease's account
 	for _, role := range roles {
 		prefix := o.e.resource("creds", role) + "/"
-		ids, err := o.leases.List(ctx, prefix)
+		ids, err := o.leases.List(ctx, prefix, keel.ListRequest{})
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
-			l, err := o.leases.Lookup(ctx, prefix+id)
+		for _, id := range ids.Items {
+			l, err := o.leases.Get(ctx, prefix+id)
 			if keel.KindOf(err) == keel.KindNotFound {
 				continue // expired or revoked, its revocation queued
 			}
@@ -416,7 +416,7 @@ func (o *outage) dynamicConsistent(ctx context.Context) error {
 			c, known := o.creds[l.ID]
 			o.mu.Unlock()
 			if !known {
-				errs = append(errs, fmt.Errorf("lease %q of %q: issued by no Creds call that answered", l.ID, d.Username))
+				errs = append(errs, fmt.Errorf("lease %q of %q: issued by no CreateDynamicCred call that answered", l.ID, d.Username))
 				continue
 			}
 			if err := o.bind(d.DNs[0], c.Password); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine/internal/slapdtest"
 )
 
@@ -67,14 +68,14 @@ func TestOutageScheduledRotationSlapdFrozen(t *testing.T) {
 	o := startOutage(t)
 	ctx := context.Background()
 	o.putRole(t, "alice", "alice", MinRotationPeriod)
-	r, err := o.e.StaticRole(ctx, "alice")
+	r, err := o.e.GetStaticRole(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The first scheduled rotation, on a healthy slapd (a worker that
 	// stalls after it is caught below).
 	eventually(t, MinRotationPeriod+outBound, "the first scheduled rotation", func() error {
-		r2, err := o.e.StaticRole(ctx, "alice")
+		r2, err := o.e.GetStaticRole(ctx, "alice")
 		if err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func TestOutageScheduledRotationSlapdFrozen(t *testing.T) {
 	sleepUntil(due.Add(2500 * time.Millisecond))
 	o.srv.Resume()
 	eventually(t, outBound, "the role rotated after slapd answers again", func() error {
-		r, err := o.e.StaticRole(ctx, "alice")
+		r, err := o.e.GetStaticRole(ctx, "alice")
 		if err != nil {
 			return err
 		}
@@ -129,14 +130,14 @@ func TestOutageRotateRootReplyDropped(t *testing.T) {
 		}
 		return o.bind(cfg.BindDN, cfg.BindPass)
 	})
-	before, err := o.e.StaticCred(ctx, "alice")
+	before, err := o.e.GetStaticCred(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := o.e.RotateRole(ctx, "alice"); err != nil {
 		t.Fatalf("rotate-role after the root outage: %v", err)
 	}
-	after, err := o.e.StaticCred(ctx, "alice")
+	after, err := o.e.GetStaticCred(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestOutageCheckInReplyDropped(t *testing.T) {
 	co := o.checkOutOnly(t, caller, "team", "alice")
 	dropped := o.px.Dropped()
 	o.px.DropRepliesAfter(1)
-	if _, err := o.e.CheckIn(caller, "team", nil, false); err == nil {
+	if _, err := o.e.CheckIn(caller, "team", CheckInRequest{}); err == nil {
 		t.Fatal("check-in succeeded while the directory's reply was dropped")
 	} else {
 		t.Logf("check-in failed: %v", err)
@@ -180,7 +181,7 @@ func TestOutageCheckInSlapdFrozen(t *testing.T) {
 	caller := libCaller("tok", "ent")
 	o.checkOutOnly(t, caller, "team", "bob")
 	o.srv.Pause()
-	_, err := o.e.CheckIn(caller, "team", nil, false)
+	_, err := o.e.CheckIn(caller, "team", CheckInRequest{})
 	if err == nil {
 		o.srv.Resume()
 		t.Fatal("check-in succeeded while slapd was frozen")
@@ -205,7 +206,7 @@ func TestOutageLeaseEndSlapdFrozen(t *testing.T) {
 	if err := o.e.PutLibrarySet(ctx, "team", LibrarySetRequest{ServiceAccountNames: []string{"bob"}}); err != nil {
 		t.Fatal(err)
 	}
-	co, err := o.e.CheckOut(caller, "team", 2*time.Second)
+	co, err := o.e.CheckOut(caller, "team", CheckOutRequest{TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,21 +219,21 @@ func TestOutageLeaseEndSlapdFrozen(t *testing.T) {
 		if err := o.accountSettled("team", "bob"); err != nil {
 			return err
 		}
-		st, err := o.e.LibraryStatus(ctx, "team")
+		st, err := o.e.GetLibraryStatus(ctx, "team")
 		if err != nil {
 			return err
 		}
 		if !st["bob"].Available {
 			return fmt.Errorf("bob is not available: %+v", st["bob"])
 		}
-		if _, err := o.leases.Lookup(ctx, co.Lease.ID); err == nil {
+		if _, err := o.leases.Get(ctx, co.Lease.ID); err == nil {
 			return fmt.Errorf("lease %q still lives", co.Lease.ID)
 		}
-		ids, err := o.leases.List(ctx, co.Lease.Path)
+		ids, err := o.leases.List(ctx, co.Lease.Path, keel.ListRequest{})
 		if err != nil {
 			return err
 		}
-		if len(ids) != 0 {
+		if len(ids.Items) != 0 {
 			return fmt.Errorf("leases still listed: %v", ids)
 		}
 		return nil
@@ -301,11 +302,11 @@ func TestOutageRevocationSlapdFrozen(t *testing.T) {
 			if ok, err := o.entryExists(c.DistinguishedNames[0]); err != nil || ok {
 				return fmt.Errorf("account %q still exists (%v)", c.Username, err)
 			}
-			ids, err := o.leases.List(ctx, c.Lease.Path)
+			ids, err := o.leases.List(ctx, c.Lease.Path, keel.ListRequest{})
 			if err != nil {
 				return err
 			}
-			for _, id := range ids {
+			for _, id := range ids.Items {
 				if c.Lease.Path+"/"+id == c.Lease.ID {
 					return fmt.Errorf("lease %q still listed", c.Lease.ID)
 				}
@@ -359,7 +360,7 @@ func TestOutageSlapdKilledCheckIn(t *testing.T) {
 	caller := libCaller("tok", "ent")
 	o.checkOutOnly(t, caller, "team", "bob")
 	o.killDuring(t, "check-in", func() error {
-		_, err := o.e.CheckIn(caller, "team", nil, false)
+		_, err := o.e.CheckIn(caller, "team", CheckInRequest{})
 		return err
 	})
 	eventually(t, outBound, "the account's stored password binds after the restart", func() error { return o.accountSettled("team", "bob") })

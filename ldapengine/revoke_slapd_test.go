@@ -42,7 +42,7 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)
-	if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: s.srv.URL,
+	if err := e.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: s.srv.URL,
 		UserDN: slapdtest.UsersDN, UserAttr: "uid", ConnectionTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 	}
 	issue := func(caller string) (DynamicCred, string) {
 		t.Helper()
-		c, err := e.Creds(asCaller(caller), "typo")
+		c, err := e.CreateDynamicCred(asCaller(caller), "typo")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 		if err := (LDAP{}).Bind(ctx, conn, dn, c.Password); err != nil {
 			t.Fatalf("the account %s no longer binds, yet the revocation failed: %v", dn, err)
 		}
-		l, err := lm.Lookup(ctx, c.Lease.ID)
+		l, err := lm.Get(ctx, c.Lease.ID)
 		if err != nil {
 			t.Fatalf("the lease is gone after a failed revocation: %v", err)
 		}
@@ -139,7 +139,7 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 	if _, err := lm.Step(ctx, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lm.Lookup(ctx, alice.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := lm.Get(ctx, alice.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("alice's lease after the retry that followed the fix: %v, want not found", err)
 	}
 	if s.entry(t, aliceDN) != nil {
@@ -154,14 +154,14 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 	if err := lm.Revoke(ctx, bob.Lease.ID, true); err != nil {
 		t.Fatalf("revoke of bob's lease after the fix: %v", err)
 	}
-	if _, err := lm.Lookup(ctx, bob.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := lm.Get(ctx, bob.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("bob's lease after the revocation: %v, want not found", err)
 	}
 	if s.entry(t, bobDN) != nil || member(bobDN) {
 		t.Fatal("bob's account or membership survived the revocation after the fix")
 	}
 	wantKind(t, LDAP{}.Bind(ctx, conn, bobDN, bob.Password), keel.KindUnauthenticated)
-	if ids, err := lm.List(ctx, "ldap/creds/typo/"); err != nil || len(ids) != 0 {
+	if ids, err := lm.List(ctx, "ldap/creds/typo/", keel.ListRequest{}); err != nil || len(ids.Items) != 0 {
 		t.Fatalf("leases left: %v, %v", ids, err)
 	}
 }

@@ -20,7 +20,7 @@ func TestRevocationThatLeavesTheAccountFails(t *testing.T) {
 		v := newDynEnv(t, open, FlavorLDAP, nil)
 		wrong := strings.Replace(testDeletionLDIF, "dn: uid={{.Username}},ou=users", "dn: uid={{.Username}}-typo,ou=users", 1)
 		v.putTestRole(t, "app", func(r *DynamicRoleRequest) { r.DeletionLDIF = &wrong })
-		c, err := v.e.Creds(asCaller("alice"), "app")
+		c, err := v.e.CreateDynamicCred(asCaller("alice"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func TestRevocationThatLeavesTheAccountFails(t *testing.T) {
 		if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != "DeletionLDIF" || !strings.Contains(fe[0].Rule, userDN(c.Username)) {
 			t.Fatalf("revoke with a deletion LDIF that misses the account: %v", err)
 		}
-		l, err := v.leases.Lookup(ctx, c.Lease.ID)
+		l, err := v.leases.Get(ctx, c.Lease.ID)
 		if err != nil || l.Attempts != 1 || !strings.Contains(l.LastError, "left the entry") {
 			t.Fatalf("the lease after the failed revocation: %+v, %v", l, err)
 		}
@@ -43,12 +43,12 @@ func TestRevocationThatLeavesTheAccountFails(t *testing.T) {
 		if slices.Contains(v.dir.DNs(), userDN(c.Username)) {
 			t.Fatal("the account survived the revocation after the fix")
 		}
-		if _, err := v.leases.Lookup(ctx, c.Lease.ID); keel.KindOf(err) != keel.KindNotFound {
+		if _, err := v.leases.Get(ctx, c.Lease.ID); keel.KindOf(err) != keel.KindNotFound {
 			t.Fatalf("the lease after the revocation: %v", err)
 		}
 		// Idempotent: the engine's revocation of an account already gone
 		// succeeds again.
-		c2, err := v.e.Creds(asCaller("bob"), "app")
+		c2, err := v.e.CreateDynamicCred(asCaller("bob"), "app")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestScheduleOverAThousandPeriods(t *testing.T) {
 		outFrom := t0.Add(horizon*2/5 + 17*time.Second) // 400m17s of a thousand
 		outTo := outFrom.Add(outage)
 		// lastRotations reads the last rotation of every role in one View
-		// (one request on etcd, where StaticRole is two per role).
+		// (one request on etcd, where GetStaticRole is two per role).
 		lastRotations := func() map[string]time.Time {
 			t.Helper()
 			last := map[string]time.Time{}
@@ -99,7 +99,7 @@ func TestScheduleOverAThousandPeriods(t *testing.T) {
 		}
 		for i := range roles {
 			l := rotations[i]
-			if r, err := v.e.StaticRole(ctx, fmt.Sprintf("r%d", i)); err != nil || !r.LastRotation.Equal(l[len(l)-1]) {
+			if r, err := v.e.GetStaticRole(ctx, fmt.Sprintf("r%d", i)); err != nil || !r.LastRotation.Equal(l[len(l)-1]) {
 				t.Fatalf("role r%d: last rotation %v (%v), the records' %v", i, r.LastRotation, err, l[len(l)-1])
 			}
 			for j := 1; j < len(l); j++ {
@@ -140,12 +140,12 @@ func TestLostReplySettledByTheWorker(t *testing.T) {
 		v.dir.LoseReplies(aliceDN, true)
 		err := v.e.RotateRole(ctx, "alice")
 		wantKind(t, err, keel.KindUnavailable)
-		_, err = v.e.StaticCred(ctx, "alice")
+		_, err = v.e.GetStaticCred(ctx, "alice")
 		wantKind(t, err, keel.KindUnavailable)
 		if d, ok := keel.RetryAfterOf(err); !ok || d < time.Second || d > DefaultRetryInterval {
 			t.Fatalf("static-cred during an unknown outcome: retry after %v (%v)", d, ok)
 		}
-		r, _ := v.e.StaticRole(ctx, "alice")
+		r, _ := v.e.GetStaticRole(ctx, "alice")
 		if !r.Pending || r.Failures != 1 || r.LastError == "" || r.NextRotation.After(v.clock.Now().Add(time.Second)) {
 			t.Fatalf("role after a lost reply: %+v", r)
 		}
@@ -158,14 +158,14 @@ func TestLostReplySettledByTheWorker(t *testing.T) {
 		if v.dir.Changes() != changes {
 			t.Fatal("the worker changed the password again instead of adopting the one the directory holds")
 		}
-		c, err := v.e.StaticCred(ctx, "alice")
+		c, err := v.e.GetStaticCred(ctx, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := v.dir.Bind(ctx, Conn{}, aliceDN, c.Password); err != nil {
 			t.Fatalf("settled password does not bind: %v", err)
 		}
-		if r, _ := v.e.StaticRole(ctx, "alice"); r.Pending || r.Failures != 0 || r.LastError != "" || !r.NextRotation.Equal(v.clock.Now().Add(time.Hour)) {
+		if r, _ := v.e.GetStaticRole(ctx, "alice"); r.Pending || r.Failures != 0 || r.LastError != "" || !r.NextRotation.Equal(v.clock.Now().Add(time.Hour)) {
 			t.Fatalf("role after settling: %+v", r)
 		}
 	})
@@ -183,17 +183,17 @@ func TestUnsentChangeKeepsThePassword(t *testing.T) {
 		if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := v.e.StaticCred(ctx, "alice")
+		before, _ := v.e.GetStaticCred(ctx, "alice")
 		v.dir.SetDown(true)
 		err := v.e.RotateRole(ctx, "alice")
 		if !errors.Is(err, ErrNotApplied) {
 			t.Fatalf("rotation with the directory down: %v, want ErrNotApplied", err)
 		}
-		c, err := v.e.StaticCred(ctx, "alice")
+		c, err := v.e.GetStaticCred(ctx, "alice")
 		if err != nil || c.Password != before.Password {
 			t.Fatalf("static-cred after an unsent change: %v, %v", c.Password, err)
 		}
-		r, _ := v.e.StaticRole(ctx, "alice")
+		r, _ := v.e.GetStaticRole(ctx, "alice")
 		if r.Pending || r.Failures != 1 || r.LastError == "" {
 			t.Fatalf("role after an unsent change: %+v", r)
 		}
@@ -204,7 +204,7 @@ func TestUnsentChangeKeepsThePassword(t *testing.T) {
 			if _, err := v.e.Step(ctx, v.clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			r, _ = v.e.StaticRole(ctx, "alice")
+			r, _ = v.e.GetStaticRole(ctx, "alice")
 			delays = append(delays, r.NextRotation.Sub(v.clock.Now()))
 		}
 		for i, d := range delays {
@@ -220,7 +220,7 @@ func TestUnsentChangeKeepsThePassword(t *testing.T) {
 		if _, err := v.e.Step(ctx, v.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		c, _ = v.e.StaticCred(ctx, "alice")
+		c, _ = v.e.GetStaticCred(ctx, "alice")
 		if c.Password == before.Password || v.dir.Bind(ctx, Conn{}, aliceDN, c.Password) != nil {
 			t.Fatal("not rotated after the outage")
 		}
@@ -244,12 +244,12 @@ func TestFailedRotateRoleWakesTheWorker(t *testing.T) {
 		if err := v.e.RotateRole(ctx, "alice"); err == nil {
 			t.Fatal("rotation with a lost reply succeeded")
 		}
-		r, _ := v.e.StaticRole(ctx, "alice")
+		r, _ := v.e.GetStaticRole(ctx, "alice")
 		waitFor(t, "the worker plans the retry", func() bool { return v.e.worker.Planned().Equal(r.NextRotation) })
 		v.dir.LoseReplies(aliceDN, false)
 		v.clock.Set(r.NextRotation)
 		waitFor(t, "static-cred answers again", func() bool {
-			c, err := v.e.StaticCred(ctx, "alice")
+			c, err := v.e.GetStaticCred(ctx, "alice")
 			return err == nil && v.dir.Bind(ctx, Conn{}, aliceDN, c.Password) == nil
 		})
 	})
@@ -296,15 +296,15 @@ func TestLibraryCheckInSettledByTheWorker(t *testing.T) {
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
 		alice := libCaller("a", "")
-		co, err := v.e.CheckOut(alice, "s", 0)
+		co, err := v.e.CheckOut(alice, "s", CheckOutRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		v.dir.LoseReplies(libSvcDN(0), true)
-		if _, err := v.e.CheckIn(alice, "s", nil, false); err == nil {
+		if _, err := v.e.CheckIn(alice, "s", CheckInRequest{}); err == nil {
 			t.Fatal("check-in with a lost reply succeeded")
 		}
-		if _, err := v.e.CheckOut(libCaller("b", ""), "s", 0); !errors.Is(err, ErrNoAccountAvailable) {
+		if _, err := v.e.CheckOut(libCaller("b", ""), "s", CheckOutRequest{}); !errors.Is(err, ErrNoAccountAvailable) {
 			t.Fatalf("check-out of an account whose password is unknown: %v", err)
 		}
 		v.dir.LoseReplies(libSvcDN(0), false)
@@ -316,16 +316,16 @@ func TestLibraryCheckInSettledByTheWorker(t *testing.T) {
 		if !a.available() || !v.binds(libSvcDN(0), a.Password) {
 			t.Fatalf("account after settling: %+v", a)
 		}
-		if _, err := v.leases.Lookup(ctx, co.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := v.leases.Get(ctx, co.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("the check-out's lease after the check-in: %v", err)
 		}
 		// A check-in that certainly changed nothing leaves the account with
 		// its borrower, and nothing to settle.
-		if _, err := v.e.CheckOut(alice, "s", 0); err != nil {
+		if _, err := v.e.CheckOut(alice, "s", CheckOutRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		v.dir.SetDown(true)
-		if _, err := v.e.CheckIn(alice, "s", nil, false); !errors.Is(err, ErrNotApplied) {
+		if _, err := v.e.CheckIn(alice, "s", CheckInRequest{}); !errors.Is(err, ErrNotApplied) {
 			t.Fatalf("check-in with the directory down: %v", err)
 		}
 		if a := v.account(t, "s", "svc0"); !a.CheckedOut || a.New != "" {
@@ -351,13 +351,13 @@ func TestFailedCheckInWakesTheWorker(t *testing.T) {
 		v := newLibEnv(t, open, 1, libOptions{})
 		v.putSet(t, "s", "svc0")
 		alice := libCaller("a", "")
-		if _, err := v.e.CheckOut(alice, "s", 0); err != nil {
+		if _, err := v.e.CheckOut(alice, "s", CheckOutRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		v.e.Start()
 		waitFor(t, "the worker sleeps with nothing planned", func() bool { return v.e.worker.Running() && v.e.worker.Planned().IsZero() })
 		v.dir.LoseReplies(libSvcDN(0), true)
-		if _, err := v.e.CheckIn(alice, "s", nil, false); err == nil {
+		if _, err := v.e.CheckIn(alice, "s", CheckInRequest{}); err == nil {
 			t.Fatal("check-in with a lost reply succeeded")
 		}
 		v.dir.LoseReplies(libSvcDN(0), false)

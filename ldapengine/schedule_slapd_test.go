@@ -31,14 +31,14 @@ func TestRotationEveryFiveSecondsAcrossARestart(t *testing.T) {
 	watch := func(e *Engine, phase string) {
 		seen := map[string]bool{}
 		for end := time.Now().Add(11 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			c, err := e.StaticCred(ctx, "alice")
+			c, err := e.GetStaticCred(ctx, "alice")
 			if err != nil || seen[c.Password] {
 				continue // a change under way; or no news
 			}
 			if err := (LDAP{}).Bind(ctx, Conn{URLs: []string{srv.URL}}, slapdtest.AliceDN, c.Password); err != nil {
 				// A later rotation may have replaced it meanwhile: only
 				// the current one must bind.
-				if now, _ := e.StaticCred(ctx, "alice"); now.Password == c.Password {
+				if now, _ := e.GetStaticCred(ctx, "alice"); now.Password == c.Password {
 					t.Fatalf("%s: the password static-cred gives does not bind: %v", phase, err)
 				}
 				continue
@@ -50,7 +50,7 @@ func TestRotationEveryFiveSecondsAcrossARestart(t *testing.T) {
 		}
 	}
 	e := open()
-	if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL, RequestTimeout: 2 * time.Second}); err != nil {
+	if err := e.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL, RequestTimeout: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: slapdtest.AliceDN, RotationPeriod: MinRotationPeriod}); err != nil {

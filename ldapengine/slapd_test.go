@@ -22,7 +22,7 @@ func TestSlapd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: "ldap://127.0.0.1:1," + srv.URL,
+	if err := e.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: "ldap://127.0.0.1:1," + srv.URL,
 		UserDN: slapdtest.UsersDN, UserAttr: "uid", ConnectionTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSlapd(t *testing.T) {
 		if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", RotationPeriod: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := e.StaticCred(ctx, "alice")
+		c, err := e.GetStaticCred(ctx, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,12 +56,12 @@ func TestSlapd(t *testing.T) {
 		wantKind(t, LDAP{}.Bind(ctx, conn, slapdtest.AliceDN, slapdtest.AlicePW), keel.KindUnauthenticated)
 	})
 	t.Run("scheduled rotation", func(t *testing.T) {
-		before, _ := e.StaticCred(ctx, "alice")
+		before, _ := e.GetStaticCred(ctx, "alice")
 		clock.Advance(time.Minute)
 		if _, err := e.Step(ctx, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		c, _ := e.StaticCred(ctx, "alice")
+		c, _ := e.GetStaticCred(ctx, "alice")
 		if c.Password == before.Password || c.LastPassword != before.Password {
 			t.Fatal("not rotated")
 		}
@@ -74,7 +74,7 @@ func TestSlapd(t *testing.T) {
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "DN" {
 			t.Fatalf("error %v, want one problem on DN", err)
 		}
-		if _, err := e.StaticRole(ctx, "ghost"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.GetStaticRole(ctx, "ghost"); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("refused role stored: %v", err)
 		}
 	})
@@ -83,7 +83,7 @@ func TestSlapd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := other.WriteConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: "wrong", URL: srv.URL, RequestTimeout: 5 * time.Second}); err != nil {
+		if err := other.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: "wrong", URL: srv.URL, RequestTimeout: 5 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		err = other.RotateRoot(ctx)
@@ -104,7 +104,7 @@ func TestSlapd(t *testing.T) {
 		if _, err := e.Step(ctx, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		c, _ := e.StaticCred(ctx, "bob")
+		c, _ := e.GetStaticCred(ctx, "bob")
 		if err := (LDAP{}).Bind(ctx, conn, slapdtest.BobDN, c.Password); err != nil {
 			t.Fatalf("stored password does not bind after recovery: %v", err)
 		}

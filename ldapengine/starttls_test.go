@@ -27,7 +27,7 @@ func TestSlapdStartTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.URL, c.BindDN, c.StartTLS = srv.URL, slapdtest.BindDN, true
-		if err := e.WriteConfig(ctx, c); err != nil {
+		if err := e.PutConfig(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		return e

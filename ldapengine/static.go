@@ -12,18 +12,20 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// StaticRoleRequest creates or updates a static role
-// ({mount}/static-role/:name).
+// StaticRoleRequest creates or updates a static role (PutStaticRole): a
+// directory entry whose password the engine rotates every RotationPeriod.
 type StaticRoleRequest struct {
 	// Username is the login name of the entry: required, and equal to
 	// the stored one on update (or empty there: kept).
 	Username string
-	// DN is the entry's distinguished name: required in openldap; in
-	// ldap optional (the entry is then searched under Config.UserDN by
-	// Config.UserAttr) and preferred to the search. It cannot change.
+	// DN is the entry's distinguished name: required in FlavorOpenLDAP;
+	// in FlavorLDAP optional (the entry is then searched under
+	// Config.UserDN by Config.UserAttr) and preferred to the search. It
+	// cannot change.
 	DN string
-	// RotationPeriod is at least MinRotationPeriod; required on create,
-	// kept when zero on update. See keel.ParseDuration for the wire forms.
+	// RotationPeriod is the time between two rotations of the password,
+	// at least MinRotationPeriod: required on create, kept when zero on
+	// update.
 	RotationPeriod time.Duration
 	// SkipImportRotation, on create, leaves the entry's password alone
 	// until the first period has passed. Nil: the configuration's
@@ -31,11 +33,11 @@ type StaticRoleRequest struct {
 	SkipImportRotation *bool
 }
 
-// StaticRole is a static role as read.
+// StaticRole is a static role as GetStaticRole returns it.
 type StaticRole struct {
 	Name           string
 	Username       string
-	DN             string // as given; in ldap possibly empty
+	DN             string // as given; in FlavorLDAP possibly empty
 	RotationPeriod time.Duration
 	LastRotation   time.Time // zero before the first rotation
 	// NextRotation is when the next rotation is due: a period after the
@@ -49,21 +51,21 @@ type StaticRole struct {
 	Failures  int
 	LastError string
 	// Pending reports a password change whose outcome is not known yet
-	// (its reply was lost, or it is under way); StaticCred refuses to
+	// (its reply was lost, or it is under way); GetStaticCred refuses to
 	// answer until it is settled.
 	Pending bool
 }
 
-// StaticCred is the current credential of a static role
-// ({mount}/static-cred/:name).
+// StaticCred is the current credential of a static role, as
+// GetStaticCred returns it.
 type StaticCred struct {
 	DN             string // the entry whose password rotates
 	Username       string
 	Password       string // empty before the first rotation
-	LastPassword   string // the previous password; ldap only (empty in openldap)
+	LastPassword   string // the previous password; FlavorLDAP only (empty in FlavorOpenLDAP)
 	LastRotation   time.Time
 	RotationPeriod time.Duration
-	TTL            time.Duration // until the next rotation, at least zero
+	TTL            time.Duration // until the next rotation, at least zero, in whole seconds
 }
 
 type roleRecord struct {
@@ -275,9 +277,9 @@ func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, bool, e
 	return rec, pending, err
 }
 
-// StaticRole reads the static role name. It needs read on
-// "MOUNT/static-role/NAME".
-func (e *Engine) StaticRole(ctx context.Context, name string) (_ StaticRole, err error) {
+// GetStaticRole returns the static role name; a missing role is an error
+// of kind keel.ErrNotFound. It needs read on "MOUNT/static-role/NAME".
+func (e *Engine) GetStaticRole(ctx context.Context, name string) (_ StaticRole, err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return StaticRole{}, err
@@ -292,13 +294,27 @@ func (e *Engine) StaticRole(ctx context.Context, name string) (_ StaticRole, err
 	return rec.view(name, pending), nil
 }
 
-// ListStaticRoles returns the names directly under path among the static
-// roles, sorted, as Vault's LIST static-role/PATH: a role's name, or a
-// folder ending in "/" for roles deeper down ("team/"). path is "" for the
-// top. It needs list on "MOUNT/static-role/PATH".
-func (e *Engine) ListStaticRoles(ctx context.Context, path string) (_ []string, err error) {
+// ListStaticRoles returns one page of the names directly under path among
+// the static roles: a role's name, or a folder ending in "/" for roles
+// deeper down ("team/"), once however many roles it holds. path is "" for
+// the top, or a folder ("team" or "team/"). Names come in ascending byte
+// order; a name that is both a role and a folder comes twice, "team" and
+// then "team/".
+//
+// A page holds at most r.Limit names (0 or less: DefaultListLimit);
+// Items is empty, not nil, when there are none. Next is the Cursor of the
+// page that follows, "" on the last page; a cursor is opaque, and stays
+// valid while roles are created and deleted: the next page starts after
+// the last name given, deleted or not, so that no name is given twice and
+// every name that exists throughout the walk is given once. keel.All walks
+// every page. A cursor that no page gave may be refused (keel.ErrInvalid
+// on Cursor).
+//
+// It needs list on "MOUNT/static-role/PATH" (PATH with its trailing "/").
+// A malformed path is keel.ErrInvalid on Path.
+func (e *Engine) ListStaticRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
-	return e.listChildren(ctx, e.resource("static-role"), prefixRole, path)
+	return e.listChildren(ctx, e.resource("static-role"), prefixRole, path, r)
 }
 
 // DeleteStaticRole removes the static role name, frees its entry for
@@ -328,16 +344,17 @@ func (e *Engine) DeleteStaticRole(ctx context.Context, name string) (err error) 
 	})
 }
 
-// StaticCred returns the current credential of the static role name. It
-// needs read on "MOUNT/static-cred/NAME". While a password change of the
-// role is pending (under way, or its outcome unknown after a timeout or a
-// lost connection), StaticCred fails with an error of kind
+// GetStaticCred returns the current credential of the static role name; a
+// missing role is an error of kind keel.ErrNotFound. It needs read on
+// "MOUNT/static-cred/NAME". While a password change of the role is
+// pending (under way, or its outcome unknown after a timeout or a lost
+// connection), GetStaticCred fails with an error of kind
 // keel.ErrUnavailable that carries keel.RetryAfterOf: the directory may
 // hold either password, and handing out one that does not bind would be
 // worse than a refusal. The worker settles the change (binding with the
 // new password, or setting it again) within Options.RetryInterval of the
 // directory answering.
-func (e *Engine) StaticCred(ctx context.Context, name string) (_ StaticCred, err error) {
+func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return StaticCred{}, err

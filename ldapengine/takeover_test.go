@@ -49,7 +49,7 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 	}
 	a, as := engine()
 	b, _ := engine()
-	if err := a.WriteConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
+	if err := a.PutConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
@@ -65,7 +65,7 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 	changes := dir.Changes()
 	as.Client().Close() // a dies: its session is no longer kept alive
 
-	r, err := b.StaticRole(ctx, "alice")
+	r, err := b.GetStaticRole(ctx, "alice")
 	if err != nil || !r.Pending {
 		t.Fatalf("role before the takeover: %+v, %v; want a pending rotation", r, err)
 	}
@@ -75,13 +75,13 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 	})
 	clock.Set(r.NextRotation)
 	waitFor(t, "b settles the rotation", func() bool {
-		r, err := b.StaticRole(ctx, "alice")
+		r, err := b.GetStaticRole(ctx, "alice")
 		return err == nil && !r.Pending
 	})
 	if dir.Changes() != changes {
 		t.Fatal("the new leader changed the password again instead of adopting the one the directory holds")
 	}
-	c, err := b.StaticCred(ctx, "alice")
+	c, err := b.GetStaticCred(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

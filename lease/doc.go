@@ -1,8 +1,9 @@
 // Package lease is the lease manager of keel's secrets engines: it records a
 // lease for every secret an engine issues, revokes the secret through the
 // engine when the lease expires, and serves the lease endpoints of Vault's
-// sys/leases (lookup, list, renew, revoke, revoke-prefix, revoke-force,
-// tidy, irrevocable counts and list) as typed operations.
+// sys/leases as typed operations: Get (Vault's lookup), List, Renew,
+// Revoke, RevokePrefix, RevokeForce, Tidy, CountIrrevocable and
+// ListIrrevocable.
 //
 // # Basics
 //
@@ -28,7 +29,7 @@
 // own transactions gives its store at Register (Mount.Store), which must be
 // a view of the same store as the Manager's, not overlapping it
 // (storage.Join); otherwise Register fails, at startup, instead of leaving
-// leases where Lookup cannot find them.
+// leases where Get cannot find them.
 //
 // A lease's TTL is the request's, or the mount's default (Mount), or
 // the system default (Options, 768h); its max TTL is the least of the
@@ -40,15 +41,16 @@
 // removes the lease. A failed revocation is retried after RetryBase (20s),
 // doubling up to RetryMax (5m), with ±20% jitter; after MaxAttempts (6)
 // failures, or at once for an error marked Permanent, the lease becomes
-// irrevocable: it keeps its last error (cut to 240 bytes), is counted
-// and listed by CountIrrevocable and ListIrrevocable, cannot be renewed,
-// and is retried every IrrevocableRetry (24h); a retry that succeeds
-// removes it, and RevokeForce removes it whatever its revoker says.
+// irrevocable: it keeps its last error (cut to MaxErrorLen bytes), is
+// counted and listed by CountIrrevocable and ListIrrevocable, cannot be
+// renewed, and is retried every IrrevocableRetry (24h); a retry that
+// succeeds removes it, and RevokeForce removes it whatever its revoker
+// says.
 //
 // Reads enforce time: a lease whose ExpireTime is not after now reads as
-// gone (Lookup: not found, "expired"; Renew: refused) before the worker has
+// gone (Get: not found, "expired"; Renew: refused) before the worker has
 // revoked it. It stays stored until then, and an irrevocable lease stays
-// listed. A lease whose revocation failed stays visible to Lookup too
+// listed. A lease whose revocation failed stays visible to Get too
 // (expired, with its attempts and last error) until a revocation succeeds:
 // its secret still exists, and its owner can see why.
 //
@@ -69,21 +71,40 @@
 // first entry not due, and counting irrevocable leases reads their index
 // only. A restart over a million leases is ready at once, and its first
 // Step revokes what fell due while no manager ran. Operations that touch
-// many leases (Step, RevokePrefix, RevokeForce, Tidy) work in batches of at
-// most 256 leases per transaction, fewer when the store limits operations
-// or reads per transaction.
+// many leases (Step, RevokePrefix, RevokeForce, Tidy) work in batches of
+// Limits().Batch leases per transaction, a number the store's limits on
+// the writes and reads of a transaction may lower.
+//
+// # Lists and limits
+//
+// The two lists that grow with the leases are paged (keel.ListRequest in,
+// keel.Page out): List, the names under a prefix, DefaultListLimit names a
+// page unless the request sets a limit, and ListIrrevocable,
+// DefaultIrrevocableLimit leases a page. A page's Next is its last name or
+// lease id, so that the following page starts after it while leases come
+// and go; keel.All walks every page. CountIrrevocable returns counts, one
+// per mount, not a list. The fixed limits are constants (MaxErrorLen, the
+// default page sizes); the one that depends on the store, the batch of the
+// batched operations, is reported by Manager.Limits.
 //
 // # Errors
 //
-// Errors wrap keel's kinds. keel.ErrInvalid: a malformed request (empty
-// lease id, negative TTL or increment, a path under no registered mount, a
-// bad mount) and a refused renewal (token, irrevocable, expired, not
+// Every error of the package has a message that starts with "lease: "
+// (then the operation, such as "lease: renew"), and wraps one of keel's
+// kinds; field errors name Go paths ("LeaseID", "Increment", "Prefix",
+// "Path", "Store"). keel.ErrInvalid: a malformed request (empty lease id,
+// negative TTL or increment, a path under no registered mount, a bad
+// mount) and a refused renewal (token, irrevocable, expired, not
 // renewable, past the max TTL). keel.ErrNotFound: an unknown or expired
-// lease on Lookup and Renew. keel.ErrForbidden: a missing right.
+// lease on Get and Renew. keel.ErrForbidden: a missing right.
 // keel.ErrConflict: a lease changed while Renew called the engine.
 // keel.ErrUnavailable: a revoker's or renewer's error that has no kind of
 // its own, and a mount without a revoker. keel.ErrInternal: a corrupt
-// record. The store's errors pass through with their kinds. Each operation
+// record, a Tx used after its closure. keel.ErrTooLarge: a lease too
+// large for the store (a path past its key size, say). The store's errors
+// are wrapped with their kinds. The one exception is the error of the
+// closure given to Issuer.Update, which Update returns as the closure
+// returned it. Each operation
 // that fails leaves the store as it was, except that a failed synchronous
 // revocation is recorded as a failed attempt, and that batched operations
 // keep the batches committed before the error.
@@ -91,8 +112,9 @@
 // # Rights
 //
 // Each operation asks the Authorizer of Options for the capability Vault's
-// policies need on the path of its endpoint: Lookup keel.CapUpdate on
-// "sys/leases/lookup"; List keel.CapSudo on "sys/leases/lookup/<prefix>";
+// policies need on the path of its endpoint: Get keel.CapUpdate on
+// "sys/leases/lookup"; List keel.CapSudo on "sys/leases/lookup/<prefix>"
+// (for each page);
 // Renew keel.CapUpdate on "sys/leases/renew"; Revoke keel.CapUpdate on
 // "sys/leases/revoke"; RevokePrefix keel.CapSudo on
 // "sys/leases/revoke-prefix/<prefix>"; RevokeForce keel.CapSudo on
@@ -106,14 +128,15 @@
 //
 //   - Revoking an unknown lease id succeeds and does nothing (Vault answers
 //     204, or 202 when queued).
-//   - Lookup and Renew of an unknown id fail with keel.ErrNotFound (Vault
+//   - Get and Renew of an unknown id fail with keel.ErrNotFound (Vault
 //     answers 400 "invalid lease" and "lease not found"; an adapter may
-//     render it so). Lookup of an expired lease fails the same way until
+//     render it so). Get of an expired lease fails the same way until
 //     a revocation of it fails, where Vault shows it with ttl 0 until it
 //     is revoked: the moment between expiry and the worker's revocation
 //     is not shown.
 //   - List adds a trailing "/" to its prefix and lists what is stored,
-//     expired and irrevocable leases included.
+//     expired and irrevocable leases included, a page at a time (Vault
+//     answers every key at once: an adapter walks the pages).
 //   - RevokePrefix and RevokeForce: a prefix without a trailing "/" is the
 //     id of one lease when such a lease exists, and otherwise the folder
 //     prefix+"/"; a synchronous prefix revocation stops at its first
@@ -142,9 +165,10 @@
 //     A Tidy called while another runs succeeds at once, as Vault's.
 //   - CountIrrevocable and ListIrrevocable key mounts by path (Vault by
 //     mount accessor) and take no namespace option (keel has no
-//     namespaces); ListIrrevocable's Total is the number of leases
-//     returned, as Vault's lease_count, its order is by lease id, and a
-//     list cut at its limit reports Truncated, where Vault warns.
+//     namespaces). ListIrrevocable's order is by lease id; Vault's limit
+//     is the page's Limit, its "none" a walk over every page, its
+//     lease_count the number of leases given, and its warning of a list
+//     cut at its limit a page with a Next.
 //
 // # Concurrency
 //

@@ -58,15 +58,15 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("next work:", next.IsZero())
-	_, err = m.Lookup(ctx, l.ID)
-	fmt.Println("lookup after revocation:", errors.Is(err, keel.ErrNotFound))
+	_, err = m.Get(ctx, l.ID)
+	fmt.Println("get after revocation:", errors.Is(err, keel.ErrNotFound))
 
 	// Output:
 	// lease under ldap/creds/app for 1h0m0s
 	// renewed for 1h30m0s of 3h0m0s asked; capped: true
 	// revoking creds/app (cn=v-app-1)
 	// next work: true
-	// lookup after revocation: true
+	// get after revocation: true
 }
 
 func ExampleManager_ListIrrevocable() {
@@ -91,11 +91,13 @@ func ExampleManager_ListIrrevocable() {
 	err = m.Revoke(ctx, l.ID, true)
 	fmt.Println("revoke:", keel.KindOf(err))
 
-	list, err := m.ListIrrevocable(ctx, 0)
-	if err != nil {
-		panic(err)
-	}
-	for _, il := range list.Leases {
+	// Every page, DefaultIrrevocableLimit leases at a time.
+	for il, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[lease.IrrevocableLease], error) {
+		return m.ListIrrevocable(ctx, r)
+	}) {
+		if err != nil {
+			panic(err)
+		}
 		fmt.Println(il.Mount, il.Error)
 	}
 	// Only RevokeForce removes it.
@@ -109,4 +111,44 @@ func ExampleManager_ListIrrevocable() {
 	// revoke: unavailable
 	// ldap/ insufficient access rights
 	// irrevocable left: 0
+}
+
+func ExampleManager_List() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	defer store.Close()
+	m, err := lease.New(storage.Sub(store, "lease/"), nil)
+	if err != nil {
+		panic(err)
+	}
+	ldap, err := m.Register(lease.Mount{Path: "ldap/", Revoker: lease.Advisory})
+	if err != nil {
+		panic(err)
+	}
+	for _, role := range []string{"app", "batch", "ci", "web"} {
+		if _, err := ldap.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/" + role}); err != nil {
+			panic(err)
+		}
+	}
+	// A page of two names; Next is the cursor of the following page.
+	p, err := m.List(ctx, "ldap/creds/", keel.ListRequest{Limit: 2})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.Items, "next:", p.Next)
+	// keel.All walks every page, here two names at a time.
+	var all []string
+	for name, err := range keel.All(ctx, 2, func(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+		return m.List(ctx, "ldap/creds/", r)
+	}) {
+		if err != nil {
+			panic(err)
+		}
+		all = append(all, name)
+	}
+	fmt.Println(all)
+
+	// Output:
+	// [app/ batch/] next: batch/
+	// [app/ batch/ ci/ web/]
 }

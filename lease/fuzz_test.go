@@ -10,10 +10,10 @@ import (
 	"github.com/keelhq/keel/internal/everystore"
 )
 
-// FuzzLookupID feeds arbitrary lease ids and prefixes to the operations
+// FuzzGetID feeds arbitrary lease ids and prefixes to the operations
 // that take one: none may panic, and each fails only with the kinds its
 // contract names.
-func FuzzLookupID(f *testing.F) {
+func FuzzGetID(f *testing.F) {
 	e := newEnv(f, everystore.Mem, nil, nil)
 	l := e.issue(f, IssueRequest{TTL: time.Hour, Renewable: true})
 	for _, s := range []string{"", "ldap/", "ldap/creds/app", l.ID, l.ID + "/", "\x00", "ldap//x", "lease/id/x", strings.Repeat("a/", 100)} {
@@ -32,10 +32,12 @@ func FuzzLookupID(f *testing.F) {
 			}
 			t.Fatalf("%s(%q): %v (kind %v)", op, id, err, keel.KindOf(err))
 		}
-		_, err := e.m.Lookup(ctx, id)
-		allowed("Lookup", err, keel.KindNotFound, keel.KindInvalid)
-		_, err = e.m.List(ctx, id)
+		_, err := e.m.Get(ctx, id)
+		allowed("Get", err, keel.KindNotFound, keel.KindInvalid)
+		_, err = e.m.List(ctx, id, keel.ListRequest{})
 		allowed("List", err)
+		_, err = e.m.List(ctx, "ldap/", keel.ListRequest{Cursor: id})
+		allowed("List with a cursor", err)
 		_, err = e.m.Renew(ctx, id, time.Minute)
 		allowed("Renew", err, keel.KindNotFound, keel.KindInvalid)
 		if id != l.ID {
@@ -45,7 +47,7 @@ func FuzzLookupID(f *testing.F) {
 }
 
 // FuzzIssuePath issues leases for arbitrary paths: no panic; a path that
-// is accepted gives an id made of it, that Lookup and List find.
+// is accepted gives an id made of it, that Get and List find.
 func FuzzIssuePath(f *testing.F) {
 	e := newEnv(f, everystore.Mem, nil, nil)
 	for _, s := range []string{"ldap/creds/app", "ldap", "ldap/", "ldap/a/../b", "ldap/é/ü", "ldap/a b", "ldap/\x7f", "ldap/" + strings.Repeat("x", 5000)} {
@@ -63,10 +65,10 @@ func FuzzIssuePath(f *testing.F) {
 		if !strings.HasPrefix(l.ID, p+"/") || len(l.ID) != len(p)+1+idRandLen || l.Path != p || pathOf(l.ID) != p {
 			t.Fatalf("Issue(%q) gave id %q path %q", p, l.ID, l.Path)
 		}
-		if _, err := e.m.Lookup(ctx, l.ID); err != nil {
-			t.Fatalf("Lookup(%q): %v", l.ID, err)
+		if _, err := e.m.Get(ctx, l.ID); err != nil {
+			t.Fatalf("Get(%q): %v", l.ID, err)
 		}
-		names, err := e.m.List(ctx, p)
+		names, err := listAll(ctx, e.m, p)
 		if err != nil || !containsString(names, l.ID[len(p)+1:]) {
 			t.Fatalf("List(%q) = %q, %v; want it to hold the new lease", p, names, err)
 		}

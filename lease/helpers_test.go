@@ -213,6 +213,34 @@ func (e *env) step(t testing.TB, at time.Time) time.Time {
 	return next
 }
 
+// listAll returns every name List gives for prefix, walking its pages with
+// keel.All (an empty, non-nil slice for none).
+func listAll(ctx context.Context, m *Manager, prefix string) ([]string, error) {
+	names := []string{}
+	for name, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+		return m.List(ctx, prefix, r)
+	}) {
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// listIrrevocable returns every irrevocable lease, walking the pages of
+// ListIrrevocable with keel.All, limit leases a page (0: the default).
+func listIrrevocable(ctx context.Context, m *Manager, limit int) ([]IrrevocableLease, error) {
+	leases := []IrrevocableLease{}
+	for l, err := range keel.All(ctx, limit, m.ListIrrevocable) {
+		if err != nil {
+			return nil, err
+		}
+		leases = append(leases, l)
+	}
+	return leases, nil
+}
+
 // wantKind fails t unless err has kind k.
 func wantKind(t testing.TB, err error, k keel.Kind) {
 	t.Helper()

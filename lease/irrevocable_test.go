@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/storage"
 )
@@ -112,20 +113,34 @@ func TestListIrrevocable(t *testing.T) {
 			"very negative": {-100, 5, false},
 		} {
 			t.Run(name, func(t *testing.T) {
-				got, err := e.m.ListIrrevocable(ctx, tc.limit)
-				if err != nil {
-					t.Fatal(err)
+				var leases []IrrevocableLease
+				truncated := false
+				if tc.limit >= 0 {
+					got, err := e.m.ListIrrevocable(ctx, keel.ListRequest{Limit: tc.limit})
+					if err != nil {
+						t.Fatal(err)
+					}
+					leases, truncated = got.Items, got.Next != ""
+					if truncated && got.Next != leases[len(leases)-1].LeaseID {
+						t.Fatalf("Next %q, want the last lease id of the page", got.Next)
+					}
+				} else {
+					// Vault's limit "none": every page.
+					var err error
+					if leases, err = listIrrevocable(ctx, e.m, 0); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if got.Total != tc.want || len(got.Leases) != tc.want {
-					t.Fatalf("Total %d, %d leases; want %d", got.Total, len(got.Leases), tc.want)
+				if len(leases) != tc.want {
+					t.Fatalf("%d leases; want %d", len(leases), tc.want)
 				}
-				for i, l := range got.Leases {
+				for i, l := range leases {
 					if l.LeaseID != ids[i] || l.Mount != "ldap/" || l.Error != "directory says no" {
 						t.Fatalf("lease %d: %+v, want %s", i, l, ids[i])
 					}
 				}
-				if got.Truncated != tc.truncated {
-					t.Fatalf("Truncated %v, want %v", got.Truncated, tc.truncated)
+				if truncated != tc.truncated {
+					t.Fatalf("truncated (Next set) %v, want %v", truncated, tc.truncated)
 				}
 			})
 		}
@@ -141,16 +156,16 @@ func TestListIrrevocableDefaultLimit(t *testing.T) {
 			kv[keyPrefix+irrKey(idOfIndex(i))] = encodeIrr("ldap/", "x")
 		}
 		raw(t, e.raw, kv)
-		got, err := e.m.ListIrrevocable(context.Background(), 0)
+		got, err := e.m.ListIrrevocable(context.Background(), keel.ListRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Leases) != 10000 || got.Total != 10000 || !got.Truncated {
-			t.Fatalf("%d leases (Total %d), Truncated %v; want 10,000, truncated", len(got.Leases), got.Total, got.Truncated)
+		if len(got.Items) != 10000 || got.Next == "" {
+			t.Fatalf("%d leases, Next %q; want 10,000, truncated", len(got.Items), got.Next)
 		}
-		all, err := e.m.ListIrrevocable(context.Background(), -1)
-		if err != nil || len(all.Leases) != 10001 || all.Truncated {
-			t.Fatalf("all: %d, Truncated %v, %v", len(all.Leases), all.Truncated, err)
+		all, err := listIrrevocable(context.Background(), e.m, 0)
+		if err != nil || len(all) != 10001 {
+			t.Fatalf("all: %d, %v", len(all), err)
 		}
 	})
 }
@@ -168,8 +183,8 @@ func idOfIndex(i int) string {
 func TestListIrrevocableEmpty(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		got, err := e.m.ListIrrevocable(context.Background(), 0)
-		if err != nil || got.Leases == nil || got.Total != 0 || got.Truncated {
+		got, err := e.m.ListIrrevocable(context.Background(), keel.ListRequest{})
+		if err != nil || got.Items == nil || len(got.Items) != 0 || got.Next != "" {
 			t.Fatalf("%+v, %v", got, err)
 		}
 	})
@@ -181,11 +196,11 @@ func TestIrrevocableStaysListedAfterExpiry(t *testing.T) {
 		ids := makeIrrevocable(t, e, "ldap/creds/app", 1)
 		e.clock.Advance(1000 * time.Hour)
 		// Its revocation failed: it stays visible until revoked, as in Vault.
-		if l, err := e.m.Lookup(context.Background(), ids[0]); err != nil || !l.Irrevocable || l.Attempts == 0 || l.LastError == "" {
-			t.Fatalf("Lookup of an expired irrevocable lease: %+v, %v", l, err)
+		if l, err := e.m.Get(context.Background(), ids[0]); err != nil || !l.Irrevocable || l.Attempts == 0 || l.LastError == "" {
+			t.Fatalf("Get of an expired irrevocable lease: %+v, %v", l, err)
 		}
-		got, err := e.m.ListIrrevocable(context.Background(), 0)
-		if err != nil || len(got.Leases) != 1 {
+		got, err := e.m.ListIrrevocable(context.Background(), keel.ListRequest{})
+		if err != nil || len(got.Items) != 1 {
 			t.Fatalf("%+v, %v", got, err)
 		}
 	})

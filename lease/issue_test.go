@@ -206,12 +206,12 @@ func TestIssueStoresLeaseAndIndex(t *testing.T) {
 		if got := keysUnder(t, e.raw, ""); !equalStrings(got, want) {
 			t.Fatalf("keys %q, want %q", got, want)
 		}
-		got, err := e.m.Lookup(context.Background(), l.ID)
+		got, err := e.m.Get(context.Background(), l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !leaseEqual(got, l) || string(got.Data) != "cn=app" {
-			t.Fatalf("Lookup = %+v, Issue = %+v", got, l)
+			t.Fatalf("Get = %+v, Issue = %+v", got, l)
 		}
 	})
 }
@@ -256,8 +256,8 @@ func TestIssuerUpdate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := e.m.Lookup(ctx, l.ID); err != nil || got.ID != l.ID {
-			t.Fatalf("Lookup of the lease issued in the engine's transaction: %+v, %v", got, err)
+		if got, err := e.m.Get(ctx, l.ID); err != nil || got.ID != l.ID {
+			t.Fatalf("Get of the lease issued in the engine's transaction: %+v, %v", got, err)
 		}
 		if _, ok := storagetest.Dump(t, e.raw)["engine/accounts/app"]; !ok {
 			t.Fatal("engine's own write lost")
@@ -327,7 +327,7 @@ func TestIssuerUpdate(t *testing.T) {
 
 // TestRegisterRefusesMiswiredStores: an engine whose store is not a view
 // of the store under the manager's cannot register, so none of its leases
-// can be orphaned where Lookup would not find them.
+// can be orphaned where Get would not find them.
 func TestRegisterRefusesMiswiredStores(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)

@@ -2,7 +2,9 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,7 +57,7 @@ func (i *Issuer) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
 		// In a transaction of the joined views, so that a guard of the
 		// engine's view (storage.Guard) holds for the lease too.
 		var l Lease
-		err := i.Update(ctx, func(ctx context.Context, _ storage.Tx, leases *Tx) error {
+		err := i.update(ctx, "issue for "+strconv.Quote(req.Path), func(ctx context.Context, _ storage.Tx, leases *Tx) error {
 			var err error
 			l, err = leases.Issue(req)
 			return err
@@ -78,20 +80,34 @@ func (i *Issuer) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
 // wakes the worker for the leases issued.
 //
 // Update fails with an error of kind keel.KindInternal when the mount
-// was registered without a Store; otherwise with fn's error, or the
-// store's.
+// was registered without a Store; with fn's error, as fn returned it (the
+// errors of Tx's methods are this package's); otherwise with the store's,
+// wrapped.
 func (i *Issuer) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, leases *Tx) error) error {
+	return i.update(ctx, "update", fn)
+}
+
+// update is Update; op names the operation in the errors of the store.
+func (i *Issuer) update(ctx context.Context, op string, fn func(ctx context.Context, tx storage.Tx, leases *Tx) error) error {
 	if i.joint == nil {
-		return fmt.Errorf("lease: mount %q was registered without a Store: %w", i.mount, keel.ErrInternal)
+		return fmt.Errorf("lease: %s: mount %q was registered without a Store: %w", op, i.mount, keel.ErrInternal)
 	}
 	var last *Tx
+	var fnErr error
 	err := i.joint.Update(ctx, func(ctx context.Context, tx, leases storage.Tx) error {
 		last = &Tx{i: i, tx: leases}
 		defer last.close()
-		return fn(ctx, tx, last)
+		fnErr = fn(ctx, tx, last)
+		return fnErr
 	})
-	if err != nil || last == nil {
+	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
 		return err
+	}
+	if err != nil {
+		return fmt.Errorf("lease: %s: %w", op, err)
+	}
+	if last == nil {
+		return nil
 	}
 	for _, d := range last.due {
 		i.m.wakeFor(d)
@@ -184,13 +200,14 @@ func (i *Issuer) SetRevoker(r Revoker) {
 	}
 }
 
-// CheckStore fails with an error of kind keel.KindInvalid, naming field,
-// unless store is the store the Issuer's mount was registered with (the
-// same view of the same store), so that an engine given both cannot write
-// its records to one view and their leases' joins to another.
+// CheckStore fails with an error of kind keel.KindInvalid, naming field
+// (the caller's Go path of store, such as "Store"), unless store is the
+// store the Issuer's mount was registered with (the same view of the same
+// store), so that an engine given both cannot write its records to one
+// view and their leases' joins to another.
 func (i *Issuer) CheckStore(field string, store storage.Store) error {
 	if i.joint == nil || !i.joint.Holds(store) {
-		return keel.Invalid(field, "is not the store the lease mount %q was registered with", i.mount)
+		return fmt.Errorf("lease: check store: %w", keel.Invalid(field, "is not the store the lease mount %q was registered with", i.mount))
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func TestIssuerTxEnd(t *testing.T) {
 			if storagetest.Dump(t, e.raw)["engine/accounts/app"] != "in" {
 				t.Fatal("the engine's write is lost")
 			}
-			_, err := e.m.Lookup(ctx, l.ID)
+			_, err := e.m.Get(ctx, l.ID)
 			wantKind(t, err, keel.KindNotFound)
 			if ids := e.rev.ids(); len(ids) != 0 {
 				t.Fatalf("revoker called for %q", ids)
@@ -117,7 +117,7 @@ func TestIssuerTxEnd(t *testing.T) {
 			if err := end(l.ID, boom); !errors.Is(err, boom) {
 				t.Fatal(err)
 			}
-			if got, err := e.m.Lookup(ctx, l.ID); err != nil || got.ID != l.ID {
+			if got, err := e.m.Get(ctx, l.ID); err != nil || got.ID != l.ID {
 				t.Fatalf("lease after a rolled-back End: %+v, %v", got, err)
 			}
 			if keys := dbKeys(t); len(keys) != 2 {

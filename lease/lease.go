@@ -18,7 +18,7 @@ type Lease struct {
 	// ExpireTime is when the lease ends. A lease whose ExpireTime is not
 	// after the current time is expired: reads treat it as gone, even
 	// before the worker has revoked it, unless a revocation of it has
-	// failed (see Manager.Lookup). A queued revocation sets it to the
+	// failed (see Manager.Get). A queued revocation sets it to the
 	// time of the request.
 	ExpireTime time.Time
 	// LastRenewalTime is when the lease was last renewed; zero until then
@@ -41,7 +41,7 @@ type Lease struct {
 	// Attempts counts the failed revocation attempts.
 	Attempts int
 	// LastError is the error of the last failed attempt, cut to at most
-	// 240 bytes (so at most 240 characters) of valid UTF-8.
+	// MaxErrorLen bytes of valid UTF-8.
 	LastError string
 	// NextAttempt is when the worker next tries to revoke the lease: its
 	// entry in the expiry index. It is never zero: ExpireTime while the

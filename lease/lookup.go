@@ -10,8 +10,8 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// Lookup returns the lease leaseID. It needs keel.CapUpdate on
-// "sys/leases/lookup" (Vault's lookup is a POST).
+// Get returns the lease leaseID, the lease id Issue gave. It needs
+// keel.CapUpdate on "sys/leases/lookup" (Vault's lookup is a POST).
 //
 // It fails with an error of kind keel.KindInvalid for an empty id, and of
 // kind keel.KindNotFound when no lease has that id, or when the lease has
@@ -20,20 +20,20 @@ import (
 // A lease whose revocation failed stays visible until a revocation
 // succeeds, as in Vault: expired, with its Attempts, LastError and
 // NextAttempt, so that its owner can see why the secret still exists.
-func (m *Manager) Lookup(ctx context.Context, leaseID string) (Lease, error) {
-	if err := m.authorize(ctx, "lookup", keel.CapUpdate, "sys/leases/lookup"); err != nil {
+func (m *Manager) Get(ctx context.Context, leaseID string) (Lease, error) {
+	if err := m.authorize(ctx, "get", keel.CapUpdate, "sys/leases/lookup"); err != nil {
 		return Lease{}, err
 	}
 	if err := requireID(leaseID); err != nil {
-		return Lease{}, fmt.Errorf("lease: lookup: %w", err)
+		return Lease{}, fmt.Errorf("lease: get: %w", err)
 	}
 	e, _, err := m.load(ctx, leaseID)
 	if err != nil {
-		return Lease{}, fmt.Errorf("lease: lookup: %w", err)
+		return Lease{}, fmt.Errorf("lease: get: %w", err)
 	}
 	now := m.now()
 	if !e.ExpireTime.After(now) && e.Attempts == 0 {
-		return Lease{}, fmt.Errorf("lease: lookup: lease %q expired at %s: %w", leaseID, e.ExpireTime.Format(timeFormat), keel.ErrNotFound)
+		return Lease{}, fmt.Errorf("lease: get: lease %q expired at %s: %w", leaseID, e.ExpireTime.Format(timeFormat), keel.ErrNotFound)
 	}
 	return e.Lease, nil
 }
@@ -60,33 +60,67 @@ func (m *Manager) load(ctx context.Context, id string) (entry, []byte, error) {
 	return e, raw, err
 }
 
-// List returns the immediate children of prefix among the stored lease
-// ids, in ascending order, as Vault's LIST sys/leases/lookup/:prefix does:
-// the last segment of a lease id directly under prefix, and a folder name
-// ending in "/" once for every deeper path. A prefix that does not end in
-// "/" gets one (an empty prefix lists the top level). List needs
-// keel.CapSudo on "sys/leases/lookup/"+prefix (prefix as given).
+// DefaultListLimit is how many names a page of List holds when its
+// request sets no limit (keel.ListRequest.Limit 0 or less).
+const DefaultListLimit = 1000
+
+// List returns one page of the immediate children of prefix among the
+// stored lease ids, in ascending byte order, as Vault's LIST
+// sys/leases/lookup/:prefix lists them: the last segment of a lease id
+// directly under prefix, and a folder name ending in "/" once for every
+// deeper path. prefix is a path of lease ids, such as "ldap/creds/app/";
+// one that does not end in "/" gets one, and "" lists the top level. List
+// needs keel.CapSudo on "sys/leases/lookup/"+prefix (prefix as given),
+// for every page.
+//
+// A page holds at most r.Limit names (DefaultListLimit when r.Limit is 0
+// or less): those after r.Cursor, the first ones when it is empty. Its
+// Next is the Cursor of the following page, "" on the last page; it is the
+// last name of the page, and stays valid while leases come and go: the
+// following page starts after that name, whether or not it is still
+// stored, so that a walk over every page (keel.All) gives each name that
+// stays stored throughout exactly once, in order. A page costs in
+// proportion to the names it holds, not to the leases below them.
 //
 // As in Vault, List shows what is stored: an expired lease the worker has
 // not revoked yet, and an irrevocable one, are listed. A prefix that
-// matches nothing gives an empty, non-nil slice.
-func (m *Manager) List(ctx context.Context, prefix string) ([]string, error) {
+// matches nothing, or a cursor past its last name, gives a page with no
+// Items (an empty, non-nil slice) and no Next.
+func (m *Manager) List(ctx context.Context, prefix string, r keel.ListRequest) (keel.Page[string], error) {
 	if err := m.authorize(ctx, "list", keel.CapSudo, "sys/leases/lookup/"+prefix); err != nil {
-		return nil, err
+		return keel.Page[string]{}, err
 	}
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	keys := []string{}
+	limit := r.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	// A cursor is a name of this list: a segment, or a folder ending in
+	// "/". Cut anything after a folder's "/", so that a page never
+	// starts inside a folder it has listed.
+	cursor := r.Cursor
+	if i := strings.IndexByte(cursor, '/'); i >= 0 {
+		cursor = cursor[:i+1]
+	}
+	var names []string
 	err := m.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		keys = keys[:0]
-		return storage.Children(tx, idKey(prefix), "", func(name string) error {
-			keys = append(keys, name)
+		names = make([]string, 0, min(limit, 64))
+		// One name more than the page, to know whether another follows.
+		return storage.Children(tx, idKey(prefix), cursor, func(name string) error {
+			names = append(names, name)
+			if len(names) > limit {
+				return storage.StopScan
+			}
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lease: list %q: %w", prefix, err)
+		return keel.Page[string]{}, fmt.Errorf("lease: list %q: %w", prefix, err)
 	}
-	return keys, nil
+	if len(names) > limit {
+		return keel.Page[string]{Items: names[:limit:limit], Next: names[limit-1]}, nil
+	}
+	return keel.Page[string]{Items: names}, nil
 }

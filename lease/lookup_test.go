@@ -11,20 +11,20 @@ import (
 	"github.com/keelhq/keel/internal/everystore"
 )
 
-func TestLookup(t *testing.T) {
+func TestGet(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		ctx := context.Background()
 		live := e.issue(t, IssueRequest{TTL: time.Hour, Renewable: true})
 		short := e.issue(t, IssueRequest{TTL: time.Minute})
 
-		got, err := e.m.Lookup(ctx, live.ID)
+		got, err := e.m.Get(ctx, live.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.ID != live.ID || !got.IssueTime.Equal(t0) || !got.ExpireTime.Equal(t0.Add(time.Hour)) ||
 			!got.LastRenewalTime.IsZero() || !got.Renewable || got.TTL(t0) != time.Hour {
-			t.Fatalf("Lookup = %+v", got)
+			t.Fatalf("Get = %+v", got)
 		}
 
 		for name, tc := range map[string]struct {
@@ -41,7 +41,7 @@ func TestLookup(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				e.clock.Set(tc.at)
 				defer e.clock.Set(t0)
-				_, err := e.m.Lookup(ctx, tc.id)
+				_, err := e.m.Get(ctx, tc.id)
 				wantKind(t, err, tc.kind)
 				if !strings.Contains(err.Error(), tc.message) {
 					t.Fatalf("error %q does not say %q", err, tc.message)
@@ -107,12 +107,12 @@ func TestList(t *testing.T) {
 			"a lease id":         {a.ID, []string{}},
 		} {
 			t.Run(name, func(t *testing.T) {
-				got, err := e.m.List(context.Background(), tc.prefix)
+				page, err := e.m.List(context.Background(), tc.prefix, keel.ListRequest{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got == nil || !equalStrings(got, tc.want) {
-					t.Fatalf("List(%q) = %#v, want %q", tc.prefix, got, tc.want)
+				if got := page.Items; got == nil || !equalStrings(got, tc.want) || page.Next != "" {
+					t.Fatalf("List(%q) = %#v, next %q; want %q", tc.prefix, got, page.Next, tc.want)
 				}
 			})
 		}

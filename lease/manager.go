@@ -166,8 +166,24 @@ type mountEntry struct {
 const opsPerLease = 6
 
 // maxBatch is how many leases a batched operation handles per transaction
-// when the store sets no lower bound.
+// when the store sets no lower bound (Limits.Batch).
 const maxBatch = 256
+
+// Limits are the limits of a Manager that depend on its store. The fixed
+// ones are constants: MaxErrorLen, and the default page sizes
+// DefaultListLimit and DefaultIrrevocableLimit.
+type Limits struct {
+	// Batch is how many leases the operations that touch many (Step,
+	// RevokePrefix, RevokeForce, Tidy) handle per transaction: 256, or
+	// fewer when the store limits the writes (storage.Limits.MaxTxOps)
+	// or the reads (storage.Limits.MaxTxReads) of a transaction; at
+	// least 1.
+	Batch int
+}
+
+// Limits returns the limits of the Manager, which New derived from its
+// store.
+func (m *Manager) Limits() Limits { return Limits{Batch: m.batch} }
 
 // New returns a Manager that keeps its state in store, a store or a view
 // its caller has scoped (programs give it storage.Sub(root, "lease/"); the
@@ -177,13 +193,15 @@ const maxBatch = 256
 // Step revokes what fell due while no Manager ran. Register the mounts of
 // the engines, then call Start.
 //
-// New fails with an error of kind keel.KindInvalid when store is nil.
+// New fails with an error of kind keel.KindInvalid, on the field "Store",
+// when store is nil, and with storage.CheckClaim's error when store is a
+// view laid out for another component.
 func New(store storage.Store, opts *Options) (*Manager, error) {
 	if store == nil {
-		return nil, keel.Invalid("Store", "is required")
+		return nil, fmt.Errorf("lease: new: %w", keel.Invalid("Store", "is required"))
 	}
 	if err := storage.CheckClaim(store, ClaimKind); err != nil {
-		return nil, fmt.Errorf("lease: %w", err)
+		return nil, fmt.Errorf("lease: new: %w", err)
 	}
 	var o Options
 	if opts != nil {

@@ -117,7 +117,7 @@ func TestInvalidFields(t *testing.T) {
 		l := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Hour})
 		_, renewEmpty := e.m.Renew(ctx, "", -time.Second)
 		_, renewRefused := e.m.Renew(ctx, l.ID, 0) // not renewable
-		_, lookup := e.m.Lookup(ctx, "")
+		_, get := e.m.Get(ctx, "")
 		_, newNil := New(nil, nil)
 		for name, tc := range map[string]struct {
 			err  error
@@ -125,7 +125,7 @@ func TestInvalidFields(t *testing.T) {
 		}{
 			"renew empty":        {renewEmpty, []string{"LeaseID", "Increment"}},
 			"renew refused":      {renewRefused, []string{"LeaseID"}},
-			"lookup empty":       {lookup, []string{"LeaseID"}},
+			"get empty":          {get, []string{"LeaseID"}},
 			"revoke empty":       {e.m.Revoke(ctx, "", true), []string{"LeaseID"}},
 			"revoke-prefix none": {e.m.RevokePrefix(ctx, "", false), []string{"Prefix"}},
 			"revoke-force none":  {e.m.RevokeForce(ctx, ""), []string{"Prefix"}},
@@ -185,9 +185,9 @@ func TestRenew(t *testing.T) {
 					t.Fatalf("Capped %v, Requested %s; want %v, %s", r.Capped, r.Requested, tc.capped, requested)
 				}
 				// Stored, and the index moved in the same transaction.
-				got, err := e.m.Lookup(context.Background(), l.ID)
+				got, err := e.m.Get(context.Background(), l.ID)
 				if err != nil || !leaseEqual(got, r.Lease) {
-					t.Fatalf("Lookup = %+v, %v; want %+v", got, err, r.Lease)
+					t.Fatalf("Get = %+v, %v; want %+v", got, err, r.Lease)
 				}
 				wantKeys := []string{keyPrefix + dueKey(r.Lease.ExpireTime, l.ID), keyPrefix + idKey(l.ID)}
 				if got := keysUnder(t, e.raw, ""); !equalStrings(got, wantKeys) {

@@ -178,7 +178,7 @@ func putIfUnchanged(tx storage.Tx, e *entry, raw []byte, ne *entry) error {
 
 // errNoRevoker is the error of callRevoker for a lease of a mount that
 // is not registered.
-var errNoRevoker = errors.New("no revoker is registered for the mount of the lease")
+var errNoRevoker = errors.New("no revoker is registered for its mount")
 
 // callRevoker calls the Revoker registered for l's mount, turning a panic
 // into an error; without one it fails with errNoRevoker.
@@ -265,11 +265,10 @@ func (m *Manager) logFailure(ne *entry, err error) {
 // at the first failure and returns it (that lease is scheduled for retry;
 // the ones after it are untouched).
 //
-// The leases are handled in batches of at most 256 (fewer when the store
-// limits operations per transaction), one transaction per batch: when an
-// error stops RevokePrefix, the batches before it are done. Repeating the
-// call is safe. An empty prefix fails with an error of kind
-// keel.KindInvalid; a prefix that matches nothing succeeds.
+// The leases are handled in batches of Limits().Batch, one transaction
+// per batch: when an error stops RevokePrefix, the batches before it are
+// done. Repeating the call is safe. An empty prefix fails with an error of
+// kind keel.KindInvalid; a prefix that matches nothing succeeds.
 func (m *Manager) RevokePrefix(ctx context.Context, prefix string, sync bool) error {
 	if err := m.authorize(ctx, "revoke-prefix", keel.CapSudo, "sys/leases/revoke-prefix/"+prefix); err != nil {
 		return err

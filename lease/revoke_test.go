@@ -39,8 +39,8 @@ func TestRevokeQueued(t *testing.T) {
 		if keys := keysUnder(t, e.raw, "lease/due/"); !equalStrings(keys, []string{keyPrefix + dueKey(now, l.ID)}) {
 			t.Fatalf("expiry index %q, want the lease due now only", keys)
 		}
-		if _, err := e.m.Lookup(ctx, l.ID); keel.KindOf(err) != keel.KindNotFound {
-			t.Fatalf("Lookup of a queued revocation: %v", err)
+		if _, err := e.m.Get(ctx, l.ID); keel.KindOf(err) != keel.KindNotFound {
+			t.Fatalf("Get of a queued revocation: %v", err)
 		}
 		if next := e.step(t, now); !next.IsZero() {
 			t.Fatalf("next %s after revoking everything", next)
@@ -131,15 +131,15 @@ func TestRevokeSyncFailure(t *testing.T) {
 					t.Fatalf("after a failed sync revocation: %+v", got)
 				}
 				// Still visible to its owner until a revocation succeeds.
-				if seen, err := e.m.Lookup(context.Background(), l.ID); err != nil || seen.Attempts != 1 || seen.LastError == "" || seen.TTL(t0) != 0 {
-					t.Fatalf("lookup after a failed revocation: %+v, %v", seen, err)
+				if seen, err := e.m.Get(context.Background(), l.ID); err != nil || seen.Attempts != 1 || seen.LastError == "" || seen.TTL(t0) != 0 {
+					t.Fatalf("get after a failed revocation: %+v, %v", seen, err)
 				}
 				e.rev.setFail(nil)
 				if err := e.m.Revoke(context.Background(), l.ID, true); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := e.m.Lookup(context.Background(), l.ID); !errors.Is(err, keel.ErrNotFound) {
-					t.Fatalf("lookup after the revocation: %v", err)
+				if _, err := e.m.Get(context.Background(), l.ID); !errors.Is(err, keel.ErrNotFound) {
+					t.Fatalf("get after the revocation: %v", err)
 				}
 			})
 		}

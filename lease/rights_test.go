@@ -16,12 +16,12 @@ func TestRights(t *testing.T) {
 			op   func(ctx context.Context, m *Manager, id string) error
 			want ask
 		}{
-			"lookup": {func(ctx context.Context, m *Manager, id string) error {
-				_, err := m.Lookup(ctx, id)
+			"get": {func(ctx context.Context, m *Manager, id string) error {
+				_, err := m.Get(ctx, id)
 				return err
 			}, ask{Cap: keel.CapUpdate, Resource: "sys/leases/lookup"}},
 			"list": {func(ctx context.Context, m *Manager, _ string) error {
-				_, err := m.List(ctx, "ldap/creds")
+				_, err := m.List(ctx, "ldap/creds", keel.ListRequest{})
 				return err
 			}, ask{Cap: keel.CapSudo, Resource: "sys/leases/lookup/ldap/creds"}},
 			"renew": {func(ctx context.Context, m *Manager, id string) error {
@@ -49,7 +49,7 @@ func TestRights(t *testing.T) {
 				return err
 			}, ask{Cap: keel.CapRead, Resource: "sys/leases/count"}},
 			"list irrevocable": {func(ctx context.Context, m *Manager, _ string) error {
-				_, err := m.ListIrrevocable(ctx, 0)
+				_, err := m.ListIrrevocable(ctx, keel.ListRequest{})
 				return err
 			}, ask{Cap: keel.CapSudo, Resource: "sys/leases"}},
 		} {

@@ -103,7 +103,7 @@ func TestNoRevokerIsNoFailure(t *testing.T) {
 		}
 		_, err = old.Issue(ctx, IssueRequest{Path: "db/creds/app", TTL: time.Hour})
 		wantKind(t, err, keel.KindUnavailable)
-		if ids, err := e.m.List(ctx, "db/creds/app/"); err != nil || len(ids) != 1 {
+		if ids, err := listAll(ctx, e.m, "db/creds/app/"); err != nil || len(ids) != 1 {
 			t.Fatalf("leases %q, %v; want only the first", ids, err)
 		}
 	})

@@ -101,7 +101,7 @@ func fromUnixNano(n int64) time.Time {
 
 // norm returns t as the store gives it back: UTC, nanosecond precision, no
 // monotonic reading. Every instant the manager keeps goes through it, so
-// that a Lease returned by Issue equals the one Lookup returns.
+// that a Lease returned by Issue equals the one Get returns.
 func norm(t time.Time) time.Time { return fromUnixNano(unixNano(t)) }
 
 // entry is a stored lease: the Lease without ID and Path (both come from
@@ -282,16 +282,19 @@ func (d *decoder) string() string {
 	return s
 }
 
-// maxErrorLen is how many bytes of a revocation error a lease keeps.
-const maxErrorLen = 240
+// MaxErrorLen is how many bytes of the error of its last failed
+// revocation a lease keeps (Lease.LastError, IrrevocableLease.Error): a
+// longer error is cut, on a character boundary, to at most MaxErrorLen
+// bytes of valid UTF-8.
+const MaxErrorLen = 240
 
-// truncateError cuts msg to at most maxErrorLen bytes on a rune boundary,
-// so that it stays valid UTF-8 and holds at most 240 characters.
+// truncateError cuts msg to at most MaxErrorLen bytes on a rune boundary,
+// so that it stays valid UTF-8 and holds at most MaxErrorLen characters.
 func truncateError(msg string) string {
-	if len(msg) <= maxErrorLen {
+	if len(msg) <= MaxErrorLen {
 		return msg
 	}
-	cut := maxErrorLen
+	cut := MaxErrorLen
 	for cut > 0 && !utf8.RuneStart(msg[cut]) {
 		cut--
 	}

@@ -47,7 +47,7 @@ type TidyResult struct {
 // keel's leases belong to no token, so the dangling state Tidy looks for
 // is that of its own indexes.
 //
-// Tidy works in batches of at most 256, each read and repaired in one
+// Tidy works in batches of Limits().Batch, each read and repaired in one
 // transaction, so that it never decides on stale data; an error stops it
 // with the batches before done, and the counts up to there. It reads every
 // key of the manager: use it sparingly. Only one Tidy runs at a time.

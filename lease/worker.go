@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -12,8 +13,7 @@ import (
 )
 
 // Step revokes what is due at now: it reads the expiry index in order, in
-// batches of at most 256 entries (fewer when the store limits operations
-// per transaction), up to the first entry due after now; calls the revoker
+// batches of Limits().Batch entries, up to the first entry due after now; calls the revoker
 // of each due lease, one at a time, outside any transaction; then, in one
 // transaction per batch, removes the revoked leases with their index
 // entries and records the failures (see Revoke). It returns when the next
@@ -31,7 +31,8 @@ import (
 // revoked with RevokeForce; a batch with a lease that waited RetryMax or
 // more is logged as a warning.
 //
-// Step returns an error only for ctx or the store; a lease revoked whose
+// Step returns an error only for ctx or the store (wrapping their
+// errors, so that errors.Is finds context.Canceled); a lease revoked whose
 // removal did not commit is revoked again by a later Step (revokers are
 // idempotent). Steps run one at a time: a Step waits for another to end.
 // The worker of Start calls Step; tests and programs that drive time
@@ -42,17 +43,17 @@ func (m *Manager) Step(ctx context.Context, now time.Time) (time.Time, error) {
 	now = norm(now)
 	for {
 		if err := ctx.Err(); err != nil {
-			return time.Time{}, err
+			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
 		items, next, err := m.dueBatch(ctx, now)
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
 		if len(items) == 0 {
 			return next, nil
 		}
 		if err := m.process(ctx, now, items); err != nil {
-			return time.Time{}, err
+			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
 	}
 }

@@ -512,7 +512,7 @@ func testConcurrentIssueRevoke(t *testing.T, e *env) {
 						err = nil
 					}
 				case 3:
-					_, err = e.m.Lookup(ctx, l.ID)
+					_, err = e.m.Get(ctx, l.ID)
 				}
 				if err != nil {
 					errs <- err

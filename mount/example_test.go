@@ -41,28 +41,28 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	l, err := table.Leases().Lookup(ctx, s.LeaseID)
+	l, err := table.Leases().Get(ctx, s.LeaseID)
 	fmt.Println("kv lease found:", err == nil, l.Path)
 
 	ldap, _, _ := table.Route("ldap/")
-	if err := ldap.LDAP.WriteConfig(ctx, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "admin-pw"}); err != nil {
+	if err := ldap.LDAP.PutConfig(ctx, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "admin-pw"}); err != nil {
 		panic(err)
 	}
 	if err := ldap.LDAP.PutLibrarySet(ctx, "team", ldapengine.LibrarySetRequest{ServiceAccountNames: []string{"svc1"}}); err != nil {
 		panic(err)
 	}
-	co, err := ldap.LDAP.CheckOut(keel.WithPrincipal(ctx, keel.Principal{ID: "app", ClientTokenID: "t1"}), "team", 0)
+	co, err := ldap.LDAP.CheckOut(keel.WithPrincipal(ctx, keel.Principal{ID: "app", ClientTokenID: "t1"}), "team", ldapengine.CheckOutRequest{})
 	if err != nil {
 		panic(err)
 	}
-	_, err = table.Leases().Lookup(ctx, co.Lease.ID)
+	_, err = table.Leases().Get(ctx, co.Lease.ID)
 	fmt.Println("check-out", co.ServiceAccountName, "lease found:", err == nil)
 
 	// Revoking the lease checks the account back in.
 	if err := table.Leases().Revoke(ctx, co.Lease.ID, true); err != nil {
 		panic(err)
 	}
-	st, _ := ldap.LDAP.LibraryStatus(ctx, "team")
+	st, _ := ldap.LDAP.GetLibraryStatus(ctx, "team")
 	fmt.Println("available again:", st["svc1"].Available)
 
 	// Output:

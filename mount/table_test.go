@@ -358,7 +358,7 @@ func TestMountsAreJoinedByConstruction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l, err := table.Leases().Lookup(ctx, s.LeaseID); err != nil || l.ID != s.LeaseID {
+		if l, err := table.Leases().Get(ctx, s.LeaseID); err != nil || l.ID != s.LeaseID {
 			t.Fatalf("Lookup of a leased read's lease: %+v, %v", l, err)
 		}
 		dump := storagetest.Dump(t, store)
@@ -505,10 +505,10 @@ func TestOneAuthorizerForTheService(t *testing.T) {
 	wantKind(t, m.KV.Write(app, "app/db", map[string]any{"k": "v"}), keel.KindForbidden)
 
 	for _, name := range []string{"Admins", "ADMINS", "admins"} {
-		_, err := table.Groups().UpsertByName(app, name, identity.Input{})
+		_, err := table.Groups().CreateOrUpdateByName(app, name, identity.GroupRequest{})
 		wantKind(t, err, keel.KindForbidden)
 	}
-	if _, err := table.Groups().UpsertByName(app, "devs", identity.Input{}); err != nil {
+	if _, err := table.Groups().CreateOrUpdateByName(app, "devs", identity.GroupRequest{}); err != nil {
 		t.Fatalf("a group the caller may create: %v", err)
 	}
 }
@@ -553,29 +553,29 @@ func TestAProgramOpensOnlyTheRoot(t *testing.T) {
 	if s, err := kvm.KV.Read(borrower, rest); err != nil || s.LeaseID == "" {
 		t.Fatalf("leased read by the borrower: %+v, %v", s, err)
 	}
-	if _, err := table.Groups().UpsertByName(root, "Admins", identity.Input{}); err != nil {
+	if _, err := table.Groups().CreateOrUpdateByName(root, "Admins", identity.GroupRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"Admins", "admins", "ADMINS"} {
-		_, err := table.Groups().ReadByName(borrower, name)
+		_, err := table.Groups().GetByName(borrower, name)
 		wantKind(t, err, keel.KindForbidden)
 	}
 
 	ldapm, _, _ := table.Route("ldap/")
-	if err := ldapm.LDAP.WriteConfig(root, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "admin-pw"}); err != nil {
+	if err := ldapm.LDAP.PutConfig(root, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "admin-pw"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ldapm.LDAP.PutLibrarySet(root, "team", ldapengine.LibrarySetRequest{ServiceAccountNames: []string{"svc1"}}); err != nil {
 		t.Fatal(err)
 	}
-	co, err := ldapm.LDAP.CheckOut(borrower, "team", 0)
+	co, err := ldapm.LDAP.CheckOut(borrower, "team", ldapengine.CheckOutRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in, err := ldapm.LDAP.CheckIn(borrower, "team", nil, false); err != nil || len(in) != 1 {
+	if in, err := ldapm.LDAP.CheckIn(borrower, "team", ldapengine.CheckInRequest{}); err != nil || len(in) != 1 {
 		t.Fatalf("check-in by the borrower: %q, %v", in, err)
 	}
-	_, err = table.Leases().Lookup(root, co.Lease.ID)
+	_, err = table.Leases().Get(root, co.Lease.ID)
 	wantKind(t, err, keel.KindNotFound)
 	_, err = table.Leases().Renew(root, co.Lease.ID, time.Hour)
 	wantKind(t, err, keel.KindNotFound)
@@ -594,7 +594,7 @@ func TestMountDataKeyedByUUID(t *testing.T) {
 		if m.Data != "mounts/"+m.UUID+"/" {
 			t.Fatalf("Data %q", m.Data)
 		}
-		if err := m.LDAP.WriteConfig(ctx, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "pw"}); err != nil {
+		if err := m.LDAP.PutConfig(ctx, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "pw"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := storagetest.Dump(t, store)["mounts/"+m.UUID+"/config"]; !ok {
@@ -637,7 +637,7 @@ func TestMountDataKeyedByUUID(t *testing.T) {
 		if !ok {
 			t.Fatal("the older ldap entry is not served")
 		}
-		if c, err := old.LDAP.ReadConfig(ctx); err != nil || c.BindDN != "cn=old,dc=example,dc=org" {
+		if c, err := old.LDAP.GetConfig(ctx); err != nil || c.BindDN != "cn=old,dc=example,dc=org" {
 			t.Fatalf("the older ldap mount reads %+v, %v; want its data under its path", c, err)
 		}
 		bad, err := table.Get(ctx, "openldap/")

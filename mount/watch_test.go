@@ -81,7 +81,7 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
-			if _, err := a.Leases().Lookup(ctx, id); keel.KindOf(err) != keel.KindNotFound {
+			if _, err := a.Leases().Get(ctx, id); keel.KindOf(err) != keel.KindNotFound {
 				t.Fatalf("lease %s after its expiry: %v, want it revoked", id, err)
 			}
 		}
@@ -150,7 +150,7 @@ func TestDirectoryMountFollowed(t *testing.T) {
 		}
 		before := storagetest.Dump(t, store)
 		cfg := ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "planted", URL: "ldap://planted.example:389"}
-		wantKind(t, stale.LDAP.WriteConfig(ctx, cfg), keel.KindNotFound)
+		wantKind(t, stale.LDAP.PutConfig(ctx, cfg), keel.KindNotFound)
 		after := storagetest.Dump(t, store)
 		for k := range after {
 			if _, ok := before[k]; !ok || after[k] != before[k] {
@@ -295,13 +295,13 @@ func TestNoLeaseOutlivesItsMount(t *testing.T) {
 		if late == "" {
 			t.Fatal("no lease was issued during the revocations")
 		}
-		if ids, err := table.Leases().List(ctx, "tok/"); err != nil || len(ids) != 0 {
+		if ids, err := table.Leases().List(ctx, "tok/", keel.ListRequest{}); err != nil || len(ids.Items) != 0 {
 			t.Fatalf("leases left after Disable: %q, %v", ids, err)
 		}
 		if _, err := table.Enable(ctx, mount.EnableRequest{Path: "tok/", Type: "tokens"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := table.Leases().Lookup(ctx, late); keel.KindOf(err) != keel.KindNotFound {
+		if _, err := table.Leases().Get(ctx, late); keel.KindOf(err) != keel.KindNotFound {
 			t.Fatalf("the lease issued during the removal, under the new mount: %v", err)
 		}
 	})

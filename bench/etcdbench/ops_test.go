@@ -306,21 +306,21 @@ func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
 	tb.Cleanup(e.Stop)
 	ctx := keel.WithPrincipal(context.Background(), keel.Principal{ID: libToken, ClientTokenID: libToken, EntityID: "entity-0123456789"})
 	cfg := ldapengine.Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1", UserDN: usersDN, UserAttr: "uid"}
-	if err := e.WriteConfig(ctx, cfg); err != nil {
+	if err := e.PutConfig(ctx, cfg); err != nil {
 		tb.Fatal(err)
 	}
 	if err := e.PutLibrarySet(ctx, libSet, ldapengine.LibrarySetRequest{ServiceAccountNames: []string{libAcct}}); err != nil {
 		tb.Fatal(err)
 	}
 	checkOut := func(ctx context.Context) error {
-		co, err := e.CheckOut(ctx, libSet, 0)
+		co, err := e.CheckOut(ctx, libSet, ldapengine.CheckOutRequest{})
 		if err == nil && co.ServiceAccountName != libAcct {
 			err = fmt.Errorf("checked out %q, want %q", co.ServiceAccountName, libAcct)
 		}
 		return err
 	}
 	checkIn := func(ctx context.Context) error {
-		in, err := e.CheckIn(ctx, libSet, []string{libAcct}, false)
+		in, err := e.CheckIn(ctx, libSet, ldapengine.CheckInRequest{ServiceAccountNames: []string{libAcct}})
 		if err == nil && len(in) != 1 {
 			err = fmt.Errorf("checked in %q, want [%s]", in, libAcct)
 		}

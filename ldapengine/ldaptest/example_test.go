@@ -20,7 +20,7 @@ func Example() {
 		panic(err)
 	}
 	defer e.Stop()
-	if err := e.WriteConfig(ctx, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "admin-pw"}); err != nil {
+	if err := e.PutConfig(ctx, ldapengine.Config{BindDN: "cn=admin,dc=example,dc=org", BindPass: "admin-pw"}); err != nil {
 		panic(err)
 	}
 	if err := e.RotateRoot(ctx); err != nil {

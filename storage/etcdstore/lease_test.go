@@ -53,7 +53,7 @@ func TestLeaseManagerBatchesFitEtcd(t *testing.T) {
 	if revoked != 600 {
 		t.Fatalf("revoked %d leases, want 600", revoked)
 	}
-	if ids, err := m.List(ctx, "app/creds/b/"); err != nil || len(ids) != 0 {
-		t.Fatalf("leases left: %d, %v", len(ids), err)
+	if ids, err := m.List(ctx, "app/creds/b/", keel.ListRequest{}); err != nil || len(ids.Items) != 0 {
+		t.Fatalf("leases left: %d, %v", len(ids.Items), err)
 	}
 }

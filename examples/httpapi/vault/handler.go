@@ -101,7 +101,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		}},
 		{"POST PUT", leases + "/lookup", h.leaseLookup},
 		{"LIST GET", leases + "/lookup/{prefix...}", func(w http.ResponseWriter, r *http.Request) {
-			listing(mountSystem, "", func(ctx context.Context) ([]string, error) { return h.leases.List(ctx, r.PathValue("prefix")) })(w, r)
+			listing(mountSystem, "", func(ctx context.Context) ([]string, error) { return h.leaseList(ctx, r.PathValue("prefix")) })(w, r)
 		}},
 		{"POST PUT", leases + "/renew", h.leaseRenew},
 		{"POST PUT", leases + "/renew/{id...}", h.leaseRenew},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine"
 )
 
@@ -60,34 +61,46 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 	switch {
 	case rest == "config":
 		m.write = func() { // a merge: only the keys sent change, as in Vault
-			writeWith(w, r, "", configFrom, func(ctx context.Context, _ string, u ldapengine.ConfigUpdate) error {
+			writeWith(w, r, "", configFrom, func(ctx context.Context, _ string, u ldapengine.ConfigRequest) error {
 				return eng.UpdateConfig(ctx, u)
 			})
 		}
 		m.get = func() {
-			c, err := eng.ReadConfig(ctx)
+			c, err := eng.GetConfig(ctx)
 			writeRead(w, mt, err, configData(c, eng.Flavor()))
 		}
 		m.del = func() { writeDone(w, eng.DeleteConfig(ctx)) }
 	case rest == "rotate-root":
 		m.write = func() { writeDone(w, eng.RotateRoot(ctx)) }
 	case (section == "static-role" || section == "role" || section == "library") && (name == "" || isList(r)):
-		list := map[string]func(context.Context, string) ([]string, error){
+		list := map[string]func(context.Context, string, keel.ListRequest) (keel.Page[string], error){
 			"static-role": eng.ListStaticRoles, "role": eng.ListDynamicRoles, "library": eng.ListLibrarySets,
 		}[section]
-		listing(mt, "LIST", func(ctx context.Context) ([]string, error) { return list(ctx, name) })(w, r)
+		// Vault's LIST answers every key: every page, in the engine's order.
+		listing(mt, "LIST", func(ctx context.Context) ([]string, error) {
+			keys := []string{}
+			for k, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+				return list(ctx, name, r)
+			}) {
+				if err != nil {
+					return nil, err
+				}
+				keys = append(keys, k)
+			}
+			return keys, nil
+		})(w, r)
 		return
 	case section == "static-role":
 		m.write = func() { writeWith(w, r, name, staticRoleFrom, eng.PutStaticRole) }
 		m.get = func() {
-			role, err := eng.StaticRole(ctx, name)
+			role, err := eng.GetStaticRole(ctx, name)
 			data := map[string]any{"username": role.Username, "dn": role.DN, "rotation_period": seconds(role.RotationPeriod)}
 			writeRead(w, mt, err, withRotation(data, role.LastRotation))
 		}
 		m.del = func() { writeDone(w, eng.DeleteStaticRole(ctx, name)) }
 	case section == "static-cred" && name != "":
 		m.get = func() {
-			c, err := eng.StaticCred(ctx, name)
+			c, err := eng.GetStaticCred(ctx, name)
 			data := map[string]any{"dn": c.DN, "username": c.Username, "password": c.Password,
 				"rotation_period": seconds(c.RotationPeriod), "ttl": seconds(c.TTL)}
 			if c.LastPassword != "" { // the ldap flavor, after a rotation
@@ -100,7 +113,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 	case section == "role":
 		m.write = func() { writeWith(w, r, name, dynamicRoleFrom, eng.PutDynamicRole) }
 		m.get = func() {
-			role, err := eng.DynamicRole(ctx, name)
+			role, err := eng.GetDynamicRole(ctx, name)
 			writeRead(w, mt, err, map[string]any{
 				"creation_ldif": role.CreationLDIF, "deletion_ldif": role.DeletionLDIF, "rollback_ldif": role.RollbackLDIF,
 				"username_template": role.UsernameTemplate, "default_ttl": seconds(role.DefaultTTL), "max_ttl": seconds(role.MaxTTL),
@@ -109,7 +122,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		m.del = func() { writeDone(w, eng.DeleteDynamicRole(ctx, name)) }
 	case section == "creds" && name != "":
 		m.get = func() {
-			cred, err := eng.Creds(ctx, name)
+			cred, err := eng.CreateDynamicCred(ctx, name)
 			l := cred.Lease
 			writeData(w, err, leasedResponse(mt, l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{
 				"username": cred.Username, "password": cred.Password, "distinguished_names": cred.DistinguishedNames,
@@ -118,7 +131,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 	case section == "library" && action == "":
 		m.write = func() { writeWith(w, r, name, librarySetFrom, eng.PutLibrarySet) }
 		m.get = func() {
-			s, err := eng.LibrarySet(ctx, name)
+			s, err := eng.GetLibrarySet(ctx, name)
 			writeRead(w, mt, err, map[string]any{
 				"service_account_names": s.ServiceAccountNames, "ttl": seconds(s.TTL), "max_ttl": seconds(s.MaxTTL),
 				"disable_check_in_enforcement": s.DisableCheckInEnforcement,
@@ -127,7 +140,7 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		m.del = func() { writeDone(w, eng.DeleteLibrarySet(ctx, name)) }
 	case section == "library" && action == "status":
 		m.get = func() {
-			st, err := eng.LibraryStatus(ctx, set)
+			st, err := eng.GetLibraryStatus(ctx, set)
 			data := make(map[string]any, len(st))
 			for account, a := range st {
 				s := map[string]any{"available": a.Available}
@@ -140,10 +153,10 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		}
 	case section == "library" && action == "check-out":
 		m.write = func() {
-			ttl, err := readBody(w, r, func(f *fields) time.Duration { return f.duration("ttl") })
+			req, err := readBody(w, r, checkOutFrom)
 			var co ldapengine.CheckOut
 			if err == nil {
-				co, err = eng.CheckOut(ctx, set, ttl)
+				co, err = eng.CheckOut(ctx, set, req)
 			}
 			l := co.Lease
 			writeData(w, err, leasedResponse(mt, l.ID, l.Renewable, l.ExpireTime.Sub(l.IssueTime), map[string]any{
@@ -152,10 +165,11 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 		}
 	case section == "library" && action == "check-in":
 		m.write = func() {
-			names, err := readBody(w, r, func(f *fields) []string { return f.strList("service_account_names") })
+			req, err := readBody(w, r, checkInFrom)
+			req.Manage = manage // the path says it: library/manage/NAME/check-in
 			var done []string
 			if err == nil {
-				done, err = eng.CheckIn(ctx, set, names, manage)
+				done, err = eng.CheckIn(ctx, set, req)
 			}
 			writeData(w, err, newResponse(mt, map[string]any{"check_ins": append([]string{}, done...)})) // never null
 		}
@@ -167,10 +181,10 @@ func (h *Handler) serveLDAP(w http.ResponseWriter, r *http.Request, eng *ldapeng
 }
 
 // configFrom reads the fields of a configuration write: only the keys
-// sent change (ldapengine.Engine.UpdateConfig merges), as Vault merges a
-// write into the stored configuration.
-func configFrom(f *fields) ldapengine.ConfigUpdate {
-	return ldapengine.ConfigUpdate{
+// sent change (ldapengine.Engine.UpdateConfig), as Vault merges a write
+// into the stored configuration.
+func configFrom(f *fields) ldapengine.ConfigRequest {
+	return ldapengine.ConfigRequest{
 		BindDN:            opt(f, "binddn", f.str),
 		BindPass:          opt(f, "bindpass", f.str),
 		URL:               opt(f, "url", f.str),
@@ -283,4 +297,15 @@ func librarySetFrom(f *fields) ldapengine.LibrarySetRequest {
 		TTL:                 opt(f, "ttl", f.duration), MaxTTL: opt(f, "max_ttl", f.duration),
 		DisableCheckInEnforcement: opt(f, "disable_check_in_enforcement", f.boolean),
 	}
+}
+
+// checkOutFrom reads a check-out: its ttl.
+func checkOutFrom(f *fields) ldapengine.CheckOutRequest {
+	return ldapengine.CheckOutRequest{TTL: f.duration("ttl")}
+}
+
+// checkInFrom reads a check-in: the accounts named. Manage is the path's
+// (library/manage/NAME/check-in), not the body's.
+func checkInFrom(f *fields) ldapengine.CheckInRequest {
+	return ldapengine.CheckInRequest{ServiceAccountNames: f.strList("service_account_names")}
 }

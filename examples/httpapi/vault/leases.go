@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -73,7 +74,7 @@ func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
 	id, err := leaseRequest(w, r, func(*fields) {})
 	var l lease.Lease
 	if err == nil {
-		l, err = h.leases.Lookup(r.Context(), id)
+		l, err = h.leases.Get(r.Context(), id)
 	}
 	writeData(w, invalidLease(err), newResponse(mountSystem, &leaseLookupData{
 		ID: l.ID, IssueTime: rfc3339(l.IssueTime), ExpireTime: rfc3339(l.ExpireTime),
@@ -197,35 +198,67 @@ func (h *Handler) leaseCount(w http.ResponseWriter, r *http.Request) {
 // HTTP API's way is the limit "none".
 const tooManyIrrevocable = "Command halted because many irrevocable leases were found. To emit the entire list, re-run the command with force set true."
 
-// leaseIrrevocable answers sys/leases: limit "none" lists all (a negative
-// limit to ListIrrevocable), none given lists lease.DefaultIrrevocableLimit.
+// vaultIrrevocableLimit is the limit of Vault's sys/leases when its query
+// gives none.
+const vaultIrrevocableLimit = 10000
+
+// leaseIrrevocable answers sys/leases: limit n is the first page of n
+// leases (cut, with Vault's warning, when the page has a Next), "none"
+// every page, none given vaultIrrevocableLimit.
 func (h *Handler) leaseIrrevocable(w http.ResponseWriter, r *http.Request) {
 	err := irrevocableQuery(r)
-	limit := 0
+	limit, all := vaultIrrevocableLimit, false
 	if err == nil {
 		switch s := r.URL.Query().Get("limit"); {
 		case s == "":
 		case strings.EqualFold(s, "none"):
-			limit = -1
+			all = true
 		default:
 			if limit, err = strconv.Atoi(s); err != nil || limit <= 0 {
 				err = keel.Invalid("limit", "must be a positive number or \"none\"")
 			}
 		}
 	}
-	var list lease.IrrevocableList
-	if err == nil {
-		list, err = h.leases.ListIrrevocable(r.Context(), limit)
+	var list []lease.IrrevocableLease
+	truncated := false
+	switch {
+	case err != nil:
+	case all:
+		for l, lerr := range keel.All(r.Context(), 0, h.leases.ListIrrevocable) {
+			if err = lerr; err != nil {
+				break
+			}
+			list = append(list, l)
+		}
+	default:
+		var p keel.Page[lease.IrrevocableLease]
+		p, err = h.leases.ListIrrevocable(r.Context(), keel.ListRequest{Limit: limit})
+		list, truncated = p.Items, p.Next != ""
 	}
-	leases := make([]map[string]string, len(list.Leases))
-	for i, l := range list.Leases {
+	leases := make([]map[string]string, len(list))
+	for i, l := range list {
 		leases[i] = map[string]string{"lease_id": l.LeaseID, "mount_id": h.accessor(l.Mount), "error": l.Error}
 	}
-	resp := newResponse(mountSystem, map[string]any{"lease_count": list.Total, "leases": leases})
-	if list.Truncated {
+	resp := newResponse(mountSystem, map[string]any{"lease_count": len(list), "leases": leases})
+	if truncated {
 		resp.Warnings = []string{tooManyIrrevocable}
 	}
 	writeData(w, err, resp)
+}
+
+// leaseList answers LIST sys/leases/lookup/:prefix as Vault's: every name
+// under prefix at once, walking the pages of lease.Manager.List.
+func (h *Handler) leaseList(ctx context.Context, prefix string) ([]string, error) {
+	keys := []string{}
+	for name, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+		return h.leases.List(ctx, prefix, r)
+	}) {
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, name)
+	}
+	return keys, nil
 }
 
 // accessor names a lease mount by the accessor of the mount table's entry,

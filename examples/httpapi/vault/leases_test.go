@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,9 @@ import (
 	"github.com/keelhq/keel/storage/memstore"
 )
 
-// TestIrrevocableListWarning: the adapter renders lease.IrrevocableList's
-// Truncated as Vault's warning, word for word, and only then; it accepts
+// TestIrrevocableListWarning: the adapter renders a page of
+// lease.Manager.ListIrrevocable cut at the limit (a page with a Next) as
+// Vault's warning, word for word, and only then; it accepts
 // include_child_namespaces as a boolean (which changes nothing) and
 // refuses anything else, as Vault.
 func TestIrrevocableListWarning(t *testing.T) {
@@ -99,6 +101,71 @@ func TestIrrevocableListWarning(t *testing.T) {
 		c, err := e.client(t, rootToken).Logical().ReadWithData("sys/leases/count", map[string][]string{"type": {"irrevocable"}, "include_child_namespaces": {b}})
 		if err != nil || !strings.Contains(string(mustJSON(t, c.Data)), `"lease_count":3`) {
 			t.Errorf("count with include_child_namespaces=%s: %v, %v", b, c, err)
+		}
+	}
+}
+
+// TestLeaseListAnswersEveryKey: LIST sys/leases/lookup/… answers every
+// key at once, in order, as Vault does, though lease.Manager.List gives
+// them a page of lease.DefaultListLimit at a time; and sys/leases with the
+// limit "none" lists every irrevocable lease, more than a page of
+// lease.DefaultIrrevocableLimit, where no limit cuts the list at Vault's
+// 10,000 with its warning.
+func TestLeaseListAnswersEveryKey(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
+	iss, err := e.leases.Register(lease.Mount{Path: "test/", Revoker: failingEngine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = lease.DefaultIrrevocableLimit + 3 // more than a page of either list
+	var want []string
+	for range n {
+		l, err := iss.Issue(ctx, lease.IssueRequest{Path: "test/creds/app", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, strings.TrimPrefix(l.ID, "test/creds/app/"))
+	}
+	slices.Sort(want)
+	c := e.client(t, rootToken)
+	list, err := c.Logical().List("sys/leases/lookup/test/creds/app/")
+	if err != nil || list == nil {
+		t.Fatalf("LIST: %v, %v", list, err)
+	}
+	keys, _ := list.Data["keys"].([]any)
+	got := make([]string, len(keys))
+	for i, k := range keys {
+		got[i], _ = k.(string)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("LIST answered %d keys, want all %d in order", len(got), len(want))
+	}
+
+	// Every lease irrevocable: the engine refuses for good.
+	e.clock.Advance(time.Hour)
+	if _, err := e.leases.Step(ctx, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for limit, want := range map[string]struct {
+		count  int
+		warned bool
+	}{
+		"":     {10000, true},
+		"none": {n, false},
+	} {
+		query := map[string][]string{"type": {"irrevocable"}}
+		if limit != "" {
+			query["limit"] = []string{limit}
+		}
+		resp, err := c.Logical().ReadWithData("sys/leases", query)
+		if err != nil || resp == nil {
+			t.Fatalf("limit %q: %v, %v", limit, resp, err)
+		}
+		leases, _ := resp.Data["leases"].([]any)
+		count, _ := resp.Data["lease_count"].(json.Number)
+		if len(leases) != want.count || count.String() != strconv.Itoa(want.count) || (len(resp.Warnings) != 0) != want.warned {
+			t.Errorf("limit %q: %d leases, lease_count %s, warnings %q; want %d, warned %v", limit, len(leases), count, resp.Warnings, want.count, want.warned)
 		}
 	}
 }

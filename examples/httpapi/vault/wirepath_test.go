@@ -103,7 +103,8 @@ func TestWireNamesMatchTheDecoders(t *testing.T) {
 		}
 	}
 	for name, decode := range map[string]func(*fields) any{
-		"ldapengine.ConfigUpdate":       func(f *fields) any { return configFrom(f) },
+		"ldapengine.ConfigRequest":      func(f *fields) any { return configFrom(f) },
+		"ldapengine.CheckOutRequest":    func(f *fields) any { return checkOutFrom(f) },
 		"ldapengine.StaticRoleRequest":  func(f *fields) any { return staticRoleFrom(f) },
 		"ldapengine.DynamicRoleRequest": func(f *fields) any { return dynamicRoleFrom(f) },
 		"ldapengine.LibrarySetRequest":  func(f *fields) any { return librarySetFrom(f) },
