@@ -27,51 +27,27 @@ package ldapengine
 
 import (
 	"fmt"
+	"github.com/keelhq/keel/internal/errprefix"
 	"strings"
 
 	"github.com/keelhq/keel"
 )
 
 // errPrefix starts the message of every error of the package.
-const errPrefix = "ldapengine: "
+const errPrefix errprefix.Prefix = "ldapengine: "
 
 // bare is err's message without the package's prefix: the text that a
 // message adding context in front of err embeds.
-func bare(err error) string { return strings.TrimPrefix(err.Error(), errPrefix) }
-
-// prefixed returns err with the package's prefix: err itself when its
-// message starts with it, and otherwise err wrapped, its message kept
-// after the prefix. Kinds and field errors are kept (errors.Is,
-// errors.As, keel.FieldErrors see through the wrapping).
-func prefixed(err error) error {
-	if err == nil || strings.HasPrefix(err.Error(), errPrefix) {
-		return err
-	}
-	return fmt.Errorf("ldapengine: %w", err)
-}
+func bare(err error) string { return errPrefix.Bare(err) }
 
 // prefixErr sets *err to prefixed(*err). Every exported function that
-// returns an error defers it, so that the errors of other packages that
-// it passes on name the package too.
-func prefixErr(err *error) { *err = prefixed(*err) }
+// returns an error defers it.
+func prefixErr(err *error) { errPrefix.Set(err) }
 
-// contextError is err with context in front: the prefix, the context,
-// ": " and err's message without its own prefix.
-type contextError struct {
-	context string
-	err     error
-}
-
-func (e *contextError) Error() string { return errPrefix + e.context + ": " + bare(e.err) }
-
-func (e *contextError) Unwrap() error { return e.err }
-
-// wrapf returns err with the context format, formatted with args, in
-// front of its message, as fmt.Errorf(format+": %w", args..., err) would,
-// but with the package's prefix once at the start: the context must not
-// start with it.
+// wrapf returns err with context in front of its message and the
+// package's prefix once (errprefix.Prefix.Wrapf).
 func wrapf(err error, format string, args ...any) error {
-	return &contextError{context: fmt.Sprintf(format, args...), err: err}
+	return errPrefix.Wrapf(err, format, args...)
 }
 
 // invalid is keel.Invalid with the package's prefix in front of the
@@ -125,7 +101,7 @@ func (e *joinError) Error() string {
 	for i, err := range e.errs {
 		lines[i] = bare(err)
 	}
-	return errPrefix + strings.Join(lines, "\n")
+	return string(errPrefix) + strings.Join(lines, "\n")
 }
 
 func (e *joinError) Unwrap() []error { return e.errs }
@@ -142,5 +118,5 @@ func listFormat(es []error) string {
 	if len(es) != 1 {
 		count = fmt.Sprintf("%d errors occurred", len(es))
 	}
-	return errPrefix + count + ":\n\t" + strings.Join(points, "\n\t") + "\n\n"
+	return string(errPrefix) + count + ":\n\t" + strings.Join(points, "\n\t") + "\n\n"
 }

@@ -22,46 +22,17 @@ package peering
 // that returns an error defers prefixErr (TestErrorPrefixGuard); another
 // checks the messages of failing operations (TestErrorMessagesPrefix).
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/keelhq/keel/internal/errprefix"
 
 // errPrefix starts the message of every error of the package.
-const errPrefix = "peering: "
-
-// bare is err's message without the package's prefix: the text that a
-// message adding context in front of err embeds.
-func bare(err error) string { return strings.TrimPrefix(err.Error(), errPrefix) }
-
-// prefixed returns err with the package's prefix: err itself when its
-// message starts with it, and otherwise err wrapped, its message kept
-// after the prefix.
-func prefixed(err error) error {
-	if err == nil || strings.HasPrefix(err.Error(), errPrefix) {
-		return err
-	}
-	return fmt.Errorf("peering: %w", err)
-}
+const errPrefix errprefix.Prefix = "peering: "
 
 // prefixErr sets *err to prefixed(*err). Every exported function that
 // returns an error defers it.
-func prefixErr(err *error) { *err = prefixed(*err) }
+func prefixErr(err *error) { errPrefix.Set(err) }
 
-// contextError is err with context in front: the prefix, the context,
-// ": " and err's message without its own prefix.
-type contextError struct {
-	context string
-	err     error
-}
-
-func (e *contextError) Error() string { return errPrefix + e.context + ": " + bare(e.err) }
-
-func (e *contextError) Unwrap() error { return e.err }
-
-// wrapf returns err with the context format, formatted with args, in
-// front of its message, as fmt.Errorf("peering: "+format+": %w", args...,
-// err) would, but with the package's prefix once: err's own is dropped.
+// wrapf returns err with context in front of its message and the
+// package's prefix once (errprefix.Prefix.Wrapf).
 func wrapf(err error, format string, args ...any) error {
-	return &contextError{context: fmt.Sprintf(format, args...), err: err}
+	return errPrefix.Wrapf(err, format, args...)
 }
