@@ -3,7 +3,6 @@ package mount
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/keelhq/keel"
@@ -23,15 +22,16 @@ import (
 // batches sized from the store's limits, then the entry leaves the table.
 // A crash at any point leaves the entry marked, and Open finishes the
 // removal; a mount enabled later at the same path never sees the old data.
-func (t *Table) Disable(ctx context.Context, path string) error {
+func (t *Table) Disable(ctx context.Context, path string) (err error) {
+	defer errPrefix.Set(&err)
 	path = normPath(path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapDelete, "sys/mounts/"+path); err != nil {
-		return fmt.Errorf("mount: disable: %w", err)
+		return errPrefix.Wrapf(err, "disable")
 	}
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
 	if err := t.checkOpen(); err != nil {
-		return fmt.Errorf("mount: disable %q: %w", path, err)
+		return errPrefix.Wrapf(err, "disable %q", path)
 	}
 	t.mu.RLock()
 	m, ok := t.mounts[path]
@@ -49,7 +49,7 @@ func (t *Table) Disable(ctx context.Context, path string) error {
 			return entries, nil
 		})
 		if err != nil {
-			return fmt.Errorf("mount: disable %q: %w", path, err)
+			return errPrefix.Wrapf(err, "disable %q", path)
 		}
 		t.mu.Lock()
 		marked := *m
@@ -78,29 +78,29 @@ func (t *Table) finishDisable(ctx context.Context, m *Mount) error {
 	ctx = system(context.WithoutCancel(ctx))
 	guarded, err := t.hasGuard(ctx, m.Entry)
 	if err != nil {
-		return fmt.Errorf("mount: disable %q: %w", m.Path, err)
+		return errPrefix.Wrapf(err, "disable %q", m.Path)
 	}
 	if guarded && m.Engine != nil {
 		if err := t.leases.RevokePrefix(ctx, m.Path, true); err != nil {
-			return fmt.Errorf("mount: disable %q: revoking its leases: %w", m.Path, err)
+			return errPrefix.Wrapf(err, "disable %q: revoking its leases", m.Path)
 		}
 	}
 	err = t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Delete(guardKey(m.Entry)) })
 	if err != nil {
-		return fmt.Errorf("mount: disable %q: %w", m.Path, err)
+		return errPrefix.Wrapf(err, "disable %q", m.Path)
 	}
 	if err := t.leases.RevokeForce(ctx, m.Path); err != nil {
-		return fmt.Errorf("mount: disable %q: revoking its last leases: %w", m.Path, err)
+		return errPrefix.Wrapf(err, "disable %q: revoking its last leases", m.Path)
 	}
 	t.leases.Unregister(m.Path)
 	if _, err := storage.DeletePrefix(ctx, t.store, dataPrefix(m.Entry)); err != nil {
-		return fmt.Errorf("mount: disable %q: deleting its data: %w", m.Path, err)
+		return errPrefix.Wrapf(err, "disable %q: deleting its data", m.Path)
 	}
 	err = t.changeTable(ctx, func(_ storage.Tx, entries []Entry) ([]Entry, error) {
 		return slices.DeleteFunc(entries, func(e Entry) bool { return e.Path == m.Path }), nil
 	})
 	if err != nil {
-		return fmt.Errorf("mount: disable %q: %w", m.Path, err)
+		return errPrefix.Wrapf(err, "disable %q", m.Path)
 	}
 	t.mu.Lock()
 	delete(t.mounts, m.Path)

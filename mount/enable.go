@@ -51,22 +51,23 @@ type EnableRequest struct {
 // Then one transaction adds the entry to the stored table. Enable fails
 // with an error of kind keel.KindInvalid naming each field that breaks a
 // rule, and then the store is as it was.
-func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
+func (t *Table) Enable(ctx context.Context, req EnableRequest) (_ Entry, err error) {
+	defer errPrefix.Set(&err)
 	path := normPath(req.Path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapCreate, "sys/mounts/"+path); err != nil {
-		return Entry{}, fmt.Errorf("mount: enable: %w", err)
+		return Entry{}, errPrefix.Wrapf(err, "enable")
 	}
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
 	if err := t.checkOpen(); err != nil {
-		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "enable %q", path)
 	}
 	e, err := t.newEntry(req)
 	if err != nil {
-		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "enable %q", path)
 	}
 	if err := t.checkOverlap(e.Path); err != nil {
-		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "enable %q", path)
 	}
 	for _, r := range t.reserved {
 		if overlaps(r, e.Path) {
@@ -75,7 +76,7 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
 	}
 	m := &Mount{Entry: e}
 	if err := t.build(m); err != nil {
-		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "enable %q", path)
 	}
 	err = t.changeTable(ctx, func(tx storage.Tx, entries []Entry) ([]Entry, error) {
 		for _, o := range entries {
@@ -90,7 +91,7 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
 	})
 	if err != nil {
 		t.leases.Unregister(e.Path)
-		return Entry{}, fmt.Errorf("mount: enable %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "enable %q", path)
 	}
 	t.serve(m)
 	return e, nil
@@ -99,7 +100,7 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (Entry, error) {
 // checkOpen fails once the table is closed.
 func (t *Table) checkOpen() error {
 	if t.isClosed() {
-		return fmt.Errorf("the table is closed: %w", keel.ErrUnavailable)
+		return fmt.Errorf("mount: the table is closed: %w", keel.ErrUnavailable)
 	}
 	return nil
 }
@@ -119,21 +120,22 @@ type TuneRequest struct {
 // store is as it was. The new settings are stored before the engine is
 // rebuilt: when the rebuild fails, Tune returns the stored entry with that
 // error, and the mount is listed with it (Mount.Err) and not served.
-func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, error) {
+func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (_ Entry, err error) {
+	defer errPrefix.Set(&err)
 	path = normPath(path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapUpdate, "sys/mounts/"+path+"tune"); err != nil {
-		return Entry{}, fmt.Errorf("mount: tune: %w", err)
+		return Entry{}, errPrefix.Wrapf(err, "tune")
 	}
 	t.opMu.Lock()
 	defer t.opMu.Unlock()
 	if err := t.checkOpen(); err != nil {
-		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "tune %q", path)
 	}
 	t.mu.RLock()
 	old, ok := t.mounts[path]
 	t.mu.RUnlock()
 	if !ok || !old.Served() {
-		return Entry{}, fmt.Errorf("mount %q: %w", path, keel.ErrNotFound)
+		return Entry{}, fmt.Errorf("mount: no mount at %q: %w", path, keel.ErrNotFound)
 	}
 	e := old.Entry
 	if req.Description != nil {
@@ -146,19 +148,19 @@ func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (Entry, 
 		e.MaxTTL = *req.MaxTTL
 	}
 	if err := t.leases.CheckMount(lease.Mount{Path: e.Path, DefaultTTL: e.DefaultTTL, MaxTTL: e.MaxTTL}); err != nil {
-		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "tune %q", path)
 	}
-	err := t.changeTable(ctx, func(_ storage.Tx, entries []Entry) ([]Entry, error) {
+	err = t.changeTable(ctx, func(_ storage.Tx, entries []Entry) ([]Entry, error) {
 		for i := range entries {
 			if entries[i].Path == path && entries[i].UUID == e.UUID && !entries[i].Disabling {
 				entries[i] = e
 				return entries, nil
 			}
 		}
-		return nil, fmt.Errorf("mount %q: %w", path, keel.ErrNotFound)
+		return nil, fmt.Errorf("mount: no mount at %q: %w", path, keel.ErrNotFound)
 	})
 	if err != nil {
-		return Entry{}, fmt.Errorf("mount: tune %q: %w", path, err)
+		return Entry{}, errPrefix.Wrapf(err, "tune %q", path)
 	}
 	t.unbuild(old)
 	m := t.open(e)
@@ -212,7 +214,7 @@ func (t *Table) checkStored(e Entry) error {
 		v.Add(fe.Field, "%s", fe.Rule)
 	}
 	if err != nil && len(keel.FieldErrors(err)) == 0 {
-		return fmt.Errorf("mount: stored mount %q: %w", e.Path, err)
+		return errPrefix.Wrapf(err, "stored mount %q", e.Path)
 	}
 	if e.UUID == "" {
 		v.Add("UUID", "is required")
@@ -220,7 +222,7 @@ func (t *Table) checkStored(e Entry) error {
 		v.Add("Data", "must be %q, the part of the store of the mount's UUID", keyedPrefix(e.Type, e.UUID))
 	}
 	if err := v.Err(); err != nil {
-		return fmt.Errorf("mount: stored mount %q: %w", e.Path, err)
+		return errPrefix.Wrapf(err, "stored mount %q", e.Path)
 	}
 	return nil
 }

@@ -156,7 +156,7 @@ func (t *Table) build(m *Mount) error {
 		Authorizer: t.auth, Clock: t.clock, Logger: t.log, Leader: t.leader(leaderName(m.Entry)),
 	})
 	if err == nil && eng == nil {
-		err = fmt.Errorf("mount %q: the %s engine type built no engine: %w", m.Path, m.Type, keel.ErrInternal)
+		err = fmt.Errorf("mount: %q: the %s engine type built no engine: %w", m.Path, m.Type, keel.ErrInternal)
 	}
 	if err != nil {
 		t.leases.Unregister(m.Path)

@@ -190,7 +190,8 @@ type Table struct {
 // not served. Open fails when store or opts.Authorizer is nil
 // (keel.KindInvalid, naming the field: allowing everything, anonymous
 // callers included, is never a default), or the store fails.
-func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, error) {
+func Open(ctx context.Context, store storage.Store, opts *Options) (_ *Table, err error) {
+	defer errPrefix.Set(&err)
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -207,7 +208,7 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 		{Prefix: passwordPolicies, Kind: passwordpolicy.ClaimKind},
 		{Prefix: identityPrefix, Kind: identity.ClaimKind},
 	}, nil); err != nil {
-		return nil, fmt.Errorf("mount: open: %w", err)
+		return nil, errPrefix.Wrapf(err, "open")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -259,7 +260,7 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Table, erro
 	// Watch before reading: a change committed after the read is seen.
 	stopWatch, err := storage.Watch(ctx, store, tableKey, func(string) { t.signal() })
 	if err != nil {
-		return nil, fmt.Errorf("mount: open: watching the table: %w", err)
+		return nil, errPrefix.Wrapf(err, "open: watching the table")
 	}
 	t.stopWatch = stopWatch
 	entries, err := t.load(ctx, o.Defaults)
@@ -306,7 +307,7 @@ func (t *Table) open(e Entry) *Mount {
 // is none.
 func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, error) {
 	if err := t.checkNoTableAbove(ctx); err != nil {
-		return nil, fmt.Errorf("mount: open: %w", err)
+		return nil, errPrefix.Wrapf(err, "open")
 	}
 	var entries []Entry
 	err := t.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -317,7 +318,7 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 			for _, req := range defaults {
 				e, err := t.newEntry(req)
 				if err != nil {
-					return fmt.Errorf("mount: default mount %q: %w", req.Path, err)
+					return errPrefix.Wrapf(err, "default mount %q", req.Path)
 				}
 				entries = append(entries, e)
 				if err := putGuard(tx, e); err != nil {
@@ -332,10 +333,10 @@ func (t *Table) load(ctx context.Context, defaults []EnableRequest) ([]Entry, er
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mount: open: %w", err)
+		return nil, errPrefix.Wrapf(err, "open")
 	}
 	if err := t.addGuards(ctx, entries); err != nil {
-		return nil, fmt.Errorf("mount: open: %w", err)
+		return nil, errPrefix.Wrapf(err, "open")
 	}
 	return entries, nil
 }
@@ -453,9 +454,10 @@ func (t *Table) Groups() *identity.Groups { return t.groups }
 
 // List returns every mount of the table, served or not, ordered by path.
 // It needs keel.CapRead on "sys/mounts".
-func (t *Table) List(ctx context.Context) ([]Mount, error) {
+func (t *Table) List(ctx context.Context) (_ []Mount, err error) {
+	defer errPrefix.Set(&err)
 	if err := keel.Authorize(ctx, t.auth, keel.CapRead, "sys/mounts"); err != nil {
-		return nil, fmt.Errorf("mount: list: %w", err)
+		return nil, errPrefix.Wrapf(err, "list")
 	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -469,16 +471,17 @@ func (t *Table) List(ctx context.Context) ([]Mount, error) {
 // Get returns the mount at path (with or without its trailing "/"), served
 // or not. It needs keel.CapRead on "sys/mounts/PATH"; it fails with an
 // error of kind keel.KindNotFound when there is none.
-func (t *Table) Get(ctx context.Context, path string) (Mount, error) {
+func (t *Table) Get(ctx context.Context, path string) (_ Mount, err error) {
+	defer errPrefix.Set(&err)
 	path = normPath(path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapRead, "sys/mounts/"+path); err != nil {
-		return Mount{}, fmt.Errorf("mount: get: %w", err)
+		return Mount{}, errPrefix.Wrapf(err, "get")
 	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	m, ok := t.mounts[path]
 	if !ok {
-		return Mount{}, fmt.Errorf("mount %q: %w", path, keel.ErrNotFound)
+		return Mount{}, fmt.Errorf("mount: no mount at %q: %w", path, keel.ErrNotFound)
 	}
 	return *m, nil
 }
@@ -517,7 +520,8 @@ var usableCapabilities = []keel.Capability{keel.CapRead, keel.CapList, keel.CapC
 // mount to a client before it sends a request there. A path under no
 // mount, or under one the caller may not use, is keel.KindForbidden alike,
 // so that the answer does not reveal which mounts exist.
-func (t *Table) MountFor(ctx context.Context, p string) (Mount, error) {
+func (t *Table) MountFor(ctx context.Context, p string) (_ Mount, err error) {
+	defer errPrefix.Set(&err)
 	forbidden := fmt.Errorf("mount: no mount the caller may use lies above %q: %w", p, keel.ErrForbidden)
 	m, _, ok := t.Route(p)
 	if !ok {

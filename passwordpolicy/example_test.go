@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -34,7 +35,7 @@ rule "charset" {
 	if err != nil {
 		panic(err)
 	}
-	names, _ := policies.List(ctx)
-	fmt.Println(names, len(pw), p.Meets(pw))
+	page, _ := policies.List(ctx, keel.ListRequest{})
+	fmt.Println(page.Items, len(pw), p.Meets(pw))
 	// Output: [app] 12 true
 }

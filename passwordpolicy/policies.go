@@ -38,7 +38,8 @@ type Policies struct {
 // its store): each policy is the key NAME, holding the JSON object
 // {"policy": TEXT}. A nil store is an error of kind keel.ErrInvalid (field
 // "Store").
-func New(store storage.Store, opts *Options) (*Policies, error) {
+func New(store storage.Store, opts *Options) (_ *Policies, err error) {
+	defer errPrefix.Set(&err)
 	if store == nil {
 		return nil, keel.Invalid("Store", "is required")
 	}
@@ -72,7 +73,8 @@ func checkName(name string) error {
 // parse (Parse). It needs update on "sys/policies/password/NAME". An
 // invalid name or policy is an error of kind keel.ErrInvalid (field "Name"
 // or "Policy").
-func (p *Policies) Put(ctx context.Context, name, policy string) error {
+func (p *Policies) Put(ctx context.Context, name, policy string) (err error) {
+	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -91,7 +93,8 @@ func (p *Policies) Put(ctx context.Context, name, policy string) error {
 // Get returns the text of the policy name. It needs read on
 // "sys/policies/password/NAME". A missing policy is an error of kind
 // keel.ErrNotFound.
-func (p *Policies) Get(ctx context.Context, name string) (string, error) {
+func (p *Policies) Get(ctx context.Context, name string) (_ string, err error) {
+	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return "", err
 	}
@@ -109,21 +112,22 @@ func (p *Policies) get(ctx context.Context, name string) (string, error) {
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return "", fmt.Errorf("password policy %q: %w", name, keel.ErrNotFound)
+		return "", fmt.Errorf("passwordpolicy: password policy %q: %w", name, keel.ErrNotFound)
 	}
 	if err != nil {
 		return "", err
 	}
 	var sp storedPolicy
 	if err := json.Unmarshal(raw, &sp); err != nil {
-		return "", fmt.Errorf("password policy %q: stored record: %v: %w", name, err, keel.ErrInternal)
+		return "", fmt.Errorf("passwordpolicy: password policy %q: stored record: %v: %w", name, err, keel.ErrInternal)
 	}
 	return sp.Policy, nil
 }
 
 // Delete removes the policy name; a missing policy is not an error. It
 // needs delete on "sys/policies/password/NAME".
-func (p *Policies) Delete(ctx context.Context, name string) error {
+func (p *Policies) Delete(ctx context.Context, name string) (err error) {
+	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -135,28 +139,53 @@ func (p *Policies) Delete(ctx context.Context, name string) error {
 	})
 }
 
-// List returns the names of the policies, sorted; none is an empty list.
-// It needs list on "sys/policies/password/".
-func (p *Policies) List(ctx context.Context) ([]string, error) {
+// DefaultListLimit is how many names a page of List holds when the request
+// asks for no limit (ListRequest.Limit of 0 or less).
+const DefaultListLimit = 1000
+
+// List returns one page of the names of the policies, sorted: the names
+// after r.Cursor (empty: from the first), at most r.Limit of them
+// (DefaultListLimit when r.Limit is 0 or less). Next is the cursor of the
+// following page, empty on the last; a page past the end is empty, as is
+// the list of a store that holds no policy. The cursor is the last name
+// given, so a walk (keel.All) goes on after it while policies come and
+// go. It needs list on "sys/policies/password/".
+func (p *Policies) List(ctx context.Context, r keel.ListRequest) (_ keel.Page[string], err error) {
+	defer errPrefix.Set(&err)
 	if err := keel.Authorize(ctx, p.auth, keel.CapList, "sys/policies/password/"); err != nil {
-		return nil, err
+		return keel.Page[string]{}, err
+	}
+	limit := r.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
 	}
 	var names []string
-	err := p.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = p.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		names = names[:0]
-		return tx.Scan("", storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+		// One more than the page, to know whether another follows.
+		return tx.Scan("", storage.ScanOptions{After: r.Cursor, KeysOnly: true}, func(key string, _ []byte) error {
+			if len(names) == limit+1 {
+				return storage.StopScan
+			}
 			names = append(names, key)
 			return nil
 		})
 	})
-	return names, err
+	if err != nil {
+		return keel.Page[string]{}, err
+	}
+	if len(names) > limit {
+		return keel.Page[string]{Items: names[:limit], Next: names[limit-1]}, nil
+	}
+	return keel.Page[string]{Items: names}, nil
 }
 
 // Generate returns a password from the policy name (Vault's
 // sys/policies/password/:name/generate). It needs read on
 // "sys/policies/password/NAME/generate". A missing policy is an error of
 // kind keel.ErrNotFound.
-func (p *Policies) Generate(ctx context.Context, name string) (string, error) {
+func (p *Policies) Generate(ctx context.Context, name string) (_ string, err error) {
+	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return "", err
 	}
@@ -174,14 +203,15 @@ func (p *Policies) Generate(ctx context.Context, name string) (string, error) {
 // caller's request for a password. A missing policy is an error of kind
 // keel.ErrNotFound; a stored text that no longer parses is of kind
 // keel.ErrInvalid.
-func (p *Policies) GenerateUnchecked(ctx context.Context, name string) (string, error) {
+func (p *Policies) GenerateUnchecked(ctx context.Context, name string) (_ string, err error) {
+	defer errPrefix.Set(&err)
 	text, err := p.get(ctx, name)
 	if err != nil {
 		return "", err
 	}
 	pol, err := Parse(text)
 	if err != nil {
-		return "", fmt.Errorf("password policy %q: %w", name, err)
+		return "", errPrefix.Wrapf(err, "password policy %q", name)
 	}
 	return pol.Generate()
 }

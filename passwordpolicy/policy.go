@@ -27,7 +27,8 @@ const alphanumeric = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 // that names no policy. n of zero or less gives "". The only error, of kind
 // keel.ErrInternal, is a failing random source. It is safe for concurrent
 // use.
-func GenerateAlphanumeric(n int) (string, error) {
+func GenerateAlphanumeric(n int) (_ string, err error) {
+	defer errPrefix.Set(&err)
 	if n <= 0 {
 		return "", nil
 	}
@@ -39,7 +40,7 @@ func randomFrom(set []rune, n int) (string, error) {
 	for i := range out {
 		j, err := rand.Int(rand.Reader, big.NewInt(int64(len(set))))
 		if err != nil {
-			return "", fmt.Errorf("password: random source: %v: %w", err, keel.ErrInternal)
+			return "", fmt.Errorf("passwordpolicy: random source: %v: %w", err, keel.ErrInternal)
 		}
 		out[i] = set[j.Int64()]
 	}
@@ -77,6 +78,7 @@ type Policy struct {
 // other rule type or attribute is refused. Errors are of kind
 // keel.ErrInvalid with the field "Policy".
 func Parse(policy string) (_ *Policy, err error) {
+	defer errPrefix.Set(&err)
 	// The HCL library also panics while decoding some values it parsed
 	// (a string with an invalid escape, found by FuzzParse): such a value
 	// is malformed input too.
@@ -188,7 +190,8 @@ func parseHCL(text string) (file *ast.File, err error) {
 // characters from the union of all charsets, shuffled with crypto/rand.
 // p must come from Parse. The only error, of kind keel.ErrInternal, is a
 // failing random source.
-func (p *Policy) Generate() (string, error) {
+func (p *Policy) Generate() (_ string, err error) {
+	defer errPrefix.Set(&err)
 	var out []rune
 	seen := map[rune]bool{}
 	var union []rune
@@ -214,7 +217,7 @@ func (p *Policy) Generate() (string, error) {
 	for i := len(out) - 1; i > 0; i-- {
 		j, err := rand.Int(rand.Reader, big.NewInt(int64(i+1)))
 		if err != nil {
-			return "", fmt.Errorf("password: random source: %v: %w", err, keel.ErrInternal)
+			return "", fmt.Errorf("passwordpolicy: random source: %v: %w", err, keel.ErrInternal)
 		}
 		out[i], out[j.Int64()] = out[j.Int64()], out[i]
 	}

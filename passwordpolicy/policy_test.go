@@ -121,8 +121,8 @@ func TestPoliciesLifecycle(t *testing.T) {
 				t.Fatalf("generated %q, %v; want 8 digits", pw, err)
 			}
 		}
-		if names, err := p.List(ctx); err != nil || len(names) != 1 || names[0] != "digits" {
-			t.Fatalf("List = %v, %v", names, err)
+		if page, err := p.List(ctx, keel.ListRequest{}); err != nil || len(page.Items) != 1 || page.Items[0] != "digits" || page.Next != "" {
+			t.Fatalf("List = %v, %v", page, err)
 		}
 		if err := p.Delete(ctx, "digits"); err != nil {
 			t.Fatal(err)
@@ -130,8 +130,8 @@ func TestPoliciesLifecycle(t *testing.T) {
 		if err := p.Delete(ctx, "digits"); err != nil {
 			t.Fatalf("Delete of a missing policy: %v", err)
 		}
-		if names, err := p.List(ctx); err != nil || len(names) != 0 {
-			t.Fatalf("List after Delete = %v, %v", names, err)
+		if page, err := p.List(ctx, keel.ListRequest{}); err != nil || len(page.Items) != 0 || page.Next != "" {
+			t.Fatalf("List after Delete = %v, %v", page, err)
 		}
 	})
 }
@@ -159,7 +159,7 @@ func TestPoliciesRights(t *testing.T) {
 			"put":      {func() error { return p.Put(ctx, "digits", digits8) }, "update sys/policies/password/digits"},
 			"get":      {func() error { _, err := p.Get(ctx, "digits"); return err }, "read sys/policies/password/digits"},
 			"delete":   {func() error { return p.Delete(ctx, "digits") }, "delete sys/policies/password/digits"},
-			"list":     {func() error { _, err := p.List(ctx); return err }, "list sys/policies/password/"},
+			"list":     {func() error { _, err := p.List(ctx, keel.ListRequest{}); return err }, "list sys/policies/password/"},
 			"generate": {func() error { _, err := p.Generate(ctx, "digits"); return err }, "read sys/policies/password/digits/generate"},
 		} {
 			t.Run(name, func(t *testing.T) {

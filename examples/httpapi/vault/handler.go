@@ -87,6 +87,8 @@ type route struct {
 func (h *Handler) Register(mux *http.ServeMux) {
 	const leases, policies = "/v1/sys/leases", "/v1/sys/policies/password"
 	pp := h.mounts.PasswordPolicies()
+	// Vault's LIST answers every name at once: the pages of pp.List joined.
+	listPolicies := func(ctx context.Context) ([]string, error) { return everyKey(ctx, 0, pp.List) }
 	routes := []route{
 		{"", "/v1/sys/health", h.health},
 		{"", "/v1/sys/seal-status", h.sealStatus},
@@ -128,8 +130,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 			pw, err := pp.Generate(r.Context(), r.PathValue("name"))
 			writeData(w, noPolicy(err), newResponse(mountSystem, map[string]any{"password": pw}))
 		}},
-		{"LIST GET", policies, listing(mountSystem, "LIST", pp.List)},
-		{"LIST GET", policies + "/{$}", listing(mountSystem, "LIST", pp.List)},
+		{"LIST GET", policies, listing(mountSystem, "LIST", listPolicies)},
+		{"LIST GET", policies + "/{$}", listing(mountSystem, "LIST", listPolicies)},
 	}
 	routes = append(routes, h.groupRoutes()...)
 	// A path of a route asked with a method the route does not serve, and

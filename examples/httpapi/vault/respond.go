@@ -299,12 +299,16 @@ func writeError(w http.ResponseWriter, err error) {
 // each starts its messages with its name and ": ".
 var libraryPackages = []string{"identity", "kv", "ldapengine", "lease", "mount", "passwordpolicy", "storage"}
 
-// vaultWording returns msg without the library package that starts it:
+// vaultWording returns msg without the library packages that start it
+// ("ldapengine: passwordpolicy: …" when one passes on the other's error):
 // Vault's messages name no package.
 func vaultWording(msg string) string {
-	for _, p := range libraryPackages {
-		if rest, ok := strings.CutPrefix(msg, p+": "); ok {
-			return rest
+	for cut := true; cut; {
+		cut = false
+		for _, p := range libraryPackages {
+			if rest, ok := strings.CutPrefix(msg, p+": "); ok {
+				msg, cut = rest, true
+			}
 		}
 	}
 	return msg

@@ -137,6 +137,7 @@ func TestWriteErrorDropsThePackage(t *testing.T) {
 	for msg, want := range map[string]string{
 		`ldapengine: library set "team": no service accounts available`: `library set "team": no service accounts available`,
 		`kv: read "a": the store is closed`:                             `read "a": the store is closed`,
+		`ldapengine: passwordpolicy: no policy "p"`:                     `no policy "p"`,
 		`ldap: the directory is down`:                                   `ldap: the directory is down`,
 	} {
 		rec := httptest.NewRecorder()
