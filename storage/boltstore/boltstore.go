@@ -335,6 +335,23 @@ func (t *tx) read(key string) {
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
+	v, err := t.lookup(key)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(v), nil
+}
+
+// Size returns the length of key's value without copying it out of the
+// file (storage.Sizer).
+func (t *tx) Size(key string) (int, error) {
+	v, err := t.lookup(key)
+	return len(v), err
+}
+
+// lookup returns key's value as the file maps it, valid until the
+// transaction ends and not to be modified, having counted the read.
+func (t *tx) lookup(key string) ([]byte, error) {
 	if err := t.CheckRead(); err != nil {
 		return nil, err
 	}
@@ -346,24 +363,7 @@ func (t *tx) Get(key string) ([]byte, error) {
 	if v == nil {
 		return nil, storage.ErrNotFound
 	}
-	return bytes.Clone(v), nil
-}
-
-// Size returns the length of key's value without copying it out of the
-// file (storage.Sizer).
-func (t *tx) Size(key string) (int, error) {
-	if err := t.CheckRead(); err != nil {
-		return 0, err
-	}
-	if key == "" {
-		return 0, storage.ErrEmptyKey
-	}
-	t.read(key)
-	v := t.b.Get([]byte(key))
-	if v == nil {
-		return 0, storage.ErrNotFound
-	}
-	return len(v), nil
+	return v, nil
 }
 
 func (t *tx) Put(key string, value []byte) error {

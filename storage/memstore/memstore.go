@@ -153,6 +153,22 @@ func (t *tx) read(key string) {
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
+	v, err := t.lookup(key)
+	if err != nil {
+		return nil, err
+	}
+	return clone(v), nil
+}
+
+// Size returns the length of key's value without copying it (storage.Sizer).
+func (t *tx) Size(key string) (int, error) {
+	v, err := t.lookup(key)
+	return len(v), err
+}
+
+// lookup returns key's value as the tree holds it, not to be modified,
+// having counted the read.
+func (t *tx) lookup(key string) ([]byte, error) {
 	if err := t.CheckRead(); err != nil {
 		return nil, err
 	}
@@ -170,29 +186,7 @@ func (t *tx) Get(key string) ([]byte, error) {
 	if !ok {
 		return nil, storage.ErrNotFound
 	}
-	return clone(v), nil
-}
-
-// Size returns the length of key's value without copying it (storage.Sizer).
-func (t *tx) Size(key string) (int, error) {
-	if err := t.CheckRead(); err != nil {
-		return 0, err
-	}
-	if key == "" {
-		return 0, storage.ErrEmptyKey
-	}
-	t.read(key)
-	var v []byte
-	var ok bool
-	if t.txn != nil {
-		v, ok = t.txn.Get([]byte(key))
-	} else {
-		v, ok = t.root.Get([]byte(key))
-	}
-	if !ok {
-		return 0, storage.ErrNotFound
-	}
-	return len(v), nil
+	return v, nil
 }
 
 func (t *tx) Put(key string, value []byte) error {
