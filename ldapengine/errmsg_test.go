@@ -15,6 +15,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/lease"
 )
 
@@ -238,6 +239,9 @@ func TestErrorMessagesPrefix(t *testing.T) {
 //     with defer prefixErr(&err), which adds the prefix to the errors of
 //     other packages that it passes on.
 func TestErrorMessagesGuard(t *testing.T) {
+	if checked := keeltest.CheckDeferredPrefix(t); checked < 30 {
+		t.Errorf("%d exported functions returning an error checked, want every one", checked)
+	}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +261,6 @@ func TestErrorMessagesGuard(t *testing.T) {
 			funcName := ""
 			if fn != nil {
 				funcName = fn.Name.Name
-				checkPrefixErr(t, fset, fn)
 			}
 			validations := validationVars(decl)
 			ast.Inspect(decl, func(n ast.Node) bool {
@@ -307,29 +310,6 @@ func TestErrorMessagesGuard(t *testing.T) {
 	if checked < 50 {
 		t.Fatalf("checked %d errors only: the guard finds no longer what it checks", checked)
 	}
-}
-
-// checkPrefixErr fails unless fn, when exported and returning an error
-// (but Unwrap), begins with defer prefixErr(&err).
-func checkPrefixErr(t *testing.T, fset *token.FileSet, fn *ast.FuncDecl) {
-	t.Helper()
-	if !fn.Name.IsExported() || fn.Name.Name == "Unwrap" || fn.Type.Results == nil {
-		return
-	}
-	res := fn.Type.Results.List
-	if id, ok := res[len(res)-1].Type.(*ast.Ident); !ok || id.Name != "error" {
-		return
-	}
-	if len(fn.Body.List) > 0 {
-		if d, ok := fn.Body.List[0].(*ast.DeferStmt); ok && callee(d.Call) == "prefixErr" && len(d.Call.Args) == 1 {
-			if u, ok := d.Call.Args[0].(*ast.UnaryExpr); ok && u.Op == token.AND {
-				if id, ok := u.X.(*ast.Ident); ok && id.Name == "err" {
-					return
-				}
-			}
-		}
-	}
-	t.Errorf("%s: %s returns an error without beginning with defer prefixErr(&err)", fset.Position(fn.Pos()), fn.Name.Name)
 }
 
 // callee is the name of the function call calls: "fmt.Errorf", "wrapf".

@@ -3,10 +3,6 @@ package peering_test
 import (
 	"context"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
@@ -299,85 +296,7 @@ func wantPrefixOnce(t *testing.T, name string, err error, want keel.Kind, fields
 // on from the store, the context or the Authorizer then names the package
 // too.
 func TestErrorPrefixGuard(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || !fn.Name.IsExported() || fn.Body == nil || !returnsError(fn) || onlyNil(fn) {
-				continue
-			}
-			if fn.Recv != nil && !exportedRecv(fn.Recv) {
-				continue
-			}
-			checked++
-			if !defersPrefix(fn) {
-				t.Errorf("%s: %s returns an error and does not start with defer prefixErr(&err)", fset.Position(fn.Pos()), fn.Name.Name)
-			}
-		}
-	}
-	if checked < 15 {
+	if checked := keeltest.CheckDeferredPrefix(t); checked < 15 {
 		t.Errorf("%d exported functions returning an error checked, want every one", checked)
 	}
-}
-
-func returnsError(fn *ast.FuncDecl) bool {
-	res := fn.Type.Results
-	if res == nil || len(res.List) == 0 {
-		return false
-	}
-	id, ok := res.List[len(res.List)-1].Type.(*ast.Ident)
-	return ok && id.Name == "error"
-}
-
-// onlyNil reports whether every return statement of fn returns nil alone
-// (Close).
-func onlyNil(fn *ast.FuncDecl) bool {
-	only := true
-	ast.Inspect(fn.Body, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok {
-			return false
-		}
-		if r, ok := n.(*ast.ReturnStmt); ok {
-			if len(r.Results) != 1 {
-				only = false
-			} else if id, ok := r.Results[0].(*ast.Ident); !ok || id.Name != "nil" {
-				only = false
-			}
-		}
-		return true
-	})
-	return only
-}
-
-func exportedRecv(recv *ast.FieldList) bool {
-	typ := recv.List[0].Type
-	if star, ok := typ.(*ast.StarExpr); ok {
-		typ = star.X
-	}
-	id, ok := typ.(*ast.Ident)
-	return ok && id.IsExported()
-}
-
-func defersPrefix(fn *ast.FuncDecl) bool {
-	if len(fn.Body.List) == 0 {
-		return false
-	}
-	d, ok := fn.Body.List[0].(*ast.DeferStmt)
-	if !ok {
-		return false
-	}
-	id, ok := d.Call.Fun.(*ast.Ident)
-	return ok && id.Name == "prefixErr"
 }
