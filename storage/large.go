@@ -61,6 +61,10 @@ type Loader struct {
 	used    int64 // the large values of this run, loaded or to be
 }
 
+// unreserved is the Loader of a context without a Reserver: its Get is
+// tx.Get, and it is never written.
+var unreserved Loader
+
 // errReserve ends a run of Reserving's read that needs a reservation first.
 var errReserve = errors.New("storage: a large value is to be reserved first")
 
@@ -102,7 +106,11 @@ func (l *Loader) Get(tx Tx, key string) ([]byte, error) {
 // results only through variables it sets anew on each run. It returns
 // read's error, or the Reserver's.
 func Reserving(ctx context.Context, copies int, read func(ld *Loader) error) error {
-	ld := &Loader{reserve: keel.ReserverFrom(ctx), copies: int64(max(copies, 1))}
+	reserve := keel.ReserverFrom(ctx)
+	if reserve == nil {
+		return read(&unreserved) // the common case costs no Loader
+	}
+	ld := &Loader{reserve: reserve, copies: int64(max(copies, 1))}
 	for {
 		ld.used = 0
 		err := read(ld)
