@@ -2,6 +2,7 @@ package keeltest_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -31,5 +32,23 @@ func TestRecorder(t *testing.T) {
 	}
 	if got := len(r.Take()); got != 2 {
 		t.Fatalf("recorded %d asks, want 2", got)
+	}
+}
+
+func TestEventually(t *testing.T) {
+	n := 0
+	keeltest.Eventually(t, "third call", func() error {
+		if n++; n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if n != 3 {
+		t.Fatalf("check called %d times, want 3", n)
+	}
+	ok := false
+	keeltest.Until(t, "flag set", func() bool { r := ok; ok = true; return r })
+	if !ok {
+		t.Fatal("Until returned before cond held")
 	}
 }
