@@ -58,7 +58,7 @@ func openStore(b, owner *testing.B, engine, dir string) storage.Store {
 		}
 		s = bs
 		if engine == "sealstore-bolt" {
-			if s, err = sealstore.New(bs, benchSeal); err != nil {
+			if s, err = sealstore.New(bs, benchSeal, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

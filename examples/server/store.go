@@ -63,7 +63,7 @@ func seal(inner storage.Store, sealKeyFile string) (storage.Store, error) {
 	active, previous, err := sealstore.ReadKeyFile(sealKeyFile)
 	if err == nil {
 		var sealed *sealstore.Store
-		if sealed, err = sealstore.New(inner, active, previous...); err == nil {
+		if sealed, err = sealstore.New(inner, active, &sealstore.Options{Previous: previous}); err == nil {
 			return sealed, nil
 		}
 	}

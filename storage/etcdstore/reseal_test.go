@@ -15,7 +15,7 @@ import (
 // sealed returns a sealstore over s with active and previous keys.
 func sealed(t *testing.T, s storage.Store, active []byte, previous ...[]byte) *sealstore.Store {
 	t.Helper()
-	ss, err := sealstore.New(s, active, previous...)
+	ss, err := sealstore.New(s, active, &sealstore.Options{Previous: previous})
 	if err != nil {
 		t.Fatal(err)
 	}

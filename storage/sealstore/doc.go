@@ -3,7 +3,8 @@
 //
 // # Basics
 //
-// New wraps a store with an active key and any number of previous keys.
+// New wraps a store with an active key and, in Options.Previous, any number
+// of previous keys.
 // Every value written is sealed with the active key; every value read is
 // opened with whichever configured key sealed it. A sealed value is
 //
@@ -15,8 +16,8 @@
 //
 // # Key rotation
 //
-// Put the new key first and the old one after it: new writes use the new
-// key and old values still open. Reseal rewrites old values with the new
+// Make the new key the active one and put the old one in Options.Previous:
+// new writes use the new key and old values still open. Reseal rewrites old values with the new
 // key, in transactions sized from the underlying store's limits
 // (storage.Batch), and leaves the values sealed with the new key as they
 // are: interrupted, it is run again. After it, the old key may be dropped.

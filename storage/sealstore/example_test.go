@@ -14,7 +14,7 @@ func Example() {
 	ctx := context.Background()
 	disk := memstore.New(nil) // in a program: boltstore.Open(...)
 	key := sealstore.GenerateKey()
-	store, err := sealstore.New(disk, key)
+	store, err := sealstore.New(disk, key, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -38,7 +38,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add([]byte(""), []byte{0x01, 0, 0, 0, 0}, uint8(3))
 	f.Fuzz(func(t *testing.T, value, garbage []byte, flip uint8) {
 		inner := memstore.New(nil)
-		s, err := sealstore.New(inner, key)
+		s, err := sealstore.New(inner, key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

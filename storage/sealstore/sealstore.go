@@ -48,15 +48,31 @@ type sealKey struct {
 	aead cipher.AEAD
 }
 
+// Options are the optional settings of New.
+type Options struct {
+	// Previous are keys that opened values before active replaced them:
+	// values sealed with any of them still open, and Reseal moves them to
+	// the active key. Each must be KeySize bytes.
+	Previous [][]byte
+}
+
 // New returns a Store over inner that seals with active and opens values
-// sealed with active or with any of previous. Each key must be KeySize
-// bytes.
-func New(inner storage.Store, active []byte, previous ...[]byte) (*Store, error) {
+// sealed with active or with any of opts.Previous (nil opts: no previous
+// key). A nil inner, or a key that is not KeySize bytes, is refused with
+// an error of kind keel.KindInvalid naming it.
+func New(inner storage.Store, active []byte, opts *Options) (*Store, error) {
+	if inner == nil {
+		return nil, fmt.Errorf("sealstore: %w", keel.Invalid("Store", "must not be nil"))
+	}
+	var previous [][]byte
+	if opts != nil {
+		previous = opts.Previous
+	}
 	s := &Store{inner: inner, keys: make(map[[idSize]byte]*sealKey, 1+len(previous))}
 	for i, k := range append([][]byte{active}, previous...) {
 		field := "Active"
 		if i > 0 {
-			field = fmt.Sprintf("Previous[%d]", i-1)
+			field = fmt.Sprintf("Options.Previous[%d]", i-1)
 		}
 		sk, err := newKey(field, k)
 		if err != nil {
@@ -73,7 +89,7 @@ func New(inner storage.Store, active []byte, previous ...[]byte) (*Store, error)
 }
 
 // newKey checks and prepares k, the argument field of New ("Active" or
-// "Previous[i]", as a Go path for keel.FieldError).
+// "Options.Previous[i]", as a Go path for keel.FieldError).
 func newKey(field string, k []byte) (*sealKey, error) {
 	if len(k) != KeySize {
 		return nil, keel.Invalid(field, "must be %d bytes, not %d", KeySize, len(k))

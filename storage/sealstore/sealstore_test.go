@@ -23,7 +23,7 @@ import (
 
 func mustNew(t testing.TB, inner storage.Store, active []byte, previous ...[]byte) *sealstore.Store {
 	t.Helper()
-	s, err := sealstore.New(inner, active, previous...)
+	s, err := sealstore.New(inner, active, &sealstore.Options{Previous: previous})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,13 +191,17 @@ func TestLimitsLeaveRoomForOverhead(t *testing.T) {
 }
 
 func TestNewRefusesBadKeys(t *testing.T) {
-	_, err := sealstore.New(memstore.New(nil), make([]byte, 16))
+	_, err := sealstore.New(memstore.New(nil), make([]byte, 16), nil)
 	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Active" {
 		t.Fatalf("16-byte key: err = %v, want kind invalid on Active", err)
 	}
-	_, err = sealstore.New(memstore.New(nil), sealstore.GenerateKey(), sealstore.GenerateKey(), []byte("short"))
-	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Previous[1]" {
-		t.Fatalf("short previous key: err = %v, want kind invalid on Previous[1]", err)
+	_, err = sealstore.New(memstore.New(nil), sealstore.GenerateKey(), &sealstore.Options{Previous: [][]byte{sealstore.GenerateKey(), []byte("short")}})
+	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Options.Previous[1]" {
+		t.Fatalf("short previous key: err = %v, want kind invalid on Options.Previous[1]", err)
+	}
+	_, err = sealstore.New(nil, sealstore.GenerateKey(), nil)
+	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Store" {
+		t.Fatalf("nil store: err = %v, want kind invalid on Store", err)
 	}
 }
 
