@@ -295,7 +295,7 @@ func (e *Engine) fillDefaults(c *Config) {
 	}
 	def(&c.URL, DefaultURL)
 	def(&c.Schema, SchemaOpenLDAP)
-	if e.flavor == FlavorLDAP {
+	if e.feat.userSettings {
 		def(&c.UserAttr, defaultUserAttr(c.Schema))
 		if c.ConnectionTimeout == 0 {
 			c.ConnectionTimeout = DefaultConnectionTimeout
@@ -326,7 +326,7 @@ func (e *Engine) validate(c *Config) error {
 	if c.BindPass == "" {
 		v.Add("BindPass", "is required")
 	}
-	if e.flavor == FlavorOpenLDAP {
+	if !e.feat.userSettings {
 		for _, f := range []struct {
 			name string
 			set  bool

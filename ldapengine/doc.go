@@ -10,7 +10,10 @@
 // New makes the engine of one mount with its Flavor: FlavorLDAP or
 // FlavorOpenLDAP. The openldap flavor refuses the ldap-only settings
 // (Config.UserDN, UserAttr, UPNDomain, ConnectionTimeout) and never
-// returns StaticCred.LastPassword. The directory is reached through the
+// returns StaticCred.LastPassword; it also has no library sets and no
+// dynamic credentials, and its static roles need a DN. These differences
+// are one table (flavor.go), consulted wherever the flavors differ. The
+// directory is reached through the
 // small Directory interface: LDAP (github.com/go-ldap/ldap/v3) for real
 // servers, ldaptest.Directory (package ldapengine/ldaptest) for tests.
 // Passwords are changed with the Password Modify extended operation for

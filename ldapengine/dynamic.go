@@ -314,7 +314,7 @@ func (e *Engine) DeleteDynamicRole(ctx context.Context, name string) (err error)
 // expiring the lease runs the deletion LDIF rendered now.
 func (e *Engine) CreateDynamicCred(ctx context.Context, name string) (_ DynamicCred, err error) {
 	defer prefixErr(&err)
-	if e.flavor != FlavorLDAP {
+	if !e.feat.dynamicCreds {
 		return DynamicCred{}, invalid("", "dynamic credentials (creds) are offered by the ldap engine only, not by %s", e.flavor)
 	}
 	if err := checkRoleName(name); err != nil {

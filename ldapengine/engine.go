@@ -18,19 +18,6 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// Flavor says which of the two engines an Engine is.
-type Flavor string
-
-// The flavors.
-const (
-	// FlavorLDAP is Vault's ldap engine: it also has userdn, userattr,
-	// upndomain, connection_timeout and last_password.
-	FlavorLDAP Flavor = "ldap"
-	// FlavorOpenLDAP is Vault's openldap engine; it refuses the ldap-only
-	// settings.
-	FlavorOpenLDAP Flavor = "openldap"
-)
-
 // The defaults of Config.
 const (
 	DefaultURL           = "ldap://127.0.0.1"
@@ -80,6 +67,7 @@ type Options struct {
 // with New. An Engine is safe for concurrent use.
 type Engine struct {
 	flavor Flavor
+	feat   features // flavor's
 	mount  string
 	store  storage.Store // the store given to New
 	dir    Directory
@@ -120,7 +108,8 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (_ *En
 	if store == nil {
 		v.Add("Store", "is required")
 	}
-	if flavor != FlavorLDAP && flavor != FlavorOpenLDAP {
+	feat, known := flavor.features()
+	if !known {
 		v.Add("Flavor", "must be %q or %q", FlavorLDAP, FlavorOpenLDAP)
 	}
 	mount = strings.Trim(mount, "/")
@@ -151,6 +140,7 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (_ *En
 	}
 	e := &Engine{
 		flavor: flavor,
+		feat:   feat,
 		mount:  mount,
 		store:  store,
 		dir:    o.Directory,

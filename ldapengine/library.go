@@ -139,7 +139,7 @@ func libOwner(set string) string      { return libOwnerTag + set }
 
 // libraryOnly refuses library operations in the openldap flavor.
 func (e *Engine) libraryOnly() error {
-	if e.flavor != FlavorLDAP {
+	if !e.feat.librarySets {
 		return fmt.Errorf("ldapengine: %s: library sets are not supported by the %q flavor (only by %q): %w", e.mount, e.flavor, FlavorLDAP, keel.ErrInvalid)
 	}
 	return nil

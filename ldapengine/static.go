@@ -113,7 +113,7 @@ func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleReq
 	if r.RotationPeriod != 0 && r.RotationPeriod < MinRotationPeriod {
 		v.Add("RotationPeriod", "must be at least %s", MinRotationPeriod)
 	}
-	if e.flavor == FlavorOpenLDAP && r.DN == "" {
+	if !e.feat.roleByUsername && r.DN == "" {
 		v.Add("DN", "is required")
 	}
 	if err := validation(&v); err != nil {
@@ -375,7 +375,7 @@ func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, 
 	c := StaticCred{DN: rec.EntryDN, Username: rec.Username, Password: rec.Password,
 		LastRotation: rec.LastRotation, RotationPeriod: rec.Period,
 		TTL: max(0, rec.NextRotation.Sub(e.clock.Now())).Truncate(time.Second)}
-	if e.flavor == FlavorLDAP {
+	if e.feat.lastPassword {
 		c.LastPassword = rec.LastPassword
 	}
 	return c, nil

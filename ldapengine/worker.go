@@ -29,7 +29,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time) (_ time.Time, err erro
 		failed = true
 		e.log.Error("root rotation record not settled", "error", err)
 	}
-	if e.flavor == FlavorLDAP {
+	if e.feat.librarySets {
 		// Settled accounts leave the index, so each batch reads new ones;
 		// a batch that fails ends the settling until the retry.
 		for {
