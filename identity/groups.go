@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -313,15 +312,13 @@ func (g *Groups) List(ctx context.Context, r keel.ListRequest) (keel.Page[string
 }
 
 // ListNames returns a page of the names of the groups, with their case, in
-// ascending byte order ("Beta" before "alpha"): at most r.Limit names
+// the order of their folded form (names compare without regard to case, as
+// they are unique: "alpha" before "Beta"): at most r.Limit names
 // (DefaultListLimit when it is 0 or less), those after r.Cursor; keel.All
-// walks every page. The cursor is the last name of the page before: a
+// walks every page. The cursor names the last group of the page before: a
 // group created, renamed or deleted between two pages is listed, or not,
 // by where its name falls, and no other name is skipped or listed twice.
-//
-// The store keeps the names by their folded form, whose order is not
-// theirs: every page reads the whole name index, and holds only the page
-// in memory.
+// A page reads the name index from its cursor on, no further than itself.
 //
 // It needs keel.CapList on "identity/group/name/", for every page. No group
 // is not an error: the page is empty.
@@ -330,25 +327,32 @@ func (g *Groups) ListNames(ctx context.Context, r keel.ListRequest) (keel.Page[s
 		return keel.Page[string]{}, fmt.Errorf("identity: list group names: %w", err)
 	}
 	limit := listLimit(r)
-	var least smallest
+	var out keel.Page[string]
 	err := g.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		// One more than the page, to know whether another follows.
-		least = smallest{n: limit + 1}
-		return tx.Scan(namePrefix, storage.ScanOptions{}, func(key string, value []byte) error {
+		out = keel.Page[string]{}
+		var opts storage.ScanOptions
+		if r.Cursor != "" {
+			opts.After = nameKey(r.Cursor)
+		}
+		last := ""
+		return tx.Scan(namePrefix, opts, func(key string, value []byte) error {
+			if len(out.Items) == limit { // one more than the page: another follows
+				out.Next = last
+				return storage.StopScan
+			}
 			e, err := decodeNameEntry(value)
 			if err != nil {
 				return fmt.Errorf("name index entry %q: %v: %w", key, err, keel.ErrInternal)
 			}
-			if e.Name > r.Cursor {
-				least.add(e.Name)
-			}
+			out.Items = append(out.Items, e.Name)
+			last = e.Name
 			return nil
 		})
 	})
 	if err != nil {
 		return keel.Page[string]{}, fmt.Errorf("identity: list group names: %w", err)
 	}
-	return page(least.sorted(), limit), nil
+	return out, nil
 }
 
 // listLimit is the size of a page asked for by r.
@@ -366,51 +370,6 @@ func page(sorted []string, limit int) keel.Page[string] {
 		return keel.Page[string]{Items: sorted[:limit:limit], Next: sorted[limit-1]}
 	}
 	return keel.Page[string]{Items: sorted}
-}
-
-// smallest keeps the n smallest strings added: a max-heap of them, so that
-// a scan of any length holds at most n in memory and costs O(log n) a
-// string.
-type smallest struct {
-	n int
-	h []string // a max-heap: h[0] is the largest kept
-}
-
-func (s *smallest) add(x string) {
-	switch {
-	case len(s.h) < s.n:
-		s.h = append(s.h, x)
-		for i := len(s.h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if s.h[p] >= s.h[i] {
-				break
-			}
-			s.h[p], s.h[i] = s.h[i], s.h[p]
-			i = p
-		}
-	case x < s.h[0]:
-		s.h[0] = x
-		for i := 0; ; {
-			c := 2*i + 1
-			if c >= len(s.h) {
-				break
-			}
-			if c+1 < len(s.h) && s.h[c+1] > s.h[c] {
-				c++
-			}
-			if s.h[i] >= s.h[c] {
-				break
-			}
-			s.h[i], s.h[c] = s.h[c], s.h[i]
-			i = c
-		}
-	}
-}
-
-// sorted returns the strings kept, in ascending order.
-func (s *smallest) sorted() []string {
-	slices.Sort(s.h)
-	return s.h
 }
 
 // Delete deletes the group of id, in one transaction with its name,

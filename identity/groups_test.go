@@ -352,7 +352,7 @@ func TestListSorted(t *testing.T) {
 			t.Fatalf("List = %q, %v; want %q", ids, err, want)
 		}
 		names, err := collect(ctx, 0, e.g.ListNames)
-		if err != nil || !slices.Equal(names, []string{"C", "a", "b", "Ä"}) {
+		if err != nil || !slices.Equal(names, []string{"a", "b", "C", "Ä"}) {
 			t.Fatalf("ListNames = %q, %v", names, err)
 		}
 	})

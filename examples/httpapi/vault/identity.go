@@ -16,8 +16,7 @@ func (h *Handler) groupRoutes() []route {
 	const p = "/v1/identity/group"
 	g := h.groups
 	listIDs := h.groupListByID()
-	// ListNames reads the whole name index for each page: Vault's LIST,
-	// which answers every name at once, asks for them in one page.
+	// Vault's LIST answers every name at once: one page of them all.
 	listNames := listing(mountIdentity, "", func(ctx context.Context) ([]string, error) {
 		return everyKey(ctx, math.MaxInt, g.ListNames)
 	})
