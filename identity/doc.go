@@ -187,10 +187,9 @@
 // group that gains members. Member entity ids are kept in the group's
 // record, rewritten on each write.
 //
-// List reads only the ids of its page. ListNames lists the names in their
-// own byte order, while the name index keeps them folded, in another: each
-// of its pages reads the whole index (holding only the page in memory),
-// so walking n names a page of l costs about n*n/l reads.
+// List reads only the ids of its page, and ListNames only the name index
+// entries of its page: it lists names in the order of their folded form,
+// the index's own, so walking n names costs n reads whatever the page.
 //
 // The Authorizer is called inside the write transaction, with the
 // transaction's ctx: it must not start a transaction of the same store
