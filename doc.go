@@ -42,15 +42,17 @@
 //
 // # Quickstart
 //
-//	store, err := boltstore.Open("keel.db", nil)
+//	store, err := boltstore.Open(path, nil) // one file; fsync on every commit
 //	if err != nil {
 //		return err
 //	}
 //	defer store.Close()
 //	ctx = keel.WithPrincipal(ctx, keel.Principal{ID: "alice"})
 //	err = store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-//		return tx.Put("greeting", []byte("hello"))
+//		return tx.Put("greeting", []byte("hello")) // all writes of the closure commit, or none
 //	})
+//
+// (from Example_quickstart, which also refuses to overwrite the key).
 //
 // # Errors
 //

@@ -160,11 +160,12 @@ func newFieldError(field, format string, args []any) *FieldError {
 //
 //	var v keel.Validation
 //	if name == "" {
-//		v.Add("Name", "is required")
+//		v.Add("name", "is required")
 //	}
-//	if err := v.Err(); err != nil {
-//		return err
+//	if size > 10 {
+//		v.Add("size", "must be at most %d, got %d", 10, size)
 //	}
+//	err := v.Err() // nil when no rule is broken
 type Validation struct {
 	errs *multierror.Error
 }

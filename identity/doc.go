@@ -10,11 +10,11 @@
 // nil fields leave the stored values as they are, and return the group's
 // id and name:
 //
-//	groups, err := identity.New(store, &identity.Options{Authorizer: authz, Clock: clock})
-//	eng, err := groups.CreateOrUpdateByName(ctx, "engineering", identity.GroupRequest{Policies: &[]string{"dev"}})
+//	groups, err := identity.New(store, &identity.Options{Authorizer: keel.AllowAll{}})
+//	eng, err := groups.CreateOrUpdateByName(ctx, "Engineering", identity.GroupRequest{Policies: &[]string{"dev", "DEV", "ci"}})
 //	ops, err := groups.CreateOrUpdate(ctx, "", identity.GroupRequest{Name: new("ops"), MemberGroupIDs: &[]string{eng.ID}})
-//	g, err := groups.Get(ctx, eng.ID) // g.ParentGroupIDs == []string{ops.ID}
-//	for name, err := range keel.All(ctx, 0, groups.ListNames) { … }
+//	g, err := groups.GetByName(ctx, "engineering") // g.ParentGroupIDs == []string{ops.ID}
+//	page, _ := groups.ListNames(ctx, keel.ListRequest{}) // keel.All(ctx, 0, groups.ListNames) walks every page
 //
 // The writes are those of Vault's three write endpoints, and each changes
 // only the fields its GroupRequest sets: CreateOrUpdate (POST

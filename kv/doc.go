@@ -9,9 +9,9 @@
 // names the children of a folder, Delete removes a path's pairs:
 //
 //	engine, err := kv.New(storage.Sub(root, "kv/secret/"), "secret", nil)
-//	err = engine.Write(ctx, "app/db", map[string]any{"password": "s3cr3t", "ttl": "1h"})
-//	secret, err := engine.Read(ctx, "app/db") // secret.Data["password"], secret.LeaseDuration
-//	page, err := engine.List(ctx, "", keel.ListRequest{}) // page.Items: ["app/"]
+//	err = engine.Write(ctx, "app/db", map[string]any{"username": "app", "password": "s3cr3t", "ttl": "1h"})
+//	db, err := engine.Read(ctx, "app/db") // db.Data["password"], db.LeaseDuration
+//	top, _ := engine.List(ctx, "", keel.ListRequest{}) // top.Items: ["app/"]
 //
 // Pairs. A secret is a JSON object: string keys, and values of any JSON
 // type (Vault keeps whatever the request body held, not only strings).

@@ -16,14 +16,15 @@
 // that takes a secret back (a library check-in) ends its lease in its own
 // transaction the same way (Tx.End), calling no Revoker and needing no
 // right on sys/leases. Package mount
-// does all of this for the engines it builds:
+// does all of this for the engines it builds (from the package's Example):
 //
-//	m, err := lease.New(storage.Sub(root, "lease/"), &lease.Options{Logger: logger})
-//	ldap, err := m.Register(lease.Mount{Path: "ldap/", Revoker: lease.RevokerFunc(deleteAccount)})
-//	m.Start()
-//	defer m.Stop()
-//	l, err := ldap.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", TTL: time.Hour, Renewable: true})
+//	m, err := lease.New(storage.Sub(store, "lease/"), &lease.Options{Clock: clock})
+//	ldap, err := m.Register(lease.Mount{Path: "ldap/", Revoker: lease.RevokerFunc(deleteAccount), DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour})
+//	l, err := ldap.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", Renewable: true, Data: []byte("cn=v-app-1")})
 //	// l.ID is "ldap/creds/app/" followed by 24 random base62 characters.
+//
+// m.Start starts the expiry worker and m.Stop ends it; the Example drives
+// the worker's Step itself, on a fake clock.
 //
 // Joins are checked, not assumed: an engine that issues leases inside its
 // own transactions gives its store at Register (Mount.Store), which must be

@@ -25,14 +25,11 @@ func Example() {
 	}
 	// The engine of the mount "ldap/" deletes the account a lease names;
 	// its Issuer is the one way to issue leases under "ldap/".
-	ldap, err := m.Register(lease.Mount{
-		Path: "ldap/",
-		Revoker: lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
-			fmt.Printf("revoking %s (%s)\n", strings.TrimPrefix(l.Path, "ldap/"), l.Data)
-			return nil
-		}),
-		DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour,
-	})
+	deleteAccount := func(ctx context.Context, l lease.Lease) error {
+		fmt.Printf("revoking %s (%s)\n", strings.TrimPrefix(l.Path, "ldap/"), l.Data)
+		return nil
+	}
+	ldap, err := m.Register(lease.Mount{Path: "ldap/", Revoker: lease.RevokerFunc(deleteAccount), DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour})
 	if err != nil {
 		panic(err)
 	}

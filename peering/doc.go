@@ -14,10 +14,12 @@
 // that name the cluster (Datacenter, ServerName, Addresses) and give the
 // Authorizer, which Open requires. Open starts the worker, Close stops it:
 //
-//	a, err := peering.Open(ctx, store, transport, &peering.Options{Datacenter: "dc1", Authorizer: authz})
-//	defer a.Close()
+//	a, err := peering.Open(ctx, storeA, net, &peering.Options{Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}, Authorizer: keel.AllowAll{}})
+//	defer a.Close() // before the store is closed: defers run last first
 //	tok, err := a.GenerateToken(ctx, peering.TokenRequest{PeerName: "cluster-b"})
-//	err = b.Establish(ctx, peering.EstablishRequest{PeerName: "cluster-a", PeeringToken: tok})
+//	if err := b.Establish(ctx, peering.EstablishRequest{PeerName: "cluster-a", PeeringToken: tok}); err != nil {
+//		return err
+//	}
 //
 // The token is the standard base64 of a JSON object with Consul's field
 // names: ServerAddresses, ServerName, PeerID (the acceptor's peering id),

@@ -50,9 +50,7 @@ func ExampleOpen() {
 	// Each cluster gives its whole store: Open keeps peering's keys under
 	// "peering/" and starts the worker. AllowAll is asked for by name:
 	// this program does its own access control.
-	a, err := peering.Open(ctx, storeA, net, &peering.Options{
-		Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}, Authorizer: keel.AllowAll{},
-	})
+	a, err := peering.Open(ctx, storeA, net, &peering.Options{Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}, Authorizer: keel.AllowAll{}})
 	if err != nil {
 		panic(err)
 	}

@@ -8,11 +8,12 @@
 // committed when the closure returns nil, and none of them otherwise:
 //
 //	err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-//		v, err := tx.Get("counter")
-//		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-//			return err
+//		for _, k := range []string{"users/ada", "users/alan", "users/grace", "groups/admins"} {
+//			if err := tx.Put(k, []byte("{}")); err != nil {
+//				return err // nothing of this Update is committed
+//			}
 //		}
-//		return tx.Put("counter", next(v))
+//		return nil
 //	})
 //
 // Keys are non-empty strings, ordered byte-wise. Scan visits the keys of a
@@ -62,7 +63,9 @@
 // so that work committed through one process on a shared store wakes the
 // leading process's worker when due, and a blocking read in another:
 //
-//	stop, err := storage.Watch(ctx, store, "due/", func(key string) { worker.Wake() })
+//	stop, err := storage.Watch(ctx, store, "due/", func(key string) { woken <- key })
+//
+// (a domain's fn wakes its worker: leader.Worker's Wake).
 //
 // # Views for composition roots
 //

@@ -85,3 +85,27 @@ func ExampleSub() {
 	}
 	// Output: s3cr3t <nil>
 }
+
+// A worker learns of the keys committed under its prefix, by this process
+// or (on etcd) by any other, and wakes instead of polling.
+func ExampleWatch() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	defer store.Close()
+
+	woken := make(chan string, 1)
+	stop, err := storage.Watch(ctx, store, "due/", func(key string) { woken <- key })
+	if err != nil {
+		panic(err)
+	}
+	defer stop()
+	err = store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return tx.Put("due/0001", nil)
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(<-woken)
+	// Output:
+	// due/0001
+}

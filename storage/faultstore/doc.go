@@ -2,9 +2,9 @@
 // so that tests can check that a service leaves the store as it was when a
 // write or a commit fails.
 //
-//	fs := faultstore.New(memstore.New(nil))
-//	fs.Fail(faultstore.OpPut, "lease/", 1, errors.New("disk full"))
-//	// the next Put under "lease/" fails; the Update that made it rolls back
+//	store := faultstore.New(memstore.New(nil))
+//	store.Fail(faultstore.OpCommit, "", 1, errors.New("disk full"))
+//	// the next commit fails; the Update that made it changes nothing
 //
 // Rerun makes every Update run its closure a first time and roll it back,
 // then run it again, as a store that retries after a conflict does: a test

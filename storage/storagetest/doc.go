@@ -9,11 +9,11 @@
 // # Basics
 //
 // A store author writes a Harness that opens a fresh, empty store, and hands
-// it to Run from a test of the store's package:
+// it to Run from a test of the store's package, as boltstore's does:
 //
 //	func TestConformance(t *testing.T) {
 //		storagetest.Run(t, func(t testing.TB) storage.Store {
-//			s, err := mystore.Open(filepath.Join(t.TempDir(), "db"), nil)
+//			s, err := boltstore.Open(filepath.Join(t.TempDir(), "keel.db"), nil)
 //			if err != nil {
 //				t.Fatal(err)
 //			}
