@@ -182,7 +182,9 @@
 // renewal only if the lease did not change while the Renewer ran.
 //
 // Every closure given to the store's Update is safe to run more than once.
-// Start runs one goroutine; Stop cancels it and waits for it to end.
+// Start runs one goroutine; Stop cancels it and waits for it to end (a
+// Step runs a goroutine per revoker call, and waits for each to return or
+// time out).
 //
 // # Caveats
 //
@@ -198,7 +200,13 @@
 // revoked by both is revoked once in effect. Package mount keeps the
 // mounts of every Manager of a store alike.
 //
-// Revokers run one at a time. A slow revoker delays the revocations behind
-// it; give it a deadline of its own. A Revoker must not call Step, which
-// waits for the Step that called the Revoker.
+// The worker revokes each mount's due leases in a lane of its own
+// (Options.RevokeConcurrency calls at once, each bounded by
+// Options.RevokeTimeout), the mounts side by side: a mount whose backend
+// fails or hangs backs off alone, its leases put off and none lost, and
+// delays another mount's revocations by one RevokeTimeout at most, once
+// per backoff (see Step). A Revoker should still honour its context: one
+// that ignores it is left running past the timeout, and its mount gets no
+// new call until it returns. A Revoker must not call Step, which waits for
+// the Step that called the Revoker.
 package lease

@@ -149,7 +149,9 @@ func TestClosuresAreRetrySafe(t *testing.T) {
 		if err := e.m.Revoke(ctx, inTx.ID, true); err != nil {
 			t.Fatal(err)
 		}
-		e.step(t, t0.Add(3*time.Hour))
+		// The queued revocation waits for its mount's lane, which backs
+		// off after the failure (at most RetryMax).
+		e.step(t, t0.Add(3*time.Hour+DefaultRetryMax))
 
 		raw(t, e.raw, map[string][]byte{keyPrefix + dueKey(t0.Add(5*time.Hour), "ldap/creds/app/x"): {}})
 		res, err := e.m.Tidy(ctx)

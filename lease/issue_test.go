@@ -20,13 +20,13 @@ func TestNewDefaults(t *testing.T) {
 		want Options
 	}{
 		"nil": {nil, Options{DefaultTTL: 768 * time.Hour, MaxTTL: 768 * time.Hour, RetryBase: 20 * time.Second,
-			RetryMax: 5 * time.Minute, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour}},
+			RetryMax: 5 * time.Minute, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour, RevokeTimeout: 30 * time.Second, RevokeConcurrency: 4}},
 		"default above max": {&Options{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour},
 			Options{DefaultTTL: time.Hour, MaxTTL: time.Hour, RetryBase: 20 * time.Second,
-				RetryMax: 5 * time.Minute, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour}},
+				RetryMax: 5 * time.Minute, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour, RevokeTimeout: 30 * time.Second, RevokeConcurrency: 4}},
 		"retry max below base": {&Options{RetryBase: time.Hour, RetryMax: time.Minute, MaxAttempts: -1},
 			Options{DefaultTTL: 768 * time.Hour, MaxTTL: 768 * time.Hour, RetryBase: time.Hour,
-				RetryMax: time.Hour, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour}},
+				RetryMax: time.Hour, MaxAttempts: 6, IrrevocableRetry: 24 * time.Hour, RevokeTimeout: 30 * time.Second, RevokeConcurrency: 4}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := mustNew(t, storage.Sub(newEnv(t, everystore.Mem, nil, nil).raw, "x/"), tc.in)

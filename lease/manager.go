@@ -17,11 +17,13 @@ import (
 
 // The defaults of Options.
 const (
-	DefaultTTL              = 768 * time.Hour  // system default and max TTL (Vault's 32 days)
-	DefaultRetryBase        = 20 * time.Second // first retry of a failed revocation
-	DefaultRetryMax         = 5 * time.Minute  // cap of the doubling retry delay
-	DefaultMaxAttempts      = 6                // failed attempts before a lease is irrevocable
-	DefaultIrrevocableRetry = 24 * time.Hour   // retry period of irrevocable leases
+	DefaultTTL               = 768 * time.Hour  // system default and max TTL (Vault's 32 days)
+	DefaultRetryBase         = 20 * time.Second // first retry of a failed revocation
+	DefaultRetryMax          = 5 * time.Minute  // cap of the doubling retry delay
+	DefaultMaxAttempts       = 6                // failed attempts before a lease is irrevocable
+	DefaultIrrevocableRetry  = 24 * time.Hour   // retry period of irrevocable leases
+	DefaultRevokeTimeout     = 30 * time.Second // one revoker call of the worker
+	DefaultRevokeConcurrency = 4                // revoker calls at once per mount
 )
 
 // Options configure a Manager. A nil *Options, and every zero (or
@@ -53,6 +55,13 @@ type Options struct {
 	// IrrevocableRetry is how often the worker tries again to revoke an
 	// irrevocable lease. Zero: 24h.
 	IrrevocableRetry time.Duration
+	// RevokeTimeout bounds one revoker call of the worker (real time):
+	// its context ends then, and a call still running counts as a failed
+	// attempt. Zero: 30s.
+	RevokeTimeout time.Duration
+	// RevokeConcurrency is how many revoker calls of one mount the worker
+	// makes at once; the mounts' calls run side by side. Zero: 4.
+	RevokeConcurrency int
 	// Leader decides which process of a deployment runs the worker of
 	// Start: the worker runs Steps only while it leads, and stops them
 	// before it releases its term (see package leader). Nil:
@@ -149,6 +158,7 @@ type Manager struct {
 	mounts map[string]mountEntry
 
 	stepMu  sync.Mutex    // one Step at a time
+	lanes   lanes         // the worker's revocation lanes, one per mount
 	wake    chan struct{} // buffered 1: a pending wake-up of the worker
 	worker  *leader.Worker
 	tidying atomic.Bool
@@ -226,6 +236,12 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 	}
 	if o.IrrevocableRetry <= 0 {
 		o.IrrevocableRetry = DefaultIrrevocableRetry
+	}
+	if o.RevokeTimeout <= 0 {
+		o.RevokeTimeout = DefaultRevokeTimeout
+	}
+	if o.RevokeConcurrency <= 0 {
+		o.RevokeConcurrency = DefaultRevokeConcurrency
 	}
 	o.Clock = keel.ClockOrSystem(o.Clock)
 	if o.Logger == nil {

@@ -181,7 +181,8 @@ func putIfUnchanged(tx storage.Tx, e *entry, raw []byte, ne *entry) error {
 var errNoRevoker = errors.New("no revoker is registered for its mount")
 
 // callRevoker calls the Revoker registered for l's mount, turning a panic
-// into an error; without one it fails with errNoRevoker.
+// into an error; without one it fails with errNoRevoker. A success opens
+// the mount's revocation lane (see lanes).
 func (m *Manager) callRevoker(ctx context.Context, l Lease) (err error) {
 	_, mt, ok := m.mountFor(l.ID)
 	if !ok || mt.revoker == nil {
@@ -190,6 +191,9 @@ func (m *Manager) callRevoker(ctx context.Context, l Lease) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("revoker panicked: %v", p)
+		}
+		if err == nil {
+			m.lanes.succeeded(l.Mount)
 		}
 	}()
 	return mt.revoker.Revoke(ctx, l)

@@ -7,17 +7,31 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/keelhq/keel/storage"
 )
 
 // Step revokes what is due at now: it reads the expiry index in order, in
-// batches of Limits().Batch entries, up to the first entry due after now; calls the revoker
-// of each due lease, one at a time, outside any transaction; then, in one
-// transaction per batch, removes the revoked leases with their index
+// batches of Limits().Batch entries, up to the first entry due after now;
+// calls the revokers of the due leases outside any transaction, each
+// mount's in a lane of its own (Options.RevokeConcurrency calls at once,
+// each bounded by Options.RevokeTimeout), the lanes side by side; then, in
+// one transaction per batch, removes the revoked leases with their index
 // entries and records the failures (see Revoke). It returns when the next
 // entry is due (after now), or the zero time when the index is empty.
+//
+// A lane stops at its first failure (an error, or a call past the
+// timeout): it backs off until the failed lease's retry, and its leases
+// not tried are put off to then, with no attempt counted; a later Step
+// puts them off likewise while the backoff lasts, or while the lane's
+// calls that timed out have not returned (a revoker that ignores its
+// context is left running, and its mount gets no more calls than
+// RevokeConcurrency). So a mount whose backend fails or hangs delays
+// another's revocations by one RevokeTimeout at most, once per backoff,
+// and loses no lease. A success of the mount's revoker, in Step or in
+// Revoke, opens its lane again.
 //
 // Index entries that name no lease, or not the lease's current entry, or
 // that cannot be parsed, are removed on the way; a lease record that cannot
@@ -79,6 +93,7 @@ const (
 	revoked                      // the lease is revoked: remove it
 	failedAttempt                // record next in place of e
 	postponed                    // no revoker yet: record next in place of e
+	heldBack                     // its mount's lane is blocked: record next in place of e
 )
 
 // dueBatch reads up to m.batch index entries due at now, with their
@@ -125,8 +140,10 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 	return items, next, err
 }
 
-// process revokes the leases of items and commits the outcomes.
+// process revokes the leases of items, each mount's in its own lane (see
+// revokeLane), the lanes at once, and commits the outcomes.
 func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) error {
+	byMount := make(map[string][]*dueItem)
 	for _, it := range items {
 		it.outcome = dropIndex
 		if it.bad || it.raw == nil {
@@ -141,23 +158,14 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 			continue // a stale entry: the lease has moved
 		}
 		it.e = e
-		it.err = m.callRevoker(ctx, e.Lease)
-		switch {
-		case it.err != nil && ctx.Err() != nil:
-			it.outcome = leave
-		case it.err == nil:
-			it.outcome = revoked
-		case errors.Is(it.err, errNoRevoker):
-			it.outcome = postponed
-			it.next = m.postponed(&it.e, now)
-		default:
-			it.outcome = failedAttempt
-			it.next = m.failed(&it.e, now, it.err)
-		}
-		if it.outcome == leave {
-			break
-		}
+		it.outcome = leave // until its lane decides
+		byMount[e.Mount] = append(byMount[e.Mount], it)
 	}
+	var wg sync.WaitGroup
+	for mount, its := range byMount {
+		wg.Go(func() { m.revokeLane(ctx, now, mount, its) })
+	}
+	wg.Wait()
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		for _, it := range items {
 			var err error
@@ -166,7 +174,7 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 				err = dropIfDangling(tx, it.key, it.id, it.bad)
 			case revoked:
 				err = removeCurrent(tx, it.id, it.key)
-			case failedAttempt, postponed:
+			case failedAttempt, postponed, heldBack:
 				err = putIfUnchanged(tx, &it.e, it.raw, &it.next)
 			}
 			if err != nil {
@@ -179,8 +187,11 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		return err
 	}
 	waiting, longest := 0, time.Duration(0)
+	held := make(map[string]int)
 	for _, it := range items {
 		switch it.outcome {
+		case heldBack:
+			held[it.e.Mount]++
 		case revoked:
 			m.log.Info("lease revoked", "lease_id", it.id)
 		case failedAttempt:
@@ -189,6 +200,9 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 			waiting++
 			longest = max(longest, now.Sub(it.e.ExpireTime))
 		}
+	}
+	for mount, n := range held {
+		m.log.Warn("due leases put off: their mount's revocations fail or hang", "mount", mount, "leases", n)
 	}
 	// Leases put off for long are a mount this process cannot serve
 	// (unknown type, not registered): say so once per batch.

@@ -21,7 +21,8 @@ import (
 
 func TestStepRevokesWhatIsDue(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		e := newEnv(t, open, nil, nil)
+		// One call at a time per mount: in expiry order.
+		e := newEnv(t, open, &Options{RevokeConcurrency: 1}, nil)
 		a := e.issue(t, IssueRequest{TTL: time.Minute})
 		b := e.issue(t, IssueRequest{TTL: time.Hour})
 		c := e.issue(t, IssueRequest{TTL: 2 * time.Hour})
@@ -286,7 +287,9 @@ func TestStepDropsDanglingIndexEntries(t *testing.T) {
 
 func TestStepCanceledIsNotAFailure(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		e := newEnv(t, open, nil, nil)
+		// One call at a time, so that "after the context ended" is
+		// well defined.
+		e := newEnv(t, open, &Options{RevokeConcurrency: 1}, nil)
 		l := e.issue(t, IssueRequest{TTL: time.Minute})
 		l2 := e.issue(t, IssueRequest{TTL: time.Minute})
 		ctx, cancel := context.WithCancel(context.Background())

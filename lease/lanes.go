@@ -1,0 +1,191 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/keelhq/keel"
+)
+
+// lanes are the worker's revocation lanes, one per mount: the state that
+// keeps a mount whose revocations fail or hang from delaying another's.
+// A lane is blocked while it backs off after a failure, or while its
+// revoker holds Options.RevokeConcurrency calls that timed out and have
+// not returned; the due leases of a blocked lane are put off to its end
+// without a call.
+type lanes struct {
+	mu sync.Mutex
+	m  map[string]*lane
+}
+
+type lane struct {
+	running  int       // revoker calls that have not returned, timed out or not
+	failures int       // failed calls in a row
+	until    time.Time // no call before this instant (its backoff)
+}
+
+// get returns mount's lane, made on first use. Callers hold l.mu.
+func (l *lanes) get(mount string) *lane {
+	if l.m == nil {
+		l.m = make(map[string]*lane)
+	}
+	ln := l.m[mount]
+	if ln == nil {
+		ln = &lane{}
+		l.m[mount] = ln
+	}
+	return ln
+}
+
+// blocked reports whether mount's lane takes no call at now, and until
+// when to put its leases off. A lane blocked by hung calls only is looked
+// at again after retry.
+func (l *lanes) blocked(mount string, now time.Time, limit int, retry time.Duration) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.get(mount)
+	switch {
+	case ln.until.After(now):
+		return ln.until, true
+	case ln.running >= limit:
+		return now.Add(retry), true
+	}
+	return time.Time{}, false
+}
+
+// started and ended count a call of mount's revoker.
+func (l *lanes) started(mount string) {
+	l.mu.Lock()
+	l.get(mount).running++
+	l.mu.Unlock()
+}
+
+func (l *lanes) ended(mount string) {
+	l.mu.Lock()
+	l.get(mount).running--
+	l.mu.Unlock()
+}
+
+// succeeded opens mount's lane after a call of its revoker that
+// succeeded, the worker's or any other (Revoke, RevokePrefix): the backend
+// is back.
+func (l *lanes) succeeded(mount string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.get(mount)
+	ln.failures, ln.until = 0, time.Time{}
+}
+
+// failed closes mount's lane after a call that failed at now, until the
+// failed lease's own retry (retry), or, when that is further off (an
+// irrevocable lease), for backoff of the lane's failures in a row.
+func (l *lanes) failed(mount string, now, retry time.Time, backoff func(int) time.Duration) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.get(mount)
+	ln.failures++
+	ln.until = now.Add(backoff(ln.failures))
+	if retry.Before(ln.until) {
+		ln.until = retry
+	}
+	return ln.until
+}
+
+// errTimedOut is the error of a revoker call that outlived
+// Options.RevokeTimeout.
+var errTimedOut = fmt.Errorf("the revoker did not return within the revocation timeout: %w", keel.ErrUnavailable)
+
+// callTimed calls the revoker of l's mount with a context that ends after
+// Options.RevokeTimeout, and returns when it returns or when that context
+// ends: a revoker that ignores its context is left to return on its own,
+// and its lane takes no more calls than Options.RevokeConcurrency until
+// it does.
+func (m *Manager) callTimed(ctx context.Context, l Lease) error {
+	cctx, cancel := context.WithTimeout(ctx, m.opts.RevokeTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	m.lanes.started(l.Mount)
+	go func() {
+		defer m.lanes.ended(l.Mount)
+		done <- m.callRevoker(cctx, l)
+	}()
+	select {
+	case err := <-done:
+		if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%w (after %s): %v", errTimedOut, m.opts.RevokeTimeout, err)
+		}
+		return err
+	case <-cctx.Done():
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w (after %s)", errTimedOut, m.opts.RevokeTimeout)
+	}
+}
+
+// revokeLane revokes the due leases of one mount, in index order, at most
+// Options.RevokeConcurrency at a time, and sets each item's outcome. After
+// the first failure no further call is made: the lane backs off and the
+// leases not tried are put off to its end, with no attempt counted; so
+// does a lane that is blocked already.
+func (m *Manager) revokeLane(ctx context.Context, now time.Time, mount string, items []*dueItem) {
+	holdAll := func(items []*dueItem, until time.Time) {
+		for _, it := range items {
+			it.outcome = heldBack
+			it.next = it.e
+			it.next.NextAttempt = until
+		}
+	}
+	if until, blocked := m.lanes.blocked(mount, now, m.opts.RevokeConcurrency, m.opts.RetryBase); blocked {
+		holdAll(items, until)
+		return
+	}
+	var (
+		mu    sync.Mutex
+		next  int
+		until time.Time // set by the first failure
+		wg    sync.WaitGroup
+	)
+	take := func() *dueItem {
+		mu.Lock()
+		defer mu.Unlock()
+		if !until.IsZero() || next == len(items) || ctx.Err() != nil {
+			return nil
+		}
+		it := items[next]
+		next++
+		return it
+	}
+	for range min(m.opts.RevokeConcurrency, len(items)) {
+		wg.Go(func() {
+			for it := take(); it != nil; it = take() {
+				it.err = m.callTimed(ctx, it.e.Lease)
+				switch {
+				case it.err != nil && ctx.Err() != nil:
+					it.outcome = leave
+				case it.err == nil:
+					it.outcome = revoked
+				case errors.Is(it.err, errNoRevoker):
+					it.outcome = postponed
+					it.next = m.postponed(&it.e, now)
+				default:
+					it.outcome = failedAttempt
+					it.next = m.failed(&it.e, now, it.err)
+					u := m.lanes.failed(mount, now, it.next.NextAttempt, m.backoff)
+					mu.Lock()
+					if until.IsZero() {
+						until = u
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if !until.IsZero() && ctx.Err() == nil {
+		holdAll(items[next:], until)
+	}
+}

@@ -1,0 +1,151 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
+)
+
+// hungRevoker never returns until released, whatever its context says: a
+// directory black-holed behind a client that ignores deadlines.
+type hungRevoker struct {
+	calls   atomic.Int32
+	release chan struct{}
+}
+
+func (r *hungRevoker) Revoke(ctx context.Context, l Lease) error {
+	r.calls.Add(1)
+	<-r.release
+	return nil
+}
+
+// TestHungMountDelaysNoOther: 1,000 leases of a mount whose revoker hangs
+// are due with one lease of another mount. The other mount's revoker is
+// called while the hung calls still hang (its lane runs beside), the Step
+// ends after one RevokeTimeout, and only RevokeConcurrency calls of the
+// hung mount are made: its other leases are put off to its lane's
+// backoff, none lost, none counted as an attempt. While the hung calls
+// have not returned, a later Step makes no new call of that mount and does
+// not wait; once they return and the backoff has passed, the rest are
+// revoked.
+func TestHungMountDelaysNoOther(t *testing.T) {
+	e := newEnv(t, everystore.Mem, &Options{RevokeTimeout: 50 * time.Millisecond, RevokeConcurrency: 3}, nil)
+	hung := &hungRevoker{release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	if err := e.m.register("slow/", hung, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	slow := make([]Lease, n)
+	for i := range slow {
+		slow[i] = e.issue(t, IssueRequest{Path: "slow/creds/x", TTL: time.Minute})
+	}
+	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
+	due := t0.Add(time.Minute)
+
+	stepped := make(chan error, 1)
+	go func() {
+		_, err := e.m.Step(context.Background(), due)
+		stepped <- err
+	}()
+	// The fast mount's lease is revoked while the slow one's calls hang.
+	keeltest.Until(t, "the other mount's revoker called", func() bool { return len(e.rev.ids()) == 1 })
+	if got := hung.calls.Load(); got > 3 {
+		t.Fatalf("%d calls of the hung mount at once, want at most RevokeConcurrency (3)", got)
+	}
+	if err := <-stepped; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.get(t, fast.ID); ok {
+		t.Fatal("the other mount's lease is still stored after the Step")
+	}
+	attempted, held := 0, 0
+	var heldUntil time.Time
+	for _, l := range slow {
+		got, ok := e.get(t, l.ID)
+		switch {
+		case !ok:
+			t.Fatalf("lease %s of the hung mount lost", l.ID)
+		case got.Attempts == 1:
+			attempted++
+			if !strings.Contains(got.LastError, "timeout") {
+				t.Fatalf("a timed-out attempt recorded %q", got.LastError)
+			}
+		case got.Attempts == 0:
+			held++
+			if !got.NextAttempt.After(due) {
+				t.Fatalf("a held-back lease is due at %s, not after the Step's %s", got.NextAttempt, due)
+			}
+			heldUntil = got.NextAttempt
+		}
+	}
+	if attempted != int(hung.calls.Load()) || attempted == 0 || attempted > 3 || attempted+held != n {
+		t.Fatalf("%d attempted, %d held back, %d calls; want the calls attempted (1 to 3) and the rest held", attempted, held, hung.calls.Load())
+	}
+
+	// Past the backoff, the hung calls still running fill the lane: a Step
+	// makes no call and waits for none.
+	calls := hung.calls.Load()
+	e.step(t, heldUntil.Add(DefaultRetryMax))
+	if got := hung.calls.Load(); got != calls {
+		t.Fatalf("%d new calls of a lane whose calls hang", got-calls)
+	}
+
+	// The directory answers again: the rest are revoked.
+	release()
+	keeltest.Until(t, "the hung calls returned", func() bool { return e.m.lanes.runningOf("slow/") == 0 })
+	at := heldUntil.Add(2 * DefaultRetryMax)
+	for range n {
+		if e.step(t, at).IsZero() {
+			break
+		}
+		at = at.Add(DefaultRetryMax)
+	}
+	for _, l := range slow {
+		if _, ok := e.get(t, l.ID); ok {
+			t.Fatalf("lease %s of the recovered mount not revoked", l.ID)
+		}
+	}
+}
+
+// TestFailingMountBacksOffAlone: a mount whose revoker fails makes one
+// call per Step while it backs off, and the failures of one mount do not
+// hold another's leases.
+func TestFailingMountBacksOffAlone(t *testing.T) {
+	e := newEnv(t, everystore.Mem, nil, nil)
+	var calls atomic.Int32
+	failing := RevokerFunc(func(context.Context, Lease) error {
+		calls.Add(1)
+		return errors.New("connection refused")
+	})
+	if err := e.m.register("down/", failing, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		e.issue(t, IssueRequest{Path: "down/creds/x", TTL: time.Minute})
+	}
+	up := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
+	e.step(t, t0.Add(time.Minute))
+	if got := calls.Load(); got < 1 || got > DefaultRevokeConcurrency {
+		t.Fatalf("%d calls of the failing mount in one Step, want 1 to %d", got, DefaultRevokeConcurrency)
+	}
+	if _, ok := e.get(t, up.ID); ok {
+		t.Fatal("the healthy mount's lease was held by the failing one")
+	}
+}
+
+// runningOf returns how many calls of mount's revoker have not returned.
+func (l *lanes) runningOf(mount string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.get(mount).running
+}
