@@ -67,17 +67,14 @@ func TestMain(m *testing.M) {
 // TestModules runs go test ./... in every module of the workspace but the
 // library's, one after the other, with the forwarded flags.
 func TestModules(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := realPath(t, filepath.Join("..", ".."))
 	gowork := goOutput(t, root, "env", "GOWORK")
-	if gowork != filepath.Join(root, "go.work") {
+	if gowork == "" || gowork == "off" || realPath(t, gowork) != filepath.Join(root, "go.work") {
 		t.Skipf("not in keel's workspace (GOWORK=%q): go test the modules of examples/ and bench/ from their directories", gowork)
 	}
 	var dirs []string
 	for _, dir := range strings.Split(goOutput(t, root, "list", "-m", "-f", "{{.Dir}}"), "\n") {
-		if dir != root {
+		if realPath(t, dir) != root {
 			dirs = append(dirs, dir)
 		}
 	}
@@ -85,7 +82,9 @@ func TestModules(t *testing.T) {
 	for _, dir := range dirs {
 		rel, _ := filepath.Rel(root, dir)
 		t.Run(rel, func(t *testing.T) {
-			args := append(append([]string{"test"}, forwarded...), "./...")
+			// One test binary at a time (-p=1): the go command that runs
+			// this one runs the library's beside it.
+			args := append(append([]string{"test", "-p=1"}, forwarded...), "./...")
 			cmd := exec.Command("go", args...)
 			cmd.Dir = dir
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -95,6 +94,20 @@ func TestModules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// realPath returns the absolute path of path with no symbolic links, or
+// fails t.
+func realPath(t *testing.T, path string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }
 
 // goOutput returns the trimmed output of the go command run in dir, or
