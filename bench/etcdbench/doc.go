@@ -1,7 +1,7 @@
 // Package etcdbench holds benchmarks of keel's domain operations on etcd
-// (storage/etcdstore over an embedded etcd, see etcdtest), each beside a
-// yardstick: the raw etcd client (go.etcd.io/etcd/client/v3) sending the
-// same requests in the same run, on the same server.
+// (storage/etcdstore over the test binary's etcd process, see etcdtest),
+// each beside a yardstick: the raw etcd client (go.etcd.io/etcd/client/v3)
+// sending the same requests in the same run, on the same server.
 //
 // The package has no code of its own: everything is in its tests. Four
 // operations are measured:

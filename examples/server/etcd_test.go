@@ -14,7 +14,7 @@ import (
 	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
 )
 
-// TestMain gives the tests one embedded etcd (see etcdtest), or, in a
+// TestMain gives the tests one etcd process (see etcdtest), or, in a
 // child process of TestKilledLeaderIsReplaced, runs a server.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {

@@ -1,12 +1,13 @@
 // Package tfeharness holds tests that run the real tools of HCP Terraform's
 // dialect against keel's example server (examples/server): the Terraform
 // CLI with the hashicorp/tfe provider, and go-tfe's own integration tests.
-// It is a module of its own so that keel's go.mod stays free of the
-// provider's and go-tfe's dependencies; it has no code but its tests.
+// It is a module of its own, outside keel's go.work, so that the examples'
+// go.mod stays free of the provider's dependencies; it has no code but its
+// tests.
 //
-// Run it from this directory (.ci/run does):
+// Run it from this directory, without the workspace (.ci/run does):
 //
-//	go test -count=1 ./...
+//	GOWORK=off go test -count=1 ./...
 //
 // What it needs:
 //
@@ -15,11 +16,13 @@
 //   - the Go module proxy: the provider is built from this module's tool
 //     dependency github.com/hashicorp/terraform-provider-tfe (go build),
 //     and go-tfe's integration test files are taken from go-tfe's module
-//     (the version keel's go.mod requires), copied out of the module
-//     cache at test time and compiled there as they are, never committed.
+//     (the version keel's examples module requires), copied out of the
+//     module cache at test time and compiled there as they are, never
+//     committed.
 //
-// The example server is built from the enclosing keel module and started
-// over a temporary bbolt file with -dev-tls and a known -root-token.
+// The example server is built from the enclosing examples module (over the
+// library of the same tree) and started over a temporary bbolt file with
+// -dev-tls and a known -root-token.
 //
 // # Tests
 //
@@ -30,7 +33,7 @@
 // destroy; each step is a subtest, so a failure names its group and step.
 // Run one group with -run, for example:
 //
-//	go test -count=1 -run 'TestTerraform/teams' ./...
+//	GOWORK=off go test -count=1 -run 'TestTerraform/teams' ./...
 //
 // TestGoTFE runs go-tfe's integration tests of organizations, projects,
 // workspaces, teams, team project access and policies (ENABLE_TFE=1,
@@ -48,5 +51,5 @@
 // from a run (reasons of entries that stay are kept; new ones read TODO
 // until someone writes theirs):
 //
-//	go test -count=1 ./... -args -update
+//	GOWORK=off go test -count=1 ./... -args -update
 package tfeharness

@@ -17,7 +17,8 @@ import (
 )
 
 // goTFEModule is the Go client of HCP Terraform's API; its version is the
-// one keel's go.mod requires (the one the tfe adapter's tests use).
+// one keel's examples module requires (the one the tfe adapter's tests
+// use).
 const goTFEModule = "github.com/hashicorp/go-tfe"
 
 // goTFEFiles are go-tfe's integration test files that TestGoTFE runs.
@@ -38,7 +39,8 @@ const goTFETimeout = 60 * time.Second
 // testFuncRE finds the top-level tests of a test file.
 var testFuncRE = regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
 
-// buildGoTFE copies go-tfe's module, as keel's go.mod requires it, out of
+// buildGoTFE copies go-tfe's module, as keel's examples module requires it,
+// out of
 // the module cache (downloading it if needed) into workDir, compiles its
 // tests there as they are, once per run, and returns the test binary, the
 // copy's directory (where the tests run: they read test-fixtures) and the
@@ -46,11 +48,11 @@ var testFuncRE = regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
 var buildGoTFE = sync.OnceValues(func() (*goTFE, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	root, err := keelRoot()
+	examples, err := examplesModule()
 	if err != nil {
 		return nil, err
 	}
-	out, err := command(ctx, root, goEnv, "go", "list", "-m", "-f", "{{.Version}}", goTFEModule)
+	out, err := command(ctx, examples, goEnv, "go", "list", "-m", "-f", "{{.Version}}", goTFEModule)
 	if err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, out)
 	}

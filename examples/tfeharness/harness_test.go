@@ -41,20 +41,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// keelRoot returns the directory of the keel module this module lies in.
-func keelRoot() (string, error) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+// examplesModule returns the directory of keel's examples module, which
+// this module lies in.
+func examplesModule() (string, error) {
+	dir, err := filepath.Abs("..")
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return "", err
 	}
-	if !bytes.HasPrefix(b, []byte("module github.com/keelhq/keel\n")) {
-		return "", fmt.Errorf("%s is not keel's module", root)
+	if !bytes.HasPrefix(b, []byte("module github.com/keelhq/keel/examples\n")) {
+		return "", fmt.Errorf("%s is not keel's examples module", dir)
 	}
-	return root, nil
+	return dir, nil
 }
 
 // command runs name with args in dir and returns its combined output and
@@ -90,20 +91,21 @@ func baseEnv() []string {
 }
 
 // goEnv is the environment of the go commands that build: GOFLAGS of the
-// caller (-count, -run) are not theirs.
-var goEnv = []string{"GOFLAGS=-buildvcs=false"}
+// caller (-count, -run) are not theirs, and each module stands alone, as
+// this one does (keel's go.work at the root does not list it).
+var goEnv = []string{"GOFLAGS=-buildvcs=false", "GOWORK=off"}
 
-// buildServer builds the example server of the enclosing keel module, once
-// per run.
+// buildServer builds the example server of the enclosing examples module
+// (over the library of the same tree: its replace), once per run.
 var buildServer = sync.OnceValues(func() (string, error) {
-	root, err := keelRoot()
+	examples, err := examplesModule()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(workDir, "keel-server")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if out, err := command(ctx, root, goEnv, "go", "build", "-o", bin, "./examples/server"); err != nil {
+	if out, err := command(ctx, examples, goEnv, "go", "build", "-o", bin, "./server"); err != nil {
 		return "", fmt.Errorf("%w\n%s", err, out)
 	}
 	return bin, nil

@@ -1,6 +1,6 @@
 // Package everystore runs a domain package's tests on every store keel
-// ships: memstore, boltstore and etcdstore (a real etcd, embedded, one per
-// test binary). It is the one harness of the domain suites, so that a rule
+// ships: memstore, boltstore and etcdstore (a real etcd: one etcd process
+// per test binary, see etcdtest). It is the one harness of the domain suites, so that a rule
 // that holds on a map and a bbolt file is also shown to hold within etcd's
 // limits (128 operations and 128 compares per transaction).
 //
@@ -19,8 +19,9 @@
 //
 // Each call of open returns a fresh, empty store closed when its test ends
 // (the etcd ones under a fresh key prefix of the binary's one server).
-// Without an etcd (see etcdtest) the etcdstore subtests are skipped with
-// the reason; the other stores still run.
+// Without an etcd (the etcd binary is not installed: apt-get install
+// etcd-server; see etcdtest) the etcdstore subtests are skipped with the
+// reason; the other stores still run.
 package everystore
 
 import (
@@ -51,8 +52,9 @@ var Kinds = []Kind{
 	{"etcdstore", Etcd},
 }
 
-// Main runs the tests of m with one embedded etcd for the binary (or the
-// one of $KEEL_ETCD_ENDPOINTS) and exits with their code; see etcdtest.Main.
+// Main runs the tests of m with one etcd process for the binary, started
+// when a test first needs it and killed when they end (or the etcd of
+// $KEEL_ETCD_ENDPOINTS), and exits with their code; see etcdtest.Main.
 func Main(m *testing.M) { etcdtest.Main(m) }
 
 // Run runs fn once per store of Kinds, as a subtest named after the store.

@@ -68,7 +68,7 @@ func EtcdBinary() (string, error) {
 	}
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		return "", fmt.Errorf("etcdtest: no etcd binary: %w (install Debian's etcd-server, as .ci/run does, or set KEEL_ETCD_BINARY)", err)
+		return "", fmt.Errorf("etcd not installed (%w): apt-get install etcd-server to run this test, or set KEEL_ETCD_BINARY", err)
 	}
 	return bin, nil
 }
