@@ -44,9 +44,11 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 	}
 	if m, ok := v.(*map[string]any); ok && o.UseNumber && (r.ContentLength >= keel.LargeValue || r.ContentLength < 0) && r.ContentLength <= o.Max {
 		// An object that may be large is read whole, into a buffer of
-		// its size when it is announced, and decoded in place
-		// (jsonobj), not copied into a json.Decoder's buffer, which
-		// doubles as it grows; an error is then the decoder's, below.
+		// its size when it is announced (else readAll's), and decoded in
+		// place, its large strings left in the buffer
+		// (jsonobj.DecodeOwned), not copied into a json.Decoder's
+		// buffer, which doubles as it grows; an error is then the
+		// decoder's, below.
 		var buf []byte
 		var err error
 		if r.ContentLength > 0 {
@@ -55,11 +57,11 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 			n, err = io.ReadFull(r.Body, buf)
 			buf = buf[:n]
 		} else {
-			buf, err = io.ReadAll(http.MaxBytesReader(w, r.Body, o.Max))
+			buf, err = readAll(http.MaxBytesReader(w, r.Body, o.Max), o.Max)
 		}
 		switch {
 		case err == nil:
-			if *m, err = jsonobj.Decode(buf); err == nil {
+			if *m, err = jsonobj.DecodeOwned(buf); err == nil {
 				return nil
 			}
 		case !errors.Is(err, io.ErrUnexpectedEOF):
@@ -83,6 +85,42 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 		return ErrEmpty
 	}
 	return tooLarge(err, o.Max)
+}
+
+// firstRead is the buffer readAll reads a body of unknown length into
+// first: a body longer is read into a buffer of the largest size.
+const firstRead = 1 << 20
+
+// readAll reads body whole, a body of unknown length of at most max bytes
+// (body fails beyond): into a buffer of firstRead bytes, then, when the
+// body is longer, into one of max bytes (and one more, for body to say
+// when it is longer), which the request reserves for such a body (the
+// cap of its route) before it is read. io.ReadAll would read it into
+// buffers of growing size and then copy them into one of its size, twice
+// the body in all. A buffer that ends up less than half full is copied
+// into one of its length, so that the strings left in it do not keep the
+// rest in memory.
+func readAll(body io.Reader, max int64) ([]byte, error) {
+	buf := make([]byte, 0, min(firstRead, max+1))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(cap(buf)) > max {
+				return buf, fmt.Errorf("body longer than %d bytes", max) // body did not fail: not a MaxBytesReader
+			}
+			buf = append(make([]byte, 0, max+1), buf...)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if len(buf) > firstRead && len(buf) < cap(buf)/2 {
+				buf = bytes.Clone(buf)
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // tooLarge returns err, or an error of kind keel.KindTooLarge when err is

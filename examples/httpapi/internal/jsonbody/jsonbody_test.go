@@ -120,3 +120,26 @@ func TestDecodeChunkedObject(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeChunkedLargeObject: a large body of unknown length, shorter
+// or longer than the first buffer read, decodes whole; one longer than
+// the size is TooLarge.
+func TestDecodeChunkedLargeObject(t *testing.T) {
+	const max = 4 << 20
+	for _, size := range []int{100 << 10, 3 << 19, 3 << 20, max} {
+		pad := strings.Repeat("p", size-len(`{"pad":""}`))
+		var v map[string]any
+		r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(`{"pad":"`+pad+`"}`)))
+		r.ContentLength = -1
+		err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v)
+		if err != nil || v["pad"] != pad {
+			t.Errorf("%d bytes: %d entries, %v; want the object", size, len(v), err)
+		}
+	}
+	var v map[string]any
+	r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(`{"pad":"`+strings.Repeat("p", max)+`"}`)))
+	r.ContentLength = -1
+	if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v); !errors.Is(err, keel.ErrTooLarge) {
+		t.Errorf("%d bytes over %d: %v, want TooLarge", max+10, max, err)
+	}
+}
