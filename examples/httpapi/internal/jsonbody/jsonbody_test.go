@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
@@ -141,5 +143,27 @@ func TestDecodeChunkedLargeObject(t *testing.T) {
 	r.ContentLength = -1
 	if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v); !errors.Is(err, keel.ErrTooLarge) {
 		t.Errorf("%d bytes over %d: %v, want TooLarge", max+10, max, err)
+	}
+}
+
+// TestDecodeChunkedAllocatesAsItReads: a body of unknown length that
+// fails (a bound on the bodies in flight, the connection) before half its
+// largest size has arrived allocates in proportion to what did, not the
+// buffer of its largest size.
+func TestDecodeChunkedAllocatesAsItReads(t *testing.T) {
+	const max, sent = 32 << 20, 3 << 20
+	body := io.MultiReader(strings.NewReader(`{"pad":"`+strings.Repeat("p", sent)), iotest.ErrReader(errors.New("cut")))
+	r := httptest.NewRequest("POST", "/", io.NopCloser(body))
+	r.ContentLength = -1
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var v map[string]any
+	err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a body cut short decoded")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 3*sent {
+		t.Errorf("%d bytes allocated for a body cut after %d of at most %d, want at most %d", got, sent, max, 3*sent)
 	}
 }
