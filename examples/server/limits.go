@@ -46,7 +46,7 @@ const (
 	// writes to a bbolt file (an etcd client's request, to etcd). A body
 	// of a quarter of the bound or more runs alone: with 16 chunked
 	// writes of 30 MiB and a bound of 64 MiB, the server's peak RSS over
-	// its idle RSS is about 125 MiB over a bbolt file, and 545 MiB on the
+	// its idle RSS is about 110 MiB over a bbolt file, and 560 MiB on the
 	// memory store, 480 MiB of them the values (TestInflightMemoryBound).
 	bodyCopies = 4
 	// inflightWait is how long a request waits for room before it is
