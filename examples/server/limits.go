@@ -37,11 +37,18 @@ const (
 	// defaultMaxInflight is the default of -max-inflight-bytes: Vault's
 	// max_request_size (32 MiB), the largest body an adapter reads. One
 	// body of that size is in flight at a time, or many smaller ones.
-	// The heap a body costs is a few times its size (the bytes read, the
-	// decoded value, the stored copy): with 16 writes and then 16 reads of
-	// 30 MiB values on the memory store, the server's peak RSS is about
-	// 800 MiB, 480 MiB of them the values (TestInflightMemoryBound).
 	defaultMaxInflight = 32 << 20
+	// bodyCopies is how many times its length a request body is reserved
+	// for: the heap a body costs while it is served. A write holds the
+	// bytes read (the strings decoded from them are slices of them:
+	// jsonobj.DecodeOwned), the value encoded to be stored, the store's
+	// copy of it (in memory, the value stored), and the pages its commit
+	// writes to a bbolt file (an etcd client's request, to etcd). A body
+	// of a quarter of the bound or more runs alone: with 16 chunked
+	// writes of 30 MiB and a bound of 64 MiB, the server's peak RSS over
+	// its idle RSS is about 110 MiB over a bbolt file, and 560 MiB on the
+	// memory store, 480 MiB of them the values (TestInflightMemoryBound).
+	bodyCopies = 4
 	// inflightWait is how long a request waits for room before it is
 	// answered 503.
 	inflightWait = 10 * time.Second
@@ -151,14 +158,14 @@ func isConsulPath(p string) bool {
 }
 
 // budget bounds the bytes of request and response bodies in flight. A
-// request reserves, before it is served, the length of its body; while it
-// is served, the size of the large values it loads (keel.Reserver); the
-// bytes of a response beyond what was reserved are counted as they are
-// written; all is given back when the request ends. A request that does not fit waits,
-// in order of arrival, up to wait; then it is refused. A reservation
-// larger than the whole limit is lowered to it: such a request runs alone.
-// The zero value is not usable; newBudget makes one. It is safe for
-// concurrent use.
+// request reserves, before it is served, what its body costs (bodyCopies
+// times its length); while it is served, the size of the large values it
+// loads (keel.Reserver); the bytes of a response beyond what was reserved
+// are counted as they are written; all is given back when the request
+// ends. A request that does not fit waits, in order of arrival, up to
+// wait; then it is refused. A reservation larger than the whole limit is
+// lowered to it: such a request runs alone. The zero value is not usable;
+// newBudget makes one. It is safe for concurrent use.
 type budget struct {
 	limit int64
 	wait  time.Duration
@@ -272,8 +279,8 @@ func (b *budget) inUse() int64 {
 // limitBodies serves r within a budget: shared, the one of the requests
 // whose token is known (authenticate runs before it), or anon, the small
 // one of the others. It refuses at once (413) a body announced beyond the
-// cap of its route (routeCap); it reserves the length of r's body (or
-// the route's cap when it is not known); a request
+// cap of its route (routeCap); it reserves bodyCopies times the length of
+// r's body (or of the route's cap when it is not known); a request
 // that gets no room within the budget's wait is answered 503 with
 // Retry-After, in the dialect of its path (refuse). A body that arrives
 // slower than minBodyRate after bodyGrace is cut off. The large values
@@ -302,7 +309,8 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 		}
 		// A body of unknown length (chunked) reserves the route's cap:
 		// counted only as it arrived, concurrent ones would each hold a
-		// part of the budget and none could finish.
+		// part of the budget and none could finish. A body costs
+		// bodyCopies times its length.
 		body := r.ContentLength
 		if body < 0 {
 			body = limit
@@ -310,15 +318,15 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 		held := int64(0)
 		if body > 0 {
 			var ok bool
-			if held, ok = b.acquire(r.Context(), body); !ok {
+			if held, ok = b.acquire(r.Context(), bodyCopies*body); !ok {
 				rec.Header().Set("Retry-After", inflightRetryAfter)
 				refuse(rec, r, http.StatusServiceUnavailable, "the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later")
 				return
 			}
 		}
 		if r.ContentLength < 0 && held < limit {
-			// The reservation was lowered to the whole budget: the
-			// bytes beyond are counted as they arrive.
+			// The reservation was lowered to the whole budget, below the
+			// body's cap: the bytes beyond are counted as they arrive.
 			r.Body = &countedBody{ReadCloser: r.Body, rec: rec, b: b, reserved: held}
 		}
 		// The response's bytes count once beyond what was reserved for

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // large is the size from which Decode decodes in place: below it the
@@ -51,6 +52,61 @@ func Decode(raw []byte) (map[string]any, error) {
 		m[k] = v.v
 	}
 	return m, nil
+}
+
+// DecodeOwned is Decode for a raw its caller gives up: raw is never
+// written again (a request body read for this decoding alone). The large
+// strings of the object (64 KiB or more, without escapes) are then the
+// bytes of raw where they lie, not copies of them: a string that lies
+// whole in a body costs no memory beyond the body's, which each such
+// string keeps in memory as long as it lives.
+func DecodeOwned(raw []byte) (map[string]any, error) {
+	if len(raw) < large {
+		return Decode(raw)
+	}
+	var entries map[string]ownedValue
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		return nil, errors.New("null, not a JSON object")
+	}
+	m := make(map[string]any, len(entries))
+	for k, v := range entries {
+		switch {
+		case v.span == nil:
+			m[k] = v.v
+		case within(raw, v.span):
+			m[k] = unsafe.String(unsafe.SliceData(v.span), len(v.span))
+		default: // not a slice of raw (encoding/json gives slices of it)
+			m[k] = string(v.span)
+		}
+	}
+	return m, nil
+}
+
+// within reports whether s lies in raw.
+func within(raw, s []byte) bool {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	return len(s) > 0 && len(s) <= len(raw) && p >= base && p-base <= uintptr(len(raw)-len(s))
+}
+
+// ownedValue is a value of DecodeOwned: a large string without escapes is
+// left where it lies in the input (span), for DecodeOwned to take as it is.
+type ownedValue struct {
+	value
+	span []byte
+}
+
+func (s *ownedValue) UnmarshalJSON(b []byte) error {
+	if b[0] == '"' && len(b) >= large+2 {
+		if in := b[1 : len(b)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			s.span = in
+			return nil
+		}
+	}
+	return s.value.UnmarshalJSON(b)
 }
 
 // value decodes one value of an object in place, numbers as json.Number:

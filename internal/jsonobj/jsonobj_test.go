@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // odd holds every kind of character encoding/json escapes.
@@ -33,6 +34,10 @@ func TestDecodeMatchesDecoder(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(got, want) {
 				t.Errorf("Decode(%.60q, %d bytes) = %d entries, %v; want the decoder's %d", doc, len(doc), len(got), err, len(want))
 			}
+			got, err = DecodeOwned([]byte(doc))
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("DecodeOwned(%.60q, %d bytes) = %d entries, %v; want the decoder's %d", doc, len(doc), len(got), err, len(want))
+			}
 		}
 		for _, bad := range []string{
 			`null` + pad,
@@ -46,7 +51,35 @@ func TestDecodeMatchesDecoder(t *testing.T) {
 			if got, err := Decode([]byte(bad)); err == nil {
 				t.Errorf("Decode(%.40q, %d bytes) = %d entries, want an error", bad, len(bad), len(got))
 			}
+			if got, err := DecodeOwned([]byte(bad)); err == nil {
+				t.Errorf("DecodeOwned(%.40q, %d bytes) = %d entries, want an error", bad, len(bad), len(got))
+			}
 		}
+	}
+}
+
+// TestDecodeOwnedInPlace: DecodeOwned's large strings without escapes are
+// the bytes of its input; small ones, and those with escapes, are copies.
+func TestDecodeOwnedInPlace(t *testing.T) {
+	big := strings.Repeat("b", large)
+	raw := []byte(`{"big":"` + big + `","esc":"` + big + `\n","small":"s"}`)
+	m, err := DecodeOwned(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		base := uintptr(unsafe.Pointer(&raw[0]))
+		return p >= base && p < base+uintptr(len(raw))
+	}
+	if s := m["big"].(string); s != big || !in(s) {
+		t.Errorf("big: %d bytes, in the input %v; want %d bytes in the input", len(s), in(s), len(big))
+	}
+	if s := m["esc"].(string); s != big+"\n" || in(s) {
+		t.Errorf("esc: %d bytes, in the input %v; want %d bytes copied", len(s), in(s), len(big)+1)
+	}
+	if s := m["small"].(string); s != "s" || in(s) {
+		t.Errorf("small: %q, in the input %v; want \"s\" copied", s, in(s))
 	}
 }
 

@@ -70,6 +70,65 @@ var (
 
 var bucketName = []byte("keel")
 
+// A value of largeValue bytes or more is kept in a bucket of its own,
+// nested in the store's at its key, as the one value of that bucket (at
+// largeKey), not among its neighbours: bbolt writes a leaf whole at
+// commit, and a leaf of four keys or fewer never splits, so that a write
+// next to large values would copy them all into the pages of its commit
+// (and read them from the file's memory map, where their pages would stay
+// resident). In a bucket of its own, a large value is written only when it
+// is. A file written before holds large values among their neighbours: they
+// read as any other, and move into buckets of their own when written again.
+const largeValue = keel.LargeValue
+
+var largeKey = []byte("v")
+
+// get returns key's value in b as the file maps it, or nil.
+func get(b *bolt.Bucket, key []byte) []byte {
+	if v := b.Get(key); v != nil {
+		return v
+	}
+	return nested(b, key) // or nothing at key
+}
+
+// nested returns the value of the bucket of its own of a large value at key
+// in b, or nil when key holds no bucket.
+func nested(b *bolt.Bucket, key []byte) []byte {
+	if sub := b.Bucket(key); sub != nil {
+		return sub.Get(largeKey)
+	}
+	return nil
+}
+
+// put stores value at key in b: a large value in a bucket of its own, any
+// other among its neighbours, replacing what key held either way. value is
+// b's until the transaction ends.
+func put(b *bolt.Bucket, key, value []byte) error {
+	if len(value) < largeValue {
+		err := b.Put(key, value)
+		if errors.Is(err, berrors.ErrIncompatibleValue) { // a large value's bucket
+			if err = b.DeleteBucket(key); err == nil {
+				err = b.Put(key, value)
+			}
+		}
+		return err
+	}
+	sub := b.Bucket(key)
+	if sub == nil {
+		var err error
+		sub, err = b.CreateBucket(key)
+		if errors.Is(err, berrors.ErrIncompatibleValue) { // a value among its neighbours
+			if err = b.Delete(key); err == nil {
+				sub, err = b.CreateBucket(key)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return sub.Put(largeKey, value)
+}
+
 // Open opens the bbolt file at path, creating it when missing, and returns a
 // Store over it. An error of kind keel.KindUnavailable means the file is
 // locked by another process past the timeout; other errors mean it cannot be
@@ -359,7 +418,7 @@ func (t *tx) lookup(key string) ([]byte, error) {
 		return nil, storage.ErrEmptyKey
 	}
 	t.read(key)
-	v := t.b.Get([]byte(key))
+	v := get(t.b, []byte(key))
 	if v == nil {
 		return nil, storage.ErrNotFound
 	}
@@ -373,7 +432,7 @@ func (t *tx) Put(key string, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	if err := t.b.Put([]byte(key), bytes.Clone(value)); err != nil {
+	if err := put(t.b, []byte(key), bytes.Clone(value)); err != nil {
 		return fmt.Errorf("boltstore: put %q: %w", key, err)
 	}
 	return nil
@@ -383,7 +442,11 @@ func (t *tx) Delete(key string) error {
 	if err := t.CheckDelete(key); err != nil {
 		return err
 	}
-	if err := t.b.Delete([]byte(key)); err != nil {
+	err := t.b.Delete([]byte(key))
+	if errors.Is(err, berrors.ErrIncompatibleValue) { // a large value's bucket
+		err = t.b.DeleteBucket([]byte(key))
+	}
+	if err != nil {
 		return fmt.Errorf("boltstore: delete %q: %w", key, err)
 	}
 	return nil
@@ -423,6 +486,9 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		for ; k != nil && bytes.HasPrefix(k, p) && len(chunk) < scanChunk; k, v = c.Next() {
 			e := entry{key: string(k)}
 			if !opts.KeysOnly {
+				if v == nil { // a large value's bucket
+					v = nested(t.b, k)
+				}
 				e.value = bytes.Clone(v)
 				if e.value == nil {
 					e.value = []byte{}
@@ -468,6 +534,9 @@ func (t *tx) scanView(p, seek, after []byte, keysOnly bool, fn func(string, []by
 		}
 		var value []byte
 		if !keysOnly {
+			if v == nil { // a large value's bucket
+				v = nested(t.b, k)
+			}
 			value = bytes.Clone(v)
 			if value == nil {
 				value = []byte{}

@@ -19,6 +19,16 @@
 // back, committed again without it, and the failed closure is run once more
 // alone: that is why a closure may run more than once.
 //
+// # Large values
+//
+// A value of keel.LargeValue bytes (64 KiB) or more is kept in a bucket of
+// its own, nested at its key, not among its neighbours in a leaf: bbolt
+// writes a leaf whole at commit, so that a write next to large values
+// would copy them all (a leaf of four keys or fewer never splits). A
+// write of a large value then costs its own pages, whatever lies next to
+// it. A file written before keeps its large values among their
+// neighbours, where they read as any other, until they are written again.
+//
 // # Errors
 //
 // A file locked by another process past the timeout is keel.ErrUnavailable.

@@ -44,9 +44,11 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 	}
 	if m, ok := v.(*map[string]any); ok && o.UseNumber && (r.ContentLength >= keel.LargeValue || r.ContentLength < 0) && r.ContentLength <= o.Max {
 		// An object that may be large is read whole, into a buffer of
-		// its size when it is announced, and decoded in place
-		// (jsonobj), not copied into a json.Decoder's buffer, which
-		// doubles as it grows; an error is then the decoder's, below.
+		// its size when it is announced (else readAll's buffers), and
+		// decoded in place, its large strings left in the buffer
+		// (jsonobj.DecodeOwned), not copied into a json.Decoder's
+		// buffer, which doubles as it grows; an error is then the
+		// decoder's, below.
 		var buf []byte
 		var err error
 		if r.ContentLength > 0 {
@@ -55,11 +57,11 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 			n, err = io.ReadFull(r.Body, buf)
 			buf = buf[:n]
 		} else {
-			buf, err = io.ReadAll(http.MaxBytesReader(w, r.Body, o.Max))
+			buf, err = readAll(http.MaxBytesReader(w, r.Body, o.Max), o.Max)
 		}
 		switch {
 		case err == nil:
-			if *m, err = jsonobj.Decode(buf); err == nil {
+			if *m, err = jsonobj.DecodeOwned(buf); err == nil {
 				return nil
 			}
 		case !errors.Is(err, io.ErrUnexpectedEOF):
@@ -83,6 +85,62 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 		return ErrEmpty
 	}
 	return tooLarge(err, o.Max)
+}
+
+// readBlock is the size of the blocks readAll reads a body of unknown
+// length into, up to half its largest size.
+const readBlock = 1 << 20
+
+// readAll reads body whole, a body of unknown length of at most max bytes
+// (body fails beyond). It reads into blocks of readBlock bytes, allocated
+// as the bytes arrive; once more than half of max have, into one buffer
+// of max bytes (and one more, for body to say when it is longer), which
+// the request reserves for such a body (the cap of its route) before it is
+// read, and the bytes of the blocks are copied into it; a body that ends
+// before is copied from its blocks into one buffer of its size. A body of
+// 30 MiB and a max of 32 MiB cost 49 MiB, of which 32 MiB are returned,
+// where io.ReadAll would read it into buffers of growing size and then
+// copy them into one of its size, 69 MiB; and what is allocated is never
+// more than twice the bytes read and the buffer of max bytes, which a
+// request whose reservation is smaller than max (a body counted as it
+// arrives) never reaches.
+func readAll(body io.Reader, max int64) ([]byte, error) {
+	var blocks [][]byte // full, readBlock bytes each
+	buf := make([]byte, 0, min(readBlock, max+1))
+	for {
+		if len(buf) == cap(buf) {
+			read := int64(len(blocks))*readBlock + int64(len(buf))
+			switch {
+			case int64(cap(buf)) > max:
+				return buf, fmt.Errorf("body longer than %d bytes", max) // body is not a MaxBytesReader
+			case read > max/2:
+				buf = join(make([]byte, 0, max+1), blocks, buf)
+				blocks = nil
+			default:
+				blocks = append(blocks, buf)
+				buf = make([]byte, 0, readBlock)
+			}
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if blocks != nil {
+				buf = join(make([]byte, 0, len(blocks)*readBlock+len(buf)), blocks, buf)
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// join appends the blocks and last to buf.
+func join(buf []byte, blocks [][]byte, last []byte) []byte {
+	for _, b := range blocks {
+		buf = append(buf, b...)
+	}
+	return append(buf, last...)
 }
 
 // tooLarge returns err, or an error of kind keel.KindTooLarge when err is

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
@@ -118,5 +120,50 @@ func TestDecodeChunkedObject(t *testing.T) {
 		if tc.want == nil && (err != nil || v["n"] != json.Number("1.0")) || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("%.20q: %v, %v; want %v", tc.body, v, err, tc.want)
 		}
+	}
+}
+
+// TestDecodeChunkedLargeObject: a large body of unknown length, shorter
+// or longer than the first buffer read, decodes whole; one longer than
+// the size is TooLarge.
+func TestDecodeChunkedLargeObject(t *testing.T) {
+	const max = 4 << 20
+	for _, size := range []int{100 << 10, 3 << 19, 3 << 20, max} {
+		pad := strings.Repeat("p", size-len(`{"pad":""}`))
+		var v map[string]any
+		r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(`{"pad":"`+pad+`"}`)))
+		r.ContentLength = -1
+		err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v)
+		if err != nil || v["pad"] != pad {
+			t.Errorf("%d bytes: %d entries, %v; want the object", size, len(v), err)
+		}
+	}
+	var v map[string]any
+	r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(`{"pad":"`+strings.Repeat("p", max)+`"}`)))
+	r.ContentLength = -1
+	if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v); !errors.Is(err, keel.ErrTooLarge) {
+		t.Errorf("%d bytes over %d: %v, want TooLarge", max+10, max, err)
+	}
+}
+
+// TestDecodeChunkedAllocatesAsItReads: a body of unknown length that
+// fails (a bound on the bodies in flight, the connection) before half its
+// largest size has arrived allocates in proportion to what did, not the
+// buffer of its largest size.
+func TestDecodeChunkedAllocatesAsItReads(t *testing.T) {
+	const max, sent = 32 << 20, 3 << 20
+	body := io.MultiReader(strings.NewReader(`{"pad":"`+strings.Repeat("p", sent)), iotest.ErrReader(errors.New("cut")))
+	r := httptest.NewRequest("POST", "/", io.NopCloser(body))
+	r.ContentLength = -1
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var v map[string]any
+	err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a body cut short decoded")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 3*sent {
+		t.Errorf("%d bytes allocated for a body cut after %d of at most %d, want at most %d", got, sent, max, 3*sent)
 	}
 }
