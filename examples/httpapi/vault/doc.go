@@ -289,6 +289,9 @@
 //	renew with increment 0             the engine's TTL, else the     the TTL the lease was issued with (keel's engines
 //	                                   mount's default                give theirs at issue)
 //	lease lookup: last renewal         last_renewal                   last_renewal_time (the document's name)
+//	lease lookup after a failed        the lease's fields only        also revoke_attempts, revoke_error and
+//	  revocation                                                      next_revoke_attempt: why and when, for the
+//	                                                                  operator (absent until a revocation fails)
 //	tidy                               answers at once, tidies in     tidies, then answers 202 with Vault's warning, or the
 //	                                   the background; mount_type ""  error; mount_type "system" as every sys/ answer
 //	group update                       204 without a body             200 with data.id and data.name (the document)

@@ -60,14 +60,18 @@ func rfc3339(t time.Time) any {
 
 // leaseLookupData is the data of a lookup. Its members are in the order of
 // their names, as encoding/json would write them from a map, and a struct
-// costs less to encode than a map.
+// costs less to encode than a map. The revocation members, keel's, are
+// there only once a revocation of the lease has failed.
 type leaseLookupData struct {
-	ExpireTime      any    `json:"expire_time"`
-	ID              string `json:"id"`
-	IssueTime       any    `json:"issue_time"`
-	LastRenewalTime any    `json:"last_renewal_time"`
-	Renewable       bool   `json:"renewable"`
-	TTL             int64  `json:"ttl"`
+	ExpireTime        any    `json:"expire_time"`
+	ID                string `json:"id"`
+	IssueTime         any    `json:"issue_time"`
+	LastRenewalTime   any    `json:"last_renewal_time"`
+	NextRevokeAttempt any    `json:"next_revoke_attempt,omitempty"`
+	Renewable         bool   `json:"renewable"`
+	RevokeAttempts    int    `json:"revoke_attempts,omitempty"`
+	RevokeError       string `json:"revoke_error,omitempty"`
+	TTL               int64  `json:"ttl"`
 }
 
 func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
@@ -76,10 +80,14 @@ func (h *Handler) leaseLookup(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		l, err = h.leases.Get(r.Context(), id)
 	}
-	writeData(w, invalidLease(err), newResponse(mountSystem, &leaseLookupData{
+	data := &leaseLookupData{
 		ID: l.ID, IssueTime: rfc3339(l.IssueTime), ExpireTime: rfc3339(l.ExpireTime),
 		LastRenewalTime: rfc3339(l.LastRenewalTime), Renewable: l.Renewable, TTL: seconds(l.TTL(h.clock.Now())),
-	}))
+	}
+	if l.Attempts > 0 {
+		data.RevokeAttempts, data.RevokeError, data.NextRevokeAttempt = l.Attempts, l.LastError, rfc3339(l.NextAttempt)
+	}
+	writeData(w, invalidLease(err), newResponse(mountSystem, data))
 }
 
 // leaseRenew answers sys/leases/renew: increment as keel.ParseDuration

@@ -3,6 +3,7 @@ package vault_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -177,4 +178,54 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestLookupShowsRevocationFailures: a lease whose revocation failed shows
+// the attempts, the error and the next attempt in its lookup; a lease that
+// never failed shows Vault's fields only.
+func TestLookupShowsRevocationFailures(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
+	iss, err := e.leases.Register(lease.Mount{Path: "test/", Revoker: failingEngine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, err := iss.Issue(ctx, lease.IssueRequest{Path: "test/creds/app", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.leases.Revoke(ctx, failed.ID, true); err == nil {
+		t.Fatal("revocation did not fail")
+	}
+	fine, err := iss.Issue(ctx, lease.IssueRequest{Path: "test/creds/app", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(id string) map[string]any {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPut, e.srv.URL+"/v1/sys/leases/lookup", strings.NewReader(`{"lease_id":"`+id+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Vault-Token", rootToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Data map[string]any }
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("lookup %s: %d, %v", id, resp.StatusCode, err)
+		}
+		return body.Data
+	}
+	d := lookup(failed.ID)
+	if d["revoke_attempts"] != float64(1) || !strings.Contains(fmt.Sprint(d["revoke_error"]), "directory says no") || d["next_revoke_attempt"] == nil {
+		t.Fatalf("lookup of a lease whose revocation failed: %v", d)
+	}
+	for _, k := range []string{"revoke_attempts", "revoke_error", "next_revoke_attempt"} {
+		if v, ok := lookup(fine.ID)[k]; ok {
+			t.Fatalf("lookup of a lease that never failed has %s = %v", k, v)
+		}
+	}
 }
