@@ -12,10 +12,12 @@ import (
 
 // lanes are the worker's revocation lanes, one per mount: the state that
 // keeps a mount whose revocations fail or hang from delaying another's.
-// A lane is blocked while it backs off after a failure, or while its
-// revoker holds Options.RevokeConcurrency calls that timed out and have
-// not returned; the due leases of a blocked lane are put off to its end
-// without a call.
+// A lane closes when a call times out, or when laneTrip calls in a row
+// fail (errors marked Permanent are verdicts on one lease, not on the
+// backend, and do not count); it stays closed for a backoff, and while
+// its revoker holds Options.RevokeConcurrency calls that timed out and
+// have not returned. The due leases of a closed lane are put off to its
+// end without a call.
 type lanes struct {
 	mu sync.Mutex
 	m  map[string]*lane
@@ -23,9 +25,15 @@ type lanes struct {
 
 type lane struct {
 	running  int       // revoker calls that have not returned, timed out or not
-	failures int       // failed calls in a row
+	failures int       // failed calls in a row, Permanent ones aside
+	trips    int       // closings since the last success
 	until    time.Time // no call before this instant (its backoff)
 }
+
+// laneTrip is how many calls in a row must fail to close a lane: a
+// backend that is down fails every call, while one that refuses some
+// leases now and then should not slow the others.
+const laneTrip = 5
 
 // get returns mount's lane, made on first use. Callers hold l.mu.
 func (l *lanes) get(mount string) *lane {
@@ -76,22 +84,29 @@ func (l *lanes) succeeded(mount string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.get(mount)
-	ln.failures, ln.until = 0, time.Time{}
+	ln.failures, ln.trips, ln.until = 0, 0, time.Time{}
 }
 
-// failed closes mount's lane after a call that failed at now, until the
-// failed lease's own retry (retry), or, when that is further off (an
-// irrevocable lease), for backoff of the lane's failures in a row.
-func (l *lanes) failed(mount string, now, retry time.Time, backoff func(int) time.Duration) time.Time {
+// failed records a call of mount's revoker that failed at now, and
+// reports whether it closed the lane, and until when: when the call timed
+// out or was the laneTrip-th failure in a row, for backoff(closings since
+// the last success), or until retry, the failed lease's own retry, when
+// that is sooner.
+func (l *lanes) failed(mount string, now, retry time.Time, timedOut bool, backoff func(int) time.Duration) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.get(mount)
 	ln.failures++
-	ln.until = now.Add(backoff(ln.failures))
+	if !timedOut && ln.failures < laneTrip {
+		return time.Time{}, false
+	}
+	ln.failures = 0
+	ln.trips++
+	ln.until = now.Add(backoff(ln.trips))
 	if retry.Before(ln.until) {
 		ln.until = retry
 	}
-	return ln.until
+	return ln.until, true
 }
 
 // errTimedOut is the error of a revoker call that outlived
@@ -127,10 +142,10 @@ func (m *Manager) callTimed(ctx context.Context, l Lease) error {
 }
 
 // revokeLane revokes the due leases of one mount, in index order, at most
-// Options.RevokeConcurrency at a time, and sets each item's outcome. After
-// the first failure no further call is made: the lane backs off and the
-// leases not tried are put off to its end, with no attempt counted; so
-// does a lane that is blocked already.
+// Options.RevokeConcurrency at a time, and sets each item's outcome. Once
+// the lane closes (see lanes) no further call is made: the leases not
+// tried are put off to its end, with no attempt counted; so are those of
+// a lane that is closed already.
 func (m *Manager) revokeLane(ctx context.Context, now time.Time, mount string, items []*dueItem) {
 	holdAll := func(items []*dueItem, until time.Time) {
 		for _, it := range items {
@@ -171,12 +186,15 @@ func (m *Manager) revokeLane(ctx context.Context, now time.Time, mount string, i
 				case errors.Is(it.err, errNoRevoker):
 					it.outcome = postponed
 					it.next = m.postponed(&it.e, now)
+				case isPermanent(it.err):
+					it.outcome = failedAttempt
+					it.next = m.failed(&it.e, now, it.err)
 				default:
 					it.outcome = failedAttempt
 					it.next = m.failed(&it.e, now, it.err)
-					u := m.lanes.failed(mount, now, it.next.NextAttempt, m.backoff)
+					u, closed := m.lanes.failed(mount, now, it.next.NextAttempt, errors.Is(it.err, errTimedOut), m.backoff)
 					mu.Lock()
-					if until.IsZero() {
+					if closed && until.IsZero() {
 						until = u
 					}
 					mu.Unlock()

@@ -117,9 +117,9 @@ func TestHungMountDelaysNoOther(t *testing.T) {
 	}
 }
 
-// TestFailingMountBacksOffAlone: a mount whose revoker fails makes one
-// call per Step while it backs off, and the failures of one mount do not
-// hold another's leases.
+// TestFailingMountBacksOffAlone: a mount whose revoker fails every call
+// closes its lane after laneTrip failures in a row (plus the calls already
+// running), and the failures of one mount do not hold another's leases.
 func TestFailingMountBacksOffAlone(t *testing.T) {
 	e := newEnv(t, everystore.Mem, nil, nil)
 	var calls atomic.Int32
@@ -135,8 +135,8 @@ func TestFailingMountBacksOffAlone(t *testing.T) {
 	}
 	up := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
 	e.step(t, t0.Add(time.Minute))
-	if got := calls.Load(); got < 1 || got > DefaultRevokeConcurrency {
-		t.Fatalf("%d calls of the failing mount in one Step, want 1 to %d", got, DefaultRevokeConcurrency)
+	if got := calls.Load(); got < laneTrip || got > laneTrip+DefaultRevokeConcurrency-1 {
+		t.Fatalf("%d calls of the failing mount in one Step, want %d to %d", got, laneTrip, laneTrip+DefaultRevokeConcurrency-1)
 	}
 	if _, ok := e.get(t, up.ID); ok {
 		t.Fatal("the healthy mount's lease was held by the failing one")
@@ -148,4 +148,38 @@ func (l *lanes) runningOf(mount string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.get(mount).running
+}
+
+// TestSporadicFailuresKeepTheLaneOpen: a revoker that refuses one lease in
+// ten (fewer than laneTrip in a row) is called for every due lease in one
+// Step: 90 revoked, 10 with a failed attempt, none put off.
+func TestSporadicFailuresKeepTheLaneOpen(t *testing.T) {
+	e := newEnv(t, everystore.Mem, &Options{RevokeConcurrency: 1}, nil)
+	var calls atomic.Int32
+	sometimes := RevokerFunc(func(context.Context, Lease) error {
+		if calls.Add(1)%10 == 0 {
+			return errors.New("entry busy")
+		}
+		return nil
+	})
+	if err := e.m.register("some/", sometimes, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 100 {
+		ids = append(ids, e.issue(t, IssueRequest{Path: "some/creds/x", TTL: time.Minute}).ID)
+	}
+	e.step(t, t0.Add(time.Minute))
+	failed := 0
+	for _, id := range ids {
+		if got, ok := e.get(t, id); ok {
+			if got.Attempts != 1 {
+				t.Fatalf("a lease left with %d attempts: put off, not tried", got.Attempts)
+			}
+			failed++
+		}
+	}
+	if calls.Load() != 100 || failed != 10 {
+		t.Fatalf("%d calls, %d failed leases; want 100 and 10", calls.Load(), failed)
+	}
 }

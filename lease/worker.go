@@ -22,16 +22,18 @@ import (
 // entries and records the failures (see Revoke). It returns when the next
 // entry is due (after now), or the zero time when the index is empty.
 //
-// A lane stops at its first failure (an error, or a call past the
-// timeout): it backs off until the failed lease's retry, and its leases
-// not tried are put off to then, with no attempt counted; a later Step
-// puts them off likewise while the backoff lasts, or while the lane's
-// calls that timed out have not returned (a revoker that ignores its
-// context is left running, and its mount gets no more calls than
+// A lane closes at a call past the timeout, or at the fifth failure in a
+// row (errors marked Permanent aside: they judge one lease, not the
+// backend): it backs off, at most until the failed lease's retry, and its
+// leases not tried are put off to then, with no attempt counted; a later
+// Step puts them off likewise while the backoff lasts, or while the
+// lane's calls that timed out have not returned (a revoker that ignores
+// its context is left running, and its mount gets no more calls than
 // RevokeConcurrency). So a mount whose backend fails or hangs delays
 // another's revocations by one RevokeTimeout at most, once per backoff,
-// and loses no lease. A success of the mount's revoker, in Step or in
-// Revoke, opens its lane again.
+// and loses no lease, while one that refuses a lease now and then slows
+// no other. A success of the mount's revoker, in Step or in Revoke, opens
+// its lane again.
 //
 // Index entries that name no lease, or not the lease's current entry, or
 // that cannot be parsed, are removed on the way; a lease record that cannot

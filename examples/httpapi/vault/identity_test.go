@@ -213,7 +213,7 @@ func TestIdentityGroupListsAnswerEveryKey(t *testing.T) {
 	for i := range n {
 		name := fmt.Sprintf("g%05d", i)
 		if i%2 == 1 {
-			name = strings.ToUpper(name) // "G00001" lists before "g00000"
+			name = strings.ToUpper(name) // "G00001" lists after "g00000": names list by their folded form
 		}
 		res, err := e.table.Groups().CreateOrUpdateByName(ctx, name, identity.GroupRequest{})
 		if err != nil {
@@ -222,7 +222,7 @@ func TestIdentityGroupListsAnswerEveryKey(t *testing.T) {
 		ids, names = append(ids, res.ID), append(names, name)
 	}
 	slices.Sort(ids)
-	slices.Sort(names)
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
 	c := e.client(t, rootToken).Logical()
 	for path, want := range map[string][]string{"identity/group/id": ids, "identity/group/name": names} {
 		s, err := c.List(path)
