@@ -8,6 +8,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/governance"
 	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -25,7 +26,7 @@ func Example() {
 	}
 	defer gov.Close()
 
-	org, err := gov.Catalog().CreateOrganization(ctx, "acme", "ops@acme.test", nil)
+	org, err := gov.Catalog().CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
 	if err != nil {
 		panic(err)
 	}

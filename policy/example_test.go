@@ -27,7 +27,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := orgs.CreateOrganization(ctx, "acme", "", nil); err != nil {
+	if _, err := orgs.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		panic(err)
 	}
 
@@ -57,7 +57,7 @@ func Example() {
 	if err := orgs.DeleteOrganization(ctx, "acme"); err != nil {
 		panic(err)
 	}
-	if _, err := orgs.CreateOrganization(ctx, "acme", "", nil); err != nil {
+	if _, err := orgs.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		panic(err)
 	}
 	page, _ := policies.List(ctx, "acme", policy.ListOptions{})

@@ -37,7 +37,7 @@ func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
+	if _, err := cat.CreateOrganization(context.Background(), project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(storage.Sub(store, "policy/"), &Options{Authorizer: authz, Clock: clock, Organizations: cat})

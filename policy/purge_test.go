@@ -29,7 +29,7 @@ func TestDeletionFindsSetsStoredWithoutIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.cat.CreateOrganization(ctx, "beta", "", nil); err != nil {
+		if _, err := e.cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("beta"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
 		b, err := e.s.Create(ctx, "beta", CreateInput{Name: ptr("b"), EnforcementLevel: ptr(Advisory)})
@@ -85,7 +85,7 @@ func TestDeletionIsRetrySafe(t *testing.T) {
 		if _, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID, b.ID}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.cat.Create(root(), "acme", project.Input{Name: ptr("infra")}); err != nil {
+		if _, err := e.cat.Create(root(), "acme", project.ProjectRequest{Name: ptr("infra")}); err != nil {
 			t.Fatal(err)
 		}
 		fs.Rerun(true)

@@ -37,13 +37,13 @@ func populate(t *testing.T, e *env) *world {
 	t.Helper()
 	ctx := root()
 	w := &world{env: e}
-	p, err := e.cat.Create(ctx, "acme", project.Input{Name: ptr("apps")})
+	p, err := e.cat.Create(ctx, "acme", project.ProjectRequest{Name: ptr("apps")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.prj = p.ID
 	for _, name := range []string{"web", "db"} {
-		ws, err := e.cat.CreateWorkspace(ctx, "acme", name, p.ID, nil)
+		ws, err := e.cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new(name), ProjectID: new(p.ID)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,11 +58,11 @@ func populate(t *testing.T, e *env) *world {
 		t.Fatal(err)
 	}
 	w.opa = o.ID
-	beta, err := e.cat.CreateOrganization(ctx, "beta", "", nil)
+	beta, err := e.cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("beta"), Email: new("")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bws, err := e.cat.CreateWorkspace(ctx, "beta", "web", beta.DefaultProjectID, nil)
+	bws, err := e.cat.CreateWorkspace(ctx, "beta", project.WorkspaceRequest{Name: new("web"), ProjectID: new(beta.DefaultProjectID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestSetMembersForgotten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p2, err := w.cat.Create(root(), "acme", project.Input{Name: ptr("empty")})
+		p2, err := w.cat.Create(root(), "acme", project.ProjectRequest{Name: ptr("empty")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,7 @@ func BenchmarkListFirstPage(b *testing.B) {
 			fill(b, e, n)
 			ctx := root()
 			for b.Loop() {
-				page, err := e.c.List(ctx, "acme", ListOptions{Sort: "name"})
+				page, err := e.c.List(ctx, "acme", ListRequest{Sort: "name"})
 				if err != nil || len(page.Projects) != DefaultPageSize {
 					b.Fatal(len(page.Projects), err)
 				}
@@ -64,7 +64,7 @@ func BenchmarkListQuery(b *testing.B) {
 			fill(b, e, n)
 			ctx := root()
 			for b.Loop() {
-				if _, err := e.c.List(ctx, "acme", ListOptions{Query: "project-0000"}); err != nil {
+				if _, err := e.c.List(ctx, "acme", ListRequest{Query: "project-0000"}); err != nil {
 					b.Fatal(err)
 				}
 			}

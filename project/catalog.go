@@ -139,7 +139,8 @@ func isWordRune(c rune) bool {
 // error, a crash), CreateOrganization first finishes it, so that nothing
 // of the old organization is seen in the new one; it fails with the
 // error of that deletion when it cannot finish it.
-func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, settings *OrganizationSettings) (Organization, error) {
+func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest) (Organization, error) {
+	name, email := valueOf(r.Name), valueOf(r.Email)
 	if err := keel.Authorize(ctx, c.authz, keel.CapCreate, orgsResource()); err != nil {
 		return Organization{}, err
 	}
@@ -147,10 +148,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 	if err := slugError(name, 0); err != nil {
 		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
 	}
-	var s OrganizationSettings
-	if settings != nil {
-		s = *settings
-	}
+	s := r.OrganizationSettings
 	s.validate(&v)
 	if err := v.Err(); err != nil {
 		return Organization{}, err
@@ -207,7 +205,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 // Organization returns the organization name, with the caller's
 // permissions. It needs read on "organizations/<name>"; without it the
 // organization is not found.
-func (c *Catalog) Organization(ctx context.Context, name string) (Organization, error) {
+func (c *Catalog) GetOrganization(ctx context.Context, name string) (Organization, error) {
 	var out Organization
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleOrg(ctx, tx, name, keel.CapRead)
@@ -218,20 +216,6 @@ func (c *Catalog) Organization(ctx context.Context, name string) (Organization, 
 		return err
 	})
 	return out, err
-}
-
-// OrganizationExists reports whether the organization exists, without
-// asking the Authorizer: packages that keep data per organization (policy)
-// use it and apply their own rights.
-func (c *Catalog) OrganizationExists(ctx context.Context, name string) (bool, error) {
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		_, err := getOrg(tx, name)
-		return err
-	})
-	if errors.Is(err, keel.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // visibleOrg returns the organization, or keel.KindNotFound when it does
@@ -261,7 +245,7 @@ func hide(err error, kind, id string) error {
 // read (read on "organizations/<name>"), as HCP Terraform lists those the
 // caller belongs to: an organization the caller cannot read is not
 // listed, so that the list reveals nothing the caller cannot read.
-func (c *Catalog) Organizations(ctx context.Context) ([]Organization, error) {
+func (c *Catalog) ListOrganizations(ctx context.Context) ([]Organization, error) {
 	out := []Organization{}
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = out[:0]

@@ -14,10 +14,10 @@
 //	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
 //	cat := gov.Catalog()
 //	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test", nil)
-//	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
+//	prj, err := cat.Create(ctx, "acme", project.ProjectRequest{Name: &name})
 //	ws, err := cat.CreateWorkspace(ctx, "acme", "network", prj.ID, nil)
 //	err = cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID})
-//	page, err := cat.List(ctx, "acme", project.ListOptions{Query: "net", Sort: "-name"})
+//	page, err := cat.List(ctx, "acme", project.ListRequest{Query: "net", Sort: "-name"})
 //
 // Ids are "prj-", "ws-" and "team-" followed by 16 random letters and
 // digits. Rules, each refused with keel.KindInvalid on the Go path of the

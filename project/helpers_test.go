@@ -38,7 +38,7 @@ func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func
 		t.Fatal(err)
 	}
 	e := &env{c: c, raw: raw, clock: clock}
-	org, err := e.c.CreateOrganization(root(), "acme", "ops@acme.test", nil)
+	org, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
 	if err != nil {
 		t.Fatalf("create organization: %v", err)
 	}
@@ -82,7 +82,7 @@ func rules(t testing.TB, policies map[string][]keel.Rule) keel.Authorizer {
 // mkProject creates a project in acme, or fails t.
 func (e *env) mkProject(t testing.TB, name string) Project {
 	t.Helper()
-	p, err := e.c.Create(root(), "acme", Input{Name: &name})
+	p, err := e.c.Create(root(), "acme", ProjectRequest{Name: &name})
 	if err != nil {
 		t.Fatalf("create project %q: %v", name, err)
 	}
@@ -92,7 +92,7 @@ func (e *env) mkProject(t testing.TB, name string) Project {
 // mkWorkspace creates a workspace in a project of acme, or fails t.
 func (e *env) mkWorkspace(t testing.TB, name, projectID string) Workspace {
 	t.Helper()
-	w, err := e.c.CreateWorkspace(root(), "acme", name, projectID, nil)
+	w, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new(name), ProjectID: new(projectID)})
 	if err != nil {
 		t.Fatalf("create workspace %q: %v", name, err)
 	}
@@ -100,3 +100,21 @@ func (e *env) mkWorkspace(t testing.TB, name, projectID string) Workspace {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// projectWorkspaces lists the workspaces of the project id that the caller
+// of ctx may read, in name order, with the rights of a read of the
+// project.
+func projectWorkspaces(c *Catalog, ctx context.Context, id string) ([]Workspace, error) {
+	p, err := c.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	page, err := c.ListWorkspaces(ctx, p.Org, ListWorkspacesRequest{ProjectID: id, PageSize: MaxPageSize})
+	return page.Workspaces, err
+}
+
+// teamAccesses lists the teams with access to the project id, by team id.
+func teamAccesses(c *Catalog, ctx context.Context, id string) ([]TeamAccess, error) {
+	page, err := c.ListTeamAccesses(ctx, id, ListTeamAccessesRequest{PageSize: MaxPageSize})
+	return page.Accesses, err
+}

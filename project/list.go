@@ -10,8 +10,8 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// ListOptions are the query parameters of a project list.
-type ListOptions struct {
+// ListRequest are the query parameters of a project list.
+type ListRequest struct {
 	// PageNumber is page[number]; below 1 means the first page.
 	PageNumber int
 	// PageSize is page[size]; below 1 means DefaultPageSize, above
@@ -43,7 +43,7 @@ type Page struct {
 }
 
 // normalize applies the defaults and bounds of page numbers and sizes.
-func (o *ListOptions) normalize() error {
+func (o *ListRequest) normalize() error {
 	var err error
 	if o.PageNumber, o.PageSize, err = pageBounds(o.PageNumber, o.PageSize); err != nil {
 		return err
@@ -82,7 +82,7 @@ func pageBounds(number, size int) (int, int, error) {
 // projects; with q or permission filters, every index entry is read and
 // the matches counted, and only the page's records are loaded. The
 // organization's other records are never read.
-func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page, error) {
+func (c *Catalog) List(ctx context.Context, org string, opts ListRequest) (Page, error) {
 	if err := opts.normalize(); err != nil {
 		return Page{}, err
 	}
@@ -149,7 +149,7 @@ func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page,
 
 // matching returns the ids of the projects that match opts' filters, in
 // name order.
-func (c *Catalog) matching(ctx context.Context, tx storage.Tx, org string, opts ListOptions) ([]string, error) {
+func (c *Catalog) matching(ctx context.Context, tx storage.Tx, org string, opts ListRequest) ([]string, error) {
 	prefix := prjNames(org)
 	var ids []string
 	if len(opts.Names) > 0 {
@@ -199,7 +199,7 @@ func (c *Catalog) matching(ctx context.Context, tx storage.Tx, org string, opts 
 
 // allowedAll reports whether the caller holds every permission the filters
 // of opts ask for on the project id.
-func (c *Catalog) allowedAll(ctx context.Context, org, id string, opts ListOptions) (bool, error) {
+func (c *Catalog) allowedAll(ctx context.Context, org, id string, opts ListRequest) (bool, error) {
 	check := func(capability keel.Capability, resource string) (bool, error) {
 		err := keel.Authorize(ctx, c.authz, capability, resource)
 		if errors.Is(err, keel.ErrForbidden) {

@@ -31,7 +31,7 @@ func TestListOptions(t *testing.T) {
 			e.mkProject(t, n)
 		}
 		// Grant update on beta and gamma-db, create-workspace on gamma-db only.
-		page, _ := e.c.List(root(), "acme", ListOptions{Names: []string{"beta", "gamma-db"}})
+		page, _ := e.c.List(root(), "acme", ListRequest{Names: []string{"beta", "gamma-db"}})
 		beta, gamma := page.Projects[0].ID, page.Projects[1].ID
 		authz2 := rules(t, map[string][]keel.Rule{
 			"lister": {
@@ -45,27 +45,27 @@ func TestListOptions(t *testing.T) {
 		all := []string{"alpha", "Beta", "Default Project", "delta-db", "epsilon", "gamma-db"}
 		tests := []struct {
 			name     string
-			opts     ListOptions
+			opts     ListRequest
 			want     []string
 			matching int
 			pag      keel.Pagination
 		}{
-			{"default order is by name", ListOptions{}, all, 6, keel.NewPagination(1, 20, 6)},
-			{"sort name", ListOptions{Sort: "name"}, all, 6, keel.NewPagination(1, 20, 6)},
-			{"sort -name", ListOptions{Sort: "-name"}, reversed(all), 6, keel.NewPagination(1, 20, 6)},
-			{"page 2 of size 4", ListOptions{PageNumber: 2, PageSize: 4}, all[4:], 6, keel.NewPagination(2, 4, 6)},
-			{"page 2 of size 4 reversed", ListOptions{PageNumber: 2, PageSize: 4, Sort: "-name"}, reversed(all)[4:], 6, keel.NewPagination(2, 4, 6)},
-			{"page past the end", ListOptions{PageNumber: 9, PageSize: 4}, nil, 6, keel.NewPagination(9, 4, 6)},
-			{"page past the end reversed", ListOptions{PageNumber: 9, PageSize: 4, Sort: "-name"}, nil, 6, keel.NewPagination(9, 4, 6)},
-			{"size above 100 is 100", ListOptions{PageSize: 1000}, all, 6, keel.NewPagination(1, 100, 6)},
-			{"q ignores case", ListOptions{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
-			{"q reversed", ListOptions{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, keel.NewPagination(1, 20, 2)},
-			{"filter names exact any case", ListOptions{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, keel.NewPagination(1, 20, 2)},
-			{"filter names wins over q", ListOptions{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, keel.NewPagination(1, 20, 1)},
-			{"filter update", ListOptions{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
-			{"filter create-workspace", ListOptions{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, keel.NewPagination(1, 20, 1)},
-			{"filter update and q", ListOptions{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, keel.NewPagination(1, 20, 1)},
-			{"no match", ListOptions{Query: "zzz"}, nil, 0, keel.NewPagination(1, 20, 0)},
+			{"default order is by name", ListRequest{}, all, 6, keel.NewPagination(1, 20, 6)},
+			{"sort name", ListRequest{Sort: "name"}, all, 6, keel.NewPagination(1, 20, 6)},
+			{"sort -name", ListRequest{Sort: "-name"}, reversed(all), 6, keel.NewPagination(1, 20, 6)},
+			{"page 2 of size 4", ListRequest{PageNumber: 2, PageSize: 4}, all[4:], 6, keel.NewPagination(2, 4, 6)},
+			{"page 2 of size 4 reversed", ListRequest{PageNumber: 2, PageSize: 4, Sort: "-name"}, reversed(all)[4:], 6, keel.NewPagination(2, 4, 6)},
+			{"page past the end", ListRequest{PageNumber: 9, PageSize: 4}, nil, 6, keel.NewPagination(9, 4, 6)},
+			{"page past the end reversed", ListRequest{PageNumber: 9, PageSize: 4, Sort: "-name"}, nil, 6, keel.NewPagination(9, 4, 6)},
+			{"size above 100 is 100", ListRequest{PageSize: 1000}, all, 6, keel.NewPagination(1, 100, 6)},
+			{"q ignores case", ListRequest{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
+			{"q reversed", ListRequest{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, keel.NewPagination(1, 20, 2)},
+			{"filter names exact any case", ListRequest{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, keel.NewPagination(1, 20, 2)},
+			{"filter names wins over q", ListRequest{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, keel.NewPagination(1, 20, 1)},
+			{"filter update", ListRequest{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
+			{"filter create-workspace", ListRequest{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, keel.NewPagination(1, 20, 1)},
+			{"filter update and q", ListRequest{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, keel.NewPagination(1, 20, 1)},
+			{"no match", ListRequest{Query: "zzz"}, nil, 0, keel.NewPagination(1, 20, 0)},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestListOptions(t *testing.T) {
 func TestListBadSortIsInvalid(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		_, err := e.c.List(root(), "acme", ListOptions{Sort: "created-at"})
+		_, err := e.c.List(root(), "acme", ListRequest{Sort: "created-at"})
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Sort" {
 			t.Fatalf("err = %v", err)
 		}

@@ -58,9 +58,9 @@ type OrganizationSettings struct {
 	MaxTTLEnabled *bool
 }
 
-// OrganizationInput is the body of an organization update; a nil field
+// OrganizationRequest is the body of an organization update; a nil field
 // was not sent.
-type OrganizationInput struct {
+type OrganizationRequest struct {
 	// Name must be the organization's own name (ignoring case): keel
 	// does not rename organizations.
 	Name  *string
@@ -177,7 +177,7 @@ func on(b *bool) bool { return b != nil && *b }
 // organization the caller cannot read is not found. A Name other than the
 // organization's own (ignoring case) is refused ("Name"): keel does not
 // rename organizations, whose name is their id in every key.
-func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in OrganizationInput) (Organization, error) {
+func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in OrganizationRequest) (Organization, error) {
 	var v keel.Validation
 	if in.Name != nil && !strings.EqualFold(*in.Name, name) {
 		v.Add("Name", "cannot be changed: keel does not rename organizations")

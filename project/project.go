@@ -45,14 +45,14 @@ type Project struct {
 	Permissions    Permissions
 }
 
-// Input is the body of a create or update; a nil field was not sent.
-type Input struct {
+// ProjectRequest is the body of a create or update; a nil field was not sent.
+type ProjectRequest struct {
 	Name        *string
 	Description *string
 }
 
 // validateInput checks the fields sent; create requires the name.
-func validateInput(in Input, create bool) error {
+func validateInput(in ProjectRequest, create bool) error {
 	var v keel.Validation
 	switch {
 	case in.Name == nil && create:
@@ -141,7 +141,7 @@ func (c *Catalog) visibleProject(ctx context.Context, tx storage.Tx, id string) 
 // "organizations/<org>/projects" (keel.KindForbidden without it); an
 // organization the caller cannot read is not found. Names are unique in the
 // organization ignoring case (keel.KindAlreadyExists).
-func (c *Catalog) Create(ctx context.Context, org string, in Input) (Project, error) {
+func (c *Catalog) Create(ctx context.Context, org string, in ProjectRequest) (Project, error) {
 	if err := validateInput(in, true); err != nil {
 		return Project{}, err
 	}
@@ -188,7 +188,7 @@ func claimName(tx storage.Tx, org, name, id string) error {
 // Update changes the fields sent. It needs update on the project
 // (keel.KindForbidden without it); a project the caller cannot read is not
 // found.
-func (c *Catalog) Update(ctx context.Context, id string, in Input) (Project, error) {
+func (c *Catalog) Update(ctx context.Context, id string, in ProjectRequest) (Project, error) {
 	if err := validateInput(in, false); err != nil {
 		return Project{}, err
 	}

@@ -203,16 +203,6 @@ func lookup(tx storage.Tx, key string) (string, error) {
 	return string(raw), err
 }
 
-// keysUnder returns the last segments of the keys under prefix, in order.
-func keysUnder(tx storage.Tx, prefix string) ([]string, error) {
-	var out []string
-	err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-		out = append(out, key[len(prefix):])
-		return nil
-	})
-	return out, err
-}
-
 // NewID returns prefix followed by "-" and 16 random base58 characters,
 // the form of HCP Terraform's ids ("prj-", "ws-", "team-", "pol-"). base58
 // (digits and letters without 0, O, I and l) is their alphabet: clients

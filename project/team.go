@@ -101,6 +101,15 @@ func (s TeamSettings) validate(v *keel.Validation) {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// valueOf is *p, or the zero T when p is nil.
+func valueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
 // OwnersTeamName is the name of the team every organization is created
 // with, as HCP Terraform creates its "owners" team.
 const OwnersTeamName = "owners"
@@ -122,8 +131,8 @@ type Team struct {
 	CanUpdate  bool
 }
 
-// TeamInput is the body of a team update; a nil field was not sent.
-type TeamInput struct {
+// TeamRequest is the body of a team update; a nil field was not sent.
+type TeamRequest struct {
 	// Name renames the team: the rules of CreateTeam's name.
 	Name *string
 	TeamSettings
@@ -159,15 +168,14 @@ func ownersTeam(id, org string) teamRecord {
 // required, letters, digits, "-" and "_", unique in the organization
 // ignoring case; Visibility is secret or organization; OrganizationAccess
 // holds only OrganizationAccessNames.
-func (c *Catalog) CreateTeam(ctx context.Context, org, name string, settings *TeamSettings) (Team, error) {
+func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (Team, error) {
+	name := valueOf(r.Name)
 	var v keel.Validation
 	if err := slugError(name, 0); err != nil {
 		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
 	}
 	var s TeamSettings
-	if settings != nil {
-		s.merge(*settings)
-	}
+	s.merge(r.TeamSettings)
 	s.validate(&v)
 	invalid := v.Err()
 	rec := teamRecord{ID: NewID("team"), Org: org, Name: name, Settings: s}
@@ -219,7 +227,7 @@ func (c *Catalog) visibleTeam(ctx context.Context, tx storage.Tx, id string) (*t
 
 // Team returns the team id. It needs read on "organizations/<org>/teams";
 // without it the team is not found.
-func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
+func (c *Catalog) GetTeam(ctx context.Context, id string) (Team, error) {
 	var out Team
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
@@ -237,7 +245,7 @@ func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
 // a team the caller cannot read is not found. The rules are CreateTeam's;
 // a name taken by another team is keel.KindAlreadyExists. The owners team
 // keeps its name ("Name"), so that clients find it by it.
-func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team, error) {
+func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (Team, error) {
 	var v keel.Validation
 	if in.Name != nil {
 		if err := slugError(*in.Name, 0); err != nil {
@@ -432,7 +440,7 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 // "organizations/<org>/teams") ("TeamID": one the caller may not read is
 // refused as a missing one, so that the answer does not tell whether it
 // exists).
-func (c *Catalog) SetTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
 	return c.setTeamAccess(ctx, in, accessPut)
 }
 
@@ -440,7 +448,7 @@ func (c *Catalog) SetTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess,
 // HCP Terraform's add: with the rules and rights of SetTeamAccess, an
 // access the team already has is refused (keel.KindAlreadyExists) and
 // left as it is.
-func (c *Catalog) AddTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
 	return c.setTeamAccess(ctx, in, accessAdd)
 }
 
@@ -549,7 +557,7 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 // TeamAccess returns the access of the team teamID to the project
 // projectID. It needs read on the project; a team without access is
 // keel.KindNotFound.
-func (c *Catalog) TeamAccess(ctx context.Context, projectID, teamID string) (TeamAccess, error) {
+func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (TeamAccess, error) {
 	var out TeamAccess
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
@@ -581,7 +589,7 @@ func (c *Catalog) TeamAccess(ctx context.Context, projectID, teamID string) (Tea
 // access, keel.KindNotFound, whether it exists and has access or not, so
 // that the answer tells nothing of it; so does a team that does not
 // exist, is of another organization or is being deleted.
-func (c *Catalog) RemoveTeamAccess(ctx context.Context, projectID, teamID string) error {
+func (c *Catalog) DeleteTeamAccess(ctx context.Context, projectID, teamID string) error {
 	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
 		if err != nil {
@@ -620,34 +628,9 @@ func (c *Catalog) RemoveTeamAccess(ctx context.Context, projectID, teamID string
 	})
 }
 
-// TeamAccesses lists the teams with access to a project, by team id. It
-// needs read on the project.
-func (c *Catalog) TeamAccesses(ctx context.Context, projectID string) ([]TeamAccess, error) {
-	out := []TeamAccess{}
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = out[:0]
-		p, err := c.visibleProject(ctx, tx, projectID)
-		if err != nil {
-			return err
-		}
-		gone, err := teamsCleanedUp(tx)
-		if err != nil {
-			return err
-		}
-		prefix := prjAccess(p.Org, p.ID)
-		return tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
-			if team := key[len(prefix):]; !gone[team] {
-				out = append(out, decodeAccess(v).public(team, p.ID))
-			}
-			return nil
-		})
-	})
-	return out, err
-}
-
-// TeamAccessListOptions are the query parameters of a list of the teams
+// ListTeamAccessesRequest are the query parameters of a list of the teams
 // with access to a project.
-type TeamAccessListOptions struct {
+type ListTeamAccessesRequest struct {
 	// PageNumber is page[number]; below 1 means the first page, above
 	// MaxPageNumber is refused.
 	PageNumber int
@@ -666,7 +649,7 @@ type TeamAccessPage struct {
 // ListTeamAccesses returns one page of the teams with access to a
 // project, by team id, as TeamAccesses lists them. It needs read on the
 // project. A page past the end is empty, its pagination true.
-func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts TeamAccessListOptions) (TeamAccessPage, error) {
+func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts ListTeamAccessesRequest) (TeamAccessPage, error) {
 	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
 	if err != nil {
 		return TeamAccessPage{}, err
@@ -701,8 +684,8 @@ func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts T
 	return out, err
 }
 
-// TeamListOptions are the query parameters of a team list.
-type TeamListOptions struct {
+// ListTeamsRequest are the query parameters of a team list.
+type ListTeamsRequest struct {
 	// PageNumber is page[number]; below 1 means the first page, above
 	// MaxPageNumber is refused.
 	PageNumber int
@@ -727,7 +710,7 @@ type TeamPage struct {
 // folded). It needs read on "organizations/<org>/teams"; without it, or
 // without read on the organization, the organization is not found. A page
 // past the end is empty, its pagination true.
-func (c *Catalog) ListTeams(ctx context.Context, org string, opts TeamListOptions) (TeamPage, error) {
+func (c *Catalog) ListTeams(ctx context.Context, org string, opts ListTeamsRequest) (TeamPage, error) {
 	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
 	if err != nil {
 		return TeamPage{}, err

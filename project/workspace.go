@@ -255,9 +255,9 @@ type Workspace struct {
 	Permissions WorkspacePermissions
 }
 
-// WorkspaceInput is the body of a workspace update; a nil field was not
+// WorkspaceRequest is the body of a workspace update; a nil field was not
 // sent.
-type WorkspaceInput struct {
+type WorkspaceRequest struct {
 	// Name renames the workspace: the rules of CreateWorkspace's name.
 	Name *string
 	// ProjectID moves the workspace into that project of its
@@ -301,19 +301,18 @@ func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord, o *orgRecord
 // with it, SettingOverwrites.ExecutionMode is not false with a mode sent
 // nor true without one; TriggerPrefixes and TriggerPatterns are not both
 // set.
-func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID string, settings *WorkspaceSettings) (Workspace, error) {
+func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRequest) (Workspace, error) {
+	name, projectID, settings := valueOf(r.Name), valueOf(r.ProjectID), &r.WorkspaceSettings
 	var v keel.Validation
 	if err := slugError(name, maxWorkspaceName); err != nil {
 		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
 	}
-	var s WorkspaceSettings
-	if settings != nil {
-		settings.validate(&v)
-		if settings.ownModeMissing(nil) {
-			v.Add(fieldOwnMode, "%s", ruleOwnMode)
-		}
-		s.merge(*settings)
+	settings.validate(&v)
+	if settings.ownModeMissing(nil) {
+		v.Add(fieldOwnMode, "%s", ruleOwnMode)
 	}
+	var s WorkspaceSettings
+	s.merge(*settings)
 	invalid := v.Err()
 	rec := wsRecord{ID: NewID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
 	var out Workspace
@@ -382,7 +381,7 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 // MoveWorkspaces does. The settings follow the rules of CreateWorkspace's,
 // SettingOverwrites.ExecutionMode true needing a mode sent or the
 // workspace's own. It sets UpdatedAt.
-func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceInput) (Workspace, error) {
+func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRequest) (Workspace, error) {
 	var v keel.Validation
 	if in.Name != nil {
 		if err := slugError(*in.Name, maxWorkspaceName); err != nil {
@@ -480,7 +479,7 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 // Workspace returns the workspace id. It needs read on
 // "organizations/<org>/workspaces/<id>"; without it the workspace is not
 // found.
-func (c *Catalog) Workspace(ctx context.Context, id string) (Workspace, error) {
+func (c *Catalog) GetWorkspace(ctx context.Context, id string) (Workspace, error) {
 	var out Workspace
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
@@ -497,7 +496,7 @@ func (c *Catalog) Workspace(ctx context.Context, id string) (Workspace, error) {
 // with the rights of Workspace: one the caller may not read answers as a
 // missing one, with the same message, which names neither its id nor
 // anything else of it.
-func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Workspace, error) {
+func (c *Catalog) GetWorkspaceByName(ctx context.Context, org, name string) (Workspace, error) {
 	var out Workspace
 	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		id, err := c.workspaceID(tx, org, name)
@@ -515,13 +514,6 @@ func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Worksp
 		return err
 	})
 	return out, err
-}
-
-// WorkspaceID returns the id of the workspace of org named name, ignoring
-// case, with the rights of Workspace.
-func (c *Catalog) WorkspaceID(ctx context.Context, org, name string) (string, error) {
-	w, err := c.WorkspaceByName(ctx, org, name)
-	return w.ID, err
 }
 
 func (c *Catalog) workspaceID(tx storage.Tx, org, name string) (string, error) {
@@ -562,48 +554,8 @@ func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string
 	return rec, o, nil
 }
 
-// Workspaces lists the workspaces of a project the caller may read,
-// sorted by name. It needs read on the project.
-func (c *Catalog) Workspaces(ctx context.Context, projectID string) ([]Workspace, error) {
-	out := []Workspace{}
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = out[:0]
-		p, err := c.visibleProject(ctx, tx, projectID)
-		if err != nil {
-			return err
-		}
-		o, err := getOrg(tx, p.Org)
-		if err != nil {
-			return err
-		}
-		ids, err := keysUnder(tx, prjWorkspaces(p.Org, p.ID))
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			w, err := getWorkspace(tx, id)
-			if err != nil {
-				return fmt.Errorf("workspace index of project %q: %v: %w", p.ID, err, keel.ErrInternal)
-			}
-			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(w.Org, w.ID)); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
-			pw, err := c.publicWorkspace(ctx, w, o)
-			if err != nil {
-				return err
-			}
-			out = append(out, pw)
-		}
-		return nil
-	})
-	slices.SortFunc(out, func(a, b Workspace) int { return strings.Compare(fold(a.Name), fold(b.Name)) })
-	return out, err
-}
-
-// WorkspaceListOptions are the query parameters of a workspace list.
-type WorkspaceListOptions struct {
+// ListWorkspacesRequest are the query parameters of a workspace list.
+type ListWorkspacesRequest struct {
 	// PageNumber is page[number]; below 1 means the first page, above
 	// MaxPageNumber is refused.
 	PageNumber int
@@ -658,7 +610,7 @@ type WorkspacePage struct {
 // read, in name order (case folded). It needs read on the organization;
 // an organization the caller cannot read is not found. A page past the
 // end is empty, its pagination true.
-func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts WorkspaceListOptions) (WorkspacePage, error) {
+func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts ListWorkspacesRequest) (WorkspacePage, error) {
 	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
 	if err != nil {
 		return WorkspacePage{}, err

@@ -55,19 +55,19 @@ func sources(doc map[string]any) []string {
 func TestErrorDocuments(t *testing.T) {
 	s := newServer(t)
 	const jsonapi = "application/vnd.api+json"
-	org, err := s.catalog.Organization(asRoot(), "acme")
+	org, err := s.catalog.GetOrganization(asRoot(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := func(typ, attrs, rels string) string {
 		return `{"data":{"type":"` + typ + `","attributes":{` + attrs + `},"relationships":{` + rels + `}}}`
 	}
-	owners, err := s.catalog.ListTeams(asRoot(), "acme", project.TeamListOptions{Names: []string{project.OwnersTeamName}})
+	owners, err := s.catalog.ListTeams(asRoot(), "acme", project.ListTeamsRequest{Names: []string{project.OwnersTeamName}})
 	if err != nil || len(owners.Teams) != 1 {
 		t.Fatalf("owners team: %+v, %v", owners, err)
 	}
 	ownersID := owners.Teams[0].ID
-	if _, err := s.catalog.AddTeamAccess(asRoot(), project.TeamAccess{ProjectID: org.DefaultProjectID, TeamID: ownersID}); err != nil {
+	if _, err := s.catalog.CreateTeamAccess(asRoot(), project.TeamAccess{ProjectID: org.DefaultProjectID, TeamID: ownersID}); err != nil {
 		t.Fatal(err)
 	}
 	access := `"team":{"data":{"type":"teams","id":"` + ownersID + `"}},"project":{"data":{"type":"projects","id":"` + org.DefaultProjectID + `"}}`
@@ -170,11 +170,11 @@ func TestMoveWorkspacesHTTP(t *testing.T) {
 	s := newServer(t)
 	ctx := asRoot()
 	name := "target"
-	dst, err := s.catalog.Create(ctx, "acme", project.Input{Name: &name})
+	dst, err := s.catalog.Create(ctx, "acme", project.ProjectRequest{Name: &name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := s.catalog.CreateWorkspace(ctx, "acme", "w1", "", nil)
+	ws, err := s.catalog.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("w1")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	gotfe "github.com/hashicorp/go-tfe"
 
 	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
 )
 
 // fixtures creates a policy "p" and, in the default project of acme, a
@@ -22,11 +23,11 @@ func (s *server) fixtures(t testing.TB) (pol, ws, prj string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	org, err := s.catalog.Organization(asRoot(), "acme")
+	org, err := s.catalog.GetOrganization(asRoot(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.catalog.CreateWorkspace(asRoot(), "acme", "web", org.DefaultProjectID, nil)
+	w, err := s.catalog.CreateWorkspace(asRoot(), "acme", project.WorkspaceRequest{Name: new("web"), ProjectID: new(org.DefaultProjectID)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,18 +36,18 @@ func projectDoc(p project.Project, full bool) map[string]any {
 }
 
 // projectInput reads the attributes of a projects document.
-func projectInput(v *keel.Validation, res *reqResource) project.Input {
-	return project.Input{Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description")}
+func projectInput(v *keel.Validation, res *reqResource) project.ProjectRequest {
+	return project.ProjectRequest{Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description")}
 }
 
 func (h *Handler) createProject(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "projects", projectInput, func(in project.Input) (project.Project, error) {
+	serve(h, w, r, "projects", projectInput, func(in project.ProjectRequest) (project.Project, error) {
 		return h.catalog.Create(r.Context(), r.PathValue("org"), in)
 	}, http.StatusCreated, func(p project.Project) map[string]any { return projectDoc(p, false) })
 }
 
 func (h *Handler) updateProject(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "projects", projectInput, func(in project.Input) (project.Project, error) {
+	serve(h, w, r, "projects", projectInput, func(in project.ProjectRequest) (project.Project, error) {
 		return h.catalog.Update(r.Context(), r.PathValue("id"), in)
 	}, http.StatusOK, fullProjectDoc)
 }
@@ -77,7 +77,7 @@ func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	opts := project.ListOptions{
+	opts := project.ListRequest{
 		PageNumber: number, PageSize: size, Query: q.Get("q"), Sort: param(r, "Sort"),
 		CanUpdate:          present(r, "filter[permissions][update]"),
 		CanCreateWorkspace: present(r, "filter[permissions][create-workspace]"),

@@ -191,14 +191,14 @@ var wireOf = map[string]wire{
 	"Access":    {attribute, "access"},
 	"TeamID":    {toOne, "team"},
 	"ProjectID": {toOne, "project"},
-	// project.ListOptions and policy.ListOptions. The project list's
+	// project.ListRequest and policy.ListOptions. The project list's
 	// Query (q) and filters break no rule and are read by their names.
 	"Sort":       {parameter, "sort"},
 	"PageNumber": {parameter, "page[number]"},
 	"PageSize":   {parameter, "page[size]"},
 	"Search":     {parameter, "search[name]"},
 	"FilterKind": {parameter, "filter[kind]"},
-	// project.WorkspaceListOptions.
+	// project.ListWorkspacesRequest.
 	"WildcardName": {parameter, "search[wildcard-name]"},
 	// The adapter's own parameter, which no input holds.
 	"Include": {parameter, "include"},

@@ -47,7 +47,7 @@ func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
 	serve(h, w, r, "teams", func(v *keel.Validation, res *reqResource) input {
 		return input{res.attrString(v, "Name"), teamSettings(v, res)}
 	}, func(in input) (project.Team, error) {
-		return h.catalog.CreateTeam(r.Context(), r.PathValue("org"), deref(in.name), &in.settings)
+		return h.catalog.CreateTeam(r.Context(), r.PathValue("org"), project.TeamRequest{Name: in.name, TeamSettings: in.settings})
 	}, http.StatusCreated, teamDoc)
 }
 
@@ -65,7 +65,7 @@ func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
 	if f := r.URL.Query().Get("filter[names]"); f != "" {
 		names = strings.Split(f, ",")
 	}
-	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.TeamListOptions{
+	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.ListTeamsRequest{
 		PageNumber: number, PageSize: size, Names: names, Query: r.URL.Query().Get("q"),
 	})
 	if err != nil {
@@ -76,14 +76,14 @@ func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) readTeam(w http.ResponseWriter, r *http.Request) {
-	t, err := h.catalog.Team(r.Context(), r.PathValue("id"))
+	t, err := h.catalog.GetTeam(r.Context(), r.PathValue("id"))
 	h.writeData(w, r, http.StatusOK, err, func() any { return teamDoc(t) })
 }
 
 func (h *Handler) updateTeam(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "teams", func(v *keel.Validation, res *reqResource) project.TeamInput {
-		return project.TeamInput{Name: res.attrString(v, "Name"), TeamSettings: teamSettings(v, res)}
-	}, func(in project.TeamInput) (project.Team, error) {
+	serve(h, w, r, "teams", func(v *keel.Validation, res *reqResource) project.TeamRequest {
+		return project.TeamRequest{Name: res.attrString(v, "Name"), TeamSettings: teamSettings(v, res)}
+	}, func(in project.TeamRequest) (project.Team, error) {
 		return h.catalog.UpdateTeam(r.Context(), r.PathValue("id"), in)
 	}, http.StatusOK, teamDoc)
 }
@@ -174,7 +174,7 @@ func (h *Handler) addTeamAccess(w http.ResponseWriter, r *http.Request) {
 		customAccess(v, res, &a)
 		return a
 	}, func(in project.TeamAccess) (project.TeamAccess, error) {
-		return h.catalog.AddTeamAccess(r.Context(), in)
+		return h.catalog.CreateTeamAccess(r.Context(), in)
 	}, http.StatusCreated, accessDoc)
 }
 
@@ -182,7 +182,7 @@ func (h *Handler) readTeamAccess(w http.ResponseWriter, r *http.Request) {
 	team, prj, err := parseAccessID(r.PathValue("id"))
 	var a project.TeamAccess
 	if err == nil {
-		a, err = h.catalog.TeamAccess(r.Context(), prj, team)
+		a, err = h.catalog.GetTeamAccess(r.Context(), prj, team)
 	}
 	h.writeData(w, r, http.StatusOK, err, func() any { return accessDoc(a) })
 }
@@ -211,7 +211,7 @@ func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := h.catalog.ListTeamAccesses(r.Context(), r.URL.Query().Get("filter[project][id]"),
-		project.TeamAccessListOptions{PageNumber: number, PageSize: size})
+		project.ListTeamAccessesRequest{PageNumber: number, PageSize: size})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -222,7 +222,7 @@ func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) removeTeamAccess(w http.ResponseWriter, r *http.Request) {
 	team, prj, err := parseAccessID(r.PathValue("id"))
 	if err == nil {
-		err = h.catalog.RemoveTeamAccess(r.Context(), prj, team)
+		err = h.catalog.DeleteTeamAccess(r.Context(), prj, team)
 	}
 	h.writeNoContent(w, r, err)
 }
