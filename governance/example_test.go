@@ -37,7 +37,7 @@ func Example() {
 	fmt.Println(prj.Name)
 
 	name, level := "require-tags", policy.Advisory
-	p, err := gov.Policies().Create(ctx, "acme", policy.CreateInput{Name: &name, EnforcementLevel: &level})
+	p, err := gov.Policies().Create(ctx, "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})
 	if err != nil {
 		panic(err)
 	}

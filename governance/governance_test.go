@@ -94,7 +94,7 @@ func populate(t testing.TB, gov *governance.Service) stored {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := gov.Policies().Create(ctx, "acme", policy.CreateInput{
+	p, err := gov.Policies().Create(ctx, "acme", policy.CreateRequest{
 		Name: ptr("require-tags"), Enforce: &[]policy.Enforce{{Path: "require-tags.policy", Mode: policy.SoftMandatory}},
 	})
 	if err != nil {
@@ -295,7 +295,7 @@ func TestOpenAsksTheAuthorizer(t *testing.T) {
 	if _, err := gov.Catalog().CreateOrganization(root, project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		t.Fatal(err)
 	}
-	in := policy.CreateInput{Name: ptr("p"), EnforcementLevel: ptr(policy.Advisory)}
+	in := policy.CreateRequest{Name: ptr("p"), EnforcementLevel: ptr(policy.Advisory)}
 	if _, err := gov.Policies().Create(nobody, "acme", in); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a policy without the right: %v", err)
 	}

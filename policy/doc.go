@@ -15,18 +15,18 @@
 //
 //	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
 //	policies := gov.Policies()
-//	p, err := policies.Create(ctx, "acme", policy.CreateInput{Name: &name, Enforce: &enforce})
+//	p, err := policies.Create(ctx, "acme", policy.CreateRequest{Name: &name, Enforce: &enforce})
 //	err = policies.Upload(ctx, p.ID, code)           // at most 10 MiB
 //	code, err = policies.Download(ctx, p.ID)
-//	p, err = policies.Update(ctx, p.ID, policy.UpdateInput{Description: &d})
-//	page, err := policies.List(ctx, "acme", policy.ListOptions{Search: "net"})
+//	p, err = policies.Update(ctx, p.ID, policy.UpdateRequest{Description: &d})
+//	page, err := policies.List(ctx, "acme", policy.ListRequest{Search: "net"})
 //
 // Rules, each refused with keel.KindInvalid on the Go path of the field in
 // the operation's input (keel.FieldError), all at once:
 //
 //   - Name: required, letters, digits, "-" and "_"; unique in the
 //     organization ignoring case (keel.KindAlreadyExists); it cannot
-//     change (UpdateInput has none).
+//     change (UpdateRequest has none).
 //   - Enforce: exactly one element ("Enforce"), whose Path is required
 //     ("Enforce[0].Path") and whose Mode ("Enforce[0].Mode") is
 //     hard-mandatory (the default), soft-mandatory or advisory; a path
@@ -52,14 +52,14 @@
 // workspaces it excludes. keel keeps the sets and their members; it runs
 // no policy checks.
 //
-//	set, err := policies.CreateSet(ctx, "acme", policy.SetInput{Name: &name, PolicyIDs: ids, WorkspaceIDs: wss})
+//	set, err := policies.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: &name, PolicyIDs: ids, WorkspaceIDs: wss})
 //	err = policies.AddSetMembers(ctx, set.ID, policy.SetProjects, []string{prj})
 //	err = policies.RemoveSetMembers(ctx, set.ID, policy.SetPolicies, []string{id})
-//	set, err = policies.UpdateSet(ctx, set.ID, policy.SetUpdate{Overridable: &yes})
-//	page, err := policies.ListSets(ctx, "acme", policy.SetListOptions{Search: "net"})
+//	set, err = policies.UpdateSet(ctx, set.ID, policy.UpdateSetRequest{Overridable: &yes})
+//	page, err := policies.ListSets(ctx, "acme", policy.ListSetsRequest{Search: "net"})
 //	err = policies.DeleteSet(ctx, set.ID)
 //
-// Rules, on the Go paths of SetInput, SetUpdate and the ids of
+// Rules, on the Go paths of CreateSetRequest, UpdateSetRequest and the ids of
 // AddSetMembers:
 //
 //   - Name ("Name"): required, letters, digits, "-" and "_"; unique in

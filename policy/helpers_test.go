@@ -68,7 +68,7 @@ func as(id string, policies ...string) context.Context {
 // mk creates a sentinel policy named name in acme, or fails t.
 func (e *env) mk(t testing.TB, name string) Policy {
 	t.Helper()
-	p, err := e.s.Create(root(), "acme", CreateInput{Name: &name, Enforce: &[]Enforce{{Path: name + ".policy"}}})
+	p, err := e.s.Create(root(), "acme", CreateRequest{Name: &name, Enforce: &[]Enforce{{Path: name + ".policy"}}})
 	if err != nil {
 		t.Fatalf("create %q: %v", name, err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// ListOptions are the query parameters of a policy list.
-type ListOptions struct {
+// ListRequest are the query parameters of a policy list.
+type ListRequest struct {
 	// PageNumber is page[number]; below 1 means the first page, above
 	// MaxPageNumber is refused.
 	PageNumber int
@@ -35,7 +35,7 @@ type Page struct {
 // number above MaxPageNumber ("PageNumber"), or a FilterKind other than
 // Sentinel or OPA ("FilterKind"), is refused once the caller is known to
 // manage the organization's policies.
-func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page, error) {
+func (s *Service) List(ctx context.Context, org string, opts ListRequest) (Page, error) {
 	if err := s.allowed(ctx, org); err != nil {
 		return Page{}, err
 	}

@@ -16,11 +16,11 @@ func TestListPageNumberBounds(t *testing.T) {
 		e := newEnv(t, open, nil, nil)
 		e.mk(t, "a")
 		e.mk(t, "b")
-		page, err := e.s.List(root(), "acme", ListOptions{PageNumber: 7, PageSize: 1})
+		page, err := e.s.List(root(), "acme", ListRequest{PageNumber: 7, PageSize: 1})
 		if err != nil || len(page.Policies) != 0 || page.Pagination.CurrentPage != 7 || page.Pagination.TotalPages != 2 || *page.Pagination.PrevPage != 2 {
 			t.Fatalf("past the end: %+v, %v", page, err)
 		}
-		_, err = e.s.List(root(), "acme", ListOptions{PageNumber: MaxPageNumber + 1})
+		_, err = e.s.List(root(), "acme", ListRequest{PageNumber: MaxPageNumber + 1})
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "PageNumber" {
 			t.Fatalf("huge page number: %v", err)
 		}
@@ -36,21 +36,21 @@ func TestListFilterKind(t *testing.T) {
 		e.mk(t, "net-s")
 		e.mk(t, "web-s")
 		for _, n := range []string{"net-o", "web-o", "db-o"} {
-			if _, err := e.s.Create(root(), "acme", CreateInput{Name: ptr(n), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}); err != nil {
+			if _, err := e.s.Create(root(), "acme", CreateRequest{Name: ptr(n), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for _, tc := range []struct {
-			opts  ListOptions
+			opts  ListRequest
 			want  []string
 			total int
 		}{
-			{ListOptions{FilterKind: OPA}, []string{"db-o", "net-o", "web-o"}, 3},
-			{ListOptions{FilterKind: Sentinel}, []string{"net-s", "web-s"}, 2},
-			{ListOptions{FilterKind: OPA, Search: "NET"}, []string{"net-o"}, 1},
-			{ListOptions{FilterKind: OPA, PageNumber: 2, PageSize: 2}, []string{"web-o"}, 3},
-			{ListOptions{FilterKind: OPA, PageNumber: 9}, nil, 3},
-			{ListOptions{}, []string{"db-o", "net-o", "net-s", "web-o", "web-s"}, 5},
+			{ListRequest{FilterKind: OPA}, []string{"db-o", "net-o", "web-o"}, 3},
+			{ListRequest{FilterKind: Sentinel}, []string{"net-s", "web-s"}, 2},
+			{ListRequest{FilterKind: OPA, Search: "NET"}, []string{"net-o"}, 1},
+			{ListRequest{FilterKind: OPA, PageNumber: 2, PageSize: 2}, []string{"web-o"}, 3},
+			{ListRequest{FilterKind: OPA, PageNumber: 9}, nil, 3},
+			{ListRequest{}, []string{"db-o", "net-o", "net-s", "web-o", "web-s"}, 5},
 		} {
 			page, err := e.s.List(root(), "acme", tc.opts)
 			var names []string
@@ -61,7 +61,7 @@ func TestListFilterKind(t *testing.T) {
 				t.Errorf("List(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names, page.Pagination.TotalCount, err, tc.want, tc.total)
 			}
 		}
-		_, err := e.s.List(root(), "acme", ListOptions{FilterKind: "rego"})
+		_, err := e.s.List(root(), "acme", ListRequest{FilterKind: "rego"})
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "FilterKind" {
 			t.Fatalf("unknown kind: %v", err)
 		}

@@ -33,7 +33,7 @@ const (
 // DeleteSet, the deletion of a member and purge all read it here and
 // nowhere else. A new kind is a SetMembers constant, its entry in
 // memberKinds, and its fields in the structs that hold one per kind
-// (SetInput, PolicySet, setCounts), each named in the struct's lists or
+// (CreateSetRequest, PolicySet, setCounts), each named in the struct's lists or
 // slots below.
 type memberKind struct {
 	// name names the kind ("workspace exclusions"), one names one member
@@ -44,7 +44,7 @@ type memberKind struct {
 	// <memberSide><member>/<set> seen from the member (see the keys in
 	// policy.go).
 	setSide, memberSide string
-	// field is the Go name of the kind's list in SetInput (and in
+	// field is the Go name of the kind's list in CreateSetRequest (and in
 	// PolicySet), the path of CreateSet's errors ("PolicyIDs[<i>]").
 	field string
 	// lookup returns the organization of the member id, and its policy
@@ -161,7 +161,7 @@ func (p *PolicySet) lists() [len(memberKinds)]*[]string {
 }
 
 // lists returns the member ids of in, by kind.
-func (in *SetInput) lists() [len(memberKinds)][]string {
+func (in *CreateSetRequest) lists() [len(memberKinds)][]string {
 	return [len(memberKinds)][]string{
 		SetPolicies: in.PolicyIDs, SetWorkspaces: in.WorkspaceIDs, SetProjects: in.ProjectIDs,
 		SetWorkspaceExclusions: in.WorkspaceExclusionIDs,
@@ -170,7 +170,7 @@ func (in *SetInput) lists() [len(memberKinds)][]string {
 
 // attaches tells whether in attaches the set to a member (of an attached
 // kind).
-func (in *SetInput) attaches() bool {
+func (in *CreateSetRequest) attaches() bool {
 	for _, m := range setMembers {
 		if k := m.kind(); k.attached && len(in.lists()[m]) > 0 {
 			return true
@@ -311,7 +311,7 @@ type newMembers [len(memberKinds)][]member
 
 // inputMembers returns the members of in, de-duplicated, and sets their
 // counts in c.
-func inputMembers(in *SetInput, c *setCounts) *newMembers {
+func inputMembers(in *CreateSetRequest, c *setCounts) *newMembers {
 	var members newMembers
 	for _, m := range setMembers {
 		members[m] = distinct(m.kind().field, in.lists()[m])
@@ -421,7 +421,7 @@ func (s *Service) changeMembers(ctx context.Context, id string, m SetMembers, id
 		})
 	}
 	list := distinct("IDs", ids)
-	most := s.MaxSetMembers()
+	most := s.maxSetMembers()
 	now := ms(s.clock.Now())
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visibleSet(ctx, tx, live, id)
@@ -504,7 +504,7 @@ func (s *Service) leaveAll(tx storage.Tx, member string, kinds ...SetMembers) er
 			edges = append(edges, edge{m, set})
 		}
 	}
-	if most := s.MaxMemberSets(); len(edges) > most {
+	if most := s.maxMemberSets(); len(edges) > most {
 		return s.tooLarge(fmt.Sprintf("policy sets of %q to leave (remove it from some first)", member), len(edges), most)
 	}
 	for _, e := range edges {

@@ -85,7 +85,7 @@ func populate(t testing.TB, s services, workspaces, policies int) held {
 	}
 	for i := range policies {
 		name := fmt.Sprintf("pol-%03d", i)
-		pol, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: &name, EnforcementLevel: ptr(policy.Advisory)})
+		pol, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: &name, EnforcementLevel: ptr(policy.Advisory)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func populate(t testing.TB, s services, workspaces, policies int) held {
 		h.policies = append(h.policies, pol.ID)
 	}
 	for _, members := range [][]string{h.policies[:min(12, len(h.policies))], nil} {
-		set, err := s.pol.CreateSet(ctx, "acme", policy.SetInput{Name: ptr(fmt.Sprintf("set-%d", len(h.sets))), PolicyIDs: members})
+		set, err := s.pol.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: ptr(fmt.Sprintf("set-%d", len(h.sets))), PolicyIDs: members})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func checkNothingVisible(t *testing.T, s services, h held) {
 	for _, id := range h.policies {
 		_, errs["policy "+id] = s.pol.Get(ctx, id)
 		_, errs["download "+id] = s.pol.Download(ctx, id)
-		_, errs["update "+id] = s.pol.Update(ctx, id, policy.UpdateInput{Description: ptr("x")})
+		_, errs["update "+id] = s.pol.Update(ctx, id, policy.UpdateRequest{Description: ptr("x")})
 		errs["upload "+id] = s.pol.Upload(ctx, id, []byte("x"))
 		errs["delete "+id] = s.pol.Delete(ctx, id)
 	}
@@ -147,11 +147,11 @@ func checkNewOrgIsNew(t *testing.T, s services, h held) {
 	t.Helper()
 	ctx := context.Background()
 	checkNothingVisible(t, s, h)
-	page, err := s.pol.List(ctx, "acme", policy.ListOptions{})
+	page, err := s.pol.List(ctx, "acme", policy.ListRequest{})
 	if err != nil || len(page.Policies) != 0 || page.Pagination.TotalCount != 0 {
 		t.Errorf("policies of the new acme = %+v, %v", page, err)
 	}
-	if page, err := s.pol.List(ctx, "acme", policy.ListOptions{Search: "pol"}); err != nil || len(page.Policies) != 0 {
+	if page, err := s.pol.List(ctx, "acme", policy.ListRequest{Search: "pol"}); err != nil || len(page.Policies) != 0 {
 		t.Errorf("searched policies of the new acme = %+v, %v", page, err)
 	}
 	prjs, err := s.cat.List(ctx, "acme", project.ListRequest{})
@@ -161,7 +161,7 @@ func checkNewOrgIsNew(t *testing.T, s services, h held) {
 	if ws, err := projectWorkspaces(s.cat, ctx, prjs.Projects[0].ID); err != nil || len(ws) != 0 {
 		t.Errorf("workspaces of the new default project = %v, %v", ws, err)
 	}
-	if _, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: ptr("pol-000"), EnforcementLevel: ptr(policy.Advisory)}); err != nil {
+	if _, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: ptr("pol-000"), EnforcementLevel: ptr(policy.Advisory)}); err != nil {
 		t.Errorf("create a policy of an old name: %v", err)
 	}
 	if _, err := s.cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("ws-000")}); err != nil {
@@ -275,13 +275,13 @@ func TestPolicyDeletionStoppedMidway(t *testing.T) {
 	if _, err := s.cat.GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("organization: %v", err)
 	}
-	if _, err := s.pol.List(ctx, "acme", policy.ListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.List(ctx, "acme", policy.ListRequest{}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("list: %v", err)
 	}
-	if _, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: ptr("late"), EnforcementLevel: ptr(policy.Advisory)}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: ptr("late"), EnforcementLevel: ptr(policy.Advisory)}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a policy in the organization being deleted: %v", err)
 	}
-	if _, err := s.pol.CreateSet(ctx, "acme", policy.SetInput{Name: ptr("late"), PolicyIDs: nil}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: ptr("late"), PolicyIDs: nil}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a set in the organization being deleted: %v", err)
 	}
 	checkNothingVisible(t, s, h)

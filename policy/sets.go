@@ -55,8 +55,8 @@ type PolicySet struct {
 	UpdatedAt time.Time
 }
 
-// SetInput is the body of a policy set's create; a nil field was not sent.
-type SetInput struct {
+// CreateSetRequest is the body of a policy set's create; a nil field was not sent.
+type CreateSetRequest struct {
 	Name        *string
 	Description *string
 	// Kind is Sentinel (the default) or OPA; it cannot change.
@@ -74,10 +74,10 @@ type SetInput struct {
 	WorkspaceExclusionIDs []string
 }
 
-// SetUpdate is the body of a policy set's update; a nil field was not
+// UpdateSetRequest is the body of a policy set's update; a nil field was not
 // sent. The kind cannot change; members change through AddSetMembers and
 // RemoveSetMembers.
-type SetUpdate struct {
+type UpdateSetRequest struct {
 	Name                 *string
 	Description          *string
 	Global               *bool
@@ -152,7 +152,7 @@ const (
 	memberFixed = 8
 )
 
-// MaxSetMembers is the largest number of members (policies, workspaces,
+// maxSetMembers is Limits().MaxSetMembers: the largest number of members (policies, workspaces,
 // projects and exclusions together) a policy set may have in the
 // Service's store: every operation on a set, its deletion included, then
 // fits in one transaction of the store (storage.Limits: MaxTxOps and
@@ -160,7 +160,7 @@ const (
 // is 62; a store that states no limit allows any number (math.MaxInt).
 // CreateSet and AddSetMembers refuse a set that would grow past it, up
 // front, with keel.KindTooLarge.
-func (s *Service) MaxSetMembers() int {
+func (s *Service) maxSetMembers() int {
 	l := s.store.Limits()
 	n := math.MaxInt
 	if l.MaxTxOps > 0 {
@@ -174,14 +174,14 @@ func (s *Service) MaxSetMembers() int {
 	return max(n, 0)
 }
 
-// MaxMemberSets is the largest number of sets whose edges the deletion of
+// maxMemberSets is Limits().MaxMemberSets: the largest number of sets whose edges the deletion of
 // one policy, workspace or project can delete in one transaction of the
 // Service's store: two edges and the set's counts per set. With etcd's
 // default limits it is 40; a store that states no limit allows any
 // number. A deletion of a member of more sets is refused with
 // keel.KindTooLarge and leaves the store as it was: remove the member
 // from some sets first. Create refuses a policy that would join more.
-func (s *Service) MaxMemberSets() int {
+func (s *Service) maxMemberSets() int {
 	l := s.store.Limits()
 	n := math.MaxInt
 	if l.MaxTxOps > 0 {
@@ -281,7 +281,7 @@ func checkIndexed(tx storage.Tx) error {
 // manage-policies on it; otherwise keel.KindNotFound. A set of more than
 // MaxSetMembers members is keel.KindTooLarge. It returns the set as
 // created.
-func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (PolicySet, error) {
+func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest) (PolicySet, error) {
 	if err := s.allowed(ctx, org); err != nil {
 		return PolicySet{}, err
 	}
@@ -323,7 +323,7 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 	// A broken rule, else too many members: refused once the organization
 	// is known to exist.
 	refused := v.Err()
-	if total, most := rec.Counts.total(), s.MaxSetMembers(); refused == nil && total > most {
+	if total, most := rec.Counts.total(), s.maxSetMembers(); refused == nil && total > most {
 		refused = s.tooLarge("policy set members", total, most)
 	}
 	var out PolicySet
@@ -385,7 +385,7 @@ func (s *Service) GetSet(ctx context.Context, id string) (PolicySet, error) {
 // UpdatedAt. A new name follows the rules of CreateSet's. Global cannot
 // become true while the set is attached to workspaces or projects
 // ("Global"). It returns the set with its members.
-func (s *Service) UpdateSet(ctx context.Context, id string, in SetUpdate) (PolicySet, error) {
+func (s *Service) UpdateSet(ctx context.Context, id string, in UpdateSetRequest) (PolicySet, error) {
 	var v keel.Validation
 	if in.Name != nil && *in.Name == "" {
 		v.Add("Name", "is required")
@@ -510,9 +510,9 @@ func (s *Service) DeleteSet(ctx context.Context, id string) error {
 	})
 }
 
-// SetListOptions are the query parameters of a policy set list.
-type SetListOptions struct {
-	// PageNumber, PageSize and Search are those of ListOptions.
+// ListSetsRequest are the query parameters of a policy set list.
+type ListSetsRequest struct {
+	// PageNumber, PageSize and Search are those of ListRequest.
 	PageNumber int
 	PageSize   int
 	Search     string
@@ -529,7 +529,7 @@ type SetPage struct {
 
 // ListSets returns a page of the policy sets of org, in name order (case
 // folded), each with its members, as List does for policies.
-func (s *Service) ListSets(ctx context.Context, org string, opts SetListOptions) (SetPage, error) {
+func (s *Service) ListSets(ctx context.Context, org string, opts ListSetsRequest) (SetPage, error) {
 	if err := s.allowed(ctx, org); err != nil {
 		return SetPage{}, err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// CreateInput is the body of a create; a nil field was not sent.
-type CreateInput struct {
+// CreateRequest is the body of a create; a nil field was not sent.
+type CreateRequest struct {
 	Name        *string
 	Description *string
 	// Kind is "sentinel" (the default) or "opa".
@@ -27,9 +27,9 @@ type CreateInput struct {
 	PolicySetIDs []string
 }
 
-// UpdateInput is the body of an update; a nil field was not sent. The name
+// UpdateRequest is the body of an update; a nil field was not sent. The name
 // cannot change: a name sent on update is ignored by the adapter.
-type UpdateInput struct {
+type UpdateRequest struct {
 	Description      *string
 	Query            *string
 	Enforce          *[]Enforce
@@ -94,7 +94,7 @@ func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, l
 // Create creates a policy object (its code is uploaded afterwards). The
 // organization must exist and the caller must hold manage-policies on it;
 // otherwise keel.KindNotFound.
-func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Policy, error) {
+func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (Policy, error) {
 	if err := s.allowed(ctx, org); err != nil {
 		return Policy{}, err
 	}
@@ -175,7 +175,7 @@ func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
 // Update changes the description, the query and the enforcement; Enforce
 // replaces the whole map, its path checked against the original name. It
 // sets UpdatedAt.
-func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy, error) {
+func (s *Service) Update(ctx context.Context, id string, in UpdateRequest) (Policy, error) {
 	now := ms(s.clock.Now())
 	var out Policy
 	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
@@ -217,13 +217,48 @@ func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy
 // transaction that writes it: the policy's record and the two keys.
 const codeRoom = 4 << 10
 
-// MaxCodeBytes is the most bytes of code Upload accepts on the Service's
+// Limits are the limits of a Service that depend on its store (see
+// storage.Limits); Service.Limits reports them.
+type Limits struct {
+	// MaxCodeBytes is the most bytes of code Upload accepts: MaxCodeSize
+	// (10 MiB), or less on a store that bounds a value or the bytes one
+	// transaction writes (storage.Limits MaxValueSize and MaxTxBytes; 4
+	// KiB of the transaction are kept for the policy's record and keys).
+	// It is 1,429,504 bytes (1,396 KiB) on etcdstore's default limits,
+	// 10 MiB on memstore and boltstore.
+	MaxCodeBytes int
+	// MaxSetMembers is the largest number of members (policies,
+	// workspaces, projects and exclusions together) a policy set may
+	// have: every operation on a set, its deletion included, then fits in
+	// one transaction of the store (storage.Limits MaxTxOps and
+	// MaxTxReads). With etcd's default limits (128 operations, 128 reads)
+	// it is 62; a store that states no limit allows any number
+	// (math.MaxInt). CreateSet and AddSetMembers refuse a set that would
+	// grow past it, up front, with keel.KindTooLarge.
+	MaxSetMembers int
+	// MaxMemberSets is the largest number of sets whose edges the
+	// deletion of one policy, workspace or project can delete in one
+	// transaction of the store: two edges and the set's counts per set.
+	// With etcd's default limits it is 40; a store that states no limit
+	// allows any number. A deletion of a member of more sets is refused
+	// with keel.KindTooLarge and leaves the store as it was: remove the
+	// member from some sets first. Create refuses a policy that would
+	// join more.
+	MaxMemberSets int
+}
+
+// Limits returns the limits of the Service on its store.
+func (s *Service) Limits() Limits {
+	return Limits{MaxCodeBytes: s.maxCodeBytes(), MaxSetMembers: s.maxSetMembers(), MaxMemberSets: s.maxMemberSets()}
+}
+
+// maxCodeBytes is Limits().MaxCodeBytes: the most bytes of code Upload accepts on the Service's
 // store: MaxCodeSize (10 MiB), or less on a store that bounds a value or
 // the bytes one transaction writes (storage.Limits MaxValueSize and
 // MaxTxBytes; 4 KiB of the transaction are kept for the policy's record
 // and keys). It is 1,429,504 bytes (1,396 KiB) on etcdstore's default
 // limits, 10 MiB on memstore and boltstore.
-func (s *Service) MaxCodeBytes() int {
+func (s *Service) maxCodeBytes() int {
 	l := s.store.Limits()
 	n := MaxCodeSize
 	if l.MaxValueSize > 0 {
@@ -240,7 +275,7 @@ func (s *Service) MaxCodeBytes() int {
 // is keel.KindTooLarge, refused before anything is read or saved), and
 // sets UpdatedAt.
 func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
-	if most := s.MaxCodeBytes(); len(code) > most {
+	if most := s.maxCodeBytes(); len(code) > most {
 		if most == MaxCodeSize {
 			return fmt.Errorf("policy code of %d bytes, at most %d (MaxCodeSize): %w", len(code), most, keel.ErrTooLarge)
 		}
@@ -338,10 +373,10 @@ func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	if most := s.MaxMemberSets(); len(sets) > most {
+	if most := s.maxMemberSets(); len(sets) > most {
 		return s.tooLarge("policy sets of a policy", len(sets), most)
 	}
-	most := s.MaxSetMembers()
+	most := s.maxSetMembers()
 	for _, ps := range sets {
 		c, err := counts(tx, ps)
 		if err != nil {

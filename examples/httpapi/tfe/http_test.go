@@ -309,7 +309,7 @@ func TestPolicyShapesAndLimits(t *testing.T) {
 		t.Fatalf("included %v", doc["included"])
 	}
 	name := "base"
-	set, err := s.policies.CreateSet(asRoot(), "acme", policy.SetInput{Name: &name, PolicyIDs: []string{id}})
+	set, err := s.policies.CreateSet(asRoot(), "acme", policy.CreateSetRequest{Name: &name, PolicyIDs: []string{id}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,14 +70,14 @@ func enforceAttr(v *keel.Validation, res *reqResource) *[]policy.Enforce {
 }
 
 func (h *Handler) createPolicy(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.CreateInput {
-		return policy.CreateInput{
+	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.CreateRequest {
+		return policy.CreateRequest{
 			Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description"),
 			Kind: res.attrString(v, "Kind"), Query: res.attrString(v, "Query"),
 			EnforcementLevel: res.attrString(v, "EnforcementLevel"), Enforce: enforceAttr(v, res),
 			PolicySetIDs: res.relIDs(v, "PolicySetIDs", "policy-sets"),
 		}
-	}, func(in policy.CreateInput) (policy.Policy, error) {
+	}, func(in policy.CreateRequest) (policy.Policy, error) {
 		return h.policies.Create(r.Context(), r.PathValue("org"), in)
 	}, http.StatusOK, // the specification answers 200 (not 201) to a policy create
 		func(p policy.Policy) map[string]any { return policyDoc(p, shapeCreate) })
@@ -128,13 +128,13 @@ func (h *Handler) included(r *http.Request, ps []policy.Policy) ([]any, error) {
 }
 
 func (h *Handler) updatePolicy(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.UpdateInput {
+	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.UpdateRequest {
 		// A name sent is ignored: a policy cannot be renamed.
-		return policy.UpdateInput{
+		return policy.UpdateRequest{
 			Description: res.attrString(v, "Description"), Query: res.attrString(v, "Query"),
 			EnforcementLevel: res.attrString(v, "EnforcementLevel"), Enforce: enforceAttr(v, res),
 		}
-	}, func(in policy.UpdateInput) (policy.Policy, error) {
+	}, func(in policy.UpdateRequest) (policy.Policy, error) {
 		return h.policies.Update(r.Context(), r.PathValue("id"), in)
 	}, http.StatusOK, func(p policy.Policy) map[string]any { return policyDoc(p, shapeUpdate) })
 }
@@ -145,7 +145,7 @@ func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	page, err := h.policies.List(r.Context(), r.PathValue("org"), policy.ListOptions{
+	page, err := h.policies.List(r.Context(), r.PathValue("org"), policy.ListRequest{
 		PageNumber: number, PageSize: size, Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
 	})
 	if err != nil {
@@ -170,7 +170,7 @@ func (h *Handler) deletePolicy(w http.ResponseWriter, r *http.Request) {
 // MaxCodeBytes (10 MiB, less on etcd) is 413 and nothing is saved.
 // Success is 204 with no body.
 func (h *Handler) uploadPolicy(w http.ResponseWriter, r *http.Request) {
-	most := h.policies.MaxCodeBytes()
+	most := h.policies.Limits().MaxCodeBytes
 	code, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(most)))
 	if err != nil {
 		var tooBig *http.MaxBytesError

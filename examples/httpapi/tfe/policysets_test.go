@@ -19,7 +19,7 @@ import (
 func (s *server) fixtures(t testing.TB) (pol, ws, prj string) {
 	t.Helper()
 	name, level := "p", policy.Advisory
-	p, err := s.policies.Create(asRoot(), "acme", policy.CreateInput{Name: &name, EnforcementLevel: &level})
+	p, err := s.policies.Create(asRoot(), "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestPolicySetsWithGoTFE(t *testing.T) {
 	ctx := context.Background()
 	pol, ws, prj := s.fixtures(t)
 	name, level := "q", policy.Advisory
-	q, err := s.policies.Create(asRoot(), "acme", policy.CreateInput{Name: &name, EnforcementLevel: &level})
+	q, err := s.policies.Create(asRoot(), "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})
 	if err != nil {
 		t.Fatal(err)
 	}

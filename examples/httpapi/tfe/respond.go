@@ -169,7 +169,7 @@ type wire struct {
 // alike in all of them. A name missing from the table is an attribute
 // named in kebab case (see locate).
 var wireOf = map[string]wire{
-	// policy.CreateInput and policy.UpdateInput.
+	// policy.CreateRequest and policy.UpdateRequest.
 	"Name":             {attribute, "name"},
 	"Description":      {attribute, "description"},
 	"Kind":             {attribute, "kind"},
@@ -177,7 +177,7 @@ var wireOf = map[string]wire{
 	"Enforce":          {attribute, "enforce"},
 	"EnforcementLevel": {attribute, "enforcement-level"},
 	"PolicySetIDs":     {toMany, "policy-sets"},
-	// policy.SetInput and policy.SetUpdate (a policy set's document); the
+	// policy.CreateSetRequest and policy.UpdateSetRequest (a policy set's document); the
 	// settings are attributes in kebab case.
 	"PolicyIDs":             {toMany, "policies"},
 	"WorkspaceIDs":          {toMany, "workspaces"},
@@ -191,7 +191,7 @@ var wireOf = map[string]wire{
 	"Access":    {attribute, "access"},
 	"TeamID":    {toOne, "team"},
 	"ProjectID": {toOne, "project"},
-	// project.ListRequest and policy.ListOptions. The project list's
+	// project.ListRequest and policy.ListRequest. The project list's
 	// Query (q) and filters break no rule and are read by their names.
 	"Sort":       {parameter, "sort"},
 	"PageNumber": {parameter, "page[number]"},

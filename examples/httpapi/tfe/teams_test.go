@@ -107,7 +107,7 @@ func TestTeamAccessHTTP(t *testing.T) {
 // TestPolicyListKindHTTP: filter[kind] keeps the policies of that kind.
 func TestPolicyListKindHTTP(t *testing.T) {
 	s := newServer(t)
-	for _, in := range []policy.CreateInput{
+	for _, in := range []policy.CreateRequest{
 		{Name: ptr("sen"), Enforce: &[]policy.Enforce{{Path: "sen.policy"}}},
 		{Name: ptr("rego"), Kind: ptr(policy.OPA), Query: ptr("data.x"), EnforcementLevel: ptr(policy.Mandatory)},
 	} {
