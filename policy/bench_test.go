@@ -44,17 +44,17 @@ func BenchmarkList(b *testing.B) {
 		name string
 		opts ListRequest
 	}{
-		{"page=1", ListRequest{PageNumber: 1}},
-		{"page=500", ListRequest{PageNumber: 500}},
-		{"page=1/search", ListRequest{PageNumber: 1, Search: "policy-09"}},
-		{"page=500/search", ListRequest{PageNumber: 500, Search: "policy-0"}},
+		{"page=1", ListRequest{}},
+		{"page=500", ListRequest{Offset: 9980}},
+		{"page=1/search", ListRequest{Search: "policy-09"}},
+		{"page=500/search", ListRequest{Offset: 9980, Search: "policy-0"}},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			for b.Loop() {
 				page, err := e.s.List(ctx, "acme", tt.opts)
-				if err != nil || len(page.Policies) != DefaultPageSize {
-					b.Fatal(len(page.Policies), err)
+				if err != nil || len(page.Items) != DefaultPageSize {
+					b.Fatal(len(page.Items), err)
 				}
 			}
 		})

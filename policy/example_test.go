@@ -62,7 +62,7 @@ func Example() {
 	}
 	page, _ := policies.List(ctx, "acme", policy.ListRequest{})
 	_, err = policies.Get(ctx, p.ID)
-	fmt.Println(len(page.Policies), errors.Is(err, keel.ErrNotFound))
+	fmt.Println(len(page.Items), errors.Is(err, keel.ErrNotFound))
 	// Output:
 	// soft-mandatory true
 	// main = rule { true }

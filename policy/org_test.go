@@ -148,17 +148,17 @@ func checkNewOrgIsNew(t *testing.T, s services, h held) {
 	ctx := context.Background()
 	checkNothingVisible(t, s, h)
 	page, err := s.pol.List(ctx, "acme", policy.ListRequest{})
-	if err != nil || len(page.Policies) != 0 || page.Pagination.TotalCount != 0 {
+	if err != nil || len(page.Items) != 0 || page.Matching != 0 {
 		t.Errorf("policies of the new acme = %+v, %v", page, err)
 	}
-	if page, err := s.pol.List(ctx, "acme", policy.ListRequest{Search: "pol"}); err != nil || len(page.Policies) != 0 {
+	if page, err := s.pol.List(ctx, "acme", policy.ListRequest{Search: "pol"}); err != nil || len(page.Items) != 0 {
 		t.Errorf("searched policies of the new acme = %+v, %v", page, err)
 	}
 	prjs, err := s.cat.List(ctx, "acme", project.ListRequest{})
-	if err != nil || prjs.Total != 1 || len(prjs.Projects) != 1 || slices.Contains(h.projects, prjs.Projects[0].ID) {
+	if err != nil || prjs.Total != 1 || len(prjs.Items) != 1 || slices.Contains(h.projects, prjs.Items[0].ID) {
 		t.Fatalf("projects of the new acme = %+v, %v", prjs, err)
 	}
-	if ws, err := projectWorkspaces(s.cat, ctx, prjs.Projects[0].ID); err != nil || len(ws) != 0 {
+	if ws, err := projectWorkspaces(s.cat, ctx, prjs.Items[0].ID); err != nil || len(ws) != 0 {
 		t.Errorf("workspaces of the new default project = %v, %v", ws, err)
 	}
 	if _, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: ptr("pol-000"), EnforcementLevel: ptr(policy.Advisory)}); err != nil {
@@ -332,12 +332,21 @@ func projectWorkspaces(c *project.Catalog, ctx context.Context, id string) ([]pr
 	if err != nil {
 		return nil, err
 	}
-	page, err := c.ListWorkspaces(ctx, p.Org, project.ListWorkspacesRequest{ProjectID: id, PageSize: project.MaxPageSize})
-	return page.Workspaces, err
+	var out []project.Workspace
+	for w, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[project.Workspace], error) {
+		page, err := c.ListWorkspaces(ctx, p.Org, project.ListWorkspacesRequest{ListRequest: r, ProjectID: id})
+		return page.Page, err
+	}) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // teamAccesses lists the teams with access to the project id.
 func teamAccesses(c *project.Catalog, ctx context.Context, id string) ([]project.TeamAccess, error) {
-	page, err := c.ListTeamAccesses(ctx, id, project.ListTeamAccessesRequest{PageSize: project.MaxPageSize})
-	return page.Accesses, err
+	page, err := c.ListTeamAccesses(ctx, id, project.ListTeamAccessesRequest{ListRequest: keel.ListRequest{Limit: project.MaxPageSize}})
+	return page.Items, err
 }

@@ -30,12 +30,13 @@ const (
 
 // Limits.
 const (
-	MaxCodeSize     = 10 << 20 // bytes of uploaded code, at most (10 MiB)
-	DefaultPageSize = 20       // policies per page when page[size] is not given
-	MaxPageSize     = 100      // policies per page, at most
-	// MaxPageNumber is the largest page number of a list, as in package
-	// project: a larger one is refused, so that no position overflows.
-	MaxPageNumber = project.MaxPageNumber
+	MaxCodeSize = 10 << 20 // bytes of uploaded code, at most (10 MiB)
+	// DefaultPageSize is the Limit of a page of a list when the request
+	// gives none (0 or less).
+	DefaultPageSize = 20
+	// MaxPageSize is the largest Limit of a page of a list: a larger one
+	// is cut to it.
+	MaxPageSize = 100
 )
 
 // Options configure a Service. The zero value (or nil) allows everything,

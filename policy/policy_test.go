@@ -328,13 +328,13 @@ func TestList(t *testing.T) {
 			opts  ListRequest
 			want  []string
 			total int
-			pages int
+			next  bool
 		}{
-			{"all in name order", ListRequest{}, []string{"a-net", "b-db", "c-net", "d-db", "e-net"}, 5, 1},
-			{"page 2 of size 2", ListRequest{PageNumber: 2, PageSize: 2}, []string{"c-net", "d-db"}, 5, 3},
-			{"page past the end", ListRequest{PageNumber: 4, PageSize: 2}, nil, 5, 3},
-			{"search ignores case", ListRequest{Search: "NET"}, []string{"a-net", "c-net", "e-net"}, 3, 1},
-			{"search page 2", ListRequest{Search: "net", PageNumber: 2, PageSize: 2}, []string{"e-net"}, 3, 2},
+			{"all in name order", ListRequest{}, []string{"a-net", "b-db", "c-net", "d-db", "e-net"}, 5, false},
+			{"page 2 of size 2", ListRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 2}, []string{"c-net", "d-db"}, 5, true},
+			{"page past the end", ListRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 6}, nil, 5, false},
+			{"search ignores case", ListRequest{Search: "NET"}, []string{"a-net", "c-net", "e-net"}, 3, false},
+			{"search page 2", ListRequest{Search: "net", ListRequest: keel.ListRequest{Limit: 2}, Offset: 2}, []string{"e-net"}, 3, false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -343,11 +343,11 @@ func TestList(t *testing.T) {
 					t.Fatal(err)
 				}
 				var got []string
-				for _, p := range page.Policies {
+				for _, p := range page.Items {
 					got = append(got, p.Name)
 				}
-				if !slices.Equal(got, tt.want) || page.Pagination.TotalCount != tt.total || page.Pagination.TotalPages != tt.pages {
-					t.Fatalf("got %v %+v", got, page.Pagination)
+				if !slices.Equal(got, tt.want) || page.Matching != tt.total || page.Total != 5 || (page.Next != "") != tt.next {
+					t.Fatalf("got %v %+v", got, page)
 				}
 			})
 		}
@@ -393,8 +393,8 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 		if err := e.s.Upload(root(), q.ID, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		if page, _ := e.s.List(root(), "acme", ListRequest{}); page.Pagination.TotalCount != 2 {
-			t.Fatalf("after reruns: %+v", page.Pagination)
+		if page, _ := e.s.List(root(), "acme", ListRequest{}); page.Matching != 2 {
+			t.Fatalf("after reruns: %+v", page)
 		}
 	})
 }

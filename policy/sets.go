@@ -510,46 +510,42 @@ func (s *Service) DeleteSet(ctx context.Context, id string) error {
 	})
 }
 
-// ListSetsRequest are the query parameters of a policy set list.
+// ListSetsRequest asks for one page of the policy sets of an
+// organization.
 type ListSetsRequest struct {
-	// PageNumber, PageSize and Search are those of ListRequest.
-	PageNumber int
-	PageSize   int
-	Search     string
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered list (0, the default: its first set): a transport
+	// renders numbered pages with it. It is at least 0.
+	Offset int
+	// Search keeps the sets whose name holds it, ignoring case.
+	Search string
 	// FilterKind, when not empty, keeps the sets of that kind (Sentinel
 	// or OPA).
 	FilterKind string
 }
 
-// SetPage is one page of policy sets, in name order.
-type SetPage struct {
-	Sets       []PolicySet
-	Pagination keel.Pagination
-}
-
 // ListSets returns a page of the policy sets of org, in name order (case
 // folded), each with its members, as List does for policies.
-func (s *Service) ListSets(ctx context.Context, org string, opts ListSetsRequest) (SetPage, error) {
+func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (out keel.CountedPage[PolicySet], err error) {
 	if err := s.allowed(ctx, org); err != nil {
-		return SetPage{}, err
+		return out, err
 	}
-	if opts.PageNumber > MaxPageNumber {
-		return SetPage{}, keel.Invalid("PageNumber", "must be at most %d", MaxPageNumber)
+	pg, err := newPager(r.ListRequest, r.Offset)
+	if err != nil {
+		return out, err
 	}
-	if opts.FilterKind != "" && opts.FilterKind != Sentinel && opts.FilterKind != OPA {
-		return SetPage{}, keel.Invalid("FilterKind", "must be sentinel or opa")
+	if r.FilterKind != "" && r.FilterKind != Sentinel && r.FilterKind != OPA {
+		return out, keel.Invalid("FilterKind", "must be sentinel or opa")
 	}
-	opts.PageNumber = max(opts.PageNumber, 1)
-	if opts.PageSize < 1 {
-		opts.PageSize = DefaultPageSize
-	}
-	opts.PageSize = min(opts.PageSize, MaxPageSize)
-	q := strings.ToLower(opts.Search)
-	start := (opts.PageNumber - 1) * opts.PageSize
-	var out SetPage
-	err := s.indexed(ctx, func() error {
+	q := strings.ToLower(r.Search)
+	err = s.indexed(ctx, func() error {
 		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
-			out = SetPage{Sets: []PolicySet{}}
+			out = keel.CountedPage[PolicySet]{Page: keel.Page[PolicySet]{Items: []PolicySet{}}}
+			pg.seen, pg.taken, pg.last, pg.more = 0, 0, "", false
 			if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 				return err
 			}
@@ -557,34 +553,39 @@ func (s *Service) ListSets(ctx context.Context, org string, opts ListSetsRequest
 				return err
 			}
 			prefix := setNames(org)
-			total := 0
 			err := tx.Scan(prefix, storage.ScanOptions{}, func(k string, v []byte) error {
-				if !strings.Contains(k[len(prefix):], q) {
+				out.Total++
+				name := k[len(prefix):]
+				if !strings.Contains(name, q) {
 					return nil
 				}
-				inPage := total >= start && total < start+opts.PageSize
-				if opts.FilterKind == "" && !inPage {
-					total++
+				var rec *setRecord
+				if r.FilterKind != "" {
+					var err error
+					if rec, err = getSet(tx, string(v)); err != nil {
+						return err
+					}
+					if rec.kind() != r.FilterKind {
+						return nil
+					}
+				}
+				if !pg.take(name) {
 					return nil
 				}
-				rec, err := getSet(tx, string(v))
+				if rec == nil {
+					var err error
+					if rec, err = getSet(tx, string(v)); err != nil {
+						return err
+					}
+				}
+				set, err := publicSet(tx, rec)
 				if err != nil {
 					return err
 				}
-				if opts.FilterKind != "" && rec.kind() != opts.FilterKind {
-					return nil
-				}
-				if inPage {
-					set, err := publicSet(tx, rec)
-					if err != nil {
-						return err
-					}
-					out.Sets = append(out.Sets, set)
-				}
-				total++
+				out.Items = append(out.Items, set)
 				return nil
 			})
-			out.Pagination = keel.NewPagination(opts.PageNumber, opts.PageSize, total)
+			out.Matching, out.Next = pg.seen, pg.next()
 			return err
 		})
 	})

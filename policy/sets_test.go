@@ -414,7 +414,7 @@ func TestSetHidden(t *testing.T) {
 		for name, op := range map[string]func() error{
 			"create": func() error { _, err := w.s.CreateSet(ctx, "acme", CreateSetRequest{Name: ptr("a b")}); return err },
 			"get":    func() error { _, err := w.s.GetSet(ctx, set.ID); return err },
-			"list":   func() error { _, err := w.s.ListSets(ctx, "acme", ListSetsRequest{PageNumber: -1}); return err },
+			"list":   func() error { _, err := w.s.ListSets(ctx, "acme", ListSetsRequest{Offset: -1}); return err },
 			"update": func() error { _, err := w.s.UpdateSet(ctx, set.ID, UpdateSetRequest{Name: ptr("a b")}); return err },
 			"delete": func() error { return w.s.DeleteSet(ctx, set.ID) },
 			"add":    func() error { return w.s.AddSetMembers(ctx, set.ID, SetWorkspaces, nil) },
@@ -447,8 +447,8 @@ func TestListSets(t *testing.T) {
 			{"search", ListSetsRequest{Search: "NET"}, []string{"A-net", "b-net", "opa-net"}, 3},
 			{"kind", ListSetsRequest{FilterKind: OPA}, []string{"opa-net"}, 1},
 			{"kind and search", ListSetsRequest{FilterKind: Sentinel, Search: "net"}, []string{"A-net", "b-net"}, 2},
-			{"page 2", ListSetsRequest{PageNumber: 2, PageSize: 3}, []string{"opa-net"}, 4},
-			{"past the end", ListSetsRequest{PageNumber: 9, PageSize: 3}, nil, 4},
+			{"page 2", ListSetsRequest{ListRequest: keel.ListRequest{Limit: 3}, Offset: 3}, []string{"opa-net"}, 4},
+			{"past the end", ListSetsRequest{ListRequest: keel.ListRequest{Limit: 3}, Offset: 24}, nil, 4},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -457,22 +457,22 @@ func TestListSets(t *testing.T) {
 					t.Fatal(err)
 				}
 				var names []string
-				for _, s := range page.Sets {
+				for _, s := range page.Items {
 					names = append(names, s.Name)
 				}
-				if !slices.Equal(names, tt.want) || page.Pagination.TotalCount != tt.total {
-					t.Fatalf("names %v total %d", names, page.Pagination.TotalCount)
+				if !slices.Equal(names, tt.want) || page.Matching != tt.total {
+					t.Fatalf("names %v total %d", names, page.Matching)
 				}
 			})
 		}
-		if page, _ := w.s.ListSets(root(), "acme", ListSetsRequest{FilterKind: OPA}); !slices.Equal(page.Sets[0].PolicyIDs, []string{w.opa}) {
-			t.Fatalf("a listed set lacks its members: %+v", page.Sets[0])
+		if page, _ := w.s.ListSets(root(), "acme", ListSetsRequest{FilterKind: OPA}); !slices.Equal(page.Items[0].PolicyIDs, []string{w.opa}) {
+			t.Fatalf("a listed set lacks its members: %+v", page.Items[0])
 		}
 		if _, err := w.s.ListSets(root(), "acme", ListSetsRequest{FilterKind: "x"}); !slices.Equal(fieldsOf(err), []string{"FilterKind"}) {
 			t.Fatalf("bad kind: %v", err)
 		}
-		if _, err := w.s.ListSets(root(), "acme", ListSetsRequest{PageNumber: MaxPageNumber + 1}); !slices.Equal(fieldsOf(err), []string{"PageNumber"}) {
-			t.Fatalf("page number: %v", err)
+		if _, err := w.s.ListSets(root(), "acme", ListSetsRequest{Offset: -1}); !slices.Equal(fieldsOf(err), []string{"Offset"}) {
+			t.Fatalf("negative offset: %v", err)
 		}
 	})
 }

@@ -48,8 +48,8 @@ func BenchmarkListFirstPage(b *testing.B) {
 			ctx := root()
 			for b.Loop() {
 				page, err := e.c.List(ctx, "acme", ListRequest{Sort: "name"})
-				if err != nil || len(page.Projects) != DefaultPageSize {
-					b.Fatal(len(page.Projects), err)
+				if err != nil || len(page.Items) != DefaultPageSize {
+					b.Fatal(len(page.Items), err)
 				}
 			}
 		})

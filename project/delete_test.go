@@ -86,7 +86,7 @@ func checkNothingOld(t *testing.T, c *Catalog, o old) {
 	checkGone(t, c, o)
 	ctx := root()
 	page, err := c.List(ctx, "acme", ListRequest{})
-	if err != nil || page.Total != 1 || len(page.Projects) != 1 || page.Projects[0].ID == o.defaultProject || page.Projects[0].WorkspaceCount != 0 {
+	if err != nil || page.Total != 1 || len(page.Items) != 1 || page.Items[0].ID == o.defaultProject || page.Items[0].WorkspaceCount != 0 {
 		t.Fatalf("projects of the new acme = %+v, %v", page, err)
 	}
 	if _, err := c.GetWorkspaceByName(ctx, "acme", o.workspaceName); !errors.Is(err, keel.ErrNotFound) {

@@ -47,7 +47,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	for _, p := range page.Projects {
+	for _, p := range page.Items {
 		fmt.Println(p.Name, p.WorkspaceCount)
 	}
 	fmt.Println(cat.Delete(ctx, prj.ID))

@@ -100,7 +100,7 @@ func TestWritesAreRetrySafe(t *testing.T) {
 			})
 		}
 		page, err := e.c.List(root(), "acme", ListRequest{})
-		if err != nil || page.Total != 3 || len(page.Projects) != 3 {
+		if err != nil || page.Total != 3 || len(page.Items) != 3 {
 			t.Fatalf("list = %+v, %v", page, err)
 		}
 		if err := e.c.Delete(root(), src.ID); err != nil {

@@ -2,6 +2,7 @@ package project
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"time"
 
@@ -109,12 +110,28 @@ func projectWorkspaces(c *Catalog, ctx context.Context, id string) ([]Workspace,
 	if err != nil {
 		return nil, err
 	}
-	page, err := c.ListWorkspaces(ctx, p.Org, ListWorkspacesRequest{ProjectID: id, PageSize: MaxPageSize})
-	return page.Workspaces, err
+	return collect(keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[Workspace], error) {
+		page, err := c.ListWorkspaces(ctx, p.Org, ListWorkspacesRequest{ListRequest: r, ProjectID: id})
+		return page.Page, err
+	}))
+}
+
+// collect gathers the items of a walk of a list, or its error.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	out := []T{}
+	for it, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
 }
 
 // teamAccesses lists the teams with access to the project id, by team id.
 func teamAccesses(c *Catalog, ctx context.Context, id string) ([]TeamAccess, error) {
-	page, err := c.ListTeamAccesses(ctx, id, ListTeamAccessesRequest{PageSize: MaxPageSize})
-	return page.Accesses, err
+	return collect(keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[TeamAccess], error) {
+		page, err := c.ListTeamAccesses(ctx, id, ListTeamAccessesRequest{ListRequest: r})
+		return page.Page, err
+	}))
 }

@@ -17,11 +17,12 @@ const (
 	MinNameLen        = 3   // characters in a project name, at least
 	MaxNameLen        = 36  // characters in a project name, at most
 	MaxDescriptionLen = 256 // characters in a description, at most
-	DefaultPageSize   = 20  // projects per page when page[size] is not given
-	MaxPageSize       = 100 // projects per page, at most
-	// MaxPageNumber is the largest page number of any list: a larger
-	// one is refused, so that no position in a list overflows.
-	MaxPageNumber = 1 << 24
+	// DefaultPageSize is the Limit of a page of any list when the
+	// request gives none (0 or less).
+	DefaultPageSize = 20
+	// MaxPageSize is the largest Limit of a page of any list: a larger
+	// one is cut to it, as HCP Terraform cuts page[size].
+	MaxPageSize = 100
 )
 
 // Permissions are the caller's rights on a project, as the project

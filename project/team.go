@@ -628,36 +628,33 @@ func (c *Catalog) DeleteTeamAccess(ctx context.Context, projectID, teamID string
 	})
 }
 
-// ListTeamAccessesRequest are the query parameters of a list of the teams
-// with access to a project.
+// ListTeamAccessesRequest asks for one page of the teams with access to a
+// project.
 type ListTeamAccessesRequest struct {
-	// PageNumber is page[number]; below 1 means the first page, above
-	// MaxPageNumber is refused.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-}
-
-// TeamAccessPage is one page of the teams with access to a project, by
-// team id.
-type TeamAccessPage struct {
-	Accesses   []TeamAccess
-	Pagination keel.Pagination
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the list (0, the default: its first access): a transport renders
+	// numbered pages with it. It is at least 0.
+	Offset int
 }
 
 // ListTeamAccesses returns one page of the teams with access to a
-// project, by team id, as TeamAccesses lists them. It needs read on the
-// project. A page past the end is empty, its pagination true.
-func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts ListTeamAccessesRequest) (TeamAccessPage, error) {
-	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
-	if err != nil {
-		return TeamAccessPage{}, err
-	}
-	var out TeamAccessPage
-	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = TeamAccessPage{Accesses: []TeamAccess{}}
+// project, by team id (the cursor of an access is its team id), with
+// Total and Matching both the number of teams with access. It needs read
+// on the project. A page past the end is empty. The access of a team
+// being deleted (see DeleteTeam) is not listed.
+func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, r ListTeamAccessesRequest) (keel.CountedPage[TeamAccess], error) {
+	var out keel.CountedPage[TeamAccess]
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = keel.CountedPage[TeamAccess]{Page: keel.Page[TeamAccess]{Items: []TeamAccess{}}}
 		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		pg, err := newPager(r.ListRequest, r.Offset, false)
 		if err != nil {
 			return err
 		}
@@ -665,92 +662,84 @@ func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts L
 		if err != nil {
 			return err
 		}
-		start, total := (number-1)*size, 0
 		prefix := prjAccess(p.Org, p.ID)
 		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
 			team := key[len(prefix):]
 			if gone[team] {
 				return nil
 			}
-			if total >= start && total < start+size {
-				out.Accesses = append(out.Accesses, decodeAccess(v).public(team, p.ID))
+			if pg.take(team) {
+				out.Items = append(out.Items, decodeAccess(v).public(team, p.ID))
 			}
-			total++
 			return nil
 		})
-		out.Pagination = keel.NewPagination(number, size, total)
+		out.Total, out.Matching, out.Next = pg.seen, pg.seen, pg.next()
 		return err
 	})
 	return out, err
 }
 
-// ListTeamsRequest are the query parameters of a team list.
+// ListTeamsRequest asks for one page of the teams of an organization.
 type ListTeamsRequest struct {
-	// PageNumber is page[number]; below 1 means the first page, above
-	// MaxPageNumber is refused.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-	// Names is filter[names]: only the teams of these names (compared
-	// ignoring case); empty means every team.
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered list (0, the default: its first team): a transport
+	// renders numbered pages with it. It is at least 0.
+	Offset int
+	// Names keeps the teams of these names (compared ignoring case);
+	// empty keeps every team.
 	Names []string
-	// Query is q: only the teams whose name holds it, ignoring case;
-	// with Names, the teams that match both.
+	// Query keeps the teams whose name holds it, ignoring case; with
+	// Names, the teams that match both.
 	Query string
 }
 
-// TeamPage is one page of teams, in name order.
-type TeamPage struct {
-	Teams      []Team
-	Pagination keel.Pagination
-}
-
 // ListTeams returns one page of the teams of org, in name order (case
-// folded). It needs read on "organizations/<org>/teams"; without it, or
-// without read on the organization, the organization is not found. A page
-// past the end is empty, its pagination true.
-func (c *Catalog) ListTeams(ctx context.Context, org string, opts ListTeamsRequest) (TeamPage, error) {
-	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
-	if err != nil {
-		return TeamPage{}, err
-	}
+// folded), with Total, the teams of the organization, and Matching, those
+// the filters keep. It needs read on "organizations/<org>/teams"; without
+// it, or without read on the organization, the organization is not found.
+// A page past the end is empty.
+func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest) (keel.CountedPage[Team], error) {
 	want := map[string]bool{}
-	for _, n := range opts.Names {
+	for _, n := range r.Names {
 		want[fold(n)] = true
 	}
-	q := fold(opts.Query)
-	var out TeamPage
-	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = TeamPage{Teams: []Team{}}
+	q := fold(r.Query)
+	var out keel.CountedPage[Team]
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = keel.CountedPage[Team]{Page: keel.Page[Team]{Items: []Team{}}}
 		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
 			return err
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(org)); err != nil {
 			return hide(err, "organization", org)
 		}
-		start, total := (number-1)*size, 0
+		pg, err := newPager(r.ListRequest, r.Offset, false)
+		if err != nil {
+			return err
+		}
 		prefix := teamNames(org)
-		err := tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			out.Total++
 			name := key[len(prefix):]
-			if len(want) > 0 && !want[name] || !strings.Contains(name, q) {
+			if len(want) > 0 && !want[name] || !strings.Contains(name, q) || !pg.take(name) {
 				return nil
 			}
-			if total >= start && total < start+size {
-				rec, err := getTeam(tx, string(v))
-				if err != nil {
-					return fmt.Errorf("team index of %q: %v: %w", org, err, keel.ErrInternal)
-				}
-				t, err := c.publicTeam(ctx, rec)
-				if err != nil {
-					return err
-				}
-				out.Teams = append(out.Teams, t)
+			rec, err := getTeam(tx, string(v))
+			if err != nil {
+				return fmt.Errorf("team index of %q: %v: %w", org, err, keel.ErrInternal)
 			}
-			total++
+			t, err := c.publicTeam(ctx, rec)
+			if err != nil {
+				return err
+			}
+			out.Items = append(out.Items, t)
 			return nil
 		})
-		out.Pagination = keel.NewPagination(number, size, total)
+		out.Matching, out.Next = pg.seen, pg.next()
 		return err
 	})
 	return out, err

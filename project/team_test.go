@@ -173,9 +173,9 @@ func TestListTeams(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		names := func(p TeamPage) []string {
+		names := func(p keel.CountedPage[Team]) []string {
 			var out []string
-			for _, tm := range p.Teams {
+			for _, tm := range p.Items {
 				out = append(out, tm.Name)
 			}
 			return out
@@ -186,8 +186,8 @@ func TestListTeams(t *testing.T) {
 			total int
 		}{
 			{ListTeamsRequest{}, []string{"audit", "Devs", "ops", "owners"}, 4},
-			{ListTeamsRequest{PageNumber: 2, PageSize: 3}, []string{"owners"}, 4},
-			{ListTeamsRequest{PageNumber: 9}, nil, 4},
+			{ListTeamsRequest{ListRequest: keel.ListRequest{Limit: 3}, Offset: 3}, []string{"owners"}, 4},
+			{ListTeamsRequest{Offset: 160}, nil, 4},
 			{ListTeamsRequest{Names: []string{"OPS", "devs", "nobody"}}, []string{"Devs", "ops"}, 2},
 			{ListTeamsRequest{Query: "O"}, []string{"ops", "owners"}, 2},
 			{ListTeamsRequest{Query: "DEV"}, []string{"Devs"}, 1},
@@ -195,8 +195,8 @@ func TestListTeams(t *testing.T) {
 			{ListTeamsRequest{Query: "nobody"}, nil, 0},
 		} {
 			page, err := e.c.ListTeams(root(), "acme", tc.opts)
-			if err != nil || !slices.Equal(names(page), tc.want) || page.Pagination.TotalCount != tc.total {
-				t.Errorf("ListTeams(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names(page), page.Pagination.TotalCount, err, tc.want, tc.total)
+			if err != nil || !slices.Equal(names(page), tc.want) || page.Matching != tc.total {
+				t.Errorf("ListTeams(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names(page), page.Matching, err, tc.want, tc.total)
 			}
 		}
 		e.c.authz = rules(t, map[string][]keel.Rule{
@@ -208,8 +208,8 @@ func TestListTeams(t *testing.T) {
 		if _, err := e.c.ListTeams(as("n"), "acme", ListTeamsRequest{}); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("list by a caller who cannot read the organization: %v", err)
 		}
-		if _, err := e.c.ListTeams(root(), "acme", ListTeamsRequest{PageNumber: MaxPageNumber + 1}); keel.KindOf(err) != keel.KindInvalid {
-			t.Fatalf("a page number past the bound: %v", err)
+		if _, err := e.c.ListTeams(root(), "acme", ListTeamsRequest{Offset: -1}); !slices.Equal(fields(err), []string{"Offset"}) {
+			t.Fatalf("a negative offset: %v", err)
 		}
 	})
 }
@@ -222,10 +222,10 @@ func TestOwnersTeam(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		page, err := e.c.ListTeams(root(), "acme", ListTeamsRequest{Names: []string{"OWNERS"}})
-		if err != nil || len(page.Teams) != 1 {
-			t.Fatalf("owners team: %+v, %v", page.Teams, err)
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("owners team: %+v, %v", page.Items, err)
 		}
-		owners := page.Teams[0]
+		owners := page.Items[0]
 		if owners.Name != OwnersTeamName || !owners.Owners || owners.CanDestroy || !owners.CanUpdate || owners.Org != "acme" {
 			t.Fatalf("owners team %+v", owners)
 		}
@@ -258,8 +258,8 @@ func TestOwnersTeam(t *testing.T) {
 		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
-		if page, _ := e.c.ListTeams(root(), "beta", ListTeamsRequest{}); len(page.Teams) != 1 || !page.Teams[0].Owners || page.Teams[0].ID == owners.ID {
-			t.Fatalf("teams of a new organization: %+v", page.Teams)
+		if page, _ := e.c.ListTeams(root(), "beta", ListTeamsRequest{}); len(page.Items) != 1 || !page.Items[0].Owners || page.Items[0].ID == owners.ID {
+			t.Fatalf("teams of a new organization: %+v", page.Items)
 		}
 	})
 }
@@ -315,9 +315,9 @@ func TestListTeamAccesses(t *testing.T) {
 			ids = append(ids, team.ID)
 		}
 		slices.Sort(ids)
-		teams := func(pg TeamAccessPage) []string {
+		teams := func(pg keel.CountedPage[TeamAccess]) []string {
 			var out []string
-			for _, a := range pg.Accesses {
+			for _, a := range pg.Items {
 				out = append(out, a.TeamID)
 			}
 			return out
@@ -328,26 +328,26 @@ func TestListTeamAccesses(t *testing.T) {
 			total int
 		}{
 			{ListTeamAccessesRequest{}, ids, 3},
-			{ListTeamAccessesRequest{PageNumber: 2, PageSize: 2}, ids[2:], 3},
-			{ListTeamAccessesRequest{PageNumber: 999, PageSize: 100}, nil, 3},
+			{ListTeamAccessesRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 2}, ids[2:], 3},
+			{ListTeamAccessesRequest{ListRequest: keel.ListRequest{Limit: 100}, Offset: 99800}, nil, 3},
 		} {
 			pg, err := e.c.ListTeamAccesses(root(), p.ID, tc.opts)
-			if err != nil || !slices.Equal(teams(pg), tc.want) || pg.Pagination.TotalCount != tc.total || pg.Pagination.CurrentPage != max(tc.opts.PageNumber, 1) {
-				t.Errorf("ListTeamAccesses(%+v) = %q %+v, %v; want %q (total %d)", tc.opts, teams(pg), pg.Pagination, err, tc.want, tc.total)
+			if err != nil || !slices.Equal(teams(pg), tc.want) || pg.Matching != tc.total || pg.Total != tc.total {
+				t.Errorf("ListTeamAccesses(%+v) = %q %+v, %v; want %q (total %d)", tc.opts, teams(pg), pg, err, tc.want, tc.total)
 			}
 		}
 		if err := e.c.DeleteTeam(root(), ids[0]); err != nil {
 			t.Fatal(err)
 		}
-		if pg, _ := e.c.ListTeamAccesses(root(), p.ID, ListTeamAccessesRequest{}); !slices.Equal(teams(pg), ids[1:]) || pg.Pagination.TotalCount != 2 {
-			t.Fatalf("after a team's deletion: %q %+v", teams(pg), pg.Pagination)
+		if pg, _ := e.c.ListTeamAccesses(root(), p.ID, ListTeamAccessesRequest{}); !slices.Equal(teams(pg), ids[1:]) || pg.Matching != 2 {
+			t.Fatalf("after a team's deletion: %q %+v", teams(pg), pg)
 		}
 		e.c.authz = rules(t, map[string][]keel.Rule{})
 		if _, err := e.c.ListTeamAccesses(as("n"), p.ID, ListTeamAccessesRequest{}); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("a caller who cannot read the project: %v", err)
 		}
-		if _, err := e.c.ListTeamAccesses(root(), p.ID, ListTeamAccessesRequest{PageNumber: MaxPageNumber + 1}); !slices.Equal(fields(err), []string{"PageNumber"}) {
-			t.Fatalf("a page number past the bound: %v", err)
+		if _, err := e.c.ListTeamAccesses(root(), p.ID, ListTeamAccessesRequest{Offset: -1}); !slices.Equal(fields(err), []string{"Offset"}) {
+			t.Fatalf("a negative offset: %v", err)
 		}
 	})
 }

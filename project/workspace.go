@@ -554,24 +554,26 @@ func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string
 	return rec, o, nil
 }
 
-// ListWorkspacesRequest are the query parameters of a workspace list.
+// ListWorkspacesRequest asks for one page of the workspaces of an
+// organization.
 type ListWorkspacesRequest struct {
-	// PageNumber is page[number]; below 1 means the first page, above
-	// MaxPageNumber is refused.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-	// Search is search[name]: a case-insensitive substring of the name.
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered list (0, the default: its first workspace): a
+	// transport renders numbered pages with it. It is at least 0.
+	Offset int
+	// Search keeps the workspaces whose name holds it, ignoring case.
 	Search string
-	// WildcardName is search[wildcard-name]: a name in which each "*"
-	// stands for any characters, compared ignoring case ("*-prod" the
-	// names that end in "-prod", "prod-*" those that start with
-	// "prod-", "*-prod-*" those that hold "-prod-"); a pattern without
-	// "*" is a whole name. With Search, the workspaces that match both.
+	// WildcardName keeps the workspaces whose name matches it, ignoring
+	// case: each "*" stands for any characters ("*-prod" the names that
+	// end in "-prod", "prod-*" those that start with "prod-", "*-prod-*"
+	// those that hold "-prod-"); a pattern without "*" is a whole name.
+	// With Search, the workspaces that match both.
 	WildcardName string
-	// ProjectID is filter[project][id]: only the workspaces of that
-	// project ("" all projects).
+	// ProjectID keeps the workspaces of that project ("": all projects).
 	ProjectID string
 }
 
@@ -600,57 +602,50 @@ func wildcardMatch(pattern, name string) bool {
 	return true
 }
 
-// WorkspacePage is one page of workspaces, in name order.
-type WorkspacePage struct {
-	Workspaces []Workspace
-	Pagination keel.Pagination
-}
-
 // ListWorkspaces returns one page of the workspaces of org the caller may
-// read, in name order (case folded). It needs read on the organization;
-// an organization the caller cannot read is not found. A page past the
-// end is empty, its pagination true.
-func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts ListWorkspacesRequest) (WorkspacePage, error) {
-	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
-	if err != nil {
-		return WorkspacePage{}, err
-	}
-	q := fold(opts.Search)
-	var out WorkspacePage
-	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = WorkspacePage{Workspaces: []Workspace{}}
+// read, in name order (case folded), with Total, the workspaces of the
+// organization the caller may read, and Matching, those the filters keep.
+// It needs read on the organization; an organization the caller cannot
+// read is not found. A page past the end is empty.
+func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspacesRequest) (keel.CountedPage[Workspace], error) {
+	q := fold(r.Search)
+	var out keel.CountedPage[Workspace]
+	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = keel.CountedPage[Workspace]{Page: keel.Page[Workspace]{Items: []Workspace{}}}
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
 			return err
 		}
-		start, total := (number-1)*size, 0
+		pg, err := newPager(r.ListRequest, r.Offset, false)
+		if err != nil {
+			return err
+		}
 		prefix := wsNames(org)
 		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			id := string(v)
+			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(org, id)); err != nil || !ok {
+				return err
+			}
+			out.Total++
 			name := key[len(prefix):]
-			if !strings.Contains(name, q) || opts.WildcardName != "" && !wildcardMatch(opts.WildcardName, name) {
+			if !strings.Contains(name, q) || r.WildcardName != "" && !wildcardMatch(r.WildcardName, name) {
 				return nil
 			}
-			w, err := getWorkspace(tx, string(v))
+			w, err := getWorkspace(tx, id)
 			if err != nil {
 				return fmt.Errorf("workspace index of %q: %v: %w", org, err, keel.ErrInternal)
 			}
-			if opts.ProjectID != "" && w.ProjectID != opts.ProjectID {
+			if r.ProjectID != "" && w.ProjectID != r.ProjectID || !pg.take(name) {
 				return nil
 			}
-			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(org, w.ID)); err != nil || !ok {
+			pw, err := c.publicWorkspace(ctx, w, o)
+			if err != nil {
 				return err
 			}
-			if total >= start && total < start+size {
-				pw, err := c.publicWorkspace(ctx, w, o)
-				if err != nil {
-					return err
-				}
-				out.Workspaces = append(out.Workspaces, pw)
-			}
-			total++
+			out.Items = append(out.Items, pw)
 			return nil
 		})
-		out.Pagination = keel.NewPagination(number, size, total)
+		out.Matching, out.Next = pg.seen, pg.next()
 		return err
 	})
 	return out, err

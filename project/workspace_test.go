@@ -1,6 +1,7 @@
 package project
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -164,7 +165,7 @@ func TestWorkspacePermissionsAndHiding(t *testing.T) {
 		})
 		one := as("o", "one")
 		page, err := e.c.ListWorkspaces(one, "acme", ListWorkspacesRequest{})
-		if err != nil || len(page.Workspaces) != 1 || page.Workspaces[0].ID != w.ID || page.Pagination.TotalCount != 1 {
+		if err != nil || len(page.Items) != 1 || page.Items[0].ID != w.ID || page.Matching != 1 {
 			t.Fatalf("list of a caller who reads one workspace: %+v, %v", page, err)
 		}
 		if list, err := projectWorkspaces(e.c, one, e.org.DefaultProjectID); err != nil || len(list) != 1 || list[0].ID != w.ID {
@@ -177,8 +178,8 @@ func TestWorkspacePermissionsAndHiding(t *testing.T) {
 }
 
 // TestListWorkspacesPages: pages in name order, search, wildcard-name and
-// project filters, a page past the end empty with true pagination, a page
-// number too large refused on PageNumber.
+// project filters, a page past the end empty, a walk by cursor, a
+// negative offset refused on Offset.
 func TestListWorkspacesPages(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
@@ -195,7 +196,7 @@ func TestListWorkspacesPages(t *testing.T) {
 			next  bool
 		}{
 			{"all", ListWorkspacesRequest{}, []string{"db", "net-a", "net-b", "net-c", "web"}, 5, false},
-			{"page 2", ListWorkspacesRequest{PageNumber: 2, PageSize: 2}, []string{"net-b", "net-c"}, 5, true},
+			{"page 2", ListWorkspacesRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 2}, []string{"net-b", "net-c"}, 5, true},
 			{"search", ListWorkspacesRequest{Search: "NET"}, []string{"net-a", "net-b", "net-c"}, 3, false},
 			{"project", ListWorkspacesRequest{ProjectID: p.ID}, []string{"net-c"}, 1, false},
 			{"wildcard suffix", ListWorkspacesRequest{WildcardName: "*-A"}, []string{"net-a"}, 1, false},
@@ -205,7 +206,7 @@ func TestListWorkspacesPages(t *testing.T) {
 			{"wildcard no match", ListWorkspacesRequest{WildcardName: "*-dev"}, nil, 0, false},
 			{"wildcard whole name", ListWorkspacesRequest{WildcardName: "DB"}, []string{"db"}, 1, false},
 			{"wildcard and search", ListWorkspacesRequest{WildcardName: "net-*", Search: "c"}, []string{"net-c"}, 1, false},
-			{"past the end", ListWorkspacesRequest{PageNumber: 9, PageSize: 2}, nil, 5, false},
+			{"past the end", ListWorkspacesRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 16}, nil, 5, false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -214,24 +215,33 @@ func TestListWorkspacesPages(t *testing.T) {
 					t.Fatal(err)
 				}
 				var names []string
-				for _, w := range page.Workspaces {
+				for _, w := range page.Items {
 					names = append(names, w.Name)
 				}
-				if !slices.Equal(names, tt.want) || page.Pagination.TotalCount != tt.total || (page.Pagination.NextPage != nil) != tt.next {
-					t.Fatalf("names %q pagination %+v", names, page.Pagination)
+				if !slices.Equal(names, tt.want) || page.Matching != tt.total || (page.Next != "") != tt.next || page.Total != 5 {
+					t.Fatalf("names %q page %+v", names, page)
 				}
 			})
 		}
-		page, _ := e.c.ListWorkspaces(root(), "acme", ListWorkspacesRequest{PageNumber: 9, PageSize: 2})
-		if page.Pagination.CurrentPage != 9 || page.Pagination.TotalPages != 3 || *page.Pagination.PrevPage != 3 {
-			t.Fatalf("past the end: %+v", page.Pagination)
+		var walked []string
+		for w, err := range keel.All(root(), 2, func(ctx context.Context, r keel.ListRequest) (keel.Page[Workspace], error) {
+			page, err := e.c.ListWorkspaces(ctx, "acme", ListWorkspacesRequest{ListRequest: r, Search: "net"})
+			return page.Page, err
+		}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			walked = append(walked, w.Name)
 		}
-		_, err := e.c.ListWorkspaces(root(), "acme", ListWorkspacesRequest{PageNumber: MaxPageNumber + 1})
-		if !slices.Equal(fields(err), []string{"PageNumber"}) {
-			t.Fatalf("huge page number: %v", err)
+		if !slices.Equal(walked, []string{"net-a", "net-b", "net-c"}) {
+			t.Fatalf("walked %q", walked)
 		}
-		if _, err := e.c.List(root(), "acme", ListRequest{PageNumber: MaxPageNumber + 1}); !slices.Equal(fields(err), []string{"PageNumber"}) {
-			t.Fatalf("huge page number of projects: %v", err)
+		_, err := e.c.ListWorkspaces(root(), "acme", ListWorkspacesRequest{Offset: -1})
+		if !slices.Equal(fields(err), []string{"Offset"}) {
+			t.Fatalf("negative offset: %v", err)
+		}
+		if _, err := e.c.List(root(), "acme", ListRequest{Offset: -1}); !slices.Equal(fields(err), []string{"Offset"}) {
+			t.Fatalf("negative offset of projects: %v", err)
 		}
 	})
 }
@@ -310,8 +320,8 @@ func TestWorkspaceExecutionModeRules(t *testing.T) {
 		if !slices.Equal(fields(err), []string{"SettingOverwrites.ExecutionMode"}) {
 			t.Fatalf("overwrite true without a mode: %v", err)
 		}
-		if page, _ := e.c.ListWorkspaces(root(), "acme", ListWorkspacesRequest{}); len(page.Workspaces) != 0 {
-			t.Fatalf("refused creates created %+v", page.Workspaces)
+		if page, _ := e.c.ListWorkspaces(root(), "acme", ListWorkspacesRequest{}); len(page.Items) != 0 {
+			t.Fatalf("refused creates created %+v", page.Items)
 		}
 		w := e.mkWorkspace(t, "web", "")
 		before := storagetest.Dump(t, e.raw)

@@ -159,7 +159,7 @@
 // is given after the caller's read right is checked: a caller who may not
 // read it gets 404, whatever the body, and lists hold only what the
 // caller may read. Page numbers past the end give empty data with the
-// true meta.pagination; a page number above project.MaxPageNumber, or one
+// true meta.pagination; a page number above 16777216 (maxListPage), or one
 // that is not an integer, is 422 on the parameter page[number].
 //
 // # Differences from HCP Terraform

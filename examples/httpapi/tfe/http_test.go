@@ -63,10 +63,10 @@ func TestErrorDocuments(t *testing.T) {
 		return `{"data":{"type":"` + typ + `","attributes":{` + attrs + `},"relationships":{` + rels + `}}}`
 	}
 	owners, err := s.catalog.ListTeams(asRoot(), "acme", project.ListTeamsRequest{Names: []string{project.OwnersTeamName}})
-	if err != nil || len(owners.Teams) != 1 {
+	if err != nil || len(owners.Items) != 1 {
 		t.Fatalf("owners team: %+v, %v", owners, err)
 	}
-	ownersID := owners.Teams[0].ID
+	ownersID := owners.Items[0].ID
 	if _, err := s.catalog.CreateTeamAccess(asRoot(), project.TeamAccess{ProjectID: org.DefaultProjectID, TeamID: ownersID}); err != nil {
 		t.Fatal(err)
 	}

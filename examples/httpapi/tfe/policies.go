@@ -140,20 +140,25 @@ func (h *Handler) updatePolicy(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	page, err := h.policies.List(r.Context(), r.PathValue("org"), policy.ListRequest{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
+		ListRequest: n.list(), Offset: n.offset(), Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
 	})
+	if err == nil {
+		// After the list: the caller who may not manage the
+		// organization's policies is answered 404 first.
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Policies, func(p policy.Policy) map[string]any { return policyDoc(p, shapeList) }), page.Pagination)
-	if inc, err := h.included(r, page.Policies); err != nil {
+	doc := pageDoc(r, docs(page.Items, func(p policy.Policy) map[string]any { return policyDoc(p, shapeList) }), n.of(page.Matching))
+	if inc, err := h.included(r, page.Items); err != nil {
 		h.writeError(w, r, err)
 		return
 	} else if inc != nil {

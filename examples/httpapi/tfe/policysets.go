@@ -122,20 +122,23 @@ func (h *Handler) readSet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listSets(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	page, err := h.policies.ListSets(r.Context(), r.PathValue("org"), policy.ListSetsRequest{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
+		ListRequest: n.list(), Offset: n.offset(), Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
 	})
+	if err == nil {
+		err = n.check() // after the list, as for policies
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Sets, setDoc), page.Pagination)
-	if inc, err := h.setIncluded(r, page.Sets); err != nil {
+	doc := pageDoc(r, docs(page.Items, setDoc), n.of(page.Matching))
+	if inc, err := h.setIncluded(r, page.Items); err != nil {
 		h.writeError(w, r, err)
 		return
 	} else if inc != nil {

@@ -71,14 +71,17 @@ func present(r *http.Request, name string) bool {
 }
 
 func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	q := r.URL.Query()
 	opts := project.ListRequest{
-		PageNumber: number, PageSize: size, Query: q.Get("q"), Sort: param(r, "Sort"),
+		ListRequest: n.list(), Offset: n.offset(), Query: q.Get("q"), Sort: param(r, "Sort"),
 		CanUpdate:          present(r, "filter[permissions][update]"),
 		CanCreateWorkspace: present(r, "filter[permissions][create-workspace]"),
 	}
@@ -90,7 +93,7 @@ func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Projects, fullProjectDoc), page.Pagination)
+	doc := pageDoc(r, docs(page.Items, fullProjectDoc), n.of(page.Matching))
 	doc["meta"].(map[string]any)["status-counts"] = map[string]int{"total": page.Total, "matching": page.Matching}
 	writeJSON(w, http.StatusOK, doc)
 }

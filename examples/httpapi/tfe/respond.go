@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,13 +102,13 @@ func (h *Handler) writeList(w http.ResponseWriter, r *http.Request, data []any, 
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(data), 1), len(data)))},
+		"meta": map[string]any{"pagination": paginationMeta(newPagination(1, max(len(data), 1), len(data)))},
 	})
 }
 
 // pageDoc is the document of one page pg of a list: data, links and
 // meta.pagination.
-func pageDoc(r *http.Request, data []any, pg keel.Pagination) map[string]any {
+func pageDoc(r *http.Request, data []any, pg pagination) map[string]any {
 	return map[string]any{
 		"data":  data,
 		"links": pageLinks(r, pg),
@@ -484,38 +483,9 @@ func param(r *http.Request, field string) string {
 // timestamp formats t as HCP Terraform does: UTC, milliseconds, "Z".
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// maxPageNumber is the largest page[number] read: far beyond any list
-// (2^31-1 pages of the largest page size), and small enough that the
-// offset of its first element, (number-1) * page size, never overflows an
-// int.
-const maxPageNumber = math.MaxInt32
-
-// pageQuery reads page[number] and page[size]; 0 means not given. Each is
-// a whole number from 1 (page[number] at most maxPageNumber, page[size] at
-// most math.MaxInt32; the domain lowers a size beyond its maximum); any
-// other value, a negative one or one beyond those included, is a problem
-// naming its parameter.
-func pageQuery(r *http.Request) (number, size int, err error) {
-	var v keel.Validation
-	parse := func(field string) int {
-		s := param(r, field)
-		if s == "" {
-			return 0
-		}
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || n < 1 || n > maxPageNumber {
-			v.Add(field, "must be an integer from 1 to %d", maxPageNumber)
-			return 0
-		}
-		return int(n)
-	}
-	number, size = parse("PageNumber"), parse("PageSize")
-	return number, size, v.Err()
-}
-
 // pageLinks returns the JSON:API pagination links of the page pg of a
 // list, built on the request's URL.
-func pageLinks(r *http.Request, pg keel.Pagination) map[string]any {
+func pageLinks(r *http.Request, pg pagination) map[string]any {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -539,7 +509,7 @@ func pageLinks(r *http.Request, pg keel.Pagination) map[string]any {
 }
 
 // paginationMeta is meta.pagination of the page pg.
-func paginationMeta(pg keel.Pagination) map[string]any {
+func paginationMeta(pg pagination) map[string]any {
 	return map[string]any{
 		"current-page": pg.CurrentPage, "page-size": pg.PageSize, "prev-page": pg.PrevPage, "next-page": pg.NextPage,
 		"total-pages": pg.TotalPages, "total-count": pg.TotalCount,

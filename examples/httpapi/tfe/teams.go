@@ -56,7 +56,10 @@ func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
 // tfe provider's import and team data source ask, and q those whose name
 // holds it.
 func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -66,13 +69,13 @@ func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
 		names = strings.Split(f, ",")
 	}
 	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.ListTeamsRequest{
-		PageNumber: number, PageSize: size, Names: names, Query: r.URL.Query().Get("q"),
+		ListRequest: n.list(), Offset: n.offset(), Names: names, Query: r.URL.Query().Get("q"),
 	})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Teams, teamDoc), page.Pagination))
+	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Items, teamDoc), n.of(page.Matching)))
 }
 
 func (h *Handler) readTeam(w http.ResponseWriter, r *http.Request) {
@@ -205,18 +208,21 @@ func (h *Handler) updateTeamAccess(w http.ResponseWriter, r *http.Request) {
 // listTeamAccess answers a page of the teams with access to the project
 // filter[project][id].
 func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	page, err := h.catalog.ListTeamAccesses(r.Context(), r.URL.Query().Get("filter[project][id]"),
-		project.ListTeamAccessesRequest{PageNumber: number, PageSize: size})
+		project.ListTeamAccessesRequest{ListRequest: n.list(), Offset: n.offset()})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Accesses, accessDoc), page.Pagination))
+	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Items, accessDoc), n.of(page.Matching)))
 }
 
 func (h *Handler) removeTeamAccess(w http.ResponseWriter, r *http.Request) {

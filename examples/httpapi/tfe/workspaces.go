@@ -256,7 +256,7 @@ func (h *Handler) listRemoteStateConsumers(w http.ResponseWriter, r *http.Reques
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageDoc(r, []any{}, keel.NewPagination(1, project.DefaultPageSize, 0)))
+	writeJSON(w, http.StatusOK, pageDoc(r, []any{}, newPagination(1, project.DefaultPageSize, 0)))
 }
 
 // updateWorkspace renames, moves (relationships.project) and changes the
@@ -301,24 +301,27 @@ func (h *Handler) writeNoContent(w http.ResponseWriter, r *http.Request, err err
 // caller may read: search[name], search[wildcard-name],
 // filter[project][id], page[number], page[size], include.
 func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	page, err := h.catalog.ListWorkspaces(r.Context(), r.PathValue("org"), project.ListWorkspacesRequest{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"), WildcardName: param(r, "WildcardName"),
+		ListRequest: n.list(), Offset: n.offset(), Search: param(r, "Search"), WildcardName: param(r, "WildcardName"),
 		ProjectID: r.URL.Query().Get("filter[project][id]"),
 	})
 	var inc []any
 	if err == nil {
-		inc, err = h.workspaceIncluded(r, page.Workspaces)
+		inc, err = h.workspaceIncluded(r, page.Items)
 	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Workspaces, workspaceDoc), page.Pagination)
+	doc := pageDoc(r, docs(page.Items, workspaceDoc), n.of(page.Matching))
 	if inc != nil {
 		doc["included"] = inc
 	}
