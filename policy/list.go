@@ -83,6 +83,7 @@ func (p *pager) next() string {
 // Sentinel or OPA ("FilterKind"), is refused once the caller is known to
 // manage the organization's policies.
 func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel.CountedPage[Policy], err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err
 	}

@@ -394,7 +394,8 @@ func (s *Service) readable(ctx context.Context, resource string) error {
 // workspaces and projects cannot be attached to a global set ("IDs");
 // members already in the set stay. A set that would have more than
 // MaxSetMembers members is keel.KindTooLarge.
-func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, ids []string) error {
+func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
+	defer prefixErr(&err)
 	return s.changeMembers(ctx, id, m, ids, true)
 }
 
@@ -403,7 +404,8 @@ func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, id
 // that removing twice, or after the member's deletion, succeeds. More
 // distinct ids than MaxSetMembers (more than any set holds) are
 // keel.KindTooLarge, refused before anything is written.
-func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) error {
+func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
+	defer prefixErr(&err)
 	return s.changeMembers(ctx, id, m, ids, false)
 }
 

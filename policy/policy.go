@@ -79,7 +79,8 @@ const ClaimKind = "policy"
 // when Options.Organizations is set and store cannot be registered with it
 // (project.Catalog.Register): store must be a view of the store under the
 // catalog's view that overlaps neither it nor another registered view.
-func New(store storage.Store, opts *Options) (*Service, error) {
+func New(store storage.Store, opts *Options) (_ *Service, err error) {
+	defer prefixErr(&err)
 	if store == nil {
 		return nil, fmt.Errorf("policy: %w", keel.Invalid("Store", "is required"))
 	}
@@ -114,11 +115,18 @@ type exists interface {
 // organization exists, and no workspace or project is known.
 type anyOrg struct{}
 
-func (anyOrg) Exists(string) (bool, error) { return true, nil }
-func (anyOrg) WorkspaceOrg(id string) (string, error) {
+func (anyOrg) Exists(string) (_ bool, err error) {
+	defer prefixErr(&err)
+	return true, nil
+}
+
+func (anyOrg) WorkspaceOrg(id string) (_ string, err error) {
+	defer prefixErr(&err)
 	return "", notFound(fmt.Sprintf("workspace %q (no catalog)", id))
 }
-func (anyOrg) ProjectOrg(id string) (string, error) {
+
+func (anyOrg) ProjectOrg(id string) (_ string, err error) {
+	defer prefixErr(&err)
 	return "", notFound(fmt.Sprintf("project %q (no catalog)", id))
 }
 

@@ -281,7 +281,8 @@ func checkIndexed(tx storage.Tx) error {
 // manage-policies on it; otherwise keel.KindNotFound. A set of more than
 // MaxSetMembers members is keel.KindTooLarge. It returns the set as
 // created.
-func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest) (PolicySet, error) {
+func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return PolicySet{}, err
 	}
@@ -327,7 +328,7 @@ func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest
 		refused = s.tooLarge("policy set members", total, most)
 	}
 	var out PolicySet
-	err := s.indexed(ctx, func() error {
+	err = s.indexed(ctx, func() error {
 		return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 				return err
@@ -368,9 +369,10 @@ func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest
 
 // GetSet returns the policy set id with its members. A set the caller may
 // not manage, or of an organization being deleted, is not found.
-func (s *Service) GetSet(ctx context.Context, id string) (PolicySet, error) {
+func (s *Service) GetSet(ctx context.Context, id string) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	var out PolicySet
-	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visibleSet(ctx, tx, live, id)
 		if err != nil {
 			return err
@@ -385,7 +387,8 @@ func (s *Service) GetSet(ctx context.Context, id string) (PolicySet, error) {
 // UpdatedAt. A new name follows the rules of CreateSet's. Global cannot
 // become true while the set is attached to workspaces or projects
 // ("Global"). It returns the set with its members.
-func (s *Service) UpdateSet(ctx context.Context, id string, in UpdateSetRequest) (PolicySet, error) {
+func (s *Service) UpdateSet(ctx context.Context, id string, in UpdateSetRequest) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil && *in.Name == "" {
 		v.Add("Name", "is required")
@@ -398,7 +401,7 @@ func (s *Service) UpdateSet(ctx context.Context, id string, in UpdateSetRequest)
 	invalid := v.Err()
 	now := ms(s.clock.Now())
 	var out PolicySet
-	err := s.indexed(ctx, func() error {
+	err = s.indexed(ctx, func() error {
 		return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			rec, err := s.visibleSet(ctx, tx, live, id)
 			if err != nil {
@@ -486,7 +489,8 @@ func deleteName(tx storage.Tx, rec *setRecord) error {
 
 // DeleteSet deletes the set id and its members' edges; the members
 // themselves stay.
-func (s *Service) DeleteSet(ctx context.Context, id string) error {
+func (s *Service) DeleteSet(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	return s.indexed(ctx, func() error {
 		return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			rec, err := s.visibleSet(ctx, tx, live, id)
@@ -531,6 +535,7 @@ type ListSetsRequest struct {
 // ListSets returns a page of the policy sets of org, in name order (case
 // folded), each with its members, as List does for policies.
 func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (out keel.CountedPage[PolicySet], err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err
 	}

@@ -94,7 +94,8 @@ func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, l
 // Create creates a policy object (its code is uploaded afterwards). The
 // organization must exist and the caller must hold manage-policies on it;
 // otherwise keel.KindNotFound.
-func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (Policy, error) {
+func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (_ Policy, err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return Policy{}, err
 	}
@@ -126,7 +127,7 @@ func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (Pol
 	invalid := v.Err()
 	rec := record{ID: newID("pol"), Org: org, Name: name, Description: in.Description, Kind: kind, Query: in.Query, Enforce: enforce}
 	var out Policy
-	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 			return err
 		}
@@ -159,9 +160,10 @@ func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (Pol
 }
 
 // Get returns the policy id; one the caller may not manage is not found.
-func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
+func (s *Service) Get(ctx context.Context, id string) (_ Policy, err error) {
+	defer prefixErr(&err)
 	var out Policy
-	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
@@ -175,10 +177,11 @@ func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
 // Update changes the description, the query and the enforcement; Enforce
 // replaces the whole map, its path checked against the original name. It
 // sets UpdatedAt.
-func (s *Service) Update(ctx context.Context, id string, in UpdateRequest) (Policy, error) {
+func (s *Service) Update(ctx context.Context, id string, in UpdateRequest) (_ Policy, err error) {
+	defer prefixErr(&err)
 	now := ms(s.clock.Now())
 	var out Policy
-	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
@@ -274,7 +277,8 @@ func (s *Service) maxCodeBytes() int {
 // bytes (MaxCodeSize, or less on a store of smaller values: a longer code
 // is keel.KindTooLarge, refused before anything is read or saved), and
 // sets UpdatedAt.
-func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
+func (s *Service) Upload(ctx context.Context, id string, code []byte) (err error) {
+	defer prefixErr(&err)
 	if most := s.maxCodeBytes(); len(code) > most {
 		if most == MaxCodeSize {
 			return fmt.Errorf("policy code of %d bytes, at most %d (MaxCodeSize): %w", len(code), most, keel.ErrTooLarge)
@@ -301,9 +305,10 @@ func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
 // first upload. Code of keel.LargeValue bytes or more is reserved through
 // the context's keel.Reserver before it is loaded; a refused reservation
 // is Download's error.
-func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
+func (s *Service) Download(ctx context.Context, id string) (_ []byte, err error) {
+	defer prefixErr(&err)
 	var code []byte
-	err := storage.Reserving(ctx, 1, func(ld *storage.Loader) error {
+	err = storage.Reserving(ctx, 1, func(ld *storage.Loader) error {
 		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			if _, err := s.visible(ctx, tx, live, id); err != nil {
 				return err
@@ -322,7 +327,8 @@ func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
 // Delete deletes a policy, its code and its set memberships, in one
 // transaction; a policy of more than MaxMemberSets sets is
 // keel.KindTooLarge and stays.
-func (s *Service) Delete(ctx context.Context, id string) error {
+func (s *Service) Delete(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {

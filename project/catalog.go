@@ -45,7 +45,8 @@ type Catalog struct {
 // New fails with an error of kind keel.KindInvalid, naming Store, when
 // store is nil or is a part of a store that a composition root gave to
 // another kind of component (storage.CheckClaim).
-func New(store storage.Store, opts *Options) (*Catalog, error) {
+func New(store storage.Store, opts *Options) (_ *Catalog, err error) {
+	defer prefixErr(&err)
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -139,7 +140,8 @@ func isWordRune(c rune) bool {
 // error, a crash), CreateOrganization first finishes it, so that nothing
 // of the old organization is seen in the new one; it fails with the
 // error of that deletion when it cannot finish it.
-func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest) (Organization, error) {
+func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest) (_ Organization, err error) {
+	defer prefixErr(&err)
 	name, email := valueOf(r.Name), valueOf(r.Email)
 	if err := keel.Authorize(ctx, c.authz, keel.CapCreate, orgsResource()); err != nil {
 		return Organization{}, err
@@ -183,7 +185,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 		}
 		return tx.Put(prjNames(name)+fold(p.Name), []byte(prjID))
 	}
-	err := c.store.Update(ctx, create)
+	err = c.store.Update(ctx, create)
 	if err == nil && pending != nil {
 		// The name is still being deleted: finish that deletion, then
 		// create. Another deletion cannot start meanwhile, as the name
@@ -205,9 +207,10 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 // Organization returns the organization name, with the caller's
 // permissions. It needs read on "organizations/<name>"; without it the
 // organization is not found.
-func (c *Catalog) GetOrganization(ctx context.Context, name string) (Organization, error) {
+func (c *Catalog) GetOrganization(ctx context.Context, name string) (_ Organization, err error) {
+	defer prefixErr(&err)
 	var out Organization
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleOrg(ctx, tx, name, keel.CapRead)
 		if err != nil {
 			return err
@@ -245,9 +248,10 @@ func hide(err error, kind, id string) error {
 // read (read on "organizations/<name>"), as HCP Terraform lists those the
 // caller belongs to: an organization the caller cannot read is not
 // listed, so that the list reveals nothing the caller cannot read.
-func (c *Catalog) ListOrganizations(ctx context.Context) ([]Organization, error) {
+func (c *Catalog) ListOrganizations(ctx context.Context) (_ []Organization, err error) {
+	defer prefixErr(&err)
 	out := []Organization{}
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = out[:0]
 		return tx.Scan(orgPrefix, storage.ScanOptions{}, func(key string, _ []byte) error {
 			rec, err := getOrg(tx, key[len(orgPrefix):])
@@ -281,7 +285,8 @@ func (c *Catalog) ListOrganizations(ctx context.Context) ([]Organization, error)
 // as not found; calling DeleteOrganization again, with the same right,
 // finishes the deletion (as CreateOrganization of the name and
 // FinishDeletions do) and returns nil.
-func (c *Catalog) DeleteOrganization(ctx context.Context, name string) error {
+func (c *Catalog) DeleteOrganization(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
 	d, err := c.startDeletion(ctx, name)
 	if err != nil {
 		return err

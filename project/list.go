@@ -102,7 +102,8 @@ func (p *pager) next() string {
 // and the records of its own projects; with Query or permission filters,
 // every index entry is read and the matches counted, and only the page's
 // records are loaded. The organization's other records are never read.
-func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (keel.CountedPage[Project], error) {
+func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (_ keel.CountedPage[Project], err error) {
+	defer prefixErr(&err)
 	switch r.Sort {
 	case "", "name", "-name":
 	default:
@@ -110,7 +111,7 @@ func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (keel.Cou
 	}
 	desc := r.Sort == "-name"
 	var out keel.CountedPage[Project]
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = keel.CountedPage[Project]{Page: keel.Page[Project]{Items: []Project{}}}
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {

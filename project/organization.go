@@ -177,7 +177,8 @@ func on(b *bool) bool { return b != nil && *b }
 // organization the caller cannot read is not found. A Name other than the
 // organization's own (ignoring case) is refused ("Name"): keel does not
 // rename organizations, whose name is their id in every key.
-func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in OrganizationRequest) (Organization, error) {
+func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in OrganizationRequest) (_ Organization, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil && !strings.EqualFold(*in.Name, name) {
 		v.Add("Name", "cannot be changed: keel does not rename organizations")
@@ -185,7 +186,7 @@ func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in Organi
 	in.validate(&v)
 	invalid := v.Err()
 	var out Organization
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleOrg(ctx, tx, name, keel.CapRead)
 		if err != nil {
 			return err

@@ -142,13 +142,14 @@ func (c *Catalog) visibleProject(ctx context.Context, tx storage.Tx, id string) 
 // "organizations/<org>/projects" (keel.KindForbidden without it); an
 // organization the caller cannot read is not found. Names are unique in the
 // organization ignoring case (keel.KindAlreadyExists).
-func (c *Catalog) Create(ctx context.Context, org string, in ProjectRequest) (Project, error) {
+func (c *Catalog) Create(ctx context.Context, org string, in ProjectRequest) (_ Project, err error) {
+	defer prefixErr(&err)
 	if err := validateInput(in, true); err != nil {
 		return Project{}, err
 	}
 	rec := prjRecord{ID: NewID("prj"), Org: org, Name: *in.Name, Description: in.Description, CreatedAt: c.clock.Now().UTC()}
 	var out Project
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
 			return err
@@ -189,12 +190,13 @@ func claimName(tx storage.Tx, org, name, id string) error {
 // Update changes the fields sent. It needs update on the project
 // (keel.KindForbidden without it); a project the caller cannot read is not
 // found.
-func (c *Catalog) Update(ctx context.Context, id string, in ProjectRequest) (Project, error) {
+func (c *Catalog) Update(ctx context.Context, id string, in ProjectRequest) (_ Project, err error) {
+	defer prefixErr(&err)
 	if err := validateInput(in, false); err != nil {
 		return Project{}, err
 	}
 	var out Project
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -228,9 +230,10 @@ func (c *Catalog) Update(ctx context.Context, id string, in ProjectRequest) (Pro
 // Get returns the project id. It needs read on
 // "organizations/<org>/projects/<id>"; without it the project is not
 // found.
-func (c *Catalog) Get(ctx context.Context, id string) (Project, error) {
+func (c *Catalog) Get(ctx context.Context, id string) (_ Project, err error) {
+	defer prefixErr(&err)
 	var out Project
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -249,9 +252,10 @@ func (c *Catalog) Get(ctx context.Context, id string) (Project, error) {
 // teams' access to it, any number, is deleted after that transaction, in
 // as many as the store needs (an interrupted run is finished by
 // FinishDeletions).
-func (c *Catalog) Delete(ctx context.Context, id string) error {
+func (c *Catalog) Delete(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	var org string
-	err := c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
+	err = c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -307,7 +311,8 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 // refused before anything is written, with the counts and the limit in
 // the message (move fewer at once). On etcd's default limits (128
 // writes) that is more than 42 workspaces from one project.
-func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceIDs []string) error {
+func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceIDs []string) (err error) {
+	defer prefixErr(&err)
 	ids := slices.Clone(workspaceIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)

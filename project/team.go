@@ -168,7 +168,8 @@ func ownersTeam(id, org string) teamRecord {
 // required, letters, digits, "-" and "_", unique in the organization
 // ignoring case; Visibility is secret or organization; OrganizationAccess
 // holds only OrganizationAccessNames.
-func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (Team, error) {
+func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (_ Team, err error) {
+	defer prefixErr(&err)
 	name := valueOf(r.Name)
 	var v keel.Validation
 	if err := slugError(name, 0); err != nil {
@@ -180,7 +181,7 @@ func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (Te
 	invalid := v.Err()
 	rec := teamRecord{ID: NewID("team"), Org: org, Name: name, Settings: s}
 	var out Team
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
 			return err
 		}
@@ -227,9 +228,10 @@ func (c *Catalog) visibleTeam(ctx context.Context, tx storage.Tx, id string) (*t
 
 // Team returns the team id. It needs read on "organizations/<org>/teams";
 // without it the team is not found.
-func (c *Catalog) GetTeam(ctx context.Context, id string) (Team, error) {
+func (c *Catalog) GetTeam(ctx context.Context, id string) (_ Team, err error) {
+	defer prefixErr(&err)
 	var out Team
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
 		if err != nil {
 			return err
@@ -245,7 +247,8 @@ func (c *Catalog) GetTeam(ctx context.Context, id string) (Team, error) {
 // a team the caller cannot read is not found. The rules are CreateTeam's;
 // a name taken by another team is keel.KindAlreadyExists. The owners team
 // keeps its name ("Name"), so that clients find it by it.
-func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (Team, error) {
+func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (_ Team, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil {
 		if err := slugError(*in.Name, 0); err != nil {
@@ -255,7 +258,7 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (Te
 	in.validate(&v)
 	invalid := v.Err()
 	var out Team
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
 		if err != nil {
 			return err
@@ -301,9 +304,10 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (Te
 // Terraform refuses it. One transaction deletes the team; its access, to
 // any number of projects, is deleted after, in as many transactions as
 // the store needs (an interrupted run is finished by FinishDeletions).
-func (c *Catalog) DeleteTeam(ctx context.Context, id string) error {
+func (c *Catalog) DeleteTeam(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	var org string
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
 		if err != nil {
 			return err
@@ -440,7 +444,8 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 // "organizations/<org>/teams") ("TeamID": one the caller may not read is
 // refused as a missing one, so that the answer does not tell whether it
 // exists).
-func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessPut)
 }
 
@@ -448,14 +453,16 @@ func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess,
 // HCP Terraform's add: with the rules and rights of SetTeamAccess, an
 // access the team already has is refused (keel.KindAlreadyExists) and
 // left as it is.
-func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessAdd)
 }
 
 // UpdateTeamAccess changes an existing access of a team to a project,
 // with the rules of SetTeamAccess; a team without access to the project
 // is keel.KindNotFound. An empty in.Access keeps the level.
-func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessUpdate)
 }
 
@@ -557,9 +564,10 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 // TeamAccess returns the access of the team teamID to the project
 // projectID. It needs read on the project; a team without access is
 // keel.KindNotFound.
-func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (TeamAccess, error) {
+func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	var out TeamAccess
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
 		if err != nil {
 			return err
@@ -589,7 +597,8 @@ func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (
 // access, keel.KindNotFound, whether it exists and has access or not, so
 // that the answer tells nothing of it; so does a team that does not
 // exist, is of another organization or is being deleted.
-func (c *Catalog) DeleteTeamAccess(ctx context.Context, projectID, teamID string) error {
+func (c *Catalog) DeleteTeamAccess(ctx context.Context, projectID, teamID string) (err error) {
+	defer prefixErr(&err)
 	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
 		if err != nil {
@@ -646,9 +655,10 @@ type ListTeamAccessesRequest struct {
 // Total and Matching both the number of teams with access. It needs read
 // on the project. A page past the end is empty. The access of a team
 // being deleted (see DeleteTeam) is not listed.
-func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, r ListTeamAccessesRequest) (keel.CountedPage[TeamAccess], error) {
+func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, r ListTeamAccessesRequest) (_ keel.CountedPage[TeamAccess], err error) {
+	defer prefixErr(&err)
 	var out keel.CountedPage[TeamAccess]
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = keel.CountedPage[TeamAccess]{Page: keel.Page[TeamAccess]{Items: []TeamAccess{}}}
 		p, err := c.visibleProject(ctx, tx, projectID)
 		if err != nil {
@@ -702,14 +712,15 @@ type ListTeamsRequest struct {
 // the filters keep. It needs read on "organizations/<org>/teams"; without
 // it, or without read on the organization, the organization is not found.
 // A page past the end is empty.
-func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest) (keel.CountedPage[Team], error) {
+func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest) (_ keel.CountedPage[Team], err error) {
+	defer prefixErr(&err)
 	want := map[string]bool{}
 	for _, n := range r.Names {
 		want[fold(n)] = true
 	}
 	q := fold(r.Query)
 	var out keel.CountedPage[Team]
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = keel.CountedPage[Team]{Page: keel.Page[Team]{Items: []Team{}}}
 		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
 			return err

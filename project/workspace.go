@@ -301,7 +301,8 @@ func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord, o *orgRecord
 // with it, SettingOverwrites.ExecutionMode is not false with a mode sent
 // nor true without one; TriggerPrefixes and TriggerPatterns are not both
 // set.
-func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRequest) (Workspace, error) {
+func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRequest) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	name, projectID, settings := valueOf(r.Name), valueOf(r.ProjectID), &r.WorkspaceSettings
 	var v keel.Validation
 	if err := slugError(name, maxWorkspaceName); err != nil {
@@ -316,7 +317,7 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRe
 	invalid := v.Err()
 	rec := wsRecord{ID: NewID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
 	var out Workspace
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
 			return err
@@ -381,7 +382,8 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRe
 // MoveWorkspaces does. The settings follow the rules of CreateWorkspace's,
 // SettingOverwrites.ExecutionMode true needing a mode sent or the
 // workspace's own. It sets UpdatedAt.
-func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRequest) (Workspace, error) {
+func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRequest) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil {
 		if err := slugError(*in.Name, maxWorkspaceName); err != nil {
@@ -392,7 +394,7 @@ func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRe
 	invalid := v.Err()
 	now := c.clock.Now().UTC()
 	var out Workspace
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		w, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {
 			return err
@@ -479,9 +481,10 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 // Workspace returns the workspace id. It needs read on
 // "organizations/<org>/workspaces/<id>"; without it the workspace is not
 // found.
-func (c *Catalog) GetWorkspace(ctx context.Context, id string) (Workspace, error) {
+func (c *Catalog) GetWorkspace(ctx context.Context, id string) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	var out Workspace
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {
 			return err
@@ -496,9 +499,10 @@ func (c *Catalog) GetWorkspace(ctx context.Context, id string) (Workspace, error
 // with the rights of Workspace: one the caller may not read answers as a
 // missing one, with the same message, which names neither its id nor
 // anything else of it.
-func (c *Catalog) GetWorkspaceByName(ctx context.Context, org, name string) (Workspace, error) {
+func (c *Catalog) GetWorkspaceByName(ctx context.Context, org, name string) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	var out Workspace
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		id, err := c.workspaceID(tx, org, name)
 		if err != nil {
 			return err
@@ -607,10 +611,11 @@ func wildcardMatch(pattern, name string) bool {
 // organization the caller may read, and Matching, those the filters keep.
 // It needs read on the organization; an organization the caller cannot
 // read is not found. A page past the end is empty.
-func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspacesRequest) (keel.CountedPage[Workspace], error) {
+func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspacesRequest) (_ keel.CountedPage[Workspace], err error) {
+	defer prefixErr(&err)
 	q := fold(r.Search)
 	var out keel.CountedPage[Workspace]
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = keel.CountedPage[Workspace]{Page: keel.Page[Workspace]{Items: []Workspace{}}}
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
@@ -657,7 +662,8 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspac
 // delete (refused while the workspace manages resources) and force delete
 // are both this. The services registered with the Catalog forget the
 // workspace in the same transaction (Registration.OnForget).
-func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) error {
+func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	return c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
 		w, _, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {

@@ -136,11 +136,26 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 			h.logger.ErrorContext(r.Context(), "tfe: request failed", "path", r.URL.Path, "err", err)
 			e.Title = "internal server error"
 		default:
-			e.Detail = err.Error()
+			e.Detail = detail(err)
 		}
 		errs = append(errs, e)
 	}
 	writeJSON(w, status, map[string]any{"errors": errs})
+}
+
+// detail is the message of err without the names of the packages
+// project and policy in front: keel's packages name themselves in every
+// error ("project: …"), the wire shows keel's words only, as before they
+// did.
+func detail(err error) string {
+	msg := err.Error()
+	for {
+		m := strings.TrimPrefix(strings.TrimPrefix(msg, "project: "), "policy: ")
+		if m == msg {
+			return msg
+		}
+		msg = m
+	}
 }
 
 // place is where a field of an operation's input travels in a request.

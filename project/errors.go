@@ -1,0 +1,48 @@
+package project
+
+import (
+	"errors"
+
+	"github.com/keelhq/keel/internal/errprefix"
+)
+
+// Error messages: every error the package returns starts with errPrefix,
+// once, as every keel package's starts with its name. An error of the
+// package's own that must carry it where it is made (a sentinel) starts
+// with "project: "; every other error, the package's and those of the
+// store, the context and the Authorizer that it passes on, gets it from
+// prefixErr, which every exported function defers
+// (TestErrorMessagesGuard checks it). The errors of the closure a
+// Registration runs are the registered service's: they pass unchanged
+// (passed).
+const errPrefix errprefix.Prefix = "project: "
+
+// prefixErr sets *err to errPrefix.Add(*err), but for an error of a
+// Registration's closure (passed), which it unwraps and leaves as its
+// service made it.
+func prefixErr(err *error) {
+	var p *passed
+	if errors.As(*err, &p) {
+		if *err == error(p) {
+			*err = p.err
+		}
+		return
+	}
+	errPrefix.Set(err)
+}
+
+// pass returns err, an error of a registered service's closure, as a
+// passed; nil stays nil.
+func pass(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &passed{err}
+}
+
+// passed carries an error of a registered service's closure through the
+// Catalog's transaction, so that prefixErr leaves it unchanged.
+type passed struct{ err error }
+
+func (p *passed) Error() string { return p.err.Error() }
+func (p *passed) Unwrap() error { return p.err }
