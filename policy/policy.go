@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/randid"
 	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage"
 )
@@ -243,8 +244,9 @@ func keysUnder(tx storage.Tx, prefix string) ([]string, error) {
 	return keys, err
 }
 
-// newID returns an id of HCP Terraform's form (project.NewID).
-func newID(prefix string) string { return project.NewID(prefix) }
+// newID returns an id of HCP Terraform's form, as package project makes
+// them: prefix, "-" and 16 random base58 characters.
+func newID(prefix string) string { return prefix + "-" + randid.String(randid.Base58, 16) }
 
 // allowed checks that the caller may manage the policies of org; a
 // refusal is keel.KindNotFound. Whether org exists is checked in the

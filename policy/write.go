@@ -391,7 +391,7 @@ func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
 		if c.total() >= most {
 			return s.tooLarge(fmt.Sprintf("members of policy set %q", ps.ID), c.total()+1, most)
 		}
-		c.Policies++
+		*c.slots()[SetPolicies]++
 		if err := join(tx, SetPolicies, ps.ID, rec.ID); err != nil {
 			return err
 		}

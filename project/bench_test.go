@@ -21,7 +21,7 @@ func fill(b *testing.B, e *env, n int) {
 				return err
 			}
 			for i := start; i < min(start+batch, n); i++ {
-				rec := prjRecord{ID: NewID("prj"), Org: "acme", Name: fmt.Sprintf("project-%06d", i), CreatedAt: t0}
+				rec := prjRecord{ID: newID("prj"), Org: "acme", Name: fmt.Sprintf("project-%06d", i), CreatedAt: t0}
 				if err := putJSON(tx, prjKey(rec.ID), rec); err != nil {
 					return err
 				}

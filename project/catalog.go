@@ -11,9 +11,9 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// DefaultProjectName is the name of the project created with every
+// defaultProjectName is the name of the project created with every
 // organization, as HCP Terraform does.
-const DefaultProjectName = "Default Project"
+const defaultProjectName = "Default Project"
 
 // Options configure a Catalog. The zero value (or nil) allows everything
 // and uses the system clock.
@@ -156,8 +156,8 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 		return Organization{}, err
 	}
 	now := c.clock.Now().UTC()
-	prjID := NewID("prj")
-	owners := ownersTeam(NewID("team"), name)
+	prjID := newID("prj")
+	owners := ownersTeam(newID("team"), name)
 	rec := orgRecord{Name: name, Email: email, CreatedAt: now, DefaultProject: prjID, ProjectCount: 1, Settings: s}
 	var pending *deletion
 	create := func(ctx context.Context, tx storage.Tx) error {
@@ -173,7 +173,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 		if err := putJSON(tx, orgKey(name), rec); err != nil {
 			return err
 		}
-		p := prjRecord{ID: prjID, Org: name, Name: DefaultProjectName, CreatedAt: now}
+		p := prjRecord{ID: prjID, Org: name, Name: defaultProjectName, CreatedAt: now}
 		if err := putJSON(tx, prjKey(prjID), p); err != nil {
 			return err
 		}

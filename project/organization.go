@@ -12,10 +12,10 @@ import (
 
 // Organization settings: the values HCP Terraform accepts.
 const (
-	AuthPolicyPassword  = "password"             // collaborator-auth-policy: the default
-	AuthPolicyTwoFactor = "two_factor_mandatory" // collaborator-auth-policy
-	ExecutionRemote     = "remote"               // execution mode: the default
-	ExecutionLocal      = "local"                // execution mode
+	authPolicyPassword  = "password"             // collaborator-auth-policy: the default
+	authPolicyTwoFactor = "two_factor_mandatory" // collaborator-auth-policy
+	executionRemote     = "remote"               // execution mode: the default
+	executionLocal      = "local"                // execution mode
 )
 
 // OrganizationSettings are the settings of an organization that keel
@@ -97,11 +97,11 @@ func (s OrganizationSettings) resolved() OrganizationSettings {
 			*p = &d
 		}
 	}
-	str(&s.CollaboratorAuthPolicy, AuthPolicyPassword)
+	str(&s.CollaboratorAuthPolicy, authPolicyPassword)
 	num(&s.SessionTimeout)
 	num(&s.SessionRemember)
 	str(&s.OwnersTeamSAMLRoleID, "")
-	str(&s.DefaultExecutionMode, ExecutionRemote)
+	str(&s.DefaultExecutionMode, executionRemote)
 	flag(&s.CostEstimationEnabled, true)
 	flag(&s.SendPassingStatusesForUntriggeredSpeculativePlans, false)
 	flag(&s.AggregatedCommitStatusEnabled, false)
@@ -151,7 +151,7 @@ func (s *OrganizationSettings) merge(in OrganizationSettings) {
 
 // validate records the broken rules of the settings sent in v.
 func (s OrganizationSettings) validate(v *keel.Validation) {
-	policies := []string{AuthPolicyPassword, AuthPolicyTwoFactor}
+	policies := []string{authPolicyPassword, authPolicyTwoFactor}
 	if s.CollaboratorAuthPolicy != nil && !slices.Contains(policies, *s.CollaboratorAuthPolicy) {
 		v.Add("CollaboratorAuthPolicy", "must be one of %s", strings.Join(policies, ", "))
 	}
@@ -161,7 +161,7 @@ func (s OrganizationSettings) validate(v *keel.Validation) {
 	if s.SessionRemember != nil && *s.SessionRemember < 1 {
 		v.Add("SessionRemember", "must be at least 1 minute")
 	}
-	modes := []string{ExecutionRemote, ExecutionLocal}
+	modes := []string{executionRemote, executionLocal}
 	if s.DefaultExecutionMode != nil && !slices.Contains(modes, *s.DefaultExecutionMode) {
 		v.Add("DefaultExecutionMode", "must be one of %s (keel keeps no agent pools)", strings.Join(modes, ", "))
 	}

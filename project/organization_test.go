@@ -20,7 +20,7 @@ func TestOrganizationSettingsDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := o.Settings
-		if *s.CollaboratorAuthPolicy != AuthPolicyPassword || *s.DefaultExecutionMode != ExecutionRemote ||
+		if *s.CollaboratorAuthPolicy != authPolicyPassword || *s.DefaultExecutionMode != executionRemote ||
 			!*s.CostEstimationEnabled || !*s.SpeculativePlanManagementEnabled || !*s.UserTokensEnabled ||
 			*s.AllowForceDeleteWorkspaces || *s.AssessmentsEnforced || *s.SessionTimeout != 0 || *s.OwnersTeamSAMLRoleID != "" {
 			t.Fatalf("defaults %+v", s)
@@ -33,13 +33,13 @@ func TestOrganizationCreateWithSettings(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		o, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new("b@b.test"), OrganizationSettings: OrganizationSettings{
-			CollaboratorAuthPolicy: ptr(AuthPolicyTwoFactor), SpeculativePlanManagementEnabled: ptr(false), SessionTimeout: ptr(30),
+			CollaboratorAuthPolicy: ptr(authPolicyTwoFactor), SpeculativePlanManagementEnabled: ptr(false), SessionTimeout: ptr(30),
 		}})
 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *o.Settings.CollaboratorAuthPolicy != AuthPolicyTwoFactor || *o.Settings.SpeculativePlanManagementEnabled || *o.Settings.SessionTimeout != 30 || !*o.Settings.CostEstimationEnabled {
+		if *o.Settings.CollaboratorAuthPolicy != authPolicyTwoFactor || *o.Settings.SpeculativePlanManagementEnabled || *o.Settings.SessionTimeout != 30 || !*o.Settings.CostEstimationEnabled {
 			t.Fatalf("created %+v", o.Settings)
 		}
 	})

@@ -147,7 +147,7 @@ func (c *Catalog) Create(ctx context.Context, org string, in ProjectRequest) (_ 
 	if err := validateInput(in, true); err != nil {
 		return Project{}, err
 	}
-	rec := prjRecord{ID: NewID("prj"), Org: org, Name: *in.Name, Description: in.Description, CreatedAt: c.clock.Now().UTC()}
+	rec := prjRecord{ID: newID("prj"), Org: org, Name: *in.Name, Description: in.Description, CreatedAt: c.clock.Now().UTC()}
 	var out Project
 	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)

@@ -20,7 +20,7 @@ func TestOrganizationHasDefaultProject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Name != DefaultProjectName || !strings.HasPrefix(p.ID, "prj-") || p.Description != nil {
+		if p.Name != defaultProjectName || !strings.HasPrefix(p.ID, "prj-") || p.Description != nil {
 			t.Fatalf("default project = %+v", p)
 		}
 		if !e.org.CreatedAt.Equal(t0) {
@@ -469,7 +469,7 @@ func TestNewIDIsHCPForm(t *testing.T) {
 	form := regexp.MustCompile(`^team-[1-9A-HJ-NP-Za-km-z]{16}$`)
 	seen := map[byte]bool{}
 	for range 2000 {
-		id := NewID("team")
+		id := newID("team")
 		if !form.MatchString(id) {
 			t.Fatalf("id %q is not of HCP's form", id)
 		}

@@ -15,14 +15,9 @@ import (
 
 // Team visibilities, as HCP Terraform names them.
 const (
-	VisibilitySecret       = "secret" // the default
-	VisibilityOrganization = "organization"
+	visibilitySecret       = "secret" // the default
+	visibilityOrganization = "organization"
 )
-
-// OrganizationAccessNames returns the organization-level permissions a
-// team may hold, by their names in HCP Terraform, in byte order: a new
-// slice each call.
-func OrganizationAccessNames() []string { return slices.Clone(organizationAccessNames) }
 
 var organizationAccessNames = []string{
 	"access-secret-teams", "delegate-policy-overrides", "manage-agent-pools", "manage-membership",
@@ -52,7 +47,7 @@ type TeamSettings struct {
 
 func (s TeamSettings) resolved() TeamSettings {
 	if s.Visibility == nil {
-		s.Visibility = ptrTo(VisibilitySecret)
+		s.Visibility = ptrTo(visibilitySecret)
 	}
 	if s.AllowMemberTokenManagement == nil {
 		s.AllowMemberTokenManagement = ptrTo(true)
@@ -89,8 +84,8 @@ func (s *TeamSettings) merge(in TeamSettings) {
 }
 
 func (s TeamSettings) validate(v *keel.Validation) {
-	if s.Visibility != nil && *s.Visibility != VisibilitySecret && *s.Visibility != VisibilityOrganization {
-		v.Add("Visibility", "must be %s or %s", VisibilitySecret, VisibilityOrganization)
+	if s.Visibility != nil && *s.Visibility != visibilitySecret && *s.Visibility != visibilityOrganization {
+		v.Add("Visibility", "must be %s or %s", visibilitySecret, visibilityOrganization)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.OrganizationAccess)) {
 		if !slices.Contains(organizationAccessNames, k) {
@@ -179,7 +174,7 @@ func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (_ 
 	s.merge(r.TeamSettings)
 	s.validate(&v)
 	invalid := v.Err()
-	rec := teamRecord{ID: NewID("team"), Org: org, Name: name, Settings: s}
+	rec := teamRecord{ID: newID("team"), Org: org, Name: name, Settings: s}
 	var out Team
 	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {

@@ -22,8 +22,8 @@ func TestTeamSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := team.Settings
-		if *s.Visibility != VisibilitySecret || !*s.AllowMemberTokenManagement || !s.OrganizationAccess["read-workspaces"] ||
-			s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(OrganizationAccessNames()) {
+		if *s.Visibility != visibilitySecret || !*s.AllowMemberTokenManagement || !s.OrganizationAccess["read-workspaces"] ||
+			s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(slices.Clone(organizationAccessNames)) {
 			t.Fatalf("created %+v", s)
 		}
 		got, err := e.c.UpdateTeam(root(), team.ID, TeamRequest{Name: ptr("ops"), TeamSettings: TeamSettings{
@@ -38,7 +38,7 @@ func TestTeamSettings(t *testing.T) {
 		}
 		for _, x := range []Team{got, read} {
 			if x.Name != "ops" || *x.Settings.AllowMemberTokenManagement || !x.Settings.OrganizationAccess["read-workspaces"] ||
-				!x.Settings.OrganizationAccess["manage-policies"] || *x.Settings.Visibility != VisibilitySecret {
+				!x.Settings.OrganizationAccess["manage-policies"] || *x.Settings.Visibility != visibilitySecret {
 				t.Fatalf("after update %+v", x)
 			}
 		}
@@ -229,7 +229,7 @@ func TestOwnersTeam(t *testing.T) {
 		if owners.Name != OwnersTeamName || !owners.Owners || owners.CanDestroy || !owners.CanUpdate || owners.Org != "acme" {
 			t.Fatalf("owners team %+v", owners)
 		}
-		for _, n := range OrganizationAccessNames() {
+		for _, n := range slices.Clone(organizationAccessNames) {
 			if !owners.Settings.OrganizationAccess[n] {
 				t.Errorf("owners team without %s", n)
 			}
@@ -251,8 +251,8 @@ func TestOwnersTeam(t *testing.T) {
 		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
 			t.Fatal("a refused delete or rename changed the store")
 		}
-		got, err := e.c.UpdateTeam(root(), owners.ID, TeamRequest{Name: ptr(OwnersTeamName), TeamSettings: TeamSettings{Visibility: ptr(VisibilityOrganization)}})
-		if err != nil || *got.Settings.Visibility != VisibilityOrganization || got.Name != OwnersTeamName || !got.Owners {
+		got, err := e.c.UpdateTeam(root(), owners.ID, TeamRequest{Name: ptr(OwnersTeamName), TeamSettings: TeamSettings{Visibility: ptr(visibilityOrganization)}})
+		if err != nil || *got.Settings.Visibility != visibilityOrganization || got.Name != OwnersTeamName || !got.Owners {
 			t.Fatalf("update the owners team's settings: %+v, %v", got, err)
 		}
 		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new("")}); err != nil {

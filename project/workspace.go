@@ -84,9 +84,9 @@ func (s WorkspaceSettings) mode() *string {
 	case s.Operations == nil:
 		return nil
 	case *s.Operations:
-		return ptrTo(ExecutionRemote)
+		return ptrTo(executionRemote)
 	}
-	return ptrTo(ExecutionLocal)
+	return ptrTo(executionLocal)
 }
 
 // overwrite returns SettingOverwrites.ExecutionMode as sent, or nil.
@@ -131,7 +131,7 @@ func (s WorkspaceSettings) resolved(orgMode string) WorkspaceSettings {
 	flag(&s.StructuredRunOutputEnabled, true)
 	own := s.ExecutionMode != nil
 	str(&s.ExecutionMode, orgMode)
-	s.Operations = ptrTo(*s.ExecutionMode != ExecutionLocal)
+	s.Operations = ptrTo(*s.ExecutionMode != executionLocal)
 	s.SettingOverwrites = &SettingOverwrites{ExecutionMode: &own}
 	if s.AutoDestroyAt != nil {
 		at := *s.AutoDestroyAt
@@ -200,11 +200,11 @@ func (s *WorkspaceSettings) merge(in WorkspaceSettings) {
 
 // validate records the broken rules of the settings sent in v.
 func (s WorkspaceSettings) validate(v *keel.Validation) {
-	modes := []string{ExecutionRemote, ExecutionLocal}
+	modes := []string{executionRemote, executionLocal}
 	if s.ExecutionMode != nil && !slices.Contains(modes, *s.ExecutionMode) {
 		v.Add("ExecutionMode", "must be one of %s (keel keeps no agent pools)", strings.Join(modes, ", "))
 	}
-	if s.ExecutionMode != nil && s.Operations != nil && (*s.ExecutionMode == ExecutionLocal) == *s.Operations {
+	if s.ExecutionMode != nil && s.Operations != nil && (*s.ExecutionMode == executionLocal) == *s.Operations {
 		v.Add("Operations", "must agree with the execution mode (true: remote, false: local)")
 	}
 	if o := s.overwrite(); o != nil && !*o && s.mode() != nil {
@@ -315,7 +315,7 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRe
 	var s WorkspaceSettings
 	s.merge(*settings)
 	invalid := v.Err()
-	rec := wsRecord{ID: NewID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
+	rec := wsRecord{ID: newID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
 	var out Workspace
 	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)

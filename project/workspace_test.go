@@ -21,12 +21,12 @@ func TestWorkspaceSettingsDefaults(t *testing.T) {
 		w := e.mkWorkspace(t, "plain", "")
 		s := w.Settings
 		if !*s.AllowDestroyPlan || !*s.FileTriggersEnabled || !*s.SpeculativeEnabled || !*s.StructuredRunOutputEnabled ||
-			*s.QueueAllRuns || *s.AutoApply || *s.ExecutionMode != ExecutionRemote || len(*s.TriggerPrefixes) != 0 || *s.Description != "" {
+			*s.QueueAllRuns || *s.AutoApply || *s.ExecutionMode != executionRemote || len(*s.TriggerPrefixes) != 0 || *s.Description != "" {
 			t.Fatalf("defaults %+v", s)
 		}
 		w, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("set"), WorkspaceSettings: WorkspaceSettings{
 			AllowDestroyPlan: ptr(false), QueueAllRuns: ptr(true), SpeculativeEnabled: ptr(false), Description: ptr("d"),
-			TriggerPrefixes: &[]string{"modules/"}, ExecutionMode: ptr(ExecutionLocal),
+			TriggerPrefixes: &[]string{"modules/"}, ExecutionMode: ptr(executionLocal),
 		}})
 
 		if err != nil {
@@ -38,7 +38,7 @@ func TestWorkspaceSettingsDefaults(t *testing.T) {
 		}
 		s = read.Settings
 		if *s.AllowDestroyPlan || !*s.QueueAllRuns || *s.SpeculativeEnabled || *s.Description != "d" ||
-			!slices.Equal(*s.TriggerPrefixes, []string{"modules/"}) || *s.ExecutionMode != ExecutionLocal || !*s.FileTriggersEnabled {
+			!slices.Equal(*s.TriggerPrefixes, []string{"modules/"}) || *s.ExecutionMode != executionLocal || !*s.FileTriggersEnabled {
 			t.Fatalf("read %+v", s)
 		}
 	})
@@ -254,7 +254,7 @@ func TestListWorkspacesPages(t *testing.T) {
 func TestWorkspaceExecutionModeFollowsOrganization(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationRequest{OrganizationSettings: OrganizationSettings{DefaultExecutionMode: ptr(ExecutionLocal)}}); err != nil {
+		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationRequest{OrganizationSettings: OrganizationSettings{DefaultExecutionMode: ptr(executionLocal)}}); err != nil {
 			t.Fatal(err)
 		}
 		mode := func(w Workspace) (string, bool, bool) {
@@ -271,33 +271,33 @@ func TestWorkspaceExecutionModeFollowsOrganization(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, x := range []Workspace{w, read} {
-				if m, ops, own := mode(x); m != wantMode || ops != (wantMode != ExecutionLocal) || own != wantOwn {
+				if m, ops, own := mode(x); m != wantMode || ops != (wantMode != executionLocal) || own != wantOwn {
 					t.Fatalf("%s: mode %s, operations %v, own %v; want %s, own %v", what, m, ops, own, wantMode, wantOwn)
 				}
 			}
 		}
 		w, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("follows"), WorkspaceSettings: WorkspaceSettings{SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(false)}}})
-		check("created following", w, err, ExecutionLocal, false)
+		check("created following", w, err, executionLocal, false)
 		plain := e.mkWorkspace(t, "plain", "")
-		check("created without settings", plain, nil, ExecutionLocal, false)
-		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationRequest{OrganizationSettings: OrganizationSettings{DefaultExecutionMode: ptr(ExecutionRemote)}}); err != nil {
+		check("created without settings", plain, nil, executionLocal, false)
+		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationRequest{OrganizationSettings: OrganizationSettings{DefaultExecutionMode: ptr(executionRemote)}}); err != nil {
 			t.Fatal(err)
 		}
 		w, err = e.c.GetWorkspace(root(), w.ID)
-		check("after the organization's change", w, err, ExecutionRemote, false)
+		check("after the organization's change", w, err, executionRemote, false)
 		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{WorkspaceSettings: WorkspaceSettings{Operations: ptr(false)}})
-		check("operations false", w, err, ExecutionLocal, true)
+		check("operations false", w, err, executionLocal, true)
 		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{WorkspaceSettings: WorkspaceSettings{Operations: ptr(true)}})
-		check("operations true", w, err, ExecutionRemote, true)
-		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr(ExecutionLocal), Operations: ptr(false),
+		check("operations true", w, err, executionRemote, true)
+		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr(executionLocal), Operations: ptr(false),
 			SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}}})
-		check("execution mode and operations that agree", w, err, ExecutionLocal, true)
+		check("execution mode and operations that agree", w, err, executionLocal, true)
 		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{WorkspaceSettings: WorkspaceSettings{SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}}})
-		check("overwrite true, its own mode kept", w, err, ExecutionLocal, true)
+		check("overwrite true, its own mode kept", w, err, executionLocal, true)
 		w, err = e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{WorkspaceSettings: WorkspaceSettings{SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(false)}}})
-		check("overwrite false", w, err, ExecutionRemote, false)
+		check("overwrite false", w, err, executionRemote, false)
 		w, err = e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("own"), WorkspaceSettings: WorkspaceSettings{Operations: ptr(false), SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(true)}}})
-		check("created with operations", w, err, ExecutionLocal, true)
+		check("created with operations", w, err, executionLocal, true)
 	})
 }
 
@@ -308,11 +308,11 @@ func TestWorkspaceExecutionModeFollowsOrganization(t *testing.T) {
 func TestWorkspaceExecutionModeRules(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		_, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("a"), WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr(ExecutionRemote), Operations: ptr(false)}})
+		_, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("a"), WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr(executionRemote), Operations: ptr(false)}})
 		if !slices.Equal(fields(err), []string{"Operations"}) {
 			t.Fatalf("contradiction: %v", err)
 		}
-		_, err = e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("b"), WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr(ExecutionLocal), SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(false)}}})
+		_, err = e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("b"), WorkspaceSettings: WorkspaceSettings{ExecutionMode: ptr(executionLocal), SettingOverwrites: &SettingOverwrites{ExecutionMode: ptr(false)}}})
 		if !slices.Equal(fields(err), []string{"SettingOverwrites.ExecutionMode"}) {
 			t.Fatalf("overwrite false with a mode: %v", err)
 		}
