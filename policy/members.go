@@ -393,7 +393,7 @@ func (s *Service) readable(ctx context.Context, resource string) error {
 // of the set's organization, a policy of the set's kind ("IDs[<i>]");
 // workspaces and projects cannot be attached to a global set ("IDs");
 // members already in the set stay. A set that would have more than
-// MaxSetMembers members is keel.KindTooLarge.
+// Limits().MaxSetMembers members is keel.KindTooLarge.
 func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
 	defer prefixErr(&err)
 	return s.changeMembers(ctx, id, m, ids, true)
@@ -402,7 +402,7 @@ func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, id
 // RemoveSetMembers removes the members ids of kind m from the set id and
 // sets UpdatedAt; an id that is not a member of that kind is ignored, so
 // that removing twice, or after the member's deletion, succeeds. More
-// distinct ids than MaxSetMembers (more than any set holds) are
+// distinct ids than Limits().MaxSetMembers (more than any set holds) are
 // keel.KindTooLarge, refused before anything is written.
 func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
 	defer prefixErr(&err)
@@ -490,7 +490,7 @@ func (s *Service) changeMembers(ctx context.Context, id string, m SetMembers, id
 // leaveAll removes member, a member of the kinds kinds, from every set it
 // is a member of, updating their counts: the deletion of a policy
 // (Delete), a workspace or a project (forget). A member of more than
-// MaxMemberSets sets (all kinds together) is keel.KindTooLarge.
+// Limits().MaxMemberSets sets (all kinds together) is keel.KindTooLarge.
 func (s *Service) leaveAll(tx storage.Tx, member string, kinds ...SetMembers) error {
 	type edge struct {
 		m   SetMembers

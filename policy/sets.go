@@ -55,7 +55,8 @@ type PolicySet struct {
 	UpdatedAt time.Time
 }
 
-// CreateSetRequest is the body of a policy set's create; a nil field was not sent.
+// CreateSetRequest is the input of CreateSet: a nil field is not given (the
+// default).
 type CreateSetRequest struct {
 	Name        *string
 	Description *string
@@ -74,8 +75,8 @@ type CreateSetRequest struct {
 	WorkspaceExclusionIDs []string
 }
 
-// UpdateSetRequest is the body of a policy set's update; a nil field was not
-// sent. The kind cannot change; members change through AddSetMembers and
+// UpdateSetRequest is the input of UpdateSet: a nil field is not given
+// (left as it is). The kind cannot change; members change through AddSetMembers and
 // RemoveSetMembers.
 type UpdateSetRequest struct {
 	Name                 *string
@@ -139,7 +140,7 @@ func putSet(tx storage.Tx, rec *setRecord) error {
 }
 
 // The transaction costs of the set operations, from which the limits are
-// derived (see MaxSetMembers): reads and writes besides those per member.
+// derived (see Limits): reads and writes besides those per member.
 const (
 	// DeleteSet and UpdateSet: the index marker, the set, the
 	// organization, the name key, one scan per kind of member.
@@ -279,7 +280,7 @@ func checkIndexed(tx storage.Tx) error {
 // CreateSet creates a policy set in org with the members of in (see the
 // package's rules). The organization must exist and the caller must hold
 // manage-policies on it; otherwise keel.KindNotFound. A set of more than
-// MaxSetMembers members is keel.KindTooLarge. It returns the set as
+// Limits().MaxSetMembers members is keel.KindTooLarge. It returns the set as
 // created.
 func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest) (_ PolicySet, err error) {
 	defer prefixErr(&err)

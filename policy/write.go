@@ -10,7 +10,8 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// CreateRequest is the body of a create; a nil field was not sent.
+// CreateRequest is the input of Create: a nil field is not given (the
+// default).
 type CreateRequest struct {
 	Name        *string
 	Description *string
@@ -27,8 +28,8 @@ type CreateRequest struct {
 	PolicySetIDs []string
 }
 
-// UpdateRequest is the body of an update; a nil field was not sent. The name
-// cannot change: a name sent on update is ignored by the adapter.
+// UpdateRequest is the input of Update: a nil field is not given (left as
+// it is). The name cannot change.
 type UpdateRequest struct {
 	Description      *string
 	Query            *string
@@ -273,7 +274,7 @@ func (s *Service) maxCodeBytes() int {
 	return max(n, 0)
 }
 
-// Upload replaces the policy's code with code, at most MaxCodeBytes
+// Upload replaces the policy's code with code, at most Limits().MaxCodeBytes
 // bytes (MaxCodeSize, or less on a store of smaller values: a longer code
 // is keel.KindTooLarge, refused before anything is read or saved), and
 // sets UpdatedAt.
@@ -325,7 +326,7 @@ func (s *Service) Download(ctx context.Context, id string) (_ []byte, err error)
 }
 
 // Delete deletes a policy, its code and its set memberships, in one
-// transaction; a policy of more than MaxMemberSets sets is
+// transaction; a policy of more than Limits().MaxMemberSets sets is
 // keel.KindTooLarge and stays.
 func (s *Service) Delete(ctx context.Context, id string) (err error) {
 	defer prefixErr(&err)
@@ -352,8 +353,8 @@ func (s *Service) Delete(ctx context.Context, id string) (err error) {
 
 // joinSets makes the new policy rec a member of the sets ids (each of its
 // organization and kind, "PolicySetIDs[<i>]"), all or none; a set given
-// twice is joined once. More sets than MaxMemberSets, or a set that would
-// grow past MaxSetMembers, is keel.KindTooLarge.
+// twice is joined once. More sets than Limits().MaxMemberSets, or a set
+// that would grow past Limits().MaxSetMembers, is keel.KindTooLarge.
 func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
 	seen := map[string]bool{}
 	var sets []*setRecord

@@ -127,10 +127,10 @@ func isWordRune(c rune) bool {
 	return c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
 }
 
-// CreateOrganization creates the organization name, with its default
+// CreateOrganization creates the organization r.Name, with its default
 // project, its owners team (OwnersTeamName, every organization permission
-// set) and the settings sent (nil: HCP Terraform's defaults; see
-// OrganizationSettings). It needs create on "organizations". The name
+// set), r.Email and the settings given (nil fields: HCP Terraform's
+// defaults; see OrganizationSettings). It needs create on "organizations". The name
 // ("Name") is required, letters, digits, "-" and "_"; a taken name
 // (ignoring case is not applied: organization names are case-sensitive
 // ids) is keel.KindAlreadyExists; the settings follow the rules of
@@ -204,7 +204,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 	return c.publicOrg(ctx, &rec)
 }
 
-// Organization returns the organization name, with the caller's
+// GetOrganization returns the organization name, with the caller's
 // permissions. It needs read on "organizations/<name>"; without it the
 // organization is not found.
 func (c *Catalog) GetOrganization(ctx context.Context, name string) (_ Organization, err error) {
@@ -244,7 +244,7 @@ func hide(err error, kind, id string) error {
 	return err
 }
 
-// Organizations lists, in name order, the organizations the caller may
+// ListOrganizations lists, in name order, the organizations the caller may
 // read (read on "organizations/<name>"), as HCP Terraform lists those the
 // caller belongs to: an organization the caller cannot read is not
 // listed, so that the list reveals nothing the caller cannot read.

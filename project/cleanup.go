@@ -26,7 +26,7 @@ import (
 //  3. One transaction deletes the pending cleanup.
 //
 // A cleanup stopped between 1 and 3 (an error, a crash) is finished by
-// FinishDeletions. Until then, TeamAccesses and TeamAccess leave out the
+// FinishDeletions. Until then, ListTeamAccesses and GetTeamAccess leave out the
 // access of a team being cleaned up, and a project's TeamCount still counts
 // it.
 

@@ -58,12 +58,16 @@ type OrganizationSettings struct {
 	MaxTTLEnabled *bool
 }
 
-// OrganizationRequest is the body of an organization update; a nil field
-// was not sent.
+// OrganizationRequest is the input of CreateOrganization and
+// UpdateOrganization: a nil field is not given (create: the default;
+// update: left as it is).
 type OrganizationRequest struct {
-	// Name must be the organization's own name (ignoring case): keel
-	// does not rename organizations.
-	Name  *string
+	// Name is required by CreateOrganization (the organization's id:
+	// letters, digits, "-" and "_"); given to UpdateOrganization, it must
+	// be the organization's own name (ignoring case): keel does not
+	// rename organizations.
+	Name *string
+	// Email is the organization's contact address ("" by default).
 	Email *string
 	OrganizationSettings
 }

@@ -46,9 +46,14 @@ type Project struct {
 	Permissions    Permissions
 }
 
-// ProjectRequest is the body of a create or update; a nil field was not sent.
+// ProjectRequest is the input of Create and Update: a nil field is not
+// given (Update leaves it as it is).
 type ProjectRequest struct {
-	Name        *string
+	// Name is required by Create: MinNameLen to MaxNameLen letters,
+	// digits, spaces, "-" and "_", unique in the organization ignoring
+	// case.
+	Name *string
+	// Description is at most MaxDescriptionLen characters.
 	Description *string
 }
 

@@ -40,7 +40,8 @@ type TeamSettings struct {
 	// SSOTeamID is "" by default.
 	SSOTeamID *string
 	// OrganizationAccess holds organization-level permissions by their
-	// names (OrganizationAccessNames); those sent are changed, the
+	// names in HCP Terraform (manage-policies, manage-workspaces, ...:
+	// the list is in the package's doc); those sent are changed, the
 	// others kept; every name is false until set.
 	OrganizationAccess map[string]bool
 }
@@ -126,9 +127,11 @@ type Team struct {
 	CanUpdate  bool
 }
 
-// TeamRequest is the body of a team update; a nil field was not sent.
+// TeamRequest is the input of CreateTeam and UpdateTeam: a nil field is
+// not given (create: the default; update: left as it is).
 type TeamRequest struct {
-	// Name renames the team: the rules of CreateTeam's name.
+	// Name is required by CreateTeam; given to UpdateTeam, it renames the
+	// team, with the same rules.
 	Name *string
 	TeamSettings
 }
@@ -157,12 +160,12 @@ func ownersTeam(id, org string) teamRecord {
 	return teamRecord{ID: id, Org: org, Name: OwnersTeamName, Owners: true, Settings: TeamSettings{OrganizationAccess: access}}
 }
 
-// CreateTeam creates a team in org, with the settings sent (nil: the
-// defaults). It needs create on "organizations/<org>/teams"; an
+// CreateTeam creates the team r.Name in org, with the settings given (nil
+// fields: the defaults). It needs create on "organizations/<org>/teams"; an
 // organization the caller cannot read is not found. The name ("Name") is
 // required, letters, digits, "-" and "_", unique in the organization
 // ignoring case; Visibility is secret or organization; OrganizationAccess
-// holds only OrganizationAccessNames.
+// holds only the organization permissions of HCP Terraform.
 func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (_ Team, err error) {
 	defer prefixErr(&err)
 	name := valueOf(r.Name)
@@ -221,7 +224,7 @@ func (c *Catalog) visibleTeam(ctx context.Context, tx storage.Tx, id string) (*t
 	return rec, nil
 }
 
-// Team returns the team id. It needs read on "organizations/<org>/teams";
+// GetTeam returns the team id. It needs read on "organizations/<org>/teams";
 // without it the team is not found.
 func (c *Catalog) GetTeam(ctx context.Context, id string) (_ Team, err error) {
 	defer prefixErr(&err)
@@ -428,7 +431,7 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 	}
 }
 
-// SetTeamAccess gives a team access to a project, or changes it (in.Access
+// PutTeamAccess gives a team access to a project, or changes it (in.Access
 // "" means "read"; in.ProjectAccess and in.WorkspaceAccess are used when
 // the level is "custom"). It needs manage-projects on the project;
 // without read on it the project is not found. The project and the team
@@ -444,8 +447,8 @@ func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAcces
 	return c.setTeamAccess(ctx, in, accessPut)
 }
 
-// AddTeamAccess gives a team access to a project it has no access to, as
-// HCP Terraform's add: with the rules and rights of SetTeamAccess, an
+// CreateTeamAccess gives a team access to a project it has no access to,
+// as HCP Terraform's add: with the rules and rights of PutTeamAccess, an
 // access the team already has is refused (keel.KindAlreadyExists) and
 // left as it is.
 func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
@@ -454,7 +457,7 @@ func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAc
 }
 
 // UpdateTeamAccess changes an existing access of a team to a project,
-// with the rules of SetTeamAccess; a team without access to the project
+// with the rules of PutTeamAccess; a team without access to the project
 // is keel.KindNotFound. An empty in.Access keeps the level.
 func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
 	defer prefixErr(&err)
@@ -556,7 +559,7 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 	return out, err
 }
 
-// TeamAccess returns the access of the team teamID to the project
+// GetTeamAccess returns the access of the team teamID to the project
 // projectID. It needs read on the project; a team without access is
 // keel.KindNotFound.
 func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (_ TeamAccess, err error) {
@@ -585,7 +588,7 @@ func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (
 	return out, err
 }
 
-// RemoveTeamAccess takes a team's access to a project away. It needs
+// DeleteTeamAccess takes a team's access to a project away. It needs
 // read on the project (without it the project is not found),
 // manage-projects on it, and read on the team ("organizations/<org>/teams",
 // as Team asks). A team the caller may not read answers as a team without

@@ -255,13 +255,15 @@ type Workspace struct {
 	Permissions WorkspacePermissions
 }
 
-// WorkspaceRequest is the body of a workspace update; a nil field was not
-// sent.
+// WorkspaceRequest is the input of CreateWorkspace and UpdateWorkspace: a
+// nil field is not given (create: the default; update: left as it is).
 type WorkspaceRequest struct {
-	// Name renames the workspace: the rules of CreateWorkspace's name.
+	// Name is required by CreateWorkspace; given to UpdateWorkspace, it
+	// renames the workspace, with the same rules.
 	Name *string
-	// ProjectID moves the workspace into that project of its
-	// organization, with the rights of MoveWorkspaces.
+	// ProjectID is the project of the workspace: CreateWorkspace creates
+	// it there (nil or "": the organization's default project);
+	// UpdateWorkspace moves it there, with the rights of MoveWorkspaces.
 	ProjectID *string
 	WorkspaceSettings
 }
@@ -288,14 +290,15 @@ func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord, o *orgRecord
 	return w, nil
 }
 
-// CreateWorkspace creates a workspace in a project of org (the default
-// project when projectID is ""), with the settings sent (nil: HCP
-// Terraform's defaults; see WorkspaceSettings). It needs create on
+// CreateWorkspace creates the workspace r.Name in a project of org
+// (r.ProjectID; the default project when it is nil or ""), with the
+// settings given (nil fields: HCP Terraform's defaults; see
+// WorkspaceSettings). It needs create on
 // "organizations/<org>/projects/<project>/workspaces"; an organization the
 // caller cannot read is not found. The name ("Name") is required, at most
 // 90 letters, digits, "-" and "_", unique in the organization ignoring
-// case; the project ("ProjectID") must be of org and, when projectID is
-// given, one the caller may read (read on the project): one it may not
+// case; the project ("ProjectID") must be of org and, when r.ProjectID
+// is given, one the caller may read (read on the project): one it may not
 // read is refused as a missing one, so that the answer does not tell
 // whether it exists; ExecutionMode is remote or local, Operations agrees
 // with it, SettingOverwrites.ExecutionMode is not false with a mode sent
@@ -478,7 +481,7 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 	return tx.Put(prjWorkspaces(w.Org, dest)+w.ID, nil)
 }
 
-// Workspace returns the workspace id. It needs read on
+// GetWorkspace returns the workspace id. It needs read on
 // "organizations/<org>/workspaces/<id>"; without it the workspace is not
 // found.
 func (c *Catalog) GetWorkspace(ctx context.Context, id string) (_ Workspace, err error) {
@@ -495,8 +498,8 @@ func (c *Catalog) GetWorkspace(ctx context.Context, id string) (_ Workspace, err
 	return out, err
 }
 
-// WorkspaceByName returns the workspace of org named name, ignoring case,
-// with the rights of Workspace: one the caller may not read answers as a
+// GetWorkspaceByName returns the workspace of org named name, ignoring
+// case, with the rights of GetWorkspace: one the caller may not read answers as a
 // missing one, with the same message, which names neither its id nor
 // anything else of it.
 func (c *Catalog) GetWorkspaceByName(ctx context.Context, org, name string) (_ Workspace, err error) {
