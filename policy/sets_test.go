@@ -460,8 +460,26 @@ func TestListSets(t *testing.T) {
 				for _, s := range page.Items {
 					names = append(names, s.Name)
 				}
-				if !slices.Equal(names, tt.want) || page.Matching != tt.total {
-					t.Fatalf("names %v total %d", names, page.Matching)
+				if !slices.Equal(names, tt.want) || page.Matching != tt.total || page.Total != 4 {
+					t.Fatalf("names %v matching %d total %d", names, page.Matching, page.Total)
+				}
+				if tt.opts.Limit != 0 {
+					return
+				}
+				var walked []string
+				for set, err := range keel.All(root(), 1, func(ctx context.Context, r keel.ListRequest) (keel.Page[PolicySet], error) {
+					opts := tt.opts
+					opts.ListRequest = r
+					page, err := w.s.ListSets(ctx, "acme", opts)
+					return page.Page, err
+				}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					walked = append(walked, set.Name)
+				}
+				if !slices.Equal(walked, tt.want) {
+					t.Fatalf("walked %v, want %v", walked, tt.want)
 				}
 			})
 		}
