@@ -74,7 +74,7 @@ const ClaimKind = "project"
 
 // Organization is an organization as read.
 type Organization struct {
-	// Name identifies the organization; it is its id on the wire.
+	// Name identifies the organization; it is its id.
 	Name string
 	// Email is the organization's contact address, as given.
 	Email string

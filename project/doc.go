@@ -33,7 +33,7 @@
 //     create. Unique in the organization ignoring case
 //     (keel.KindAlreadyExists), as HCP Terraform's "has already been
 //     taken".
-//   - Description: at most 256 characters; nil (null on the wire) until
+//   - Description: at most 256 characters; nil until
 //     set. Update keeps the fields not sent.
 //   - organization, workspace and team names ("Name"): required, letters,
 //     digits, "-" and "_" (workspaces at most 90), workspace and team
@@ -82,22 +82,22 @@
 // parameters).
 //
 // A Project carries WorkspaceCount, TeamCount (teams given access with
-// PutTeamAccess or CreateTeamAccess) and the caller's Permissions: CanUpdate (update on the
-// project), CanDestroy (force-delete), CanCreateWorkspace (create on its
-// workspaces).
+// PutTeamAccess or CreateTeamAccess) and the caller's Permissions:
+// CanUpdate (update on the project), CanDestroy (force-delete),
+// CanCreateWorkspace (create on its workspaces).
 //
 // Every list (List, ListTeams, ListWorkspaces, ListTeamAccesses) takes one
 // request that embeds keel.ListRequest and returns a keel.CountedPage, so
 // that keel.All walks it: a page holds at most Limit items
 // (DefaultPageSize, 20, when not given; MaxPageSize, 100, at most: a
-// larger limit is cut to it, as HCP Terraform cuts page[size]); Next is
+// larger limit is cut to it, as HCP Terraform cuts its page sizes); Next is
 // the cursor of the page that follows, the last item's sort key (its
 // folded name; a team access's team id), "" on the last page, and the
 // next page starts after that item wherever the list now puts it.
 // Without a cursor, Offset starts the page at that position of the
 // filtered, sorted list: a transport renders numbered pages with it
-// (package examples/httpapi/tfe renders HCP Terraform's page[number] and
-// page[size] so). The page counts the list: Total, its items before the
+// (package examples/httpapi/tfe renders HCP Terraform's numbered pages
+// so). The page counts the list: Total, its items before the
 // filters, and Matching, those the filters keep; a page past the end is
 // empty.
 //

@@ -30,7 +30,7 @@ type OrganizationSettings struct {
 	// "two_factor_mandatory".
 	CollaboratorAuthPolicy *string
 	// SessionTimeout and SessionRemember are minutes, at least 1; 0 in
-	// an Organization read means never set (null on the wire).
+	// an Organization read means never set.
 	SessionTimeout  *int
 	SessionRemember *int
 	// OwnersTeamSAMLRoleID is "" by default.

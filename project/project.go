@@ -21,7 +21,7 @@ const (
 	// request gives none (0 or less).
 	DefaultPageSize = 20
 	// MaxPageSize is the largest Limit of a page of any list: a larger
-	// one is cut to it, as HCP Terraform cuts page[size].
+	// one is cut to it, as HCP Terraform cuts its page sizes.
 	MaxPageSize = 100
 )
 

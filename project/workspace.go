@@ -54,7 +54,7 @@ type WorkspaceSettings struct {
 	SettingOverwrites *SettingOverwrites
 	// AutoDestroyAt is the time HCP Terraform would queue a destroy run
 	// at (keel queues none): nil for none, also when read. In an input a
-	// zero time clears it (null on the wire).
+	// zero time clears it.
 	AutoDestroyAt *time.Time
 	// TerraformVersion, WorkingDirectory, SourceName and SourceURL are ""
 	// by default.
