@@ -244,16 +244,27 @@ func hide(err error, kind, id string) error {
 	return err
 }
 
-// ListOrganizations lists, in name order, the organizations the caller may
-// read (read on "organizations/<name>"), as HCP Terraform lists those the
-// caller belongs to: an organization the caller cannot read is not
-// listed, so that the list reveals nothing the caller cannot read.
-func (c *Catalog) ListOrganizations(ctx context.Context) (_ []Organization, err error) {
+// ListOrganizations returns one page of the organizations the caller may
+// read (read on "organizations/<name>"), in name order (the cursor of an
+// organization is its name), as HCP Terraform lists those the caller
+// belongs to: an organization the caller cannot read is not listed, so
+// that the list reveals nothing the caller cannot read. A page holds at
+// most r.Limit organizations (DefaultPageSize when 0 or less, at most
+// MaxPageSize).
+func (c *Catalog) ListOrganizations(ctx context.Context, r keel.ListRequest) (_ keel.Page[Organization], err error) {
 	defer prefixErr(&err)
-	out := []Organization{}
+	var out keel.Page[Organization]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = out[:0]
-		return tx.Scan(orgPrefix, storage.ScanOptions{}, func(key string, _ []byte) error {
+		out = keel.Page[Organization]{Items: []Organization{}}
+		pg, err := newPager(r, 0, false)
+		if err != nil {
+			return err
+		}
+		opts := storage.ScanOptions{}
+		if r.Cursor != "" {
+			opts.After = orgPrefix + r.Cursor
+		}
+		err = tx.Scan(orgPrefix, opts, func(key string, _ []byte) error {
 			rec, err := getOrg(tx, key[len(orgPrefix):])
 			if err != nil {
 				return err
@@ -261,13 +272,21 @@ func (c *Catalog) ListOrganizations(ctx context.Context) (_ []Organization, err 
 			if ok, err := c.may(ctx, keel.CapRead, orgResource(rec.Name)); err != nil || !ok {
 				return err
 			}
+			if !pg.take(rec.Name) {
+				return storage.StopScan
+			}
 			o, err := c.publicOrg(ctx, rec)
 			if err != nil {
 				return err
 			}
-			out = append(out, o)
+			out.Items = append(out.Items, o)
 			return nil
 		})
+		if err != nil && err != storage.StopScan {
+			return err
+		}
+		out.Next = pg.next()
+		return nil
 	})
 	return out, err
 }

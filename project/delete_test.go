@@ -261,7 +261,7 @@ func TestDeletionStoppedMidway(t *testing.T) {
 			if _, err := c.GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
 				t.Fatalf("organization: %v", err)
 			}
-			if orgs, err := c.ListOrganizations(ctx); err != nil || len(orgs) != 0 {
+			if orgs, err := allOrganizations(c, ctx); err != nil || len(orgs) != 0 {
 				t.Fatalf("organizations = %v, %v", orgs, err)
 			}
 			if _, err := c.List(ctx, "acme", ListRequest{}); !errors.Is(err, keel.ErrNotFound) {

@@ -116,6 +116,13 @@ func projectWorkspaces(c *Catalog, ctx context.Context, id string) ([]Workspace,
 	}))
 }
 
+// allOrganizations lists every organization the caller of ctx may read.
+func allOrganizations(c *Catalog, ctx context.Context) ([]Organization, error) {
+	return collect(keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[Organization], error) {
+		return c.ListOrganizations(ctx, r)
+	}))
+}
+
 // collect gathers the items of a walk of a list, or its error.
 func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
 	out := []T{}

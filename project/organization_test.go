@@ -139,7 +139,7 @@ func TestOrganizationRights(t *testing.T) {
 			{"root", root(), []string{"acme", "hidden"}},
 		}
 		for _, c := range callers {
-			list, err := e.c.ListOrganizations(c.ctx)
+			list, err := allOrganizations(e.c, c.ctx)
 			var names []string
 			for _, o := range list {
 				names = append(names, o.Name)
@@ -149,4 +149,32 @@ func TestOrganizationRights(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestListOrganizationsPages: ListOrganizations walks by cursor, one at a
+// time, to the organizations of one page, in name order.
+func TestListOrganizationsPages(t *testing.T) {
+	e := newEnv(t, everystore.Mem, nil, nil)
+	for _, n := range []string{"zeta", "beta", "Gamma"} {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: ptr(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one, err := e.c.ListOrganizations(root(), keel.ListRequest{})
+	if err != nil || one.Next != "" {
+		t.Fatalf("one page: %+v, %v", one, err)
+	}
+	var want, got []string
+	for _, o := range one.Items {
+		want = append(want, o.Name)
+	}
+	for o, err := range keel.All(root(), 1, e.c.ListOrganizations) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, o.Name)
+	}
+	if !slices.Equal(got, want) || !slices.Equal(want, []string{"Gamma", "acme", "beta", "zeta"}) {
+		t.Fatalf("walked %q, one page %q", got, want)
+	}
 }

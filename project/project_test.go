@@ -51,7 +51,7 @@ func TestCreateOrganizationRules(t *testing.T) {
 				}
 			})
 		}
-		orgs, err := e.c.ListOrganizations(root())
+		orgs, err := allOrganizations(e.c, root())
 		if err != nil || len(orgs) != 2 || orgs[0].Name != "acme" || orgs[1].Name != "beta-co_2" {
 			t.Fatalf("organizations = %+v, %v", orgs, err)
 		}

@@ -105,7 +105,14 @@ func (h *Handler) readOrganization(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listOrganizations(w http.ResponseWriter, r *http.Request) {
-	orgs, err := h.catalog.ListOrganizations(r.Context())
+	var orgs []project.Organization
+	var err error
+	for o, e := range keel.All(r.Context(), project.MaxPageSize, h.catalog.ListOrganizations) {
+		if err = e; err != nil {
+			break
+		}
+		orgs = append(orgs, o)
+	}
 	h.writeList(w, r, docs(orgs, orgDoc), err)
 }
 
