@@ -99,7 +99,8 @@
 // (package examples/httpapi/tfe renders HCP Terraform's numbered pages
 // so). The page counts the list: Total, its items before the
 // filters, and Matching, those the filters keep; a page past the end is
-// empty.
+// empty. ListOrganizations, whose organizations are few per caller, takes
+// a keel.ListRequest and returns a keel.Page, by name.
 //
 // List's filters are Query (a case-insensitive substring), Names
 // (case-insensitive exact names; wins over Query), CanUpdate and

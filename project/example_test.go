@@ -43,11 +43,15 @@ func Example() {
 	if err := cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID}); err != nil {
 		panic(err)
 	}
-	page, err := cat.List(ctx, "acme", project.ListRequest{Sort: "-name"})
-	if err != nil {
-		panic(err)
-	}
-	for _, p := range page.Items {
+	// Walk the projects, one page of one at a time, by cursor.
+	projects := keel.All(ctx, 1, func(ctx context.Context, r keel.ListRequest) (keel.Page[project.Project], error) {
+		page, err := cat.List(ctx, "acme", project.ListRequest{ListRequest: r, Sort: "-name"})
+		return page.Page, err
+	})
+	for p, err := range projects {
+		if err != nil {
+			panic(err)
+		}
 		fmt.Println(p.Name, p.WorkspaceCount)
 	}
 	fmt.Println(cat.Delete(ctx, prj.ID))
