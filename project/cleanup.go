@@ -79,7 +79,7 @@ func (c *Catalog) finishCleanup(ctx context.Context, kind, org, id string) error
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("access of the deleted %s %q: %w", map[string]string{cleanupTeam: "team", cleanupProject: "project"}[kind], id, err)
+		return errPrefix.Wrapf(err, "access of the deleted %s %q", map[string]string{cleanupTeam: "team", cleanupProject: "project"}[kind], id)
 	}
 	return nil
 }

@@ -276,7 +276,7 @@ func (c *Catalog) finish(ctx context.Context, name string, d deletion) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("delete organization %q: the data under %q: %w", name, p, err)
+			return errPrefix.Wrapf(err, "delete organization %q: the data under %q", name, p)
 		}
 	}
 	base, prefix := storage.Split(c.store)
@@ -285,7 +285,7 @@ func (c *Catalog) finish(ctx context.Context, name string, d deletion) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("delete organization %q: %w", name, err)
+		return errPrefix.Wrapf(err, "delete organization %q", name)
 	}
 	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		cur, err := getDeletion(tx, name)
@@ -372,16 +372,19 @@ type guarded struct {
 	name, id string // the organization and its deletion
 }
 
+// View and Update are a storage.Store's, for a service's PurgeFunc: their
+// errors are the store's and the service's, passed on unchanged (pass),
+// and DeleteOrganization names them in its own.
 func (g *guarded) View(ctx context.Context, fn func(context.Context, storage.Tx) error) (err error) {
 	defer prefixErr(&err)
-	return g.base.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	return pass(g.base.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return fn(ctx, storage.SubTx(tx, g.prefix))
-	})
+	}))
 }
 
 func (g *guarded) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) (err error) {
 	defer prefixErr(&err)
-	return g.base.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	return pass(g.base.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		d, err := getDeletion(storage.SubTx(tx, g.catalog), g.name)
 		if err != nil {
 			return err
@@ -390,7 +393,7 @@ func (g *guarded) Update(ctx context.Context, fn func(context.Context, storage.T
 			return errDeletionOver
 		}
 		return fn(ctx, storage.SubTx(tx, g.prefix))
-	})
+	}))
 }
 
 // Limits are those of the view, with one read kept for the check of each

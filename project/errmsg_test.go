@@ -3,6 +3,7 @@ package project
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -70,5 +71,16 @@ func TestErrorMessagesPrefix(t *testing.T) {
 	}
 	if err := reg.View(root(), fn); !errors.Is(err, boom) || err.Error() != "policy: boom" {
 		t.Errorf("a service's error through View: %v", err)
+	}
+	// A purge that fails through its guarded store: DeleteOrganization
+	// names it once, in its own message.
+	if _, err := e.c.Register(storage.Sub(e.raw, "svc/"), func(ctx context.Context, _ string, store storage.Store) error {
+		return store.Update(ctx, func(context.Context, storage.Tx) error { return boom })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = e.c.DeleteOrganization(root(), "acme")
+	if msg := fmt.Sprint(err); !errors.Is(err, boom) || !strings.HasPrefix(msg, "project: delete organization") || strings.Count(msg, "project: ") != 1 {
+		t.Errorf("a failed purge: %q", msg)
 	}
 }

@@ -1,10 +1,6 @@
 package project
 
-import (
-	"errors"
-
-	"github.com/keelhq/keel/internal/errprefix"
-)
+import "github.com/keelhq/keel/internal/errprefix"
 
 // Error messages: every error the package returns starts with errPrefix,
 // once, as every keel package's starts with its name. An error of the
@@ -17,15 +13,12 @@ import (
 // (passed).
 const errPrefix errprefix.Prefix = "project: "
 
-// prefixErr sets *err to errPrefix.Add(*err), but for an error of a
-// Registration's closure (passed), which it unwraps and leaves as its
-// service made it.
+// prefixErr sets *err to errPrefix.Add(*err), but for an error passed on
+// unchanged (passed: a Registration's closure's, a guarded store's), which
+// it unwraps.
 func prefixErr(err *error) {
-	var p *passed
-	if errors.As(*err, &p) {
-		if *err == error(p) {
-			*err = p.err
-		}
+	if p, ok := (*err).(*passed); ok {
+		*err = p.err
 		return
 	}
 	errPrefix.Set(err)
