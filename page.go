@@ -22,6 +22,18 @@ type Page[T any] struct {
 	Next  string
 }
 
+// CountedPage is a Page of a list that counts the list too, so that a
+// transport can render numbered pages (HCP Terraform's page[number] and
+// meta.pagination) from a request's offset: Matching is the number of
+// items the request's filters keep, on every page together (the list the
+// offset indexes); Total is the number of items before those filters.
+// Walk its items with All, returning its Page.
+type CountedPage[T any] struct {
+	Page[T]
+	Total    int
+	Matching int
+}
+
 // All returns an iterator over every item of a paged list, asking list for
 // one page after another, limit items at a time (0: the list's default).
 // The iteration stops at the first error, yielded with the zero T.

@@ -13,8 +13,8 @@
 //
 //	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Logger: logger})
 //	defer gov.Close()
-//	org, err := gov.Catalog().CreateOrganization(ctx, "acme", "ops@acme.test", nil)
-//	p, err := gov.Policies().Create(ctx, "acme", policy.CreateInput{Name: &name, EnforcementLevel: &level})
+//	org, err := gov.Catalog().CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
+//	p, err := gov.Policies().Create(ctx, "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})
 //
 // The keys of the store, all under two prefixes of Open's choosing:
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/governance"
 	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -25,7 +26,7 @@ func Example() {
 	}
 	defer gov.Close()
 
-	org, err := gov.Catalog().CreateOrganization(ctx, "acme", "ops@acme.test", nil)
+	org, err := gov.Catalog().CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +37,7 @@ func Example() {
 	fmt.Println(prj.Name)
 
 	name, level := "require-tags", policy.Advisory
-	p, err := gov.Policies().Create(ctx, "acme", policy.CreateInput{Name: &name, EnforcementLevel: &level})
+	p, err := gov.Policies().Create(ctx, "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})
 	if err != nil {
 		panic(err)
 	}

@@ -83,18 +83,18 @@ type stored struct {
 func populate(t testing.TB, gov *governance.Service) stored {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := gov.Catalog().CreateOrganization(ctx, "acme", "ops@acme.test", nil); err != nil {
+	if _, err := gov.Catalog().CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")}); err != nil {
 		t.Fatal(err)
 	}
-	prj, err := gov.Catalog().Create(ctx, "acme", project.Input{Name: ptr("platform")})
+	prj, err := gov.Catalog().Create(ctx, "acme", project.ProjectRequest{Name: ptr("platform")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := gov.Catalog().CreateWorkspace(ctx, "acme", "network", prj.ID, nil)
+	ws, err := gov.Catalog().CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("network"), ProjectID: new(prj.ID)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := gov.Policies().Create(ctx, "acme", policy.CreateInput{
+	p, err := gov.Policies().Create(ctx, "acme", policy.CreateRequest{
 		Name: ptr("require-tags"), Enforce: &[]policy.Enforce{{Path: "require-tags.policy", Mode: policy.SoftMandatory}},
 	})
 	if err != nil {
@@ -150,7 +150,7 @@ func TestOpenAgainReadsWhatWasStored(t *testing.T) {
 		}
 
 		again := open(t, everystore.Another(t, store), nil)
-		org, err := again.Catalog().Organization(ctx, "acme")
+		org, err := again.Catalog().GetOrganization(ctx, "acme")
 		if err != nil || org.Email != "ops@acme.test" || !org.CreatedAt.Equal(t0) {
 			t.Fatalf("organization = %+v, %v", org, err)
 		}
@@ -158,7 +158,7 @@ func TestOpenAgainReadsWhatWasStored(t *testing.T) {
 		if err != nil || prj.Name != "platform" || prj.WorkspaceCount != 1 {
 			t.Fatalf("project = %+v, %v", prj, err)
 		}
-		ws, err := again.Catalog().Workspace(ctx, s.workspace)
+		ws, err := again.Catalog().GetWorkspace(ctx, s.workspace)
 		if err != nil || ws.Name != "network" {
 			t.Fatalf("workspace = %+v, %v", ws, err)
 		}
@@ -226,7 +226,7 @@ func TestOpenFinishesPendingDeletions(t *testing.T) {
 		if _, ok := storagetest.Dump(t, store)["project/del/acme"]; !ok {
 			t.Fatal("the pending deletion is gone")
 		}
-		if _, err := stuck.Catalog().Organization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := stuck.Catalog().GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("organization being deleted: %v", err)
 		}
 
@@ -289,13 +289,13 @@ func TestOpenAsksTheAuthorizer(t *testing.T) {
 	defer gov.Close()
 	root := keel.WithPrincipal(context.Background(), keel.Principal{ID: "root", Policies: []string{keel.RootPolicy}})
 	nobody := keel.WithPrincipal(context.Background(), keel.Principal{ID: "nobody"})
-	if _, err := gov.Catalog().CreateOrganization(nobody, "acme", "", nil); keel.KindOf(err) != keel.KindForbidden {
+	if _, err := gov.Catalog().CreateOrganization(nobody, project.OrganizationRequest{Name: new("acme"), Email: new("")}); keel.KindOf(err) != keel.KindForbidden {
 		t.Fatalf("create an organization without the right: %v", err)
 	}
-	if _, err := gov.Catalog().CreateOrganization(root, "acme", "", nil); err != nil {
+	if _, err := gov.Catalog().CreateOrganization(root, project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		t.Fatal(err)
 	}
-	in := policy.CreateInput{Name: ptr("p"), EnforcementLevel: ptr(policy.Advisory)}
+	in := policy.CreateRequest{Name: ptr("p"), EnforcementLevel: ptr(policy.Advisory)}
 	if _, err := gov.Policies().Create(nobody, "acme", in); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a policy without the right: %v", err)
 	}

@@ -42,19 +42,19 @@ func BenchmarkList(b *testing.B) {
 	ctx := root()
 	tests := []struct {
 		name string
-		opts ListOptions
+		opts ListRequest
 	}{
-		{"page=1", ListOptions{PageNumber: 1}},
-		{"page=500", ListOptions{PageNumber: 500}},
-		{"page=1/search", ListOptions{PageNumber: 1, Search: "policy-09"}},
-		{"page=500/search", ListOptions{PageNumber: 500, Search: "policy-0"}},
+		{"page=1", ListRequest{}},
+		{"page=500", ListRequest{Offset: 9980}},
+		{"page=1/search", ListRequest{Search: "policy-09"}},
+		{"page=500/search", ListRequest{Offset: 9980, Search: "policy-0"}},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			for b.Loop() {
 				page, err := e.s.List(ctx, "acme", tt.opts)
-				if err != nil || len(page.Policies) != DefaultPageSize {
-					b.Fatal(len(page.Policies), err)
+				if err != nil || len(page.Items) != DefaultPageSize {
+					b.Fatal(len(page.Items), err)
 				}
 			}
 		})
@@ -69,7 +69,7 @@ func BenchmarkCreate(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		name := fmt.Sprintf("p%d", i)
-		if _, err := e.s.Create(ctx, "acme", CreateInput{Name: &name, EnforcementLevel: &level}); err != nil {
+		if _, err := e.s.Create(ctx, "acme", CreateRequest{Name: &name, EnforcementLevel: &level}); err != nil {
 			b.Fatal(err)
 		}
 		i++

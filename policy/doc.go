@@ -15,18 +15,18 @@
 //
 //	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
 //	policies := gov.Policies()
-//	p, err := policies.Create(ctx, "acme", policy.CreateInput{Name: &name, Enforce: &enforce})
+//	p, err := policies.Create(ctx, "acme", policy.CreateRequest{Name: &name, Enforce: &enforce})
 //	err = policies.Upload(ctx, p.ID, code)           // at most 10 MiB
 //	code, err = policies.Download(ctx, p.ID)
-//	p, err = policies.Update(ctx, p.ID, policy.UpdateInput{Description: &d})
-//	page, err := policies.List(ctx, "acme", policy.ListOptions{Search: "net"})
+//	p, err = policies.Update(ctx, p.ID, policy.UpdateRequest{Description: &d})
+//	page, err := policies.List(ctx, "acme", policy.ListRequest{Search: "net"})
 //
 // Rules, each refused with keel.KindInvalid on the Go path of the field in
 // the operation's input (keel.FieldError), all at once:
 //
 //   - Name: required, letters, digits, "-" and "_"; unique in the
 //     organization ignoring case (keel.KindAlreadyExists); it cannot
-//     change (UpdateInput has none).
+//     change (UpdateRequest has none).
 //   - Enforce: exactly one element ("Enforce"), whose Path is required
 //     ("Enforce[0].Path") and whose Mode ("Enforce[0].Mode") is
 //     hard-mandatory (the default), soft-mandatory or advisory; a path
@@ -52,14 +52,14 @@
 // workspaces it excludes. keel keeps the sets and their members; it runs
 // no policy checks.
 //
-//	set, err := policies.CreateSet(ctx, "acme", policy.SetInput{Name: &name, PolicyIDs: ids, WorkspaceIDs: wss})
+//	set, err := policies.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: &name, PolicyIDs: ids, WorkspaceIDs: wss})
 //	err = policies.AddSetMembers(ctx, set.ID, policy.SetProjects, []string{prj})
 //	err = policies.RemoveSetMembers(ctx, set.ID, policy.SetPolicies, []string{id})
-//	set, err = policies.UpdateSet(ctx, set.ID, policy.SetUpdate{Overridable: &yes})
-//	page, err := policies.ListSets(ctx, "acme", policy.SetListOptions{Search: "net"})
+//	set, err = policies.UpdateSet(ctx, set.ID, policy.UpdateSetRequest{Overridable: &yes})
+//	page, err := policies.ListSets(ctx, "acme", policy.ListSetsRequest{Search: "net"})
 //	err = policies.DeleteSet(ctx, set.ID)
 //
-// Rules, on the Go paths of SetInput, SetUpdate and the ids of
+// Rules, on the Go paths of CreateSetRequest, UpdateSetRequest and the ids of
 // AddSetMembers:
 //
 //   - Name ("Name"): required, letters, digits, "-" and "_"; unique in
@@ -82,8 +82,7 @@
 // for OPA, PolicyToolVersion "latest", PolicyUpdatePatterns empty.
 // CreatedAt is the creation time; UpdatedAt moves with every update and
 // every change of members. ListSets returns the sets in name order (case
-// folded), paged as List, with search[name] and a kind filter
-// ("FilterKind").
+// folded), paged as List, with Search and FilterKind.
 //
 // Members go with their object: deleting a policy (Delete) takes it out
 // of its sets in the same transaction, and deleting a workspace or a
@@ -91,12 +90,12 @@
 // project.Registration.OnForget hook New sets.
 //
 // Every operation on a set is one transaction. So that each fits in one
-// transaction of the store, a set holds at most MaxSetMembers members
+// transaction of the store, a set holds at most Limits().MaxSetMembers members
 // (62 with etcd's default limits of 128 operations and 128 reads per
 // transaction; no bound on a store without limits): CreateSet and
 // AddSetMembers refuse more, up front, with keel.KindTooLarge naming the
 // limit. Likewise the deletion of a policy, workspace or project that is
-// a member of more than MaxMemberSets sets (40 with etcd's defaults) is
+// a member of more than Limits().MaxMemberSets sets (40 with etcd's defaults) is
 // refused with keel.KindTooLarge, leaving the store as it was, and
 // Create refuses a policy that would join more.
 //
@@ -108,19 +107,25 @@
 // upload; before the first, keel.KindNotFound. An upload of more than
 // MaxCodeSize (10 MiB, 10485760 bytes) is keel.KindTooLarge and saves
 // nothing; so is one of more than the store holds in one value and one
-// transaction: Service.MaxCodeBytes, 1,429,504 bytes (1,396 KiB) on
+// transaction: Limits().MaxCodeBytes, 1,429,504 bytes (1,396 KiB) on
 // etcdstore's default limits, the limit named in the error.
 //
-// List returns the policies in name order (case folded), with page[number]
-// (from 1), page[size] (default 20; larger than 100 is cut to 100, as HCP
-// Terraform does), search[name] (case-insensitive substring) and
-// filter[kind] ("FilterKind": sentinel or opa, not specified, done as HCP
-// Terraform does). A page past the end is empty.
+// List returns the policies in name order (case folded), ListSets the
+// sets, as package project's lists do: the request embeds
+// keel.ListRequest (Limit: DefaultPageSize, 20, when not given; a limit
+// above MaxPageSize, 100, is cut to it, as HCP Terraform cuts its page sizes),
+// and returns a keel.CountedPage that keel.All walks. Next is the cursor
+// of the following page, the last item's folded name ("" on the last
+// page); without a cursor, Offset (at least 0, "Offset") starts the page
+// at that position of the filtered list, which is how a transport renders
+// numbered pages. Total counts the organization's policies (sets),
+// Matching those the filters keep: Search (a case-insensitive substring
+// of the name) and FilterKind (sentinel or opa, not specified, done as
+// HCP Terraform does). A page past the end is empty.
 //
 // Not shown by the specification, done as HCP Terraform does: an upload
-// succeeds with no body (the adapter answers 204); list pagination is the
-// usual meta.pagination (current-page, prev-page, next-page, total-pages,
-// total-count); updated-at also changes on update.
+// succeeds with no body (the adapter answers 204); updated-at also changes
+// on update.
 //
 // # Deleting an organization
 //
@@ -142,6 +147,9 @@
 //
 // # Errors
 //
+// Every error's message starts with "policy: ", once. Every error wraps a
+// keel kind (errors.Is, keel.KindOf):
+//
 //   - keel.KindInvalid: a broken rule above (keel.FieldErrors); an
 //     unknown organization is not found first, whatever the body. New
 //     fails with it when its store is nil or cannot be registered with
@@ -151,7 +159,7 @@
 //     the manage-policies right: existence never leaks, every endpoint
 //     answers 404.
 //   - keel.KindAlreadyExists: a taken name.
-//   - keel.KindTooLarge: code over 10 MiB, or over MaxCodeBytes on a
+//   - keel.KindTooLarge: code over 10 MiB, or over Limits().MaxCodeBytes on a
 //     store of smaller values (etcd); a set or a member past the limits
 //     of the store (see Policy sets).
 //   - the store's kinds; keel.KindInternal for a corrupt record.
@@ -176,13 +184,13 @@
 //
 // # Caveats
 //
-// The policy count of each organization is kept: a list without
-// search[name] reads its page from the name index, skipping the keys before
-// it (keys only), so page 1 costs the same in any organization and a deep
-// page costs one key read per skipped policy. A list with search[name]
-// reads every key of the organization's name index (no record) to count
+// The policy count of each organization is kept: a list without filters
+// reads its page from the name index, skipping the keys before
+// it (keys only; a cursor seeks to it), so the first page costs the same
+// in any organization and a deep offset costs one key read per skipped
+// policy. A list with Search reads every key of the organization's name index (no record) to count
 // the matches; only the page's records are loaded. A list with
-// filter[kind] also reads the record of every policy whose name matches.
+// FilterKind also reads the record of every policy whose name matches.
 // Each operation reads the organization's record, one key more.
 //
 // A set list reads every key of the organization's set name index to

@@ -27,12 +27,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := orgs.CreateOrganization(ctx, "acme", "", nil); err != nil {
+	if _, err := orgs.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		panic(err)
 	}
 
 	name := "no-public-buckets"
-	p, err := policies.Create(ctx, "acme", policy.CreateInput{
+	p, err := policies.Create(ctx, "acme", policy.CreateRequest{
 		Name:    &name,
 		Enforce: &[]policy.Enforce{{Path: "no-public-buckets.policy", Mode: policy.SoftMandatory}},
 	})
@@ -49,7 +49,7 @@ func Example() {
 	fmt.Println(string(code))
 
 	// An unknown organization is not found.
-	_, err = policies.List(ctx, "nope", policy.ListOptions{})
+	_, err = policies.List(ctx, "nope", policy.ListRequest{})
 	fmt.Println(errors.Is(err, keel.ErrNotFound))
 
 	// Deleting the organization deletes its policies: an organization
@@ -57,12 +57,12 @@ func Example() {
 	if err := orgs.DeleteOrganization(ctx, "acme"); err != nil {
 		panic(err)
 	}
-	if _, err := orgs.CreateOrganization(ctx, "acme", "", nil); err != nil {
+	if _, err := orgs.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		panic(err)
 	}
-	page, _ := policies.List(ctx, "acme", policy.ListOptions{})
+	page, _ := policies.List(ctx, "acme", policy.ListRequest{})
 	_, err = policies.Get(ctx, p.ID)
-	fmt.Println(len(page.Policies), errors.Is(err, keel.ErrNotFound))
+	fmt.Println(len(page.Items), errors.Is(err, keel.ErrNotFound))
 	// Output:
 	// soft-mandatory true
 	// main = rule { true }

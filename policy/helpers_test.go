@@ -37,7 +37,7 @@ func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
+	if _, err := cat.CreateOrganization(context.Background(), project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(storage.Sub(store, "policy/"), &Options{Authorizer: authz, Clock: clock, Organizations: cat})
@@ -68,7 +68,7 @@ func as(id string, policies ...string) context.Context {
 // mk creates a sentinel policy named name in acme, or fails t.
 func (e *env) mk(t testing.TB, name string) Policy {
 	t.Helper()
-	p, err := e.s.Create(root(), "acme", CreateInput{Name: &name, Enforce: &[]Enforce{{Path: name + ".policy"}}})
+	p, err := e.s.Create(root(), "acme", CreateRequest{Name: &name, Enforce: &[]Enforce{{Path: name + ".policy"}}})
 	if err != nil {
 		t.Fatalf("create %q: %v", name, err)
 	}

@@ -17,7 +17,7 @@ import (
 func TestSetMembersHidden(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
-		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")})
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,15 +45,15 @@ func TestSetMembersHidden(t *testing.T) {
 			op              func(id string) error
 		}{
 			{"create with a workspace", w.ws2, "ws-nope", func(id string) error {
-				_, err := w.s.CreateSet(ctx, "acme", SetInput{Name: ptr("n"), WorkspaceIDs: []string{id}})
+				_, err := w.s.CreateSet(ctx, "acme", CreateSetRequest{Name: ptr("n"), WorkspaceIDs: []string{id}})
 				return err
 			}},
 			{"create with a project", w.prj, "prj-nope", func(id string) error {
-				_, err := w.s.CreateSet(ctx, "acme", SetInput{Name: ptr("n"), ProjectIDs: []string{id}})
+				_, err := w.s.CreateSet(ctx, "acme", CreateSetRequest{Name: ptr("n"), ProjectIDs: []string{id}})
 				return err
 			}},
 			{"create with an exclusion", w.ws2, "ws-nope", func(id string) error {
-				_, err := w.s.CreateSet(ctx, "acme", SetInput{Name: ptr("n"), WorkspaceExclusionIDs: []string{id}})
+				_, err := w.s.CreateSet(ctx, "acme", CreateSetRequest{Name: ptr("n"), WorkspaceExclusionIDs: []string{id}})
 				return err
 			}},
 			{"add a workspace", w.ws2, "ws-nope", func(id string) error { return w.s.AddSetMembers(ctx, set.ID, SetWorkspaces, []string{id}) }},

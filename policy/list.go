@@ -9,83 +9,140 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// ListOptions are the query parameters of a policy list.
-type ListOptions struct {
-	// PageNumber is page[number]; below 1 means the first page, above
-	// MaxPageNumber is refused.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-	// Search is search[name]: a case-insensitive substring of the name.
+// ListRequest asks for one page of the policies of an organization.
+type ListRequest struct {
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered list (0, the default: its first policy): a transport
+	// renders numbered pages with it. It is at least 0.
+	Offset int
+	// Search keeps the policies whose name holds it, ignoring case.
 	Search string
-	// FilterKind is filter[kind]: when not empty, only the policies of
-	// that kind (Sentinel or OPA).
+	// FilterKind, when not empty, keeps the policies of that kind
+	// (Sentinel or OPA).
 	FilterKind string
 }
 
-// Page is one page of policies, in name order.
-type Page struct {
-	Policies   []Policy
-	Pagination keel.Pagination
+// pager picks one page out of a list walked in ascending order of its
+// sort keys: the items after a cursor, else from an offset, at most limit
+// of them.
+type pager struct {
+	cursor        string
+	offset, limit int
+	seen, taken   int    // items walked, items taken
+	last          string // the key of the last item taken
+	more          bool   // an item follows the page
 }
 
-// List returns a page of the policies of org, in name order (case
-// folded). A page past the end is empty, its pagination true; a page
-// number above MaxPageNumber ("PageNumber"), or a FilterKind other than
+// newPager returns the pager of the page r and offset ask for: a limit of
+// 0 or less is DefaultPageSize, one above MaxPageSize is MaxPageSize; a
+// negative offset is refused ("Offset").
+func newPager(r keel.ListRequest, offset int) (*pager, error) {
+	if offset < 0 {
+		return nil, keel.Invalid("Offset", "must be at least 0")
+	}
+	limit := r.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	return &pager{cursor: r.Cursor, offset: offset, limit: min(limit, MaxPageSize)}, nil
+}
+
+// take reports whether the next item of the list, of sort key key, is on
+// the page.
+func (p *pager) take(key string) bool {
+	p.seen++
+	if p.cursor != "" && key <= p.cursor || p.cursor == "" && p.seen <= p.offset {
+		return false
+	}
+	if p.taken == p.limit {
+		p.more = true
+		return false
+	}
+	p.taken++
+	p.last = key
+	return true
+}
+
+// next is the Next of the page: the cursor of its last item when another
+// follows it, else "".
+func (p *pager) next() string {
+	if p.more {
+		return p.last
+	}
+	return ""
+}
+
+// List returns a page of the policies of org, in name order (case folded;
+// the cursor of a policy is its folded name), with Total, the policies of
+// the organization, and Matching, those the filters keep. A page past the
+// end is empty; a negative Offset ("Offset"), or a FilterKind other than
 // Sentinel or OPA ("FilterKind"), is refused once the caller is known to
 // manage the organization's policies.
-func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page, error) {
+func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel.CountedPage[Policy], err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
-		return Page{}, err
+		return out, err
 	}
-	if opts.PageNumber > MaxPageNumber {
-		return Page{}, keel.Invalid("PageNumber", "must be at most %d", MaxPageNumber)
+	pg, err := newPager(r.ListRequest, r.Offset)
+	if err != nil {
+		return out, err
 	}
-	if opts.FilterKind != "" && opts.FilterKind != Sentinel && opts.FilterKind != OPA {
-		return Page{}, keel.Invalid("FilterKind", "must be sentinel or opa")
+	if r.FilterKind != "" && r.FilterKind != Sentinel && r.FilterKind != OPA {
+		return out, keel.Invalid("FilterKind", "must be sentinel or opa")
 	}
-	if opts.PageNumber < 1 {
-		opts.PageNumber = 1
-	}
-	if opts.PageSize < 1 {
-		opts.PageSize = DefaultPageSize
-	}
-	opts.PageSize = min(opts.PageSize, MaxPageSize)
-	q := strings.ToLower(opts.Search)
-	start := (opts.PageNumber - 1) * opts.PageSize
-	var out Page
-	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
-		out = Page{Policies: []Policy{}}
+	q := strings.ToLower(r.Search)
+	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+		out = keel.CountedPage[Policy]{Page: keel.Page[Policy]{Items: []Policy{}}}
+		pg.seen, pg.taken, pg.last, pg.more = 0, 0, "", false
 		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 			return err
 		}
 		prefix := nameIx(org)
 		var keys []string
-		total := 0
-		if q == "" && opts.FilterKind == "" {
-			// Without search the count is kept: read the page only,
-			// skipping the keys before it.
+		if q == "" && r.FilterKind == "" {
+			// Without filters the count is kept: read the page only,
+			// skipping the keys before it (or seeking past the cursor).
 			var err error
-			if total, err = count(tx, org); err != nil {
+			if out.Total, err = count(tx, org); err != nil {
 				return err
 			}
-			if start < total {
-				err = storage.Window(tx, prefix, start, opts.PageSize, func(k string, _ []byte) error {
-					keys = append(keys, k)
-					return nil
-				})
-				if err != nil {
-					return err
+			out.Matching = out.Total
+			collect := func(k string, _ []byte) error {
+				if len(keys) == pg.limit {
+					pg.more = true
+					return storage.StopScan
 				}
+				keys = append(keys, k)
+				return nil
+			}
+			if pg.cursor != "" {
+				err = tx.Scan(prefix, storage.ScanOptions{After: prefix + pg.cursor, KeysOnly: true}, collect)
+				if err == storage.StopScan {
+					err = nil
+				}
+			} else if pg.offset < out.Total {
+				err = storage.Window(tx, prefix, pg.offset, pg.limit, collect)
+				pg.more = pg.offset < out.Total-len(keys)
+			}
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				pg.last = keys[len(keys)-1][len(prefix):]
 			}
 		} else {
-			// With search every index key is read (keys only) to count
+			// With filters every index key is read (keys only) to count
 			// the matches; only the page's values and records are read.
 			// A kind filter reads the record of every name that matches.
-			byKind := opts.FilterKind != ""
+			byKind := r.FilterKind != ""
 			err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: !byKind}, func(k string, v []byte) error {
-				if !strings.Contains(k[len(prefix):], q) {
+				out.Total++
+				name := k[len(prefix):]
+				if !strings.Contains(name, q) {
 					return nil
 				}
 				if byKind {
@@ -93,21 +150,21 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 					if err != nil {
 						return err
 					}
-					if rec.Kind != opts.FilterKind {
+					if rec.Kind != r.FilterKind {
 						return nil
 					}
 				}
-				if total >= start && total < start+opts.PageSize {
+				if pg.take(name) {
 					keys = append(keys, k)
 				}
-				total++
 				return nil
 			})
 			if err != nil {
 				return err
 			}
+			out.Matching = pg.seen
 		}
-		out.Pagination = keel.NewPagination(opts.PageNumber, opts.PageSize, total)
+		out.Next = pg.next()
 		for _, k := range keys {
 			id, err := tx.Get(k)
 			if err != nil {
@@ -121,7 +178,7 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) (Page,
 			if err != nil {
 				return err
 			}
-			out.Policies = append(out.Policies, p)
+			out.Items = append(out.Items, p)
 		}
 		return nil
 	})

@@ -33,7 +33,7 @@ const (
 // DeleteSet, the deletion of a member and purge all read it here and
 // nowhere else. A new kind is a SetMembers constant, its entry in
 // memberKinds, and its fields in the structs that hold one per kind
-// (SetInput, PolicySet, setCounts), each named in the struct's lists or
+// (CreateSetRequest, PolicySet, setCounts), each named in the struct's lists or
 // slots below.
 type memberKind struct {
 	// name names the kind ("workspace exclusions"), one names one member
@@ -44,7 +44,7 @@ type memberKind struct {
 	// <memberSide><member>/<set> seen from the member (see the keys in
 	// policy.go).
 	setSide, memberSide string
-	// field is the Go name of the kind's list in SetInput (and in
+	// field is the Go name of the kind's list in CreateSetRequest (and in
 	// PolicySet), the path of CreateSet's errors ("PolicyIDs[<i>]").
 	field string
 	// lookup returns the organization of the member id, and its policy
@@ -161,7 +161,7 @@ func (p *PolicySet) lists() [len(memberKinds)]*[]string {
 }
 
 // lists returns the member ids of in, by kind.
-func (in *SetInput) lists() [len(memberKinds)][]string {
+func (in *CreateSetRequest) lists() [len(memberKinds)][]string {
 	return [len(memberKinds)][]string{
 		SetPolicies: in.PolicyIDs, SetWorkspaces: in.WorkspaceIDs, SetProjects: in.ProjectIDs,
 		SetWorkspaceExclusions: in.WorkspaceExclusionIDs,
@@ -170,7 +170,7 @@ func (in *SetInput) lists() [len(memberKinds)][]string {
 
 // attaches tells whether in attaches the set to a member (of an attached
 // kind).
-func (in *SetInput) attaches() bool {
+func (in *CreateSetRequest) attaches() bool {
 	for _, m := range setMembers {
 		if k := m.kind(); k.attached && len(in.lists()[m]) > 0 {
 			return true
@@ -311,7 +311,7 @@ type newMembers [len(memberKinds)][]member
 
 // inputMembers returns the members of in, de-duplicated, and sets their
 // counts in c.
-func inputMembers(in *SetInput, c *setCounts) *newMembers {
+func inputMembers(in *CreateSetRequest, c *setCounts) *newMembers {
 	var members newMembers
 	for _, m := range setMembers {
 		members[m] = distinct(m.kind().field, in.lists()[m])
@@ -393,17 +393,19 @@ func (s *Service) readable(ctx context.Context, resource string) error {
 // of the set's organization, a policy of the set's kind ("IDs[<i>]");
 // workspaces and projects cannot be attached to a global set ("IDs");
 // members already in the set stay. A set that would have more than
-// MaxSetMembers members is keel.KindTooLarge.
-func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, ids []string) error {
+// Limits().MaxSetMembers members is keel.KindTooLarge.
+func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
+	defer prefixErr(&err)
 	return s.changeMembers(ctx, id, m, ids, true)
 }
 
 // RemoveSetMembers removes the members ids of kind m from the set id and
 // sets UpdatedAt; an id that is not a member of that kind is ignored, so
 // that removing twice, or after the member's deletion, succeeds. More
-// distinct ids than MaxSetMembers (more than any set holds) are
+// distinct ids than Limits().MaxSetMembers (more than any set holds) are
 // keel.KindTooLarge, refused before anything is written.
-func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) error {
+func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
+	defer prefixErr(&err)
 	return s.changeMembers(ctx, id, m, ids, false)
 }
 
@@ -421,7 +423,7 @@ func (s *Service) changeMembers(ctx context.Context, id string, m SetMembers, id
 		})
 	}
 	list := distinct("IDs", ids)
-	most := s.MaxSetMembers()
+	most := s.maxSetMembers()
 	now := ms(s.clock.Now())
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visibleSet(ctx, tx, live, id)
@@ -488,7 +490,7 @@ func (s *Service) changeMembers(ctx context.Context, id string, m SetMembers, id
 // leaveAll removes member, a member of the kinds kinds, from every set it
 // is a member of, updating their counts: the deletion of a policy
 // (Delete), a workspace or a project (forget). A member of more than
-// MaxMemberSets sets (all kinds together) is keel.KindTooLarge.
+// Limits().MaxMemberSets sets (all kinds together) is keel.KindTooLarge.
 func (s *Service) leaveAll(tx storage.Tx, member string, kinds ...SetMembers) error {
 	type edge struct {
 		m   SetMembers
@@ -504,7 +506,7 @@ func (s *Service) leaveAll(tx storage.Tx, member string, kinds ...SetMembers) er
 			edges = append(edges, edge{m, set})
 		}
 	}
-	if most := s.MaxMemberSets(); len(edges) > most {
+	if most := s.maxMemberSets(); len(edges) > most {
 		return s.tooLarge(fmt.Sprintf("policy sets of %q to leave (remove it from some first)", member), len(edges), most)
 	}
 	for _, e := range edges {

@@ -59,33 +59,33 @@ type held struct {
 func populate(t testing.TB, s services, workspaces, policies int) held {
 	t.Helper()
 	ctx := context.Background()
-	org, err := s.cat.CreateOrganization(ctx, "acme", "", nil)
+	org, err := s.cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.cat.Create(ctx, "acme", project.Input{Name: ptr("infra")})
+	p, err := s.cat.Create(ctx, "acme", project.ProjectRequest{Name: ptr("infra")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := held{projects: []string{org.DefaultProjectID, p.ID}}
 	for i := range workspaces {
-		w, err := s.cat.CreateWorkspace(ctx, "acme", fmt.Sprintf("ws-%03d", i), p.ID, nil)
+		w, err := s.cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new(fmt.Sprintf("ws-%03d", i)), ProjectID: new(p.ID)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.workspaces = append(h.workspaces, w.ID)
 	}
-	team, err := s.cat.CreateTeam(ctx, "acme", "devs", nil)
+	team, err := s.cat.CreateTeam(ctx, "acme", project.TeamRequest{Name: new("devs")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.teams = append(h.teams, team.ID)
-	if _, err := s.cat.SetTeamAccess(ctx, project.TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
+	if _, err := s.cat.PutTeamAccess(ctx, project.TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range policies {
 		name := fmt.Sprintf("pol-%03d", i)
-		pol, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: &name, EnforcementLevel: ptr(policy.Advisory)})
+		pol, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: &name, EnforcementLevel: ptr(policy.Advisory)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func populate(t testing.TB, s services, workspaces, policies int) held {
 		h.policies = append(h.policies, pol.ID)
 	}
 	for _, members := range [][]string{h.policies[:min(12, len(h.policies))], nil} {
-		set, err := s.pol.CreateSet(ctx, "acme", policy.SetInput{Name: ptr(fmt.Sprintf("set-%d", len(h.sets))), PolicyIDs: members})
+		set, err := s.pol.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: ptr(fmt.Sprintf("set-%d", len(h.sets))), PolicyIDs: members})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,23 +111,23 @@ func checkNothingVisible(t *testing.T, s services, h held) {
 	errs := map[string]error{}
 	for i, id := range h.projects {
 		_, errs["project "+id] = s.cat.Get(ctx, id)
-		_, errs["workspaces of project "+id] = s.cat.Workspaces(ctx, id)
-		_, errs["team accesses of project "+id] = s.cat.TeamAccesses(ctx, id)
+		_, errs["workspaces of project "+id] = projectWorkspaces(s.cat, ctx, id)
+		_, errs["team accesses of project "+id] = teamAccesses(s.cat, ctx, id)
 		if i == 1 {
-			_, errs["set team access "+id] = s.cat.SetTeamAccess(ctx, project.TeamAccess{ProjectID: id, TeamID: h.teams[0], Access: "read"})
+			_, errs["set team access "+id] = s.cat.PutTeamAccess(ctx, project.TeamAccess{ProjectID: id, TeamID: h.teams[0], Access: "read"})
 		}
 	}
 	for _, id := range h.workspaces[:min(len(h.workspaces), 3)] {
-		_, errs["workspace "+id] = s.cat.Workspace(ctx, id)
+		_, errs["workspace "+id] = s.cat.GetWorkspace(ctx, id)
 	}
-	_, errs["workspace by name"] = s.cat.WorkspaceByName(ctx, "acme", "ws-000")
+	_, errs["workspace by name"] = s.cat.GetWorkspaceByName(ctx, "acme", "ws-000")
 	for _, id := range h.teams {
-		_, errs["team "+id] = s.cat.Team(ctx, id)
+		_, errs["team "+id] = s.cat.GetTeam(ctx, id)
 	}
 	for _, id := range h.policies {
 		_, errs["policy "+id] = s.pol.Get(ctx, id)
 		_, errs["download "+id] = s.pol.Download(ctx, id)
-		_, errs["update "+id] = s.pol.Update(ctx, id, policy.UpdateInput{Description: ptr("x")})
+		_, errs["update "+id] = s.pol.Update(ctx, id, policy.UpdateRequest{Description: ptr("x")})
 		errs["upload "+id] = s.pol.Upload(ctx, id, []byte("x"))
 		errs["delete "+id] = s.pol.Delete(ctx, id)
 	}
@@ -147,27 +147,27 @@ func checkNewOrgIsNew(t *testing.T, s services, h held) {
 	t.Helper()
 	ctx := context.Background()
 	checkNothingVisible(t, s, h)
-	page, err := s.pol.List(ctx, "acme", policy.ListOptions{})
-	if err != nil || len(page.Policies) != 0 || page.Pagination.TotalCount != 0 {
+	page, err := s.pol.List(ctx, "acme", policy.ListRequest{})
+	if err != nil || len(page.Items) != 0 || page.Matching != 0 {
 		t.Errorf("policies of the new acme = %+v, %v", page, err)
 	}
-	if page, err := s.pol.List(ctx, "acme", policy.ListOptions{Search: "pol"}); err != nil || len(page.Policies) != 0 {
+	if page, err := s.pol.List(ctx, "acme", policy.ListRequest{Search: "pol"}); err != nil || len(page.Items) != 0 {
 		t.Errorf("searched policies of the new acme = %+v, %v", page, err)
 	}
-	prjs, err := s.cat.List(ctx, "acme", project.ListOptions{})
-	if err != nil || prjs.Total != 1 || len(prjs.Projects) != 1 || slices.Contains(h.projects, prjs.Projects[0].ID) {
+	prjs, err := s.cat.List(ctx, "acme", project.ListRequest{})
+	if err != nil || prjs.Total != 1 || len(prjs.Items) != 1 || slices.Contains(h.projects, prjs.Items[0].ID) {
 		t.Fatalf("projects of the new acme = %+v, %v", prjs, err)
 	}
-	if ws, err := s.cat.Workspaces(ctx, prjs.Projects[0].ID); err != nil || len(ws) != 0 {
+	if ws, err := projectWorkspaces(s.cat, ctx, prjs.Items[0].ID); err != nil || len(ws) != 0 {
 		t.Errorf("workspaces of the new default project = %v, %v", ws, err)
 	}
-	if _, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: ptr("pol-000"), EnforcementLevel: ptr(policy.Advisory)}); err != nil {
+	if _, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: ptr("pol-000"), EnforcementLevel: ptr(policy.Advisory)}); err != nil {
 		t.Errorf("create a policy of an old name: %v", err)
 	}
-	if _, err := s.cat.CreateWorkspace(ctx, "acme", "ws-000", "", nil); err != nil {
+	if _, err := s.cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("ws-000")}); err != nil {
 		t.Errorf("create a workspace of an old name: %v", err)
 	}
-	if _, err := s.cat.CreateTeam(ctx, "acme", "devs", nil); err != nil {
+	if _, err := s.cat.CreateTeam(ctx, "acme", project.TeamRequest{Name: new("devs")}); err != nil {
 		t.Errorf("create a team of an old name: %v", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestRecreatedOrganizationShowsNothingOld(t *testing.T) {
 			t.Fatalf("keys left: %v", left)
 		}
 		checkNothingVisible(t, s, h)
-		if _, err := s.cat.CreateOrganization(context.Background(), "acme", "", nil); err != nil {
+		if _, err := s.cat.CreateOrganization(context.Background(), project.OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
 		checkNewOrgIsNew(t, s, h)
@@ -272,16 +272,16 @@ func TestPolicyDeletionStoppedMidway(t *testing.T) {
 	if _, ok := mid["policy/pol/"+h.policies[0]]; ok || len(mid) >= len(before) {
 		t.Fatal("no batch of policies was deleted")
 	}
-	if _, err := s.cat.Organization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.cat.GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("organization: %v", err)
 	}
-	if _, err := s.pol.List(ctx, "acme", policy.ListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.List(ctx, "acme", policy.ListRequest{}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("list: %v", err)
 	}
-	if _, err := s.pol.Create(ctx, "acme", policy.CreateInput{Name: ptr("late"), EnforcementLevel: ptr(policy.Advisory)}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: ptr("late"), EnforcementLevel: ptr(policy.Advisory)}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a policy in the organization being deleted: %v", err)
 	}
-	if _, err := s.pol.CreateSet(ctx, "acme", policy.SetInput{Name: ptr("late"), PolicyIDs: nil}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: ptr("late"), PolicyIDs: nil}); !errors.Is(err, keel.ErrNotFound) {
 		t.Fatalf("create a set in the organization being deleted: %v", err)
 	}
 	checkNothingVisible(t, s, h)
@@ -324,3 +324,29 @@ func TestNewRefusesViewsItCannotJoin(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// projectWorkspaces lists the workspaces of the project id that the caller
+// of ctx may read, with the rights of a read of the project.
+func projectWorkspaces(c *project.Catalog, ctx context.Context, id string) ([]project.Workspace, error) {
+	p, err := c.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []project.Workspace
+	for w, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[project.Workspace], error) {
+		page, err := c.ListWorkspaces(ctx, p.Org, project.ListWorkspacesRequest{ListRequest: r, ProjectID: id})
+		return page.Page, err
+	}) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// teamAccesses lists the teams with access to the project id.
+func teamAccesses(c *project.Catalog, ctx context.Context, id string) ([]project.TeamAccess, error) {
+	page, err := c.ListTeamAccesses(ctx, id, project.ListTeamAccessesRequest{ListRequest: keel.ListRequest{Limit: project.MaxPageSize}})
+	return page.Items, err
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/randid"
 	"github.com/keelhq/keel/project"
 	"github.com/keelhq/keel/storage"
 )
@@ -30,12 +31,13 @@ const (
 
 // Limits.
 const (
-	MaxCodeSize     = 10 << 20 // bytes of uploaded code, at most (10 MiB)
-	DefaultPageSize = 20       // policies per page when page[size] is not given
-	MaxPageSize     = 100      // policies per page, at most
-	// MaxPageNumber is the largest page number of a list, as in package
-	// project: a larger one is refused, so that no position overflows.
-	MaxPageNumber = project.MaxPageNumber
+	MaxCodeSize = 10 << 20 // bytes of uploaded code, at most (10 MiB)
+	// DefaultPageSize is the Limit of a page of a list when the request
+	// gives none (0 or less).
+	DefaultPageSize = 20
+	// MaxPageSize is the largest Limit of a page of a list: a larger one
+	// is cut to it.
+	MaxPageSize = 100
 )
 
 // Options configure a Service. The zero value (or nil) allows everything,
@@ -78,7 +80,8 @@ const ClaimKind = "policy"
 // when Options.Organizations is set and store cannot be registered with it
 // (project.Catalog.Register): store must be a view of the store under the
 // catalog's view that overlaps neither it nor another registered view.
-func New(store storage.Store, opts *Options) (*Service, error) {
+func New(store storage.Store, opts *Options) (_ *Service, err error) {
+	defer prefixErr(&err)
 	if store == nil {
 		return nil, fmt.Errorf("policy: %w", keel.Invalid("Store", "is required"))
 	}
@@ -113,11 +116,18 @@ type exists interface {
 // organization exists, and no workspace or project is known.
 type anyOrg struct{}
 
-func (anyOrg) Exists(string) (bool, error) { return true, nil }
-func (anyOrg) WorkspaceOrg(id string) (string, error) {
+func (anyOrg) Exists(string) (_ bool, err error) {
+	defer prefixErr(&err)
+	return true, nil
+}
+
+func (anyOrg) WorkspaceOrg(id string) (_ string, err error) {
+	defer prefixErr(&err)
 	return "", notFound(fmt.Sprintf("workspace %q (no catalog)", id))
 }
-func (anyOrg) ProjectOrg(id string) (string, error) {
+
+func (anyOrg) ProjectOrg(id string) (_ string, err error) {
+	defer prefixErr(&err)
 	return "", notFound(fmt.Sprintf("project %q (no catalog)", id))
 }
 
@@ -234,8 +244,9 @@ func keysUnder(tx storage.Tx, prefix string) ([]string, error) {
 	return keys, err
 }
 
-// newID returns an id of HCP Terraform's form (project.NewID).
-func newID(prefix string) string { return project.NewID(prefix) }
+// newID returns an id of HCP Terraform's form, as package project makes
+// them: prefix, "-" and 16 random base58 characters.
+func newID(prefix string) string { return prefix + "-" + randid.String(randid.Base58, 16) }
 
 // allowed checks that the caller may manage the policies of org; a
 // refusal is keel.KindNotFound. Whether org exists is checked in the

@@ -22,7 +22,7 @@ func TestCreateRules(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		e.mk(t, "taken")
-		set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: nil})
+		set, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("base"), PolicyIDs: nil})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,37 +30,37 @@ func TestCreateRules(t *testing.T) {
 		tests := []struct {
 			name     string
 			org      string
-			in       CreateInput
+			in       CreateRequest
 			wantErr  error
 			fields   []string
 			wantMode string
 		}{
-			{"default mode", "acme", CreateInput{Name: ptr("a"), Enforce: one("a.policy", "")}, nil, nil, HardMandatory},
-			{"soft-mandatory", "acme", CreateInput{Name: ptr("b"), Enforce: one("b.policy", SoftMandatory)}, nil, nil, SoftMandatory},
-			{"advisory", "acme", CreateInput{Name: ptr("c"), Enforce: one("c.policy", Advisory)}, nil, nil, Advisory},
-			{"path mismatch uses hard-mandatory", "acme", CreateInput{Name: ptr("d"), Enforce: one("other.policy", Advisory)}, nil, nil, HardMandatory},
-			{"sentinel file names its own", "acme", CreateInput{Name: ptr("s1"), Enforce: one("s1.sentinel", SoftMandatory)}, nil, nil, SoftMandatory},
-			{"opa file names its own", "acme", CreateInput{Name: ptr("o1"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o1.rego", Mandatory)}, nil, nil, Mandatory},
-			{"rego file of a sentinel policy is another file", "acme", CreateInput{Name: ptr("s2"), Enforce: one("s2.rego", Advisory)}, nil, nil, HardMandatory},
-			{"sentinel file of an opa policy is another file", "acme", CreateInput{Name: ptr("o2"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o2.sentinel", Mandatory)}, nil, nil, Advisory},
-			{"other extension uses hard-mandatory", "acme", CreateInput{Name: ptr("s3"), Enforce: one("s3.hcl", Advisory)}, nil, nil, HardMandatory},
-			{"enforcement-level alone", "acme", CreateInput{Name: ptr("e"), EnforcementLevel: ptr(SoftMandatory)}, nil, nil, SoftMandatory},
-			{"opa with query", "acme", CreateInput{Name: ptr("f"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}, nil, nil, Mandatory},
-			{"name required", "acme", CreateInput{Enforce: one(".policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
-			{"name with space", "acme", CreateInput{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
-			{"two enforce elements", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.ErrInvalid, []string{"Enforce"}, ""},
-			{"no enforce element", "acme", CreateInput{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.ErrInvalid, []string{"Enforce"}, ""},
-			{"enforce missing", "acme", CreateInput{Name: ptr("g")}, keel.ErrInvalid, []string{"Enforce"}, ""},
-			{"bad mode", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.ErrInvalid, []string{"Enforce[0].Mode"}, ""},
-			{"bad kind", "acme", CreateInput{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.ErrInvalid, []string{"Kind"}, ""},
-			{"opa without query", "acme", CreateInput{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.ErrInvalid, []string{"Query"}, ""},
-			{"enforce path required", "acme", CreateInput{Name: ptr("g"), Enforce: one("", Advisory)}, keel.ErrInvalid, []string{"Enforce[0].Path"}, ""},
-			{"bad enforcement level", "acme", CreateInput{Name: ptr("g"), EnforcementLevel: ptr("strict")}, keel.ErrInvalid, []string{"EnforcementLevel"}, ""},
-			{"every problem at once", "acme", CreateInput{Name: ptr("a b"), Kind: ptr(OPA), Enforce: one("x.policy", "hard-mandatory")}, keel.ErrInvalid, []string{"Name", "Query", "Enforce[0].Mode"}, ""},
-			{"unknown policy set", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[0]"}, ""},
-			{"second policy set unknown", "acme", CreateInput{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{set.ID, "polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[1]"}, ""},
-			{"name taken ignoring case", "acme", CreateInput{Name: ptr("TAKEN"), Enforce: one("TAKEN.policy", "")}, keel.ErrAlreadyExists, nil, ""},
-			{"unknown organization", "nope", CreateInput{Name: ptr("g"), Enforce: one("g.policy", "")}, keel.ErrNotFound, nil, ""},
+			{"default mode", "acme", CreateRequest{Name: ptr("a"), Enforce: one("a.policy", "")}, nil, nil, HardMandatory},
+			{"soft-mandatory", "acme", CreateRequest{Name: ptr("b"), Enforce: one("b.policy", SoftMandatory)}, nil, nil, SoftMandatory},
+			{"advisory", "acme", CreateRequest{Name: ptr("c"), Enforce: one("c.policy", Advisory)}, nil, nil, Advisory},
+			{"path mismatch uses hard-mandatory", "acme", CreateRequest{Name: ptr("d"), Enforce: one("other.policy", Advisory)}, nil, nil, HardMandatory},
+			{"sentinel file names its own", "acme", CreateRequest{Name: ptr("s1"), Enforce: one("s1.sentinel", SoftMandatory)}, nil, nil, SoftMandatory},
+			{"opa file names its own", "acme", CreateRequest{Name: ptr("o1"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o1.rego", Mandatory)}, nil, nil, Mandatory},
+			{"rego file of a sentinel policy is another file", "acme", CreateRequest{Name: ptr("s2"), Enforce: one("s2.rego", Advisory)}, nil, nil, HardMandatory},
+			{"sentinel file of an opa policy is another file", "acme", CreateRequest{Name: ptr("o2"), Kind: ptr(OPA), Query: ptr("data.x"), Enforce: one("o2.sentinel", Mandatory)}, nil, nil, Advisory},
+			{"other extension uses hard-mandatory", "acme", CreateRequest{Name: ptr("s3"), Enforce: one("s3.hcl", Advisory)}, nil, nil, HardMandatory},
+			{"enforcement-level alone", "acme", CreateRequest{Name: ptr("e"), EnforcementLevel: ptr(SoftMandatory)}, nil, nil, SoftMandatory},
+			{"opa with query", "acme", CreateRequest{Name: ptr("f"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}, nil, nil, Mandatory},
+			{"name required", "acme", CreateRequest{Enforce: one(".policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
+			{"name with space", "acme", CreateRequest{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
+			{"two enforce elements", "acme", CreateRequest{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.ErrInvalid, []string{"Enforce"}, ""},
+			{"no enforce element", "acme", CreateRequest{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.ErrInvalid, []string{"Enforce"}, ""},
+			{"enforce missing", "acme", CreateRequest{Name: ptr("g")}, keel.ErrInvalid, []string{"Enforce"}, ""},
+			{"bad mode", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.ErrInvalid, []string{"Enforce[0].Mode"}, ""},
+			{"bad kind", "acme", CreateRequest{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.ErrInvalid, []string{"Kind"}, ""},
+			{"opa without query", "acme", CreateRequest{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.ErrInvalid, []string{"Query"}, ""},
+			{"enforce path required", "acme", CreateRequest{Name: ptr("g"), Enforce: one("", Advisory)}, keel.ErrInvalid, []string{"Enforce[0].Path"}, ""},
+			{"bad enforcement level", "acme", CreateRequest{Name: ptr("g"), EnforcementLevel: ptr("strict")}, keel.ErrInvalid, []string{"EnforcementLevel"}, ""},
+			{"every problem at once", "acme", CreateRequest{Name: ptr("a b"), Kind: ptr(OPA), Enforce: one("x.policy", "hard-mandatory")}, keel.ErrInvalid, []string{"Name", "Query", "Enforce[0].Mode"}, ""},
+			{"unknown policy set", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[0]"}, ""},
+			{"second policy set unknown", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{set.ID, "polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[1]"}, ""},
+			{"name taken ignoring case", "acme", CreateRequest{Name: ptr("TAKEN"), Enforce: one("TAKEN.policy", "")}, keel.ErrAlreadyExists, nil, ""},
+			{"unknown organization", "nope", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", "")}, keel.ErrNotFound, nil, ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -92,17 +92,17 @@ func TestUpdateReplacesEnforceAndKeepsName(t *testing.T) {
 		e.clock.Advance(1500 * time.Microsecond)
 		tests := []struct {
 			name     string
-			in       UpdateInput
+			in       UpdateRequest
 			wantMode string
 			wantDesc string
 			wantErr  error
 		}{
-			{"description only keeps enforce", UpdateInput{Description: ptr("d")}, HardMandatory, "d", nil},
-			{"enforce replaced", UpdateInput{Enforce: &[]Enforce{{Path: "pol.policy", Mode: Advisory}}}, Advisory, "d", nil},
-			{"path checked against original name", UpdateInput{Enforce: &[]Enforce{{Path: "new.policy", Mode: Advisory}}}, HardMandatory, "d", nil},
-			{"enforcement-level", UpdateInput{EnforcementLevel: ptr(SoftMandatory)}, SoftMandatory, "d", nil},
-			{"two elements refused", UpdateInput{Enforce: &[]Enforce{{}, {}}}, "", "", keel.ErrInvalid},
-			{"query on sentinel refused", UpdateInput{Query: ptr("q")}, "", "", keel.ErrInvalid},
+			{"description only keeps enforce", UpdateRequest{Description: ptr("d")}, HardMandatory, "d", nil},
+			{"enforce replaced", UpdateRequest{Enforce: &[]Enforce{{Path: "pol.policy", Mode: Advisory}}}, Advisory, "d", nil},
+			{"path checked against original name", UpdateRequest{Enforce: &[]Enforce{{Path: "new.policy", Mode: Advisory}}}, HardMandatory, "d", nil},
+			{"enforcement-level", UpdateRequest{EnforcementLevel: ptr(SoftMandatory)}, SoftMandatory, "d", nil},
+			{"two elements refused", UpdateRequest{Enforce: &[]Enforce{{}, {}}}, "", "", keel.ErrInvalid},
+			{"query on sentinel refused", UpdateRequest{Query: ptr("q")}, "", "", keel.ErrInvalid},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -141,22 +141,22 @@ func TestUpdateRulesNameGoFields(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mk(t, "pol")
-		opa, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("rego"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Advisory)})
+		opa, err := e.s.Create(root(), "acme", CreateRequest{Name: ptr("rego"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Advisory)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tests := []struct {
 			name   string
 			id     string
-			in     UpdateInput
+			in     UpdateRequest
 			fields []string
 		}{
-			{"two enforce elements", p.ID, UpdateInput{Enforce: &[]Enforce{{Path: "pol.policy"}, {Path: "pol.policy"}}}, []string{"Enforce"}},
-			{"enforce path missing", p.ID, UpdateInput{Enforce: &[]Enforce{{Mode: Advisory}}}, []string{"Enforce[0].Path"}},
-			{"query on sentinel", p.ID, UpdateInput{Query: ptr("q")}, []string{"Query"}},
-			{"empty query on opa", opa.ID, UpdateInput{Query: ptr("")}, []string{"Query"}},
-			{"opa level", opa.ID, UpdateInput{EnforcementLevel: ptr(HardMandatory)}, []string{"EnforcementLevel"}},
-			{"bad mode and level at once", p.ID, UpdateInput{EnforcementLevel: ptr("x"), Enforce: &[]Enforce{{Path: "pol.policy", Mode: "y"}}}, []string{"EnforcementLevel", "Enforce[0].Mode"}},
+			{"two enforce elements", p.ID, UpdateRequest{Enforce: &[]Enforce{{Path: "pol.policy"}, {Path: "pol.policy"}}}, []string{"Enforce"}},
+			{"enforce path missing", p.ID, UpdateRequest{Enforce: &[]Enforce{{Mode: Advisory}}}, []string{"Enforce[0].Path"}},
+			{"query on sentinel", p.ID, UpdateRequest{Query: ptr("q")}, []string{"Query"}},
+			{"empty query on opa", opa.ID, UpdateRequest{Query: ptr("")}, []string{"Query"}},
+			{"opa level", opa.ID, UpdateRequest{EnforcementLevel: ptr(HardMandatory)}, []string{"EnforcementLevel"}},
+			{"bad mode and level at once", p.ID, UpdateRequest{EnforcementLevel: ptr("x"), Enforce: &[]Enforce{{Path: "pol.policy", Mode: "y"}}}, []string{"EnforcementLevel", "Enforce[0].Mode"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -185,7 +185,7 @@ func TestCreateSetRules(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr(tt.set), PolicyIDs: tt.policyIDs})
+				_, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr(tt.set), PolicyIDs: tt.policyIDs})
 				if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
 					t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
 				}
@@ -205,7 +205,7 @@ func TestUploadDownload(t *testing.T) {
 			t.Fatalf("download before upload: %v", err)
 		}
 		// 10 MiB, or what one value of the store holds (etcd: 1,396 KiB).
-		most := e.s.MaxCodeBytes()
+		most := e.s.Limits().MaxCodeBytes
 		if want := min(MaxCodeSize, e.raw.Limits().MaxValueSize); most != want {
 			t.Fatalf("MaxCodeBytes = %d, want %d", most, want)
 		}
@@ -260,12 +260,12 @@ func TestNotFoundInsteadOfForbidden(t *testing.T) {
 			name string
 			op   func() error
 		}{
-			{"create", func() error { _, err := e.s.Create(ctx, "acme", CreateInput{Name: ptr("x")}); return err }},
+			{"create", func() error { _, err := e.s.Create(ctx, "acme", CreateRequest{Name: ptr("x")}); return err }},
 			{"show", func() error { _, err := e.s.Get(ctx, p.ID); return err }},
-			{"update", func() error { _, err := e.s.Update(ctx, p.ID, UpdateInput{}); return err }},
+			{"update", func() error { _, err := e.s.Update(ctx, p.ID, UpdateRequest{}); return err }},
 			{"upload", func() error { return e.s.Upload(ctx, p.ID, []byte("x")) }},
 			{"download", func() error { _, err := e.s.Download(ctx, p.ID); return err }},
-			{"list", func() error { _, err := e.s.List(ctx, "acme", ListOptions{}); return err }},
+			{"list", func() error { _, err := e.s.List(ctx, "acme", ListRequest{}); return err }},
 			{"delete", func() error { return e.s.Delete(ctx, p.ID) }},
 			{"unknown policy", func() error { _, err := e.s.Get(root(), "pol-nope"); return err }},
 		}
@@ -283,11 +283,11 @@ func TestPolicySets(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		a := e.mk(t, "a")
-		set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("base"), PolicyIDs: []string{a.ID}})
+		set, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("base"), PolicyIDs: []string{a.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("b"), EnforcementLevel: ptr(Advisory), PolicySetIDs: []string{set.ID}})
+		b, err := e.s.Create(root(), "acme", CreateRequest{Name: ptr("b"), EnforcementLevel: ptr(Advisory), PolicySetIDs: []string{set.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,16 +325,16 @@ func TestList(t *testing.T) {
 		}
 		tests := []struct {
 			name  string
-			opts  ListOptions
+			opts  ListRequest
 			want  []string
 			total int
-			pages int
+			next  bool
 		}{
-			{"all in name order", ListOptions{}, []string{"a-net", "b-db", "c-net", "d-db", "e-net"}, 5, 1},
-			{"page 2 of size 2", ListOptions{PageNumber: 2, PageSize: 2}, []string{"c-net", "d-db"}, 5, 3},
-			{"page past the end", ListOptions{PageNumber: 4, PageSize: 2}, nil, 5, 3},
-			{"search ignores case", ListOptions{Search: "NET"}, []string{"a-net", "c-net", "e-net"}, 3, 1},
-			{"search page 2", ListOptions{Search: "net", PageNumber: 2, PageSize: 2}, []string{"e-net"}, 3, 2},
+			{"all in name order", ListRequest{}, []string{"a-net", "b-db", "c-net", "d-db", "e-net"}, 5, false},
+			{"page 2 of size 2", ListRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 2}, []string{"c-net", "d-db"}, 5, true},
+			{"page past the end", ListRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 6}, nil, 5, false},
+			{"search ignores case", ListRequest{Search: "NET"}, []string{"a-net", "c-net", "e-net"}, 3, false},
+			{"search page 2", ListRequest{Search: "net", ListRequest: keel.ListRequest{Limit: 2}, Offset: 2}, []string{"e-net"}, 3, false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -343,11 +343,11 @@ func TestList(t *testing.T) {
 					t.Fatal(err)
 				}
 				var got []string
-				for _, p := range page.Policies {
+				for _, p := range page.Items {
 					got = append(got, p.Name)
 				}
-				if !slices.Equal(got, tt.want) || page.Pagination.TotalCount != tt.total || page.Pagination.TotalPages != tt.pages {
-					t.Fatalf("got %v %+v", got, page.Pagination)
+				if !slices.Equal(got, tt.want) || page.Matching != tt.total || page.Total != 5 || (page.Next != "") != tt.next {
+					t.Fatalf("got %v %+v", got, page)
 				}
 			})
 		}
@@ -365,14 +365,14 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 			op   func() error
 		}{
 			{"create", func() error {
-				_, err := e.s.Create(root(), "acme", CreateInput{Name: ptr("x"), EnforcementLevel: ptr(Advisory)})
+				_, err := e.s.Create(root(), "acme", CreateRequest{Name: ptr("x"), EnforcementLevel: ptr(Advisory)})
 				return err
 			}},
-			{"update", func() error { _, err := e.s.Update(root(), p.ID, UpdateInput{Description: ptr("d")}); return err }},
+			{"update", func() error { _, err := e.s.Update(root(), p.ID, UpdateRequest{Description: ptr("d")}); return err }},
 			{"upload", func() error { return e.s.Upload(root(), p.ID, []byte("code")) }},
 			{"delete", func() error { return e.s.Delete(root(), p.ID) }},
 			{"create set", func() error {
-				_, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{p.ID}})
+				_, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s"), PolicyIDs: []string{p.ID}})
 				return err
 			}},
 		}
@@ -393,8 +393,8 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 		if err := e.s.Upload(root(), q.ID, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		if page, _ := e.s.List(root(), "acme", ListOptions{}); page.Pagination.TotalCount != 2 {
-			t.Fatalf("after reruns: %+v", page.Pagination)
+		if page, _ := e.s.List(root(), "acme", ListRequest{}); page.Matching != 2 {
+			t.Fatalf("after reruns: %+v", page)
 		}
 	})
 }

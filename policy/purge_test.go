@@ -21,22 +21,22 @@ func TestDeletionFindsSetsStoredWithoutIndex(t *testing.T) {
 		e := newEnv(t, open, nil, nil)
 		ctx := root()
 		a := e.mk(t, "a")
-		set, err := e.s.CreateSet(ctx, "acme", SetInput{Name: ptr("old"), PolicyIDs: []string{a.ID}})
+		set, err := e.s.CreateSet(ctx, "acme", CreateSetRequest{Name: ptr("old"), PolicyIDs: []string{a.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		empty, err := e.s.CreateSet(ctx, "acme", SetInput{Name: ptr("old-empty"), PolicyIDs: nil})
+		empty, err := e.s.CreateSet(ctx, "acme", CreateSetRequest{Name: ptr("old-empty"), PolicyIDs: nil})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.cat.CreateOrganization(ctx, "beta", "", nil); err != nil {
+		if _, err := e.cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("beta"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
-		b, err := e.s.Create(ctx, "beta", CreateInput{Name: ptr("b"), EnforcementLevel: ptr(Advisory)})
+		b, err := e.s.Create(ctx, "beta", CreateRequest{Name: ptr("b"), EnforcementLevel: ptr(Advisory)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		other, err := e.s.CreateSet(ctx, "beta", SetInput{Name: ptr("kept"), PolicyIDs: []string{b.ID}})
+		other, err := e.s.CreateSet(ctx, "beta", CreateSetRequest{Name: ptr("kept"), PolicyIDs: []string{b.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,10 +82,10 @@ func TestDeletionIsRetrySafe(t *testing.T) {
 		var fs *faultstore.Store
 		e := newEnv(t, open, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
 		a, b := e.mk(t, "a"), e.mk(t, "b")
-		if _, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID, b.ID}}); err != nil {
+		if _, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s"), PolicyIDs: []string{a.ID, b.ID}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.cat.Create(root(), "acme", project.Input{Name: ptr("infra")}); err != nil {
+		if _, err := e.cat.Create(root(), "acme", project.ProjectRequest{Name: ptr("infra")}); err != nil {
 			t.Fatal(err)
 		}
 		fs.Rerun(true)

@@ -21,7 +21,7 @@ import (
 func TestConcurrentPoliciesAndSets(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		set, err := e.s.CreateSet(root(), "acme", SetInput{Name: ptr("all")})
+		set, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("all")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestConcurrentPoliciesAndSets(t *testing.T) {
 		for w := range workers {
 			wg.Go(func() {
 				for i := range each {
-					p, err := e.s.Create(root(), "acme", CreateInput{Name: ptr(fmt.Sprintf("w%d-p%d", w, i)), EnforcementLevel: ptr(Advisory)})
+					p, err := e.s.Create(root(), "acme", CreateRequest{Name: ptr(fmt.Sprintf("w%d-p%d", w, i)), EnforcementLevel: ptr(Advisory)})
 					if err != nil {
 						errs <- err
 						return
@@ -52,13 +52,13 @@ func TestConcurrentPoliciesAndSets(t *testing.T) {
 					kept <- p.ID
 				}
 				spelling := []string{"shared", "Shared", "SHARED", "sHaReD"}[w%4]
-				switch _, err := e.s.Create(root(), "acme", CreateInput{Name: &spelling, EnforcementLevel: ptr(Advisory)}); {
+				switch _, err := e.s.Create(root(), "acme", CreateRequest{Name: &spelling, EnforcementLevel: ptr(Advisory)}); {
 				case err == nil:
 					polWon.Add(1)
 				case keel.KindOf(err) != keel.KindAlreadyExists:
 					errs <- fmt.Errorf("policy %q: %w", spelling, err)
 				}
-				switch _, err := e.s.CreateSet(root(), "acme", SetInput{Name: &spelling}); {
+				switch _, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: &spelling}); {
 				case err == nil:
 					setWon.Add(1)
 				case keel.KindOf(err) != keel.KindAlreadyExists:
@@ -80,9 +80,9 @@ func TestConcurrentPoliciesAndSets(t *testing.T) {
 			want = append(want, id)
 		}
 		slices.Sort(want)
-		page, err := e.s.List(root(), "acme", ListOptions{PageSize: MaxPageSize})
-		if err != nil || page.Pagination.TotalCount != len(want)+1 || len(page.Policies) != len(want)+1 {
-			t.Fatalf("list: %d of %d policies, %v; want %d", len(page.Policies), page.Pagination.TotalCount, err, len(want)+1)
+		page, err := e.s.List(root(), "acme", ListRequest{ListRequest: keel.ListRequest{Limit: MaxPageSize}})
+		if err != nil || page.Matching != len(want)+1 || len(page.Items) != len(want)+1 {
+			t.Fatalf("list: %d of %d policies, %v; want %d", len(page.Items), page.Matching, err, len(want)+1)
 		}
 		got, err := e.s.GetSet(root(), set.ID)
 		if err != nil || !slices.Equal(got.PolicyIDs, want) {

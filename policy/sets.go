@@ -55,8 +55,9 @@ type PolicySet struct {
 	UpdatedAt time.Time
 }
 
-// SetInput is the body of a policy set's create; a nil field was not sent.
-type SetInput struct {
+// CreateSetRequest is the input of CreateSet: a nil field is not given (the
+// default).
+type CreateSetRequest struct {
 	Name        *string
 	Description *string
 	// Kind is Sentinel (the default) or OPA; it cannot change.
@@ -74,10 +75,10 @@ type SetInput struct {
 	WorkspaceExclusionIDs []string
 }
 
-// SetUpdate is the body of a policy set's update; a nil field was not
-// sent. The kind cannot change; members change through AddSetMembers and
+// UpdateSetRequest is the input of UpdateSet: a nil field is not given
+// (left as it is). The kind cannot change; members change through AddSetMembers and
 // RemoveSetMembers.
-type SetUpdate struct {
+type UpdateSetRequest struct {
 	Name                 *string
 	Description          *string
 	Global               *bool
@@ -139,7 +140,7 @@ func putSet(tx storage.Tx, rec *setRecord) error {
 }
 
 // The transaction costs of the set operations, from which the limits are
-// derived (see MaxSetMembers): reads and writes besides those per member.
+// derived (see Limits): reads and writes besides those per member.
 const (
 	// DeleteSet and UpdateSet: the index marker, the set, the
 	// organization, the name key, one scan per kind of member.
@@ -152,7 +153,7 @@ const (
 	memberFixed = 8
 )
 
-// MaxSetMembers is the largest number of members (policies, workspaces,
+// maxSetMembers is Limits().MaxSetMembers: the largest number of members (policies, workspaces,
 // projects and exclusions together) a policy set may have in the
 // Service's store: every operation on a set, its deletion included, then
 // fits in one transaction of the store (storage.Limits: MaxTxOps and
@@ -160,7 +161,7 @@ const (
 // is 62; a store that states no limit allows any number (math.MaxInt).
 // CreateSet and AddSetMembers refuse a set that would grow past it, up
 // front, with keel.KindTooLarge.
-func (s *Service) MaxSetMembers() int {
+func (s *Service) maxSetMembers() int {
 	l := s.store.Limits()
 	n := math.MaxInt
 	if l.MaxTxOps > 0 {
@@ -174,14 +175,14 @@ func (s *Service) MaxSetMembers() int {
 	return max(n, 0)
 }
 
-// MaxMemberSets is the largest number of sets whose edges the deletion of
+// maxMemberSets is Limits().MaxMemberSets: the largest number of sets whose edges the deletion of
 // one policy, workspace or project can delete in one transaction of the
 // Service's store: two edges and the set's counts per set. With etcd's
 // default limits it is 40; a store that states no limit allows any
 // number. A deletion of a member of more sets is refused with
 // keel.KindTooLarge and leaves the store as it was: remove the member
 // from some sets first. Create refuses a policy that would join more.
-func (s *Service) MaxMemberSets() int {
+func (s *Service) maxMemberSets() int {
 	l := s.store.Limits()
 	n := math.MaxInt
 	if l.MaxTxOps > 0 {
@@ -279,9 +280,10 @@ func checkIndexed(tx storage.Tx) error {
 // CreateSet creates a policy set in org with the members of in (see the
 // package's rules). The organization must exist and the caller must hold
 // manage-policies on it; otherwise keel.KindNotFound. A set of more than
-// MaxSetMembers members is keel.KindTooLarge. It returns the set as
+// Limits().MaxSetMembers members is keel.KindTooLarge. It returns the set as
 // created.
-func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (PolicySet, error) {
+func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return PolicySet{}, err
 	}
@@ -323,11 +325,11 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 	// A broken rule, else too many members: refused once the organization
 	// is known to exist.
 	refused := v.Err()
-	if total, most := rec.Counts.total(), s.MaxSetMembers(); refused == nil && total > most {
+	if total, most := rec.Counts.total(), s.maxSetMembers(); refused == nil && total > most {
 		refused = s.tooLarge("policy set members", total, most)
 	}
 	var out PolicySet
-	err := s.indexed(ctx, func() error {
+	err = s.indexed(ctx, func() error {
 		return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 				return err
@@ -368,9 +370,10 @@ func (s *Service) CreateSet(ctx context.Context, org string, in SetInput) (Polic
 
 // GetSet returns the policy set id with its members. A set the caller may
 // not manage, or of an organization being deleted, is not found.
-func (s *Service) GetSet(ctx context.Context, id string) (PolicySet, error) {
+func (s *Service) GetSet(ctx context.Context, id string) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	var out PolicySet
-	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visibleSet(ctx, tx, live, id)
 		if err != nil {
 			return err
@@ -385,7 +388,8 @@ func (s *Service) GetSet(ctx context.Context, id string) (PolicySet, error) {
 // UpdatedAt. A new name follows the rules of CreateSet's. Global cannot
 // become true while the set is attached to workspaces or projects
 // ("Global"). It returns the set with its members.
-func (s *Service) UpdateSet(ctx context.Context, id string, in SetUpdate) (PolicySet, error) {
+func (s *Service) UpdateSet(ctx context.Context, id string, in UpdateSetRequest) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil && *in.Name == "" {
 		v.Add("Name", "is required")
@@ -398,7 +402,7 @@ func (s *Service) UpdateSet(ctx context.Context, id string, in SetUpdate) (Polic
 	invalid := v.Err()
 	now := ms(s.clock.Now())
 	var out PolicySet
-	err := s.indexed(ctx, func() error {
+	err = s.indexed(ctx, func() error {
 		return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			rec, err := s.visibleSet(ctx, tx, live, id)
 			if err != nil {
@@ -486,7 +490,8 @@ func deleteName(tx storage.Tx, rec *setRecord) error {
 
 // DeleteSet deletes the set id and its members' edges; the members
 // themselves stay.
-func (s *Service) DeleteSet(ctx context.Context, id string) error {
+func (s *Service) DeleteSet(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	return s.indexed(ctx, func() error {
 		return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			rec, err := s.visibleSet(ctx, tx, live, id)
@@ -510,46 +515,43 @@ func (s *Service) DeleteSet(ctx context.Context, id string) error {
 	})
 }
 
-// SetListOptions are the query parameters of a policy set list.
-type SetListOptions struct {
-	// PageNumber, PageSize and Search are those of ListOptions.
-	PageNumber int
-	PageSize   int
-	Search     string
+// ListSetsRequest asks for one page of the policy sets of an
+// organization.
+type ListSetsRequest struct {
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered list (0, the default: its first set): a transport
+	// renders numbered pages with it. It is at least 0.
+	Offset int
+	// Search keeps the sets whose name holds it, ignoring case.
+	Search string
 	// FilterKind, when not empty, keeps the sets of that kind (Sentinel
 	// or OPA).
 	FilterKind string
 }
 
-// SetPage is one page of policy sets, in name order.
-type SetPage struct {
-	Sets       []PolicySet
-	Pagination keel.Pagination
-}
-
 // ListSets returns a page of the policy sets of org, in name order (case
 // folded), each with its members, as List does for policies.
-func (s *Service) ListSets(ctx context.Context, org string, opts SetListOptions) (SetPage, error) {
+func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (out keel.CountedPage[PolicySet], err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
-		return SetPage{}, err
+		return out, err
 	}
-	if opts.PageNumber > MaxPageNumber {
-		return SetPage{}, keel.Invalid("PageNumber", "must be at most %d", MaxPageNumber)
+	pg, err := newPager(r.ListRequest, r.Offset)
+	if err != nil {
+		return out, err
 	}
-	if opts.FilterKind != "" && opts.FilterKind != Sentinel && opts.FilterKind != OPA {
-		return SetPage{}, keel.Invalid("FilterKind", "must be sentinel or opa")
+	if r.FilterKind != "" && r.FilterKind != Sentinel && r.FilterKind != OPA {
+		return out, keel.Invalid("FilterKind", "must be sentinel or opa")
 	}
-	opts.PageNumber = max(opts.PageNumber, 1)
-	if opts.PageSize < 1 {
-		opts.PageSize = DefaultPageSize
-	}
-	opts.PageSize = min(opts.PageSize, MaxPageSize)
-	q := strings.ToLower(opts.Search)
-	start := (opts.PageNumber - 1) * opts.PageSize
-	var out SetPage
-	err := s.indexed(ctx, func() error {
+	q := strings.ToLower(r.Search)
+	err = s.indexed(ctx, func() error {
 		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
-			out = SetPage{Sets: []PolicySet{}}
+			out = keel.CountedPage[PolicySet]{Page: keel.Page[PolicySet]{Items: []PolicySet{}}}
+			pg.seen, pg.taken, pg.last, pg.more = 0, 0, "", false
 			if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 				return err
 			}
@@ -557,34 +559,39 @@ func (s *Service) ListSets(ctx context.Context, org string, opts SetListOptions)
 				return err
 			}
 			prefix := setNames(org)
-			total := 0
 			err := tx.Scan(prefix, storage.ScanOptions{}, func(k string, v []byte) error {
-				if !strings.Contains(k[len(prefix):], q) {
+				out.Total++
+				name := k[len(prefix):]
+				if !strings.Contains(name, q) {
 					return nil
 				}
-				inPage := total >= start && total < start+opts.PageSize
-				if opts.FilterKind == "" && !inPage {
-					total++
+				var rec *setRecord
+				if r.FilterKind != "" {
+					var err error
+					if rec, err = getSet(tx, string(v)); err != nil {
+						return err
+					}
+					if rec.kind() != r.FilterKind {
+						return nil
+					}
+				}
+				if !pg.take(name) {
 					return nil
 				}
-				rec, err := getSet(tx, string(v))
+				if rec == nil {
+					var err error
+					if rec, err = getSet(tx, string(v)); err != nil {
+						return err
+					}
+				}
+				set, err := publicSet(tx, rec)
 				if err != nil {
 					return err
 				}
-				if opts.FilterKind != "" && rec.kind() != opts.FilterKind {
-					return nil
-				}
-				if inPage {
-					set, err := publicSet(tx, rec)
-					if err != nil {
-						return err
-					}
-					out.Sets = append(out.Sets, set)
-				}
-				total++
+				out.Items = append(out.Items, set)
 				return nil
 			})
-			out.Pagination = keel.NewPagination(opts.PageNumber, opts.PageSize, total)
+			out.Matching, out.Next = pg.seen, pg.next()
 			return err
 		})
 	})

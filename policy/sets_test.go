@@ -37,13 +37,13 @@ func populate(t *testing.T, e *env) *world {
 	t.Helper()
 	ctx := root()
 	w := &world{env: e}
-	p, err := e.cat.Create(ctx, "acme", project.Input{Name: ptr("apps")})
+	p, err := e.cat.Create(ctx, "acme", project.ProjectRequest{Name: ptr("apps")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.prj = p.ID
 	for _, name := range []string{"web", "db"} {
-		ws, err := e.cat.CreateWorkspace(ctx, "acme", name, p.ID, nil)
+		ws, err := e.cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new(name), ProjectID: new(p.ID)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,21 +53,21 @@ func populate(t *testing.T, e *env) *world {
 			w.ws2 = ws.ID
 		}
 	}
-	o, err := e.s.Create(ctx, "acme", CreateInput{Name: ptr("o"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Advisory)})
+	o, err := e.s.Create(ctx, "acme", CreateRequest{Name: ptr("o"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Advisory)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.opa = o.ID
-	beta, err := e.cat.CreateOrganization(ctx, "beta", "", nil)
+	beta, err := e.cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("beta"), Email: new("")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bws, err := e.cat.CreateWorkspace(ctx, "beta", "web", beta.DefaultProjectID, nil)
+	bws, err := e.cat.CreateWorkspace(ctx, "beta", project.WorkspaceRequest{Name: new("web"), ProjectID: new(beta.DefaultProjectID)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.betaWS = bws.ID
-	bp, err := e.s.Create(ctx, "beta", CreateInput{Name: ptr("b"), EnforcementLevel: ptr(Advisory)})
+	bp, err := e.s.Create(ctx, "beta", CreateRequest{Name: ptr("b"), EnforcementLevel: ptr(Advisory)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,33 +106,33 @@ func TestSetCreateRules(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
 		p := w.mk(t, "p")
-		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("Taken")}); err != nil {
+		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("Taken")}); err != nil {
 			t.Fatal(err)
 		}
 		tests := []struct {
 			name   string
-			in     SetInput
+			in     CreateSetRequest
 			want   error
 			fields []string
 		}{
-			{"name required", SetInput{}, keel.ErrInvalid, []string{"Name"}},
-			{"name empty", SetInput{Name: ptr("")}, keel.ErrInvalid, []string{"Name"}},
-			{"name characters", SetInput{Name: ptr("a b")}, keel.ErrInvalid, []string{"Name"}},
-			{"name taken, case folded", SetInput{Name: ptr("taken")}, keel.ErrAlreadyExists, nil},
-			{"kind", SetInput{Name: ptr("k"), Kind: ptr("rego")}, keel.ErrInvalid, []string{"Kind"}},
-			{"global attached", SetInput{Name: ptr("g"), Global: ptr(true), WorkspaceIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"Global"}},
-			{"tool version empty", SetInput{Name: ptr("t"), PolicyToolVersion: ptr("")}, keel.ErrInvalid, []string{"PolicyToolVersion"}},
-			{"several at once", SetInput{Name: ptr("a b"), Kind: ptr("x")}, keel.ErrInvalid, []string{"Name", "Kind"}},
-			{"members unknown or of another organization", SetInput{
+			{"name required", CreateSetRequest{}, keel.ErrInvalid, []string{"Name"}},
+			{"name empty", CreateSetRequest{Name: ptr("")}, keel.ErrInvalid, []string{"Name"}},
+			{"name characters", CreateSetRequest{Name: ptr("a b")}, keel.ErrInvalid, []string{"Name"}},
+			{"name taken, case folded", CreateSetRequest{Name: ptr("taken")}, keel.ErrAlreadyExists, nil},
+			{"kind", CreateSetRequest{Name: ptr("k"), Kind: ptr("rego")}, keel.ErrInvalid, []string{"Kind"}},
+			{"global attached", CreateSetRequest{Name: ptr("g"), Global: ptr(true), WorkspaceIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"Global"}},
+			{"tool version empty", CreateSetRequest{Name: ptr("t"), PolicyToolVersion: ptr("")}, keel.ErrInvalid, []string{"PolicyToolVersion"}},
+			{"several at once", CreateSetRequest{Name: ptr("a b"), Kind: ptr("x")}, keel.ErrInvalid, []string{"Name", "Kind"}},
+			{"members unknown or of another organization", CreateSetRequest{
 				Name:                  ptr("m"),
 				PolicyIDs:             []string{p.ID, "pol-x", w.betaPol},
 				WorkspaceIDs:          []string{w.ws1, w.betaWS, "a/b"},
 				ProjectIDs:            []string{"prj-x", w.prj},
 				WorkspaceExclusionIDs: []string{w.betaWS},
 			}, keel.ErrInvalid, []string{"PolicyIDs[1]", "PolicyIDs[2]", "WorkspaceIDs[1]", "WorkspaceIDs[2]", "ProjectIDs[0]", "WorkspaceExclusionIDs[0]"}},
-			{"policy of another kind", SetInput{Name: ptr("o"), PolicyIDs: []string{p.ID, w.opa}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
-			{"opa set, sentinel policy", SetInput{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa, p.ID}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
-			{"workspace as a project", SetInput{Name: ptr("wp"), ProjectIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"ProjectIDs[0]"}},
+			{"policy of another kind", CreateSetRequest{Name: ptr("o"), PolicyIDs: []string{p.ID, w.opa}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
+			{"opa set, sentinel policy", CreateSetRequest{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa, p.ID}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
+			{"workspace as a project", CreateSetRequest{Name: ptr("wp"), ProjectIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"ProjectIDs[0]"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -140,7 +140,7 @@ func TestSetCreateRules(t *testing.T) {
 			})
 		}
 		// Unknown organization first, whatever the body.
-		if _, err := w.s.CreateSet(root(), "nope", SetInput{Name: ptr("a b")}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := w.s.CreateSet(root(), "nope", CreateSetRequest{Name: ptr("a b")}); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("unknown organization: %v", err)
 		}
 	})
@@ -153,7 +153,7 @@ func TestSetCreateDefaultsAndMembers(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
 		a, b := w.mk(t, "a"), w.mk(t, "b")
-		set, err := w.s.CreateSet(root(), "acme", SetInput{
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{
 			Name: ptr("s"), PolicyIDs: []string{b.ID, a.ID, b.ID}, WorkspaceIDs: []string{w.ws2, w.ws1},
 			ProjectIDs: []string{w.prj}, WorkspaceExclusionIDs: []string{w.ws1},
 		})
@@ -182,7 +182,7 @@ func TestSetCreateDefaultsAndMembers(t *testing.T) {
 		if p, _ := w.s.Get(root(), a.ID); !slices.Equal(p.PolicySetIDs, []string{set.ID}) {
 			t.Fatalf("policy's sets %v", p.PolicySetIDs)
 		}
-		o, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}, Global: ptr(true)})
+		o, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}, Global: ptr(true)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,18 +210,21 @@ func equalSets(a, b PolicySet) bool {
 func TestSetUpdate(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
-		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), WorkspaceIDs: []string{w.ws1}})
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s"), WorkspaceIDs: []string{w.ws1}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("other")}); err != nil {
+		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("other")}); err != nil {
 			t.Fatal(err)
 		}
-		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("OTHER")}); return err }, keel.ErrAlreadyExists)
-		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("a/b")}); return err }, keel.ErrInvalid, "Name")
-		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Global: ptr(true)}); return err }, keel.ErrInvalid, "Global")
+		w.unchanged(t, func() error {
+			_, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Name: ptr("OTHER")})
+			return err
+		}, keel.ErrAlreadyExists)
+		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Name: ptr("a/b")}); return err }, keel.ErrInvalid, "Name")
+		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Global: ptr(true)}); return err }, keel.ErrInvalid, "Global")
 		w.clock.Advance(time.Minute)
-		got, err := w.s.UpdateSet(root(), set.ID, SetUpdate{
+		got, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{
 			Name: ptr("renamed"), Description: ptr("d"), Overridable: ptr(true), AgentEnabled: ptr(true),
 			PolicyToolVersion: ptr("0.40.0"), PolicyUpdatePatterns: &[]string{"*.sentinel"}, PoliciesPath: ptr("p/"),
 		})
@@ -234,16 +237,16 @@ func TestSetUpdate(t *testing.T) {
 			t.Fatalf("updated %+v", got)
 		}
 		// The old name is free again, the new one taken.
-		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")}); err != nil {
+		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s")}); err != nil {
 			t.Fatalf("old name: %v", err)
 		}
-		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("Renamed")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("Renamed")}); !errors.Is(err, keel.ErrAlreadyExists) {
 			t.Fatalf("new name: %v", err)
 		}
 		if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1}); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Global: ptr(true)}); err != nil || !got.Global {
+		if got, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Global: ptr(true)}); err != nil || !got.Global {
 			t.Fatalf("global once detached: %+v, %v", got, err)
 		}
 	})
@@ -255,7 +258,7 @@ func TestSetMembers(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
 		a, b := w.mk(t, "a"), w.mk(t, "b")
-		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}})
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s"), PolicyIDs: []string{a.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +299,7 @@ func TestSetMembers(t *testing.T) {
 		}
 
 		// A global set is attached to no workspace or project.
-		g, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("g"), Global: ptr(true)})
+		g, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("g"), Global: ptr(true)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +316,7 @@ func TestSetDelete(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
 		a := w.mk(t, "a")
-		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
 			ProjectIDs: []string{w.prj}, WorkspaceExclusionIDs: []string{w.ws2}})
 		if err != nil {
 			t.Fatal(err)
@@ -332,7 +335,7 @@ func TestSetDelete(t *testing.T) {
 		if p, err := w.s.Get(root(), a.ID); err != nil || len(p.PolicySetIDs) != 0 {
 			t.Fatalf("member %+v, %v", p, err)
 		}
-		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")}); err != nil {
+		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s")}); err != nil {
 			t.Fatalf("the name is free again: %v", err)
 		}
 	})
@@ -345,12 +348,12 @@ func TestSetMembersForgotten(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
 		a := w.mk(t, "a")
-		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s"), PolicyIDs: []string{a.ID}, WorkspaceIDs: []string{w.ws1},
 			WorkspaceExclusionIDs: []string{w.ws1, w.ws2}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p2, err := w.cat.Create(root(), "acme", project.Input{Name: ptr("empty")})
+		p2, err := w.cat.Create(root(), "acme", project.ProjectRequest{Name: ptr("empty")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,16 +406,16 @@ func TestSetHidden(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := newWorld(t, open, authz, nil)
-		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s")})
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx := as("r", "reader")
 		for name, op := range map[string]func() error{
-			"create": func() error { _, err := w.s.CreateSet(ctx, "acme", SetInput{Name: ptr("a b")}); return err },
+			"create": func() error { _, err := w.s.CreateSet(ctx, "acme", CreateSetRequest{Name: ptr("a b")}); return err },
 			"get":    func() error { _, err := w.s.GetSet(ctx, set.ID); return err },
-			"list":   func() error { _, err := w.s.ListSets(ctx, "acme", SetListOptions{PageNumber: -1}); return err },
-			"update": func() error { _, err := w.s.UpdateSet(ctx, set.ID, SetUpdate{Name: ptr("a b")}); return err },
+			"list":   func() error { _, err := w.s.ListSets(ctx, "acme", ListSetsRequest{Offset: -1}); return err },
+			"update": func() error { _, err := w.s.UpdateSet(ctx, set.ID, UpdateSetRequest{Name: ptr("a b")}); return err },
 			"delete": func() error { return w.s.DeleteSet(ctx, set.ID) },
 			"add":    func() error { return w.s.AddSetMembers(ctx, set.ID, SetWorkspaces, nil) },
 			"remove": func() error { return w.s.RemoveSetMembers(ctx, set.ID, SetWorkspaces, []string{w.ws1}) },
@@ -427,25 +430,25 @@ func TestListSets(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		w := newWorld(t, open, nil, nil)
 		for _, n := range []string{"b-net", "A-net", "c"} {
-			if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr(n)}); err != nil {
+			if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr(n)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("opa-net"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}}); err != nil {
+		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("opa-net"), Kind: ptr(OPA), PolicyIDs: []string{w.opa}}); err != nil {
 			t.Fatal(err)
 		}
 		tests := []struct {
 			name  string
-			opts  SetListOptions
+			opts  ListSetsRequest
 			want  []string
 			total int
 		}{
-			{"all", SetListOptions{}, []string{"A-net", "b-net", "c", "opa-net"}, 4},
-			{"search", SetListOptions{Search: "NET"}, []string{"A-net", "b-net", "opa-net"}, 3},
-			{"kind", SetListOptions{FilterKind: OPA}, []string{"opa-net"}, 1},
-			{"kind and search", SetListOptions{FilterKind: Sentinel, Search: "net"}, []string{"A-net", "b-net"}, 2},
-			{"page 2", SetListOptions{PageNumber: 2, PageSize: 3}, []string{"opa-net"}, 4},
-			{"past the end", SetListOptions{PageNumber: 9, PageSize: 3}, nil, 4},
+			{"all", ListSetsRequest{}, []string{"A-net", "b-net", "c", "opa-net"}, 4},
+			{"search", ListSetsRequest{Search: "NET"}, []string{"A-net", "b-net", "opa-net"}, 3},
+			{"kind", ListSetsRequest{FilterKind: OPA}, []string{"opa-net"}, 1},
+			{"kind and search", ListSetsRequest{FilterKind: Sentinel, Search: "net"}, []string{"A-net", "b-net"}, 2},
+			{"page 2", ListSetsRequest{ListRequest: keel.ListRequest{Limit: 3}, Offset: 3}, []string{"opa-net"}, 4},
+			{"past the end", ListSetsRequest{ListRequest: keel.ListRequest{Limit: 3}, Offset: 24}, nil, 4},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -454,22 +457,40 @@ func TestListSets(t *testing.T) {
 					t.Fatal(err)
 				}
 				var names []string
-				for _, s := range page.Sets {
+				for _, s := range page.Items {
 					names = append(names, s.Name)
 				}
-				if !slices.Equal(names, tt.want) || page.Pagination.TotalCount != tt.total {
-					t.Fatalf("names %v total %d", names, page.Pagination.TotalCount)
+				if !slices.Equal(names, tt.want) || page.Matching != tt.total || page.Total != 4 {
+					t.Fatalf("names %v matching %d total %d", names, page.Matching, page.Total)
+				}
+				if tt.opts.Limit != 0 {
+					return
+				}
+				var walked []string
+				for set, err := range keel.All(root(), 1, func(ctx context.Context, r keel.ListRequest) (keel.Page[PolicySet], error) {
+					opts := tt.opts
+					opts.ListRequest = r
+					page, err := w.s.ListSets(ctx, "acme", opts)
+					return page.Page, err
+				}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					walked = append(walked, set.Name)
+				}
+				if !slices.Equal(walked, tt.want) {
+					t.Fatalf("walked %v, want %v", walked, tt.want)
 				}
 			})
 		}
-		if page, _ := w.s.ListSets(root(), "acme", SetListOptions{FilterKind: OPA}); !slices.Equal(page.Sets[0].PolicyIDs, []string{w.opa}) {
-			t.Fatalf("a listed set lacks its members: %+v", page.Sets[0])
+		if page, _ := w.s.ListSets(root(), "acme", ListSetsRequest{FilterKind: OPA}); !slices.Equal(page.Items[0].PolicyIDs, []string{w.opa}) {
+			t.Fatalf("a listed set lacks its members: %+v", page.Items[0])
 		}
-		if _, err := w.s.ListSets(root(), "acme", SetListOptions{FilterKind: "x"}); !slices.Equal(fieldsOf(err), []string{"FilterKind"}) {
+		if _, err := w.s.ListSets(root(), "acme", ListSetsRequest{FilterKind: "x"}); !slices.Equal(fieldsOf(err), []string{"FilterKind"}) {
 			t.Fatalf("bad kind: %v", err)
 		}
-		if _, err := w.s.ListSets(root(), "acme", SetListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fieldsOf(err), []string{"PageNumber"}) {
-			t.Fatalf("page number: %v", err)
+		if _, err := w.s.ListSets(root(), "acme", ListSetsRequest{Offset: -1}); !slices.Equal(fieldsOf(err), []string{"Offset"}) {
+			t.Fatalf("negative offset: %v", err)
 		}
 	})
 }
@@ -493,22 +514,22 @@ func TestSetLimitsEtcd(t *testing.T) {
 			e := newEnv(t, k.Open, nil, nil)
 			s := e.s
 			var err error
-			if s.MaxSetMembers() != 62 || s.MaxMemberSets() != 40 || s.MaxCodeBytes() != 1429504 {
-				t.Fatalf("limits %d %d %d; the package doc says 62, 40 and 1429504", s.MaxSetMembers(), s.MaxMemberSets(), s.MaxCodeBytes())
+			if s.Limits().MaxSetMembers != 62 || s.Limits().MaxMemberSets != 40 || s.Limits().MaxCodeBytes != 1429504 {
+				t.Fatalf("limits %d %d %d; the package doc says 62, 40 and 1429504", s.Limits().MaxSetMembers, s.Limits().MaxMemberSets, s.Limits().MaxCodeBytes)
 			}
 			var ids []string
 			for i := range 63 {
 				ids = append(ids, e.mk(t, "p"+string(rune('a'+i/26))+string(rune('a'+i%26))).ID)
 			}
 			e.unchanged(t, func() error {
-				_, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("big"), PolicyIDs: ids})
+				_, err := s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("big"), PolicyIDs: ids})
 				return err
 			}, keel.ErrTooLarge)
-			_, err = s.CreateSet(root(), "acme", SetInput{Name: ptr("x"), PolicyIDs: ids})
+			_, err = s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("x"), PolicyIDs: ids})
 			if err == nil || !strings.Contains(err.Error(), "at most 62") || !strings.Contains(err.Error(), "MaxTxOps 128") {
 				t.Fatalf("the refusal does not name the limit: %v", err)
 			}
-			set, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("big"), PolicyIDs: ids[:61]})
+			set, err := s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("big"), PolicyIDs: ids[:61]})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -523,7 +544,7 @@ func TestSetLimitsEtcd(t *testing.T) {
 			if err := s.RemoveSetMembers(root(), set.ID, SetPolicies, append(slices.Clone(ids), ids...)); err == nil || !strings.Contains(err.Error(), "at most 62") {
 				t.Fatalf("a removal of 63 ids: %v, want a refusal naming the limit", err)
 			}
-			if got, err := s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("big2")}); err != nil || len(got.PolicyIDs) != 62 {
+			if got, err := s.UpdateSet(root(), set.ID, UpdateSetRequest{Name: ptr("big2")}); err != nil || len(got.PolicyIDs) != 62 {
 				t.Fatalf("update of the largest set: %d, %v", len(got.PolicyIDs), err)
 			}
 			if err := s.Delete(root(), ids[0]); err != nil {
@@ -537,7 +558,7 @@ func TestSetLimitsEtcd(t *testing.T) {
 			p := ids[1]
 			var sets []string
 			for i := range 41 {
-				set, err := s.CreateSet(root(), "acme", SetInput{Name: ptr("s" + string(rune('a'+i/26)) + string(rune('a'+i%26)))})
+				set, err := s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s" + string(rune('a'+i/26)) + string(rune('a'+i%26)))})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -555,7 +576,7 @@ func TestSetLimitsEtcd(t *testing.T) {
 			}
 			// A new policy joining more sets than fit is refused up front.
 			e.unchanged(t, func() error {
-				_, err := s.Create(root(), "acme", CreateInput{Name: ptr("many"), EnforcementLevel: ptr(Advisory), PolicySetIDs: sets})
+				_, err := s.Create(root(), "acme", CreateRequest{Name: ptr("many"), EnforcementLevel: ptr(Advisory), PolicySetIDs: sets})
 				return err
 			}, keel.ErrTooLarge)
 		})
@@ -570,7 +591,7 @@ func TestSetOperationsRetrySafe(t *testing.T) {
 		w := newWorld(t, open, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
 		a := w.mk(t, "a")
 		fs.Rerun(true)
-		set, err := w.s.CreateSet(root(), "acme", SetInput{Name: ptr("s"), PolicyIDs: []string{a.ID}})
+		set, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s"), PolicyIDs: []string{a.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -580,7 +601,7 @@ func TestSetOperationsRetrySafe(t *testing.T) {
 		if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.s.UpdateSet(root(), set.ID, SetUpdate{Name: ptr("t")}); err != nil {
+		if _, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Name: ptr("t")}); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.cat.DeleteWorkspace(root(), w.ws2); err != nil {

@@ -10,8 +10,9 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// CreateInput is the body of a create; a nil field was not sent.
-type CreateInput struct {
+// CreateRequest is the input of Create: a nil field is not given (the
+// default).
+type CreateRequest struct {
 	Name        *string
 	Description *string
 	// Kind is "sentinel" (the default) or "opa".
@@ -27,9 +28,9 @@ type CreateInput struct {
 	PolicySetIDs []string
 }
 
-// UpdateInput is the body of an update; a nil field was not sent. The name
-// cannot change: a name sent on update is ignored by the adapter.
-type UpdateInput struct {
+// UpdateRequest is the input of Update: a nil field is not given (left as
+// it is). The name cannot change.
+type UpdateRequest struct {
 	Description      *string
 	Query            *string
 	Enforce          *[]Enforce
@@ -94,7 +95,8 @@ func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, l
 // Create creates a policy object (its code is uploaded afterwards). The
 // organization must exist and the caller must hold manage-policies on it;
 // otherwise keel.KindNotFound.
-func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Policy, error) {
+func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (_ Policy, err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return Policy{}, err
 	}
@@ -126,7 +128,7 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 	invalid := v.Err()
 	rec := record{ID: newID("pol"), Org: org, Name: name, Description: in.Description, Kind: kind, Query: in.Query, Enforce: enforce}
 	var out Policy
-	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 			return err
 		}
@@ -159,9 +161,10 @@ func (s *Service) Create(ctx context.Context, org string, in CreateInput) (Polic
 }
 
 // Get returns the policy id; one the caller may not manage is not found.
-func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
+func (s *Service) Get(ctx context.Context, id string) (_ Policy, err error) {
+	defer prefixErr(&err)
 	var out Policy
-	err := s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
@@ -175,10 +178,11 @@ func (s *Service) Get(ctx context.Context, id string) (Policy, error) {
 // Update changes the description, the query and the enforcement; Enforce
 // replaces the whole map, its path checked against the original name. It
 // sets UpdatedAt.
-func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy, error) {
+func (s *Service) Update(ctx context.Context, id string, in UpdateRequest) (_ Policy, err error) {
+	defer prefixErr(&err)
 	now := ms(s.clock.Now())
 	var out Policy
-	err := s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
+	err = s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
 			return err
@@ -217,13 +221,48 @@ func (s *Service) Update(ctx context.Context, id string, in UpdateInput) (Policy
 // transaction that writes it: the policy's record and the two keys.
 const codeRoom = 4 << 10
 
-// MaxCodeBytes is the most bytes of code Upload accepts on the Service's
+// Limits are the limits of a Service that depend on its store (see
+// storage.Limits); Service.Limits reports them.
+type Limits struct {
+	// MaxCodeBytes is the most bytes of code Upload accepts: MaxCodeSize
+	// (10 MiB), or less on a store that bounds a value or the bytes one
+	// transaction writes (storage.Limits MaxValueSize and MaxTxBytes; 4
+	// KiB of the transaction are kept for the policy's record and keys).
+	// It is 1,429,504 bytes (1,396 KiB) on etcdstore's default limits,
+	// 10 MiB on memstore and boltstore.
+	MaxCodeBytes int
+	// MaxSetMembers is the largest number of members (policies,
+	// workspaces, projects and exclusions together) a policy set may
+	// have: every operation on a set, its deletion included, then fits in
+	// one transaction of the store (storage.Limits MaxTxOps and
+	// MaxTxReads). With etcd's default limits (128 operations, 128 reads)
+	// it is 62; a store that states no limit allows any number
+	// (math.MaxInt). CreateSet and AddSetMembers refuse a set that would
+	// grow past it, up front, with keel.KindTooLarge.
+	MaxSetMembers int
+	// MaxMemberSets is the largest number of sets whose edges the
+	// deletion of one policy, workspace or project can delete in one
+	// transaction of the store: two edges and the set's counts per set.
+	// With etcd's default limits it is 40; a store that states no limit
+	// allows any number. A deletion of a member of more sets is refused
+	// with keel.KindTooLarge and leaves the store as it was: remove the
+	// member from some sets first. Create refuses a policy that would
+	// join more.
+	MaxMemberSets int
+}
+
+// Limits returns the limits of the Service on its store.
+func (s *Service) Limits() Limits {
+	return Limits{MaxCodeBytes: s.maxCodeBytes(), MaxSetMembers: s.maxSetMembers(), MaxMemberSets: s.maxMemberSets()}
+}
+
+// maxCodeBytes is Limits().MaxCodeBytes: the most bytes of code Upload accepts on the Service's
 // store: MaxCodeSize (10 MiB), or less on a store that bounds a value or
 // the bytes one transaction writes (storage.Limits MaxValueSize and
 // MaxTxBytes; 4 KiB of the transaction are kept for the policy's record
 // and keys). It is 1,429,504 bytes (1,396 KiB) on etcdstore's default
 // limits, 10 MiB on memstore and boltstore.
-func (s *Service) MaxCodeBytes() int {
+func (s *Service) maxCodeBytes() int {
 	l := s.store.Limits()
 	n := MaxCodeSize
 	if l.MaxValueSize > 0 {
@@ -235,12 +274,13 @@ func (s *Service) MaxCodeBytes() int {
 	return max(n, 0)
 }
 
-// Upload replaces the policy's code with code, at most MaxCodeBytes
+// Upload replaces the policy's code with code, at most Limits().MaxCodeBytes
 // bytes (MaxCodeSize, or less on a store of smaller values: a longer code
 // is keel.KindTooLarge, refused before anything is read or saved), and
 // sets UpdatedAt.
-func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
-	if most := s.MaxCodeBytes(); len(code) > most {
+func (s *Service) Upload(ctx context.Context, id string, code []byte) (err error) {
+	defer prefixErr(&err)
+	if most := s.maxCodeBytes(); len(code) > most {
 		if most == MaxCodeSize {
 			return fmt.Errorf("policy code of %d bytes, at most %d (MaxCodeSize): %w", len(code), most, keel.ErrTooLarge)
 		}
@@ -266,9 +306,10 @@ func (s *Service) Upload(ctx context.Context, id string, code []byte) error {
 // first upload. Code of keel.LargeValue bytes or more is reserved through
 // the context's keel.Reserver before it is loaded; a refused reservation
 // is Download's error.
-func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
+func (s *Service) Download(ctx context.Context, id string) (_ []byte, err error) {
+	defer prefixErr(&err)
 	var code []byte
-	err := storage.Reserving(ctx, 1, func(ld *storage.Loader) error {
+	err = storage.Reserving(ctx, 1, func(ld *storage.Loader) error {
 		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			if _, err := s.visible(ctx, tx, live, id); err != nil {
 				return err
@@ -285,9 +326,10 @@ func (s *Service) Download(ctx context.Context, id string) ([]byte, error) {
 }
 
 // Delete deletes a policy, its code and its set memberships, in one
-// transaction; a policy of more than MaxMemberSets sets is
+// transaction; a policy of more than Limits().MaxMemberSets sets is
 // keel.KindTooLarge and stays.
-func (s *Service) Delete(ctx context.Context, id string) error {
+func (s *Service) Delete(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
 		if err != nil {
@@ -311,8 +353,8 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 
 // joinSets makes the new policy rec a member of the sets ids (each of its
 // organization and kind, "PolicySetIDs[<i>]"), all or none; a set given
-// twice is joined once. More sets than MaxMemberSets, or a set that would
-// grow past MaxSetMembers, is keel.KindTooLarge.
+// twice is joined once. More sets than Limits().MaxMemberSets, or a set
+// that would grow past Limits().MaxSetMembers, is keel.KindTooLarge.
 func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
 	seen := map[string]bool{}
 	var sets []*setRecord
@@ -338,10 +380,10 @@ func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	if most := s.MaxMemberSets(); len(sets) > most {
+	if most := s.maxMemberSets(); len(sets) > most {
 		return s.tooLarge("policy sets of a policy", len(sets), most)
 	}
-	most := s.MaxSetMembers()
+	most := s.maxSetMembers()
 	for _, ps := range sets {
 		c, err := counts(tx, ps)
 		if err != nil {
@@ -350,7 +392,7 @@ func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
 		if c.total() >= most {
 			return s.tooLarge(fmt.Sprintf("members of policy set %q", ps.ID), c.total()+1, most)
 		}
-		c.Policies++
+		*c.slots()[SetPolicies]++
 		if err := join(tx, SetPolicies, ps.ID, rec.ID); err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ func fill(b *testing.B, e *env, n int) {
 				return err
 			}
 			for i := start; i < min(start+batch, n); i++ {
-				rec := prjRecord{ID: NewID("prj"), Org: "acme", Name: fmt.Sprintf("project-%06d", i), CreatedAt: t0}
+				rec := prjRecord{ID: newID("prj"), Org: "acme", Name: fmt.Sprintf("project-%06d", i), CreatedAt: t0}
 				if err := putJSON(tx, prjKey(rec.ID), rec); err != nil {
 					return err
 				}
@@ -47,9 +47,9 @@ func BenchmarkListFirstPage(b *testing.B) {
 			fill(b, e, n)
 			ctx := root()
 			for b.Loop() {
-				page, err := e.c.List(ctx, "acme", ListOptions{Sort: "name"})
-				if err != nil || len(page.Projects) != DefaultPageSize {
-					b.Fatal(len(page.Projects), err)
+				page, err := e.c.List(ctx, "acme", ListRequest{Sort: "name"})
+				if err != nil || len(page.Items) != DefaultPageSize {
+					b.Fatal(len(page.Items), err)
 				}
 			}
 		})
@@ -64,7 +64,7 @@ func BenchmarkListQuery(b *testing.B) {
 			fill(b, e, n)
 			ctx := root()
 			for b.Loop() {
-				if _, err := e.c.List(ctx, "acme", ListOptions{Query: "project-0000"}); err != nil {
+				if _, err := e.c.List(ctx, "acme", ListRequest{Query: "project-0000"}); err != nil {
 					b.Fatal(err)
 				}
 			}

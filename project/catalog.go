@@ -11,9 +11,9 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// DefaultProjectName is the name of the project created with every
+// defaultProjectName is the name of the project created with every
 // organization, as HCP Terraform does.
-const DefaultProjectName = "Default Project"
+const defaultProjectName = "Default Project"
 
 // Options configure a Catalog. The zero value (or nil) allows everything
 // and uses the system clock.
@@ -45,7 +45,8 @@ type Catalog struct {
 // New fails with an error of kind keel.KindInvalid, naming Store, when
 // store is nil or is a part of a store that a composition root gave to
 // another kind of component (storage.CheckClaim).
-func New(store storage.Store, opts *Options) (*Catalog, error) {
+func New(store storage.Store, opts *Options) (_ *Catalog, err error) {
+	defer prefixErr(&err)
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -73,7 +74,7 @@ const ClaimKind = "project"
 
 // Organization is an organization as read.
 type Organization struct {
-	// Name identifies the organization; it is its id on the wire.
+	// Name identifies the organization; it is its id.
 	Name string
 	// Email is the organization's contact address, as given.
 	Email string
@@ -126,10 +127,10 @@ func isWordRune(c rune) bool {
 	return c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
 }
 
-// CreateOrganization creates the organization name, with its default
+// CreateOrganization creates the organization r.Name, with its default
 // project, its owners team (OwnersTeamName, every organization permission
-// set) and the settings sent (nil: HCP Terraform's defaults; see
-// OrganizationSettings). It needs create on "organizations". The name
+// set), r.Email and the settings given (nil fields: HCP Terraform's
+// defaults; see OrganizationSettings). It needs create on "organizations". The name
 // ("Name") is required, letters, digits, "-" and "_"; a taken name
 // (ignoring case is not applied: organization names are case-sensitive
 // ids) is keel.KindAlreadyExists; the settings follow the rules of
@@ -139,7 +140,9 @@ func isWordRune(c rune) bool {
 // error, a crash), CreateOrganization first finishes it, so that nothing
 // of the old organization is seen in the new one; it fails with the
 // error of that deletion when it cannot finish it.
-func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, settings *OrganizationSettings) (Organization, error) {
+func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest) (_ Organization, err error) {
+	defer prefixErr(&err)
+	name, email := valueOf(r.Name), valueOf(r.Email)
 	if err := keel.Authorize(ctx, c.authz, keel.CapCreate, orgsResource()); err != nil {
 		return Organization{}, err
 	}
@@ -147,17 +150,14 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 	if err := slugError(name, 0); err != nil {
 		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
 	}
-	var s OrganizationSettings
-	if settings != nil {
-		s = *settings
-	}
+	s := r.OrganizationSettings
 	s.validate(&v)
 	if err := v.Err(); err != nil {
 		return Organization{}, err
 	}
 	now := c.clock.Now().UTC()
-	prjID := NewID("prj")
-	owners := ownersTeam(NewID("team"), name)
+	prjID := newID("prj")
+	owners := ownersTeam(newID("team"), name)
 	rec := orgRecord{Name: name, Email: email, CreatedAt: now, DefaultProject: prjID, ProjectCount: 1, Settings: s}
 	var pending *deletion
 	create := func(ctx context.Context, tx storage.Tx) error {
@@ -173,7 +173,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 		if err := putJSON(tx, orgKey(name), rec); err != nil {
 			return err
 		}
-		p := prjRecord{ID: prjID, Org: name, Name: DefaultProjectName, CreatedAt: now}
+		p := prjRecord{ID: prjID, Org: name, Name: defaultProjectName, CreatedAt: now}
 		if err := putJSON(tx, prjKey(prjID), p); err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 		}
 		return tx.Put(prjNames(name)+fold(p.Name), []byte(prjID))
 	}
-	err := c.store.Update(ctx, create)
+	err = c.store.Update(ctx, create)
 	if err == nil && pending != nil {
 		// The name is still being deleted: finish that deletion, then
 		// create. Another deletion cannot start meanwhile, as the name
@@ -204,12 +204,13 @@ func (c *Catalog) CreateOrganization(ctx context.Context, name, email string, se
 	return c.publicOrg(ctx, &rec)
 }
 
-// Organization returns the organization name, with the caller's
+// GetOrganization returns the organization name, with the caller's
 // permissions. It needs read on "organizations/<name>"; without it the
 // organization is not found.
-func (c *Catalog) Organization(ctx context.Context, name string) (Organization, error) {
+func (c *Catalog) GetOrganization(ctx context.Context, name string) (_ Organization, err error) {
+	defer prefixErr(&err)
 	var out Organization
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleOrg(ctx, tx, name, keel.CapRead)
 		if err != nil {
 			return err
@@ -218,20 +219,6 @@ func (c *Catalog) Organization(ctx context.Context, name string) (Organization, 
 		return err
 	})
 	return out, err
-}
-
-// OrganizationExists reports whether the organization exists, without
-// asking the Authorizer: packages that keep data per organization (policy)
-// use it and apply their own rights.
-func (c *Catalog) OrganizationExists(ctx context.Context, name string) (bool, error) {
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		_, err := getOrg(tx, name)
-		return err
-	})
-	if errors.Is(err, keel.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // visibleOrg returns the organization, or keel.KindNotFound when it does
@@ -257,15 +244,27 @@ func hide(err error, kind, id string) error {
 	return err
 }
 
-// Organizations lists, in name order, the organizations the caller may
-// read (read on "organizations/<name>"), as HCP Terraform lists those the
-// caller belongs to: an organization the caller cannot read is not
-// listed, so that the list reveals nothing the caller cannot read.
-func (c *Catalog) Organizations(ctx context.Context) ([]Organization, error) {
-	out := []Organization{}
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = out[:0]
-		return tx.Scan(orgPrefix, storage.ScanOptions{}, func(key string, _ []byte) error {
+// ListOrganizations returns one page of the organizations the caller may
+// read (read on "organizations/<name>"), in name order (the cursor of an
+// organization is its name), as HCP Terraform lists those the caller
+// belongs to: an organization the caller cannot read is not listed, so
+// that the list reveals nothing the caller cannot read. A page holds at
+// most r.Limit organizations (DefaultPageSize when 0 or less, at most
+// MaxPageSize).
+func (c *Catalog) ListOrganizations(ctx context.Context, r keel.ListRequest) (_ keel.Page[Organization], err error) {
+	defer prefixErr(&err)
+	var out keel.Page[Organization]
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = keel.Page[Organization]{Items: []Organization{}}
+		pg, err := newPager(r, 0, false)
+		if err != nil {
+			return err
+		}
+		opts := storage.ScanOptions{}
+		if r.Cursor != "" {
+			opts.After = orgPrefix + r.Cursor
+		}
+		err = tx.Scan(orgPrefix, opts, func(key string, _ []byte) error {
 			rec, err := getOrg(tx, key[len(orgPrefix):])
 			if err != nil {
 				return err
@@ -273,13 +272,21 @@ func (c *Catalog) Organizations(ctx context.Context) ([]Organization, error) {
 			if ok, err := c.may(ctx, keel.CapRead, orgResource(rec.Name)); err != nil || !ok {
 				return err
 			}
+			if !pg.take(rec.Name) {
+				return storage.StopScan
+			}
 			o, err := c.publicOrg(ctx, rec)
 			if err != nil {
 				return err
 			}
-			out = append(out, o)
+			out.Items = append(out.Items, o)
 			return nil
 		})
+		if err != nil && err != storage.StopScan {
+			return err
+		}
+		out.Next = pg.next()
+		return nil
 	})
 	return out, err
 }
@@ -297,7 +304,8 @@ func (c *Catalog) Organizations(ctx context.Context) ([]Organization, error) {
 // as not found; calling DeleteOrganization again, with the same right,
 // finishes the deletion (as CreateOrganization of the name and
 // FinishDeletions do) and returns nil.
-func (c *Catalog) DeleteOrganization(ctx context.Context, name string) error {
+func (c *Catalog) DeleteOrganization(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
 	d, err := c.startDeletion(ctx, name)
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ import (
 //  3. One transaction deletes the pending cleanup.
 //
 // A cleanup stopped between 1 and 3 (an error, a crash) is finished by
-// FinishDeletions. Until then, TeamAccesses and TeamAccess leave out the
+// FinishDeletions. Until then, ListTeamAccesses and GetTeamAccess leave out the
 // access of a team being cleaned up, and a project's TeamCount still counts
 // it.
 
@@ -79,7 +79,7 @@ func (c *Catalog) finishCleanup(ctx context.Context, kind, org, id string) error
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("access of the deleted %s %q: %w", map[string]string{cleanupTeam: "team", cleanupProject: "project"}[kind], id, err)
+		return errPrefix.Wrapf(err, "access of the deleted %s %q", map[string]string{cleanupTeam: "team", cleanupProject: "project"}[kind], id)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 // grant gives team access to project prj, or fails t.
 func (e *env) grant(t testing.TB, prj, team string) {
 	t.Helper()
-	if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: prj, TeamID: team, Access: "read"}); err != nil {
+	if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: prj, TeamID: team, Access: "read"}); err != nil {
 		t.Fatalf("access of %s to %s: %v", team, prj, err)
 	}
 }
@@ -50,7 +50,7 @@ func TestDeletionsOfTeamsAndProjectsAtScale(t *testing.T) {
 		wide := e.mkProject(t, "wide")
 		var teams []Team
 		for i := range 130 {
-			team, err := e.c.CreateTeam(root(), "acme", fmt.Sprintf("t%03d", i), nil)
+			team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new(fmt.Sprintf("t%03d", i))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func TestDeletionsOfTeamsAndProjectsAtScale(t *testing.T) {
 				}
 			}
 		}
-		big, err := e.c.CreateTeam(root(), "acme", "big", nil)
+		big, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("big")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestDeletionsOfTeamsAndProjectsAtScale(t *testing.T) {
 		}
 		for i, p := range []string{prjs[0].ID, prjs[69].ID} {
 			got, err := e.c.Get(root(), p)
-			list, lerr := e.c.TeamAccesses(root(), p)
+			list, lerr := teamAccesses(e.c, root(), p)
 			if want := []int{13, 0}[i]; err != nil || lerr != nil || got.TeamCount != want || len(list) != want {
 				t.Errorf("project %s: %d teams counted, %d listed (%v, %v), want %d", got.Name, got.TeamCount, len(list), err, lerr, want)
 			}
@@ -90,7 +90,7 @@ func TestDeletionsOfTeamsAndProjectsAtScale(t *testing.T) {
 		if left := e.accessKeys(t, wide.ID); len(left) > 0 {
 			t.Errorf("keys left of the deleted project: %v", left)
 		}
-		if _, err := e.c.TeamAccess(root(), wide.ID, teams[0].ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeamAccess(root(), wide.ID, teams[0].ID); !errors.Is(err, keel.ErrNotFound) {
 			t.Errorf("access to the deleted project: %v", err)
 		}
 	})
@@ -104,11 +104,11 @@ func TestAccessCleanupStoppedMidway(t *testing.T) {
 	var fs *faultstore.Store
 	e := newEnv(t, everystore.Mem, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
 	a, b := e.mkProject(t, "apps"), e.mkProject(t, "base")
-	devs, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+	devs, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, err := e.c.CreateTeam(root(), "acme", "ops", nil)
+	ops, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("ops")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,16 +124,16 @@ func TestAccessCleanupStoppedMidway(t *testing.T) {
 	if err := e.c.Delete(root(), b.ID); !errors.Is(err, boom) {
 		t.Fatalf("Delete with its access undeletable: %v", err)
 	}
-	if _, err := e.c.Team(root(), devs.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := e.c.GetTeam(root(), devs.ID); !errors.Is(err, keel.ErrNotFound) {
 		t.Errorf("the deleted team: %v", err)
 	}
-	if list, err := e.c.TeamAccesses(root(), a.ID); err != nil || len(list) != 1 || list[0].TeamID != ops.ID {
+	if list, err := teamAccesses(e.c, root(), a.ID); err != nil || len(list) != 1 || list[0].TeamID != ops.ID {
 		t.Errorf("access to apps: %v, %v; want only ops", list, err)
 	}
-	if _, err := e.c.TeamAccess(root(), a.ID, devs.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := e.c.GetTeamAccess(root(), a.ID, devs.ID); !errors.Is(err, keel.ErrNotFound) {
 		t.Errorf("access of the deleted team: %v", err)
 	}
-	if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: a.ID, TeamID: devs.ID}); keel.KindOf(err) != keel.KindInvalid {
+	if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: a.ID, TeamID: devs.ID}); keel.KindOf(err) != keel.KindInvalid {
 		t.Errorf("access given to the deleted team: %v", err)
 	}
 

@@ -30,29 +30,29 @@ type old struct {
 func populate(t testing.TB, c *Catalog, n int) old {
 	t.Helper()
 	ctx := root()
-	org, err := c.Organization(ctx, "acme")
+	org, err := c.GetOrganization(ctx, "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Create(ctx, "acme", Input{Name: ptr("infra")})
+	p, err := c.Create(ctx, "acme", ProjectRequest{Name: ptr("infra")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := old{project: p.ID, defaultProject: org.DefaultProjectID, workspaceName: "ws-000"}
 	for i := range n {
-		w, err := c.CreateWorkspace(ctx, "acme", fmt.Sprintf("ws-%03d", i), p.ID, nil)
+		w, err := c.CreateWorkspace(ctx, "acme", WorkspaceRequest{Name: new(fmt.Sprintf("ws-%03d", i)), ProjectID: new(p.ID)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.workspaces = append(o.workspaces, w.ID)
 	}
 	o.workspace = o.workspaces[0]
-	team, err := c.CreateTeam(ctx, "acme", "devs", nil)
+	team, err := c.CreateTeam(ctx, "acme", TeamRequest{Name: new("devs")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.team = team.ID
-	if _, err := c.SetTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
+	if _, err := c.PutTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
 		t.Fatal(err)
 	}
 	return o
@@ -65,12 +65,12 @@ func checkGone(t *testing.T, c *Catalog, o old) {
 	notFound := map[string]error{}
 	_, notFound["project"] = c.Get(ctx, o.project)
 	_, notFound["default project"] = c.Get(ctx, o.defaultProject)
-	_, notFound["update project"] = c.Update(ctx, o.project, Input{Description: ptr("x")})
-	_, notFound["workspace"] = c.Workspace(ctx, o.workspace)
-	_, notFound["workspaces of the project"] = c.Workspaces(ctx, o.project)
-	_, notFound["team"] = c.Team(ctx, o.team)
-	_, notFound["team accesses"] = c.TeamAccesses(ctx, o.project)
-	_, notFound["set team access"] = c.SetTeamAccess(ctx, TeamAccess{ProjectID: o.project, TeamID: o.team, Access: "read"})
+	_, notFound["update project"] = c.Update(ctx, o.project, ProjectRequest{Description: ptr("x")})
+	_, notFound["workspace"] = c.GetWorkspace(ctx, o.workspace)
+	_, notFound["workspaces of the project"] = projectWorkspaces(c, ctx, o.project)
+	_, notFound["team"] = c.GetTeam(ctx, o.team)
+	_, notFound["team accesses"] = teamAccesses(c, ctx, o.project)
+	_, notFound["set team access"] = c.PutTeamAccess(ctx, TeamAccess{ProjectID: o.project, TeamID: o.team, Access: "read"})
 	notFound["delete workspace"] = c.DeleteWorkspace(ctx, o.workspace)
 	notFound["move workspaces"] = c.MoveWorkspaces(ctx, o.defaultProject, []string{o.workspace})
 	for op, err := range notFound {
@@ -85,21 +85,21 @@ func checkNothingOld(t *testing.T, c *Catalog, o old) {
 	t.Helper()
 	checkGone(t, c, o)
 	ctx := root()
-	page, err := c.List(ctx, "acme", ListOptions{})
-	if err != nil || page.Total != 1 || len(page.Projects) != 1 || page.Projects[0].ID == o.defaultProject || page.Projects[0].WorkspaceCount != 0 {
+	page, err := c.List(ctx, "acme", ListRequest{})
+	if err != nil || page.Total != 1 || len(page.Items) != 1 || page.Items[0].ID == o.defaultProject || page.Items[0].WorkspaceCount != 0 {
 		t.Fatalf("projects of the new acme = %+v, %v", page, err)
 	}
-	if _, err := c.WorkspaceByName(ctx, "acme", o.workspaceName); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := c.GetWorkspaceByName(ctx, "acme", o.workspaceName); !errors.Is(err, keel.ErrNotFound) {
 		t.Errorf("workspace by its old name: %v", err)
 	}
 	// The old names are free.
-	if _, err := c.CreateWorkspace(ctx, "acme", o.workspaceName, "", nil); err != nil {
+	if _, err := c.CreateWorkspace(ctx, "acme", WorkspaceRequest{Name: new(o.workspaceName)}); err != nil {
 		t.Errorf("create a workspace of an old name: %v", err)
 	}
-	if _, err := c.CreateTeam(ctx, "acme", "devs", nil); err != nil {
+	if _, err := c.CreateTeam(ctx, "acme", TeamRequest{Name: new("devs")}); err != nil {
 		t.Errorf("create a team of an old name: %v", err)
 	}
-	if _, err := c.Create(ctx, "acme", Input{Name: ptr("infra")}); err != nil {
+	if _, err := c.Create(ctx, "acme", ProjectRequest{Name: ptr("infra")}); err != nil {
 		t.Errorf("create a project of an old name: %v", err)
 	}
 }
@@ -132,7 +132,7 @@ func TestRecreatedOrganizationShowsNothingOld(t *testing.T) {
 			t.Fatalf("keys left: %v", slices.Sorted(maps.Keys(left)))
 		}
 		checkGone(t, e.c, o)
-		if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
 		checkNothingOld(t, e.c, o)
@@ -189,11 +189,11 @@ func stopMidway(t *testing.T) (*faultstore.Store, *memstore.Store, *Catalog, old
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
+	if _, err := c.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 		t.Fatal(err)
 	}
 	o := populate(t, c, 3)
-	last, err := c.Create(root(), "acme", Input{Name: ptr("zz-last")})
+	last, err := c.Create(root(), "acme", ProjectRequest{Name: ptr("zz-last")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestDeletionStoppedMidway(t *testing.T) {
 			return c
 		}, 0},
 		{"create again", func(t *testing.T, _ *faultstore.Store, c *Catalog) *Catalog {
-			if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
+			if _, err := c.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 				t.Fatal(err)
 			}
 			return c
@@ -258,20 +258,20 @@ func TestDeletionStoppedMidway(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			fs, mem, c, o := stopMidway(t)
 			ctx := root()
-			if _, err := c.Organization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
+			if _, err := c.GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
 				t.Fatalf("organization: %v", err)
 			}
-			if orgs, err := c.Organizations(ctx); err != nil || len(orgs) != 0 {
+			if orgs, err := allOrganizations(c, ctx); err != nil || len(orgs) != 0 {
 				t.Fatalf("organizations = %v, %v", orgs, err)
 			}
-			if _, err := c.List(ctx, "acme", ListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+			if _, err := c.List(ctx, "acme", ListRequest{}); !errors.Is(err, keel.ErrNotFound) {
 				t.Fatalf("list: %v", err)
 			}
 			checkGone(t, c, o)
 			adds := map[string]error{}
-			_, adds["workspace"] = c.CreateWorkspace(ctx, "acme", "late", "", nil)
-			_, adds["team"] = c.CreateTeam(ctx, "acme", "late", nil)
-			_, adds["project"] = c.Create(ctx, "acme", Input{Name: ptr("late")})
+			_, adds["workspace"] = c.CreateWorkspace(ctx, "acme", WorkspaceRequest{Name: new("late")})
+			_, adds["team"] = c.CreateTeam(ctx, "acme", TeamRequest{Name: new("late")})
+			_, adds["project"] = c.Create(ctx, "acme", ProjectRequest{Name: ptr("late")})
 			for what, err := range adds {
 				if !errors.Is(err, keel.ErrNotFound) {
 					t.Errorf("create %s in the organization being deleted: %v", what, err)
@@ -303,7 +303,7 @@ func TestLateFinisherSparesNewOrganization(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.CreateOrganization(root(), "acme", "", nil); err != nil {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
 		fresh := populate(t, e.c, 2)
@@ -314,7 +314,7 @@ func TestLateFinisherSparesNewOrganization(t *testing.T) {
 		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
 			t.Fatal("the late finisher changed the store")
 		}
-		if _, err := e.c.Workspace(root(), fresh.workspace); err != nil {
+		if _, err := e.c.GetWorkspace(root(), fresh.workspace); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -378,7 +378,7 @@ func TestPendingDeletionWaitsForItsServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CreateOrganization(root(), "acme", "", nil); err != nil {
+		if _, err := c.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
 		err = reg.Update(root(), func(ctx context.Context, tx storage.Tx, orgs Orgs) error {
@@ -408,13 +408,13 @@ func TestPendingDeletionWaitsForItsServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := restarted.CreateOrganization(root(), "acme", "", nil); !errors.Is(err, keel.ErrConflict) {
+		if _, err := restarted.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); !errors.Is(err, keel.ErrConflict) {
 			t.Fatalf("create without the service: %v", err)
 		}
 		if _, err := restarted.Register(svc, purge); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := restarted.CreateOrganization(root(), "acme", "", nil); err != nil {
+		if _, err := restarted.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 			t.Fatalf("create with the service: %v", err)
 		}
 		for k := range storagetest.Dump(t, store) {

@@ -109,8 +109,9 @@ type Orgs struct {
 // Exists reports whether the organization name exists in the
 // transaction's snapshot, without asking the Authorizer. An organization
 // whose deletion has started does not exist.
-func (o Orgs) Exists(name string) (bool, error) {
-	_, err := getOrg(o.tx, name)
+func (o Orgs) Exists(name string) (_ bool, err error) {
+	defer prefixErr(&err)
+	_, err = getOrg(o.tx, name)
 	if errors.Is(err, keel.ErrNotFound) {
 		return false, nil
 	}
@@ -122,7 +123,8 @@ func (o Orgs) Exists(name string) (bool, error) {
 // service can check that an object it points at (a policy set's
 // workspace) is of the organization it expects. A workspace that does
 // not exist is an error of kind keel.KindNotFound. It reads one key.
-func (o Orgs) WorkspaceOrg(id string) (string, error) {
+func (o Orgs) WorkspaceOrg(id string) (_ string, err error) {
+	defer prefixErr(&err)
 	w, err := getWorkspace(o.tx, id)
 	if err != nil {
 		return "", err
@@ -143,7 +145,8 @@ func ProjectResource(org, id string) string { return projectResource(org, id) }
 
 // ProjectOrg returns the organization of the project id in the
 // transaction's snapshot, as WorkspaceOrg does for a workspace.
-func (o Orgs) ProjectOrg(id string) (string, error) {
+func (o Orgs) ProjectOrg(id string) (_ string, err error) {
+	defer prefixErr(&err)
 	p, err := getProject(o.tx, id)
 	if err != nil {
 		return "", err
@@ -167,7 +170,8 @@ func (o Orgs) ProjectOrg(id string) (string, error) {
 // nothing, when store or purge is nil, or store cannot be joined to the
 // Catalog's store (storage.Join: another store, a sealed view of an
 // unsealed store, an overlapping view), or overlaps a registered view.
-func (c *Catalog) Register(store storage.Store, purge PurgeFunc) (*Registration, error) {
+func (c *Catalog) Register(store storage.Store, purge PurgeFunc) (_ *Registration, err error) {
+	defer prefixErr(&err)
 	if store == nil {
 		return nil, fmt.Errorf("project: register: %w", keel.Invalid("Store", "is required"))
 	}
@@ -196,19 +200,21 @@ func (c *Catalog) Register(store storage.Store, purge PurgeFunc) (*Registration,
 // in the same transaction, so that an organization whose deletion starts
 // meanwhile makes the commit fail or retry, as any conflicting write does.
 // The closure may run more than once, as any Update's.
-func (r *Registration) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, orgs Orgs) error) error {
+func (r *Registration) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, orgs Orgs) error) (err error) {
+	defer prefixErr(&err)
 	return r.joint.Update(ctx, func(ctx context.Context, tx, cat storage.Tx) error {
-		return fn(ctx, tx, Orgs{tx: cat})
+		return pass(fn(ctx, tx, Orgs{tx: cat}))
 	})
 }
 
 // View runs fn in one View of the store under the service's and the
 // Catalog's views: tx is the service's view, orgs reads the organizations
 // of the same snapshot.
-func (r *Registration) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, orgs Orgs) error) error {
+func (r *Registration) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, orgs Orgs) error) (err error) {
+	defer prefixErr(&err)
 	_, cat := storage.Split(r.c.store)
 	return r.base.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return fn(ctx, storage.SubTx(tx, r.prefix), Orgs{tx: storage.SubTx(tx, cat)})
+		return pass(fn(ctx, storage.SubTx(tx, r.prefix), Orgs{tx: storage.SubTx(tx, cat)}))
 	})
 }
 
@@ -270,7 +276,7 @@ func (c *Catalog) finish(ctx context.Context, name string, d deletion) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("delete organization %q: the data under %q: %w", name, p, err)
+			return errPrefix.Wrapf(err, "delete organization %q: the data under %q", name, p)
 		}
 	}
 	base, prefix := storage.Split(c.store)
@@ -279,7 +285,7 @@ func (c *Catalog) finish(ctx context.Context, name string, d deletion) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("delete organization %q: %w", name, err)
+		return errPrefix.Wrapf(err, "delete organization %q", name)
 	}
 	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		cur, err := getDeletion(tx, name)
@@ -324,10 +330,11 @@ func purgeIndexKey(org string) func(tx storage.Tx, key string, value []byte) err
 // may call it when it starts; without it, a stopped organization deletion
 // is finished when the name is deleted or created again, and the access
 // of a deleted team or project stays stored (read by no one).
-func (c *Catalog) FinishDeletions(ctx context.Context) error {
+func (c *Catalog) FinishDeletions(ctx context.Context) (err error) {
+	defer prefixErr(&err)
 	cleanupErr := c.finishCleanups(ctx)
 	pending := map[string]deletion{}
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		clear(pending)
 		return tx.Scan(delPrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
 			name := key[len(delPrefix):]
@@ -365,14 +372,19 @@ type guarded struct {
 	name, id string // the organization and its deletion
 }
 
-func (g *guarded) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	return g.base.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+// View and Update are a storage.Store's, for a service's PurgeFunc: their
+// errors are the store's and the service's, passed on unchanged (pass),
+// and DeleteOrganization names them in its own.
+func (g *guarded) View(ctx context.Context, fn func(context.Context, storage.Tx) error) (err error) {
+	defer prefixErr(&err)
+	return pass(g.base.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return fn(ctx, storage.SubTx(tx, g.prefix))
-	})
+	}))
 }
 
-func (g *guarded) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
-	return g.base.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+func (g *guarded) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) (err error) {
+	defer prefixErr(&err)
+	return pass(g.base.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		d, err := getDeletion(storage.SubTx(tx, g.catalog), g.name)
 		if err != nil {
 			return err
@@ -381,7 +393,7 @@ func (g *guarded) Update(ctx context.Context, fn func(context.Context, storage.T
 			return errDeletionOver
 		}
 		return fn(ctx, storage.SubTx(tx, g.prefix))
-	})
+	}))
 }
 
 // Limits are those of the view, with one read kept for the check of each

@@ -13,11 +13,15 @@
 //
 //	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
 //	cat := gov.Catalog()
-//	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test", nil)
-//	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
-//	ws, err := cat.CreateWorkspace(ctx, "acme", "network", prj.ID, nil)
+//	org, err := cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
+//	prj, err := cat.Create(ctx, "acme", project.ProjectRequest{Name: new("network")})
+//	ws, err := cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("network"), ProjectID: &prj.ID})
 //	err = cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID})
-//	page, err := cat.List(ctx, "acme", project.ListOptions{Query: "net", Sort: "-name"})
+//	page, err := cat.List(ctx, "acme", project.ListRequest{Query: "net", Sort: "-name"})
+//	for p, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[project.Project], error) {
+//		page, err := cat.List(ctx, "acme", project.ListRequest{ListRequest: r})
+//		return page.Page, err
+//	}) { ... }
 //
 // Ids are "prj-", "ws-" and "team-" followed by 16 random letters and
 // digits. Rules, each refused with keel.KindInvalid on the Go path of the
@@ -29,7 +33,7 @@
 //     create. Unique in the organization ignoring case
 //     (keel.KindAlreadyExists), as HCP Terraform's "has already been
 //     taken".
-//   - Description: at most 256 characters; nil (null on the wire) until
+//   - Description: at most 256 characters; nil until
 //     set. Update keeps the fields not sent.
 //   - organization, workspace and team names ("Name"): required, letters,
 //     digits, "-" and "_" (workspaces at most 90), workspace and team
@@ -41,17 +45,16 @@
 //     ("Name"; keel's choice, so that clients find it by its name, as
 //     they do). An organization created before keel made owners teams
 //     has none.
-//   - CreateWorkspace's projectID ("ProjectID"): a project of the
-//     organization ("" is the default project).
-//   - SetTeamAccess: projectID and teamID are required ("ProjectID",
+//   - CreateWorkspace's ProjectID ("ProjectID"): a project of the
+//     organization (nil or "" is the default project).
+//   - PutTeamAccess: ProjectID and TeamID are required ("ProjectID",
 //     "TeamID"), the team must be of the project's organization, and
 //     access ("Access") is read (the default), write, maintain, admin or
-//     custom. AddTeamAccess, HCP Terraform's add, refuses an access the
-//     team has already (keel.KindAlreadyExists), as HCP Terraform does;
-//     SetTeamAccess gives or changes it.
+//     custom. CreateTeamAccess, HCP Terraform's add, refuses an access
+//     the team has already (keel.KindAlreadyExists), as HCP Terraform
+//     does; PutTeamAccess gives or changes it.
 //   - List's Sort: "name", "-name" or "".
-//   - every list's PageNumber: at most MaxPageNumber (a larger one would
-//     overflow a position and read as another page).
+//   - every list's Offset: at least 0.
 //   - the settings HCP Terraform's clients send (OrganizationSettings,
 //     WorkspaceSettings, TeamSettings), stored with HCP Terraform's
 //     defaults and rendered; keel enforces none of them. Their rules:
@@ -61,8 +64,10 @@
 //     agent pools); AggregatedCommitStatusEnabled not with
 //     SendPassingStatusesForUntriggeredSpeculativePlans; a workspace's
 //     TriggerPatterns not with TriggerPrefixes; a team's Visibility
-//     secret or organization, its OrganizationAccess keys among
-//     OrganizationAccessNames (`OrganizationAccess["x"]`); a custom team
+//     secret or organization, its OrganizationAccess keys among HCP
+//     Terraform's organization permissions (manage-policies,
+//     manage-workspaces, manage-vcs-settings, manage-projects, ...;
+//     `OrganizationAccess["x"]`); a custom team
 //     access's values among HCP Terraform's ("WorkspaceAccess.Runs").
 //     A workspace's Operations, the older form of ExecutionMode (false
 //     is local), agrees with an ExecutionMode sent with it;
@@ -77,17 +82,31 @@
 // parameters).
 //
 // A Project carries WorkspaceCount, TeamCount (teams given access with
-// SetTeamAccess) and the caller's Permissions: CanUpdate (update on the
-// project), CanDestroy (force-delete), CanCreateWorkspace (create on its
-// workspaces).
+// PutTeamAccess or CreateTeamAccess) and the caller's Permissions:
+// CanUpdate (update on the project), CanDestroy (force-delete),
+// CanCreateWorkspace (create on its workspaces).
 //
-// List takes page[number] (from 1), page[size] (default 20, at most 100:
-// larger sizes are cut to 100, as HCP Terraform does), q (case-insensitive
-// substring), filter[names] (case-insensitive exact names; wins over q),
-// the two permission filters and sort (name, -name; the default order is
-// name order, which is stable). It returns status-counts (total in the
-// organization, matching the filters) and the pagination; a page past the
-// end is empty, with prev-page pointing at the last page.
+// Every list (List, ListTeams, ListWorkspaces, ListTeamAccesses) takes one
+// request that embeds keel.ListRequest and returns a keel.CountedPage, so
+// that keel.All walks it: a page holds at most Limit items
+// (DefaultPageSize, 20, when not given; MaxPageSize, 100, at most: a
+// larger limit is cut to it, as HCP Terraform cuts its page sizes); Next is
+// the cursor of the page that follows, the last item's sort key (its
+// folded name; a team access's team id), "" on the last page, and the
+// next page starts after that item wherever the list now puts it.
+// Without a cursor, Offset starts the page at that position of the
+// filtered, sorted list: a transport renders numbered pages with it
+// (package examples/httpapi/tfe renders HCP Terraform's numbered pages
+// so). The page counts the list: Total, its items before the
+// filters, and Matching, those the filters keep; a page past the end is
+// empty. ListOrganizations, whose organizations are few per caller, takes
+// a keel.ListRequest and returns a keel.Page, by name.
+//
+// List's filters are Query (a case-insensitive substring), Names
+// (case-insensitive exact names; wins over Query), CanUpdate and
+// CanCreateWorkspace (the caller's permissions), and its Sort name or
+// -name (the default order is name order, which is stable). Its Total is
+// the organization's projects.
 //
 // Not shown by the specification, done as HCP Terraform does: deleting a
 // project that still holds workspaces is refused with keel.KindConflict
@@ -105,12 +124,11 @@
 // becomes its own; SettingOverwrites.ExecutionMode false gives it up.
 // AutoDestroyAt is kept (keel queues no destroy run).
 //
-// ListTeams takes page[number], page[size], filter[names] and q
-// (case-insensitive substring; with filter[names], both apply);
-// ListWorkspaces page[number], page[size], search[name],
-// search[wildcard-name] ("*" for any characters, ignoring case) and
-// filter[project][id]; ListTeamAccesses page[number] and page[size].
-// A page past the end of any of them is empty, its pagination true.
+// ListTeams filters by Names and Query (a case-insensitive substring;
+// with Names, both apply); ListWorkspaces by Search (a case-insensitive
+// substring), WildcardName ("*" for any characters, ignoring case) and
+// ProjectID, its Total being the workspaces the caller may read;
+// ListTeamAccesses has no filter.
 //
 // Organizations, workspaces and teams carry the caller's permissions too
 // (OrganizationPermissions, WorkspacePermissions, Team.CanUpdate and
@@ -132,8 +150,8 @@
 // transaction, which also records a pending cleanup (cleanup/<team|prj>/<id>),
 // then its access keys in as many transactions as the store's limits
 // require (storage.Batch), then the pending cleanup. Until the cleanup is
-// over, the deleted team's access is listed by no read (TeamAccesses,
-// TeamAccess), though a project's TeamCount still counts it. A cleanup
+// over, the deleted team's access is listed by no read (ListTeamAccesses,
+// GetTeamAccess), though a project's TeamCount still counts it. A cleanup
 // stopped midway (an error, a crash) is finished by FinishDeletions.
 //
 // # Deleting an organization
@@ -184,7 +202,10 @@
 //
 // # Errors
 //
-// Every error wraps a keel kind (errors.Is, keel.KindOf):
+// Every error's message starts with "project: ", once (the errors of a
+// registered service's closure, which Registration.Update and View pass
+// on, are the service's own). Every error wraps a keel kind (errors.Is,
+// keel.KindOf):
 //
 //   - keel.KindInvalid: a broken rule above, with every problem of the
 //     request at once (keel.FieldErrors).
@@ -194,7 +215,7 @@
 //   - keel.KindForbidden: a right missing on an object the caller may
 //     read; for MoveWorkspaces, the error lists the workspace ids that are
 //     unknown or may not be moved.
-//   - keel.KindAlreadyExists: a taken name; an access AddTeamAccess
+//   - keel.KindAlreadyExists: a taken name; an access CreateTeamAccess
 //     finds given already.
 //   - keel.KindTooLarge: a MoveWorkspaces of more workspaces than one
 //     transaction of the store holds (on etcd, more than 42 from one
@@ -213,9 +234,9 @@
 // Each operation asks Options.Authorizer (nil: everything is allowed):
 //
 //	CreateOrganization  create            organizations
-//	Organization        read              organizations/<org>
+//	GetOrganization     read              organizations/<org>
 //	UpdateOrganization  update            organizations/<org> (and read)
-//	Organizations       read              each organizations/<org>: those the caller cannot read are not listed
+//	ListOrganizations   read              each organizations/<org>: those the caller cannot read are not listed
 //	DeleteOrganization  delete            organizations/<org>
 //	Create              manage-projects   organizations/<org>/projects (and read on the organization)
 //	List                list              organizations/<org>/projects (and read on the organization)
@@ -223,20 +244,21 @@
 //	Update              update            organizations/<org>/projects/<id>
 //	Delete              force-delete      organizations/<org>/projects/<id>
 //	MoveWorkspaces      move-workspaces   the destination and every source project (and read on each workspace)
-//	SetTeamAccess,      manage-projects   organizations/<org>/projects/<id> (and read on organizations/<org>/teams)
-//	AddTeamAccess,
+//	PutTeamAccess,      manage-projects   organizations/<org>/projects/<id> (and read on organizations/<org>/teams)
+//	CreateTeamAccess,
 //	UpdateTeamAccess,
-//	RemoveTeamAccess
-//	TeamAccess(es),     read              organizations/<org>/projects/<id>
+//	DeleteTeamAccess
+//	GetTeamAccess,      read              organizations/<org>/projects/<id>
 //	ListTeamAccesses
 //	CreateWorkspace     create            organizations/<org>/projects/<id>/workspaces (and read on the organization, and on a project named)
-//	Workspace           read              organizations/<org>/workspaces/<id>
+//	GetWorkspace,       read              organizations/<org>/workspaces/<id>
+//	GetWorkspaceByName
 //	UpdateWorkspace     update            organizations/<org>/workspaces/<id>; a move, move-workspaces on both projects
-//	ListWorkspaces,     read              the organization, then each workspace: those the caller
-//	Workspaces                            cannot read are not listed
+//	ListWorkspaces      read              the organization, then each workspace: those the caller
+//	                                      cannot read are not listed
 //	DeleteWorkspace     delete            organizations/<org>/workspaces/<id>
 //	CreateTeam          create            organizations/<org>/teams (and read on the organization)
-//	Team, ListTeams     read              organizations/<org>/teams (ListTeams: and read on the organization)
+//	GetTeam, ListTeams  read              organizations/<org>/teams (ListTeams: and read on the organization)
 //	UpdateTeam          update            organizations/<org>/teams
 //	DeleteTeam          delete            organizations/<org>/teams
 //	FinishDeletions     none: it finishes deletions a caller with delete started
@@ -248,8 +270,8 @@
 // operation's right, keel.KindForbidden (403). A destination of a move
 // without move-workspaces is not found, as the specification says. An
 // object an input names (the project of CreateWorkspace or of a move, a
-// workspace of MoveWorkspaces, the team of SetTeamAccess,
-// UpdateTeamAccess or RemoveTeamAccess) that the caller may not read
+// workspace of MoveWorkspaces, the team of PutTeamAccess,
+// CreateTeamAccess, UpdateTeamAccess or DeleteTeamAccess) that the caller may not read
 // answers as a missing one, with the same kind and field, so that no
 // create, update or removal tells whether it exists.
 //
@@ -268,10 +290,14 @@
 // Projects are listed from a name index (the folded name, then the id): a
 // page without filters reads the index keys up to the page and loads only
 // its own records, so its cost does not grow with the organization for
-// sort=name; a -name page, or a deep page, skips keys only up to its
-// position. With q or a permission filter every index key is read (no
-// record) and the permission filters ask the Authorizer once per match.
-// filter[names] reads one index key per name.
+// the first pages of sort "name" (a cursor of sort "name" seeks to its
+// page); a page of sort "-name", or at a deep offset, skips keys only up
+// to its position. With Query or a permission filter every index key is
+// read (no record) and the permission filters ask the Authorizer once per
+// match. Names reads one index key per name. The other lists read every
+// index entry of their list to count it (ListWorkspaces also each
+// workspace record whose name matches, and asks the Authorizer once per
+// workspace).
 //
 // Each read of a project, workspace or team by id reads its
 // organization's record too (one more key), to hide the records of an

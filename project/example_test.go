@@ -21,16 +21,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	org, err := cat.CreateOrganization(ctx, "acme", "ops@acme.test", nil)
+	org, err := cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
 	if err != nil {
 		panic(err)
 	}
 	name := "Networking"
-	prj, err := cat.Create(ctx, "acme", project.Input{Name: &name})
+	prj, err := cat.Create(ctx, "acme", project.ProjectRequest{Name: &name})
 	if err != nil {
 		panic(err)
 	}
-	ws, err := cat.CreateWorkspace(ctx, "acme", "vpc", prj.ID, nil)
+	ws, err := cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("vpc"), ProjectID: new(prj.ID)})
 	if err != nil {
 		panic(err)
 	}
@@ -43,11 +43,15 @@ func Example() {
 	if err := cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID}); err != nil {
 		panic(err)
 	}
-	page, err := cat.List(ctx, "acme", project.ListOptions{Sort: "-name"})
-	if err != nil {
-		panic(err)
-	}
-	for _, p := range page.Projects {
+	// Walk the projects, one page of one at a time, by cursor.
+	projects := keel.All(ctx, 1, func(ctx context.Context, r keel.ListRequest) (keel.Page[project.Project], error) {
+		page, err := cat.List(ctx, "acme", project.ListRequest{ListRequest: r, Sort: "-name"})
+		return page.Page, err
+	})
+	for p, err := range projects {
+		if err != nil {
+			panic(err)
+		}
 		fmt.Println(p.Name, p.WorkspaceCount)
 	}
 	fmt.Println(cat.Delete(ctx, prj.ID))

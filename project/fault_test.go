@@ -20,7 +20,7 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 		e := newEnv(t, open, nil, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
 		src, dst := e.mkProject(t, "source"), e.mkProject(t, "target")
 		w := e.mkWorkspace(t, "a", src.ID)
-		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,15 +29,21 @@ func TestFailedWritesLeaveStoreUnchanged(t *testing.T) {
 			name string
 			op   func() error
 		}{
-			{"create organization", func() error { _, err := e.c.CreateOrganization(root(), "beta", "", nil); return err }},
-			{"create project", func() error { _, err := e.c.Create(root(), "acme", Input{Name: ptr("new")}); return err }},
-			{"update project", func() error { _, err := e.c.Update(root(), src.ID, Input{Name: ptr("renamed")}); return err }},
+			{"create organization", func() error {
+				_, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new("")})
+				return err
+			}},
+			{"create project", func() error { _, err := e.c.Create(root(), "acme", ProjectRequest{Name: ptr("new")}); return err }},
+			{"update project", func() error { _, err := e.c.Update(root(), src.ID, ProjectRequest{Name: ptr("renamed")}); return err }},
 			{"delete project", func() error { return e.c.Delete(root(), dst.ID) }},
 			{"move workspaces", func() error { return e.c.MoveWorkspaces(root(), dst.ID, []string{w.ID}) }},
-			{"create workspace", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "b", "", nil); return err }},
+			{"create workspace", func() error {
+				_, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("b")})
+				return err
+			}},
 			{"delete workspace", func() error { return e.c.DeleteWorkspace(root(), w.ID) }},
 			{"set team access", func() error {
-				_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: src.ID, TeamID: team.ID, Access: "read"})
+				_, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: src.ID, TeamID: team.ID, Access: "read"})
 				return err
 			}},
 			{"delete organization", func() error { return e.c.DeleteOrganization(root(), "acme") }},
@@ -69,11 +75,11 @@ func TestWritesAreRetrySafe(t *testing.T) {
 		if err := e.c.MoveWorkspaces(root(), dst.ID, []string{w.ID}); err != nil {
 			t.Fatal(err)
 		}
-		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: dst.ID, TeamID: team.ID, Access: "read"}); err != nil {
+		if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: dst.ID, TeamID: team.ID, Access: "read"}); err != nil {
 			t.Fatal(err)
 		}
 		tests := []struct {
@@ -93,8 +99,8 @@ func TestWritesAreRetrySafe(t *testing.T) {
 				}
 			})
 		}
-		page, err := e.c.List(root(), "acme", ListOptions{})
-		if err != nil || page.Total != 3 || len(page.Projects) != 3 {
+		page, err := e.c.List(root(), "acme", ListRequest{})
+		if err != nil || page.Total != 3 || len(page.Items) != 3 {
 			t.Fatalf("list = %+v, %v", page, err)
 		}
 		if err := e.c.Delete(root(), src.ID); err != nil {

@@ -39,14 +39,14 @@ func TestOnForget(t *testing.T) {
 			return tx.Put("forgot/"+f.ID, nil)
 		})
 		ctx := context.Background()
-		if _, err := c.CreateOrganization(ctx, "acme", "", nil); err != nil {
+		if _, err := c.CreateOrganization(ctx, OrganizationRequest{Name: new("acme"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
-		p, err := c.Create(ctx, "acme", Input{Name: ptr("apps")})
+		p, err := c.Create(ctx, "acme", ProjectRequest{Name: ptr("apps")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := c.CreateWorkspace(ctx, "acme", "web", p.ID, nil)
+		w, err := c.CreateWorkspace(ctx, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new(p.ID)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package project
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func newEnv(t testing.TB, open everystore.Open, authz keel.Authorizer, wrap func
 		t.Fatal(err)
 	}
 	e := &env{c: c, raw: raw, clock: clock}
-	org, err := e.c.CreateOrganization(root(), "acme", "ops@acme.test", nil)
+	org, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
 	if err != nil {
 		t.Fatalf("create organization: %v", err)
 	}
@@ -82,7 +83,7 @@ func rules(t testing.TB, policies map[string][]keel.Rule) keel.Authorizer {
 // mkProject creates a project in acme, or fails t.
 func (e *env) mkProject(t testing.TB, name string) Project {
 	t.Helper()
-	p, err := e.c.Create(root(), "acme", Input{Name: &name})
+	p, err := e.c.Create(root(), "acme", ProjectRequest{Name: &name})
 	if err != nil {
 		t.Fatalf("create project %q: %v", name, err)
 	}
@@ -92,7 +93,7 @@ func (e *env) mkProject(t testing.TB, name string) Project {
 // mkWorkspace creates a workspace in a project of acme, or fails t.
 func (e *env) mkWorkspace(t testing.TB, name, projectID string) Workspace {
 	t.Helper()
-	w, err := e.c.CreateWorkspace(root(), "acme", name, projectID, nil)
+	w, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new(name), ProjectID: new(projectID)})
 	if err != nil {
 		t.Fatalf("create workspace %q: %v", name, err)
 	}
@@ -100,3 +101,44 @@ func (e *env) mkWorkspace(t testing.TB, name, projectID string) Workspace {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// projectWorkspaces lists the workspaces of the project id that the caller
+// of ctx may read, in name order, with the rights of a read of the
+// project.
+func projectWorkspaces(c *Catalog, ctx context.Context, id string) ([]Workspace, error) {
+	p, err := c.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return collect(keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[Workspace], error) {
+		page, err := c.ListWorkspaces(ctx, p.Org, ListWorkspacesRequest{ListRequest: r, ProjectID: id})
+		return page.Page, err
+	}))
+}
+
+// allOrganizations lists every organization the caller of ctx may read.
+func allOrganizations(c *Catalog, ctx context.Context) ([]Organization, error) {
+	return collect(keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[Organization], error) {
+		return c.ListOrganizations(ctx, r)
+	}))
+}
+
+// collect gathers the items of a walk of a list, or its error.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	out := []T{}
+	for it, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// teamAccesses lists the teams with access to the project id, by team id.
+func teamAccesses(c *Catalog, ctx context.Context, id string) ([]TeamAccess, error) {
+	return collect(keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[TeamAccess], error) {
+		page, err := c.ListTeamAccesses(ctx, id, ListTeamAccessesRequest{ListRequest: r})
+		return page.Page, err
+	}))
+}

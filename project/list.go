@@ -10,85 +10,109 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// ListOptions are the query parameters of a project list.
-type ListOptions struct {
-	// PageNumber is page[number]; below 1 means the first page.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-	// Query is q: a case-insensitive substring of the name.
+// ListRequest asks for one page of the projects of an organization.
+type ListRequest struct {
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered, sorted list (0, the default: its first project): a
+	// transport renders numbered pages with it. It is at least 0.
+	Offset int
+	// Query keeps the projects whose name holds it, ignoring case.
 	Query string
-	// Names is filter[names]: case-insensitive exact names; when not
+	// Names keeps the projects of these names, ignoring case; when not
 	// empty, Query is ignored.
 	Names []string
-	// CanUpdate is filter[permissions][update]: only projects the caller
-	// may update.
+	// CanUpdate keeps the projects the caller may update.
 	CanUpdate bool
-	// CanCreateWorkspace is filter[permissions][create-workspace]: only
-	// projects the caller may create workspaces in.
+	// CanCreateWorkspace keeps the projects the caller may create
+	// workspaces in.
 	CanCreateWorkspace bool
-	// Sort is "name", "-name", or "" (the same stable order as "name").
+	// Sort is "name", "-name" (descending), or "" (the same order as
+	// "name", which is stable: names are unique ignoring case).
 	Sort string
 }
 
-// Page is one page of projects.
-type Page struct {
-	Projects []Project
-	// Total is status-counts.total: the projects of the organization.
-	Total int
-	// Matching is status-counts.matching: those that match the filters.
-	Matching   int
-	Pagination keel.Pagination
+// pager picks one page out of a list walked in its order: the items
+// after a cursor, else from an offset, at most limit of them. The cursor
+// of an item is its sort key; keys are compared as strings, descending
+// when desc.
+type pager struct {
+	cursor        string
+	desc          bool
+	offset, limit int
+	seen, taken   int    // items walked, items taken
+	last          string // the key of the last item taken
+	more          bool   // an item follows the page
 }
 
-// normalize applies the defaults and bounds of page numbers and sizes.
-func (o *ListOptions) normalize() error {
-	var err error
-	if o.PageNumber, o.PageSize, err = pageBounds(o.PageNumber, o.PageSize); err != nil {
-		return err
+// newPager returns the pager of the page r and offset asks for: a limit
+// of 0 or less is DefaultPageSize, one above MaxPageSize is MaxPageSize;
+// a negative offset is refused ("Offset").
+func newPager(r keel.ListRequest, offset int, desc bool) (*pager, error) {
+	if offset < 0 {
+		return nil, keel.Invalid("Offset", "must be at least 0")
 	}
-	switch o.Sort {
-	case "", "name", "-name":
-	default:
-		return keel.Invalid("Sort", "must be name or -name")
+	limit := r.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
 	}
-	return nil
+	return &pager{cursor: r.Cursor, desc: desc, offset: offset, limit: min(limit, MaxPageSize)}, nil
 }
 
-// pageBounds applies the defaults and bounds of a page number and size:
-// a number below 1 is the first page, one above MaxPageNumber is refused
-// ("PageNumber"), so that no position in a list overflows; a size below 1
-// is DefaultPageSize, one above MaxPageSize is MaxPageSize.
-func pageBounds(number, size int) (int, int, error) {
-	if number > MaxPageNumber {
-		return 0, 0, keel.Invalid("PageNumber", "must be at most %d", MaxPageNumber)
+// take reports whether the next item of the list, of sort key key, is on
+// the page.
+func (p *pager) take(key string) bool {
+	p.seen++
+	if p.cursor != "" {
+		if p.desc && key >= p.cursor || !p.desc && key <= p.cursor {
+			return false
+		}
+	} else if p.seen <= p.offset {
+		return false
 	}
-	if number < 1 {
-		number = 1
+	if p.taken == p.limit {
+		p.more = true
+		return false
 	}
-	if size < 1 {
-		size = DefaultPageSize
-	}
-	return number, min(size, MaxPageSize), nil
+	p.taken++
+	p.last = key
+	return true
 }
 
-// List returns one page of the projects of org. It needs list on
+// next is the Next of the page: the cursor of its last item when another
+// follows it, else "".
+func (p *pager) next() string {
+	if p.more {
+		return p.last
+	}
+	return ""
+}
+
+// List returns one page of the projects of org, in name order (case
+// folded; Sort "-name" reverses it), with Total, the projects of the
+// organization, and Matching, those the filters keep. It needs list on
 // "organizations/<org>/projects"; an organization the caller cannot read
 // is not found. A page past the end is empty.
 //
-// Projects are read from the name index: without filters a page reads the
-// index up to its end (keys only before it) and the records of its own
-// projects; with q or permission filters, every index entry is read and
-// the matches counted, and only the page's records are loaded. The
-// organization's other records are never read.
-func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page, error) {
-	if err := opts.normalize(); err != nil {
-		return Page{}, err
+// Projects are read from the name index: without filters a page reads
+// the index keys up to its start (a cursor of sort "name" seeks to it)
+// and the records of its own projects; with Query or permission filters,
+// every index entry is read and the matches counted, and only the page's
+// records are loaded. The organization's other records are never read.
+func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (_ keel.CountedPage[Project], err error) {
+	defer prefixErr(&err)
+	switch r.Sort {
+	case "", "name", "-name":
+	default:
+		return keel.CountedPage[Project]{}, keel.Invalid("Sort", "must be name or -name")
 	}
-	var out Page
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = Page{}
+	desc := r.Sort == "-name"
+	var out keel.CountedPage[Project]
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		out = keel.CountedPage[Project]{Page: keel.Page[Project]{Items: []Project{}}}
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
 			return err
@@ -96,41 +120,33 @@ func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page,
 		if err := keel.Authorize(ctx, c.authz, keel.CapList, projectsResource(org)); err != nil {
 			return hide(err, "organization", org)
 		}
+		pg, err := newPager(r.ListRequest, r.Offset, desc)
+		if err != nil {
+			return err
+		}
 		out.Total = o.ProjectCount
-		start := (opts.PageNumber - 1) * opts.PageSize
 		var ids []string
-		filtered := len(opts.Names) > 0 || opts.Query != "" || opts.CanUpdate || opts.CanCreateWorkspace
-		if filtered {
-			all, err := c.matching(ctx, tx, org, opts)
+		if len(r.Names) > 0 || r.Query != "" || r.CanUpdate || r.CanCreateWorkspace {
+			keys, all, err := c.matching(ctx, tx, org, r)
 			if err != nil {
 				return err
 			}
-			out.Matching = len(all)
-			if opts.Sort == "-name" {
+			if desc {
+				slices.Reverse(keys)
 				slices.Reverse(all)
 			}
-			if start < len(all) {
-				ids = all[start:min(start+opts.PageSize, len(all))]
+			for i, k := range keys {
+				if pg.take(k) {
+					ids = append(ids, all[i])
+				}
 			}
+			out.Matching, out.Next = len(all), pg.next()
 		} else {
 			out.Matching = o.ProjectCount
-			lo, hi := start, start+opts.PageSize
-			if opts.Sort == "-name" {
-				lo, hi = o.ProjectCount-hi, o.ProjectCount-lo
-			}
-			err = storage.Window(tx, prjNames(org), lo, hi-max(lo, 0), func(_ string, id []byte) error {
-				ids = append(ids, string(id))
-				return nil
-			})
-			if err != nil {
+			if ids, out.Next, err = window(tx, prjNames(org), pg, o.ProjectCount); err != nil {
 				return err
 			}
-			if opts.Sort == "-name" {
-				slices.Reverse(ids)
-			}
 		}
-		out.Pagination = keel.NewPagination(opts.PageNumber, opts.PageSize, out.Matching)
-		out.Projects = make([]Project, 0, len(ids))
 		for _, id := range ids {
 			rec, err := getProject(tx, id)
 			if err != nil {
@@ -140,21 +156,85 @@ func (c *Catalog) List(ctx context.Context, org string, opts ListOptions) (Page,
 			if err != nil {
 				return err
 			}
-			out.Projects = append(out.Projects, p)
+			out.Items = append(out.Items, p)
 		}
 		return nil
 	})
 	return out, err
 }
 
-// matching returns the ids of the projects that match opts' filters, in
-// name order.
-func (c *Catalog) matching(ctx context.Context, tx storage.Tx, org string, opts ListOptions) ([]string, error) {
+// window returns the values of the page pg asks for of the index under
+// prefix, of count keys, reading keys only before the page, and the Next
+// of the page: the cursor of its last key, the key after prefix.
+func window(tx storage.Tx, prefix string, pg *pager, count int) ([]string, string, error) {
+	var keys, vals []string
+	collect := func(key string, v []byte) error {
+		keys, vals = append(keys, key[len(prefix):]), append(vals, string(v))
+		return nil
+	}
+	more := false
+	switch {
+	case pg.cursor == "" && !pg.desc:
+		if err := storage.Window(tx, prefix, pg.offset, pg.limit, collect); err != nil {
+			return nil, "", err
+		}
+		more = pg.offset < count-len(keys)
+	case pg.cursor == "":
+		hi := count - pg.offset
+		lo := max(hi-pg.limit, 0)
+		if err := storage.Window(tx, prefix, lo, hi-lo, collect); err != nil {
+			return nil, "", err
+		}
+		more = lo > 0
+	case !pg.desc:
+		err := tx.Scan(prefix, storage.ScanOptions{After: prefix + pg.cursor}, func(key string, v []byte) error {
+			if len(keys) == pg.limit {
+				more = true
+				return storage.StopScan
+			}
+			return collect(key, v)
+		})
+		if err != nil && err != storage.StopScan {
+			return nil, "", err
+		}
+	default:
+		// The keys before the cursor: count them, then read the last
+		// limit of them.
+		n := 0
+		err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			if key >= prefix+pg.cursor {
+				return storage.StopScan
+			}
+			n++
+			return nil
+		})
+		if err != nil && err != storage.StopScan {
+			return nil, "", err
+		}
+		lo := max(n-pg.limit, 0)
+		if err := storage.Window(tx, prefix, lo, n-lo, collect); err != nil {
+			return nil, "", err
+		}
+		more = lo > 0
+	}
+	if pg.desc {
+		slices.Reverse(keys)
+		slices.Reverse(vals)
+	}
+	if !more || len(keys) == 0 {
+		return vals, "", nil
+	}
+	return vals, keys[len(keys)-1], nil
+}
+
+// matching returns the sort keys (folded names) and the ids of the
+// projects that match r's filters, in name order.
+func (c *Catalog) matching(ctx context.Context, tx storage.Tx, org string, r ListRequest) ([]string, []string, error) {
 	prefix := prjNames(org)
-	var ids []string
-	if len(opts.Names) > 0 {
-		names := make([]string, 0, len(opts.Names))
-		for _, n := range opts.Names {
+	var keys, ids []string
+	if len(r.Names) > 0 {
+		names := make([]string, 0, len(r.Names))
+		for _, n := range r.Names {
 			if n = fold(strings.TrimSpace(n)); n != "" && !strings.Contains(n, "/") {
 				names = append(names, n)
 			}
@@ -163,43 +243,43 @@ func (c *Catalog) matching(ctx context.Context, tx storage.Tx, org string, opts 
 		for _, n := range slices.Compact(names) {
 			id, err := lookup(tx, prefix+n)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if id != "" {
-				ids = append(ids, id)
+				keys, ids = append(keys, n), append(ids, id)
 			}
 		}
 	} else {
-		q := fold(opts.Query)
+		q := fold(r.Query)
 		err := tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
-			if strings.Contains(key[len(prefix):], q) {
-				ids = append(ids, string(v))
+			if name := key[len(prefix):]; strings.Contains(name, q) {
+				keys, ids = append(keys, name), append(ids, string(v))
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if !opts.CanUpdate && !opts.CanCreateWorkspace {
-		return ids, nil
+	if !r.CanUpdate && !r.CanCreateWorkspace {
+		return keys, ids, nil
 	}
-	kept := ids[:0]
-	for _, id := range ids {
-		ok, err := c.allowedAll(ctx, org, id, opts)
+	var keptKeys, kept []string
+	for i, id := range ids {
+		ok, err := c.allowedAll(ctx, org, id, r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
-			kept = append(kept, id)
+			keptKeys, kept = append(keptKeys, keys[i]), append(kept, id)
 		}
 	}
-	return kept, nil
+	return keptKeys, kept, nil
 }
 
 // allowedAll reports whether the caller holds every permission the filters
 // of opts ask for on the project id.
-func (c *Catalog) allowedAll(ctx context.Context, org, id string, opts ListOptions) (bool, error) {
+func (c *Catalog) allowedAll(ctx context.Context, org, id string, opts ListRequest) (bool, error) {
 	check := func(capability keel.Capability, resource string) (bool, error) {
 		err := keel.Authorize(ctx, c.authz, capability, resource)
 		if errors.Is(err, keel.ErrForbidden) {

@@ -1,7 +1,7 @@
 package project
 
 import (
-	"fmt"
+	"context"
 	"slices"
 	"testing"
 
@@ -10,9 +10,9 @@ import (
 )
 
 // names returns the names of a page's projects.
-func names(p Page) []string {
+func names(p keel.CountedPage[Project]) []string {
 	var out []string
-	for _, pr := range p.Projects {
+	for _, pr := range p.Items {
 		out = append(out, pr.Name)
 	}
 	return out
@@ -31,8 +31,8 @@ func TestListOptions(t *testing.T) {
 			e.mkProject(t, n)
 		}
 		// Grant update on beta and gamma-db, create-workspace on gamma-db only.
-		page, _ := e.c.List(root(), "acme", ListOptions{Names: []string{"beta", "gamma-db"}})
-		beta, gamma := page.Projects[0].ID, page.Projects[1].ID
+		page, _ := e.c.List(root(), "acme", ListRequest{Names: []string{"beta", "gamma-db"}})
+		beta, gamma := page.Items[0].ID, page.Items[1].ID
 		authz2 := rules(t, map[string][]keel.Rule{
 			"lister": {
 				{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapList}},
@@ -45,27 +45,27 @@ func TestListOptions(t *testing.T) {
 		all := []string{"alpha", "Beta", "Default Project", "delta-db", "epsilon", "gamma-db"}
 		tests := []struct {
 			name     string
-			opts     ListOptions
+			opts     ListRequest
 			want     []string
 			matching int
-			pag      keel.Pagination
+			next     bool
 		}{
-			{"default order is by name", ListOptions{}, all, 6, keel.NewPagination(1, 20, 6)},
-			{"sort name", ListOptions{Sort: "name"}, all, 6, keel.NewPagination(1, 20, 6)},
-			{"sort -name", ListOptions{Sort: "-name"}, reversed(all), 6, keel.NewPagination(1, 20, 6)},
-			{"page 2 of size 4", ListOptions{PageNumber: 2, PageSize: 4}, all[4:], 6, keel.NewPagination(2, 4, 6)},
-			{"page 2 of size 4 reversed", ListOptions{PageNumber: 2, PageSize: 4, Sort: "-name"}, reversed(all)[4:], 6, keel.NewPagination(2, 4, 6)},
-			{"page past the end", ListOptions{PageNumber: 9, PageSize: 4}, nil, 6, keel.NewPagination(9, 4, 6)},
-			{"page past the end reversed", ListOptions{PageNumber: 9, PageSize: 4, Sort: "-name"}, nil, 6, keel.NewPagination(9, 4, 6)},
-			{"size above 100 is 100", ListOptions{PageSize: 1000}, all, 6, keel.NewPagination(1, 100, 6)},
-			{"q ignores case", ListOptions{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
-			{"q reversed", ListOptions{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, keel.NewPagination(1, 20, 2)},
-			{"filter names exact any case", ListOptions{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, keel.NewPagination(1, 20, 2)},
-			{"filter names wins over q", ListOptions{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, keel.NewPagination(1, 20, 1)},
-			{"filter update", ListOptions{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, keel.NewPagination(1, 20, 2)},
-			{"filter create-workspace", ListOptions{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, keel.NewPagination(1, 20, 1)},
-			{"filter update and q", ListOptions{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, keel.NewPagination(1, 20, 1)},
-			{"no match", ListOptions{Query: "zzz"}, nil, 0, keel.NewPagination(1, 20, 0)},
+			{"default order is by name", ListRequest{}, all, 6, false},
+			{"sort name", ListRequest{Sort: "name"}, all, 6, false},
+			{"sort -name", ListRequest{Sort: "-name"}, reversed(all), 6, false},
+			{"page 2 of size 4", ListRequest{ListRequest: keel.ListRequest{Limit: 4}, Offset: 4}, all[4:], 6, false},
+			{"page 2 of size 4 reversed", ListRequest{ListRequest: keel.ListRequest{Limit: 4}, Offset: 4, Sort: "-name"}, reversed(all)[4:], 6, false},
+			{"page past the end", ListRequest{ListRequest: keel.ListRequest{Limit: 4}, Offset: 32}, nil, 6, false},
+			{"page past the end reversed", ListRequest{ListRequest: keel.ListRequest{Limit: 4}, Offset: 32, Sort: "-name"}, nil, 6, false},
+			{"size above 100 is 100", ListRequest{ListRequest: keel.ListRequest{Limit: 1000}}, all, 6, false},
+			{"q ignores case", ListRequest{Query: "DB"}, []string{"delta-db", "gamma-db"}, 2, false},
+			{"q reversed", ListRequest{Query: "db", Sort: "-name"}, []string{"gamma-db", "delta-db"}, 2, false},
+			{"filter names exact any case", ListRequest{Names: []string{"ALPHA", "epsilon", "eps", "alpha"}}, []string{"alpha", "epsilon"}, 2, false},
+			{"filter names wins over q", ListRequest{Names: []string{"alpha"}, Query: "db"}, []string{"alpha"}, 1, false},
+			{"filter update", ListRequest{CanUpdate: true}, []string{"Beta", "gamma-db"}, 2, false},
+			{"filter create-workspace", ListRequest{CanCreateWorkspace: true}, []string{"gamma-db"}, 1, false},
+			{"filter update and q", ListRequest{CanUpdate: true, Query: "beta"}, []string{"Beta"}, 1, false},
+			{"no match", ListRequest{Query: "zzz"}, nil, 0, false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -79,8 +79,8 @@ func TestListOptions(t *testing.T) {
 				if got.Total != 6 || got.Matching != tt.matching {
 					t.Fatalf("status counts = %d/%d, want 6/%d", got.Total, got.Matching, tt.matching)
 				}
-				if fmt.Sprint(deref(got.Pagination)) != fmt.Sprint(deref(tt.pag)) {
-					t.Fatalf("pagination = %v, want %v", deref(got.Pagination), deref(tt.pag))
+				if (got.Next != "") != tt.next {
+					t.Fatalf("next = %q, want one: %v", got.Next, tt.next)
 				}
 			})
 		}
@@ -90,46 +90,69 @@ func TestListOptions(t *testing.T) {
 func TestListBadSortIsInvalid(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		_, err := e.c.List(root(), "acme", ListOptions{Sort: "created-at"})
+		_, err := e.c.List(root(), "acme", ListRequest{Sort: "created-at"})
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Sort" {
 			t.Fatalf("err = %v", err)
 		}
 	})
 }
 
-func TestPagination(t *testing.T) {
-	tests := []struct {
-		name                string
-		number, size, total int
-		want                string
-	}{
-		{"empty", 1, 20, 0, "1 20 <nil> <nil> 1 0"},
-		{"first of three", 1, 10, 25, "1 10 <nil> 2 3 25"},
-		{"middle", 2, 10, 25, "2 10 1 3 3 25"},
-		{"last", 3, 10, 25, "3 10 2 <nil> 3 25"},
-		{"past the end", 7, 10, 25, "7 10 3 <nil> 3 25"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := fmt.Sprint(deref(keel.NewPagination(tt.number, tt.size, tt.total))...); got != tt.want {
-				t.Fatalf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func deref(p keel.Pagination) []any {
-	show := func(v *int) any {
-		if v == nil {
-			return "<nil>"
-		}
-		return *v
-	}
-	return []any{p.CurrentPage, " ", p.PageSize, " ", show(p.PrevPage), " ", show(p.NextPage), " ", p.TotalPages, " ", p.TotalCount}
-}
-
 func reversed(s []string) []string {
 	out := slices.Clone(s)
 	slices.Reverse(out)
 	return out
+}
+
+// TestListCursor: every order and filter of List walks by cursor, limit 2
+// at a time, to the same list as one page; a cursor stays valid when the
+// item it names is deleted.
+func TestListCursor(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		for _, n := range []string{"alpha", "Beta", "gamma-db", "delta-db", "epsilon"} {
+			e.mkProject(t, n)
+		}
+		walk := func(r ListRequest) []string {
+			t.Helper()
+			var out []string
+			for p, err := range keel.All(root(), 2, func(ctx context.Context, lr keel.ListRequest) (keel.Page[Project], error) {
+				r.ListRequest = lr
+				page, err := e.c.List(ctx, "acme", r)
+				return page.Page, err
+			}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, p.Name)
+			}
+			return out
+		}
+		for _, r := range []ListRequest{{}, {Sort: "-name"}, {Query: "a"}, {Query: "a", Sort: "-name"}, {Names: []string{"beta", "epsilon", "alpha"}}} {
+			one, err := e.c.List(root(), "acme", r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := walk(r), names(one); !slices.Equal(got, want) {
+				t.Errorf("walk %+v = %q, want %q", r, got, want)
+			}
+		}
+		for _, sort := range []string{"name", "-name"} {
+			first, err := e.c.List(root(), "acme", ListRequest{ListRequest: keel.ListRequest{Limit: 2}, Sort: sort})
+			if err != nil || first.Next == "" {
+				t.Fatalf("first page: %+v, %v", first, err)
+			}
+			last := first.Items[1]
+			if err := e.c.Delete(root(), last.ID); err != nil {
+				t.Fatal(err)
+			}
+			next, err := e.c.List(root(), "acme", ListRequest{ListRequest: keel.ListRequest{Limit: 10, Cursor: first.Next}, Sort: sort})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, _ := e.c.List(root(), "acme", ListRequest{Sort: sort})
+			if want := names(all)[1:]; !slices.Equal(names(next), want) || next.Next != "" {
+				t.Fatalf("%s: after %q deleted: %q (next %q), want %q", sort, last.Name, names(next), next.Next, want)
+			}
+		}
+	})
 }

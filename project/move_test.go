@@ -27,7 +27,7 @@ func TestMoveWorkspaces(t *testing.T) {
 				t.Fatalf("%s workspace-count = %d, want %d", p.Name, p.WorkspaceCount, want)
 			}
 		}
-		ws, err := e.c.Workspaces(root(), dst.ID)
+		ws, err := projectWorkspaces(e.c, root(), dst.ID)
 		if err != nil || len(ws) != 2 || ws[0].ProjectID != dst.ID {
 			t.Fatalf("workspaces of target = %+v, %v", ws, err)
 		}
@@ -54,10 +54,10 @@ func TestMoveWorkspacesRules(t *testing.T) {
 		src, dst, locked := e.mkProject(t, "source"), e.mkProject(t, "target"), e.mkProject(t, "locked")
 		a := e.mkWorkspace(t, "a", src.ID)
 		l := e.mkWorkspace(t, "l", locked.ID)
-		if _, err := e.c.CreateOrganization(root(), "other", "", nil); err != nil {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("other"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
-		foreign, err := e.c.CreateWorkspace(root(), "other", "f", "", nil)
+		foreign, err := e.c.CreateWorkspace(root(), "other", WorkspaceRequest{Name: new("f")})
 		if err != nil {
 			t.Fatal(err)
 		}

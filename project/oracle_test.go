@@ -50,14 +50,14 @@ func TestCreateWorkspaceHidesProject(t *testing.T) {
 		})
 		ctx := as("c", "creator")
 		before := storagetest.Dump(t, e.raw)
-		_, errHidden := e.c.CreateWorkspace(ctx, "acme", "web", hidden.ID, nil)
-		_, errMissing := e.c.CreateWorkspace(ctx, "acme", "web", "prj-nope", nil)
+		_, errHidden := e.c.CreateWorkspace(ctx, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new(hidden.ID)})
+		_, errMissing := e.c.CreateWorkspace(ctx, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new("prj-nope")})
 		sameAnswer(t, errHidden, hidden.ID, errMissing, "prj-nope")
 		// Issue 29: a caller without create was refused (403) on an
 		// existing project and 422 on a missing one.
 		orgOnly := as("o", "org")
-		_, errHidden = e.c.CreateWorkspace(orgOnly, "acme", "web", hidden.ID, nil)
-		_, errMissing = e.c.CreateWorkspace(orgOnly, "acme", "web", "prj-nope", nil)
+		_, errHidden = e.c.CreateWorkspace(orgOnly, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new(hidden.ID)})
+		_, errMissing = e.c.CreateWorkspace(orgOnly, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new("prj-nope")})
 		sameAnswer(t, errHidden, hidden.ID, errMissing, "prj-nope")
 		if !errors.Is(errHidden, keel.ErrInvalid) || !slices.Equal(fields(errHidden), []string{"ProjectID"}) {
 			t.Fatalf("hidden project: %v", errHidden)
@@ -65,7 +65,7 @@ func TestCreateWorkspaceHidesProject(t *testing.T) {
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
 			t.Fatal("a refused create changed the store")
 		}
-		if w, err := e.c.CreateWorkspace(ctx, "acme", "web", seen.ID, nil); err != nil || w.ProjectID != seen.ID {
+		if w, err := e.c.CreateWorkspace(ctx, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new(seen.ID)}); err != nil || w.ProjectID != seen.ID {
 			t.Fatalf("create in a project the caller reads: %+v, %v", w, err)
 		}
 	})
@@ -113,7 +113,7 @@ func TestTeamAccessHidesTeam(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mkProject(t, "apps")
-		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,8 +126,8 @@ func TestTeamAccessHidesTeam(t *testing.T) {
 		})
 		ctx := as("m", "manager")
 		before := storagetest.Dump(t, e.raw)
-		_, errHidden := e.c.SetTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
-		_, errMissing := e.c.SetTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "write"})
+		_, errHidden := e.c.PutTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
+		_, errMissing := e.c.PutTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "write"})
 		sameAnswer(t, errHidden, team.ID, errMissing, "team-nope")
 		if !errors.Is(errHidden, keel.ErrInvalid) || !slices.Equal(fields(errHidden), []string{"TeamID"}) {
 			t.Fatalf("set access of a hidden team: %v", errHidden)
@@ -135,7 +135,7 @@ func TestTeamAccessHidesTeam(t *testing.T) {
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
 			t.Fatal("a refused set changed the store")
 		}
-		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); err != nil {
+		if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); err != nil {
 			t.Fatal(err)
 		}
 		before = storagetest.Dump(t, e.raw)
@@ -163,15 +163,15 @@ func TestRemoveTeamAccessHidesTeam(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mkProject(t, "apps")
-		with, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		with, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		without, err := e.c.CreateTeam(root(), "acme", "ops", nil)
+		without, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("ops")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: with.ID, Access: "write"}); err != nil {
+		if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: with.ID, Access: "write"}); err != nil {
 			t.Fatal(err)
 		}
 		e.c.authz = rules(t, map[string][]keel.Rule{
@@ -183,9 +183,9 @@ func TestRemoveTeamAccessHidesTeam(t *testing.T) {
 		})
 		ctx := as("m", "manager")
 		before := storagetest.Dump(t, e.raw)
-		errWith := e.c.RemoveTeamAccess(ctx, p.ID, with.ID)
-		errWithout := e.c.RemoveTeamAccess(ctx, p.ID, without.ID)
-		errMissing := e.c.RemoveTeamAccess(ctx, p.ID, "team-nope")
+		errWith := e.c.DeleteTeamAccess(ctx, p.ID, with.ID)
+		errWithout := e.c.DeleteTeamAccess(ctx, p.ID, without.ID)
+		errMissing := e.c.DeleteTeamAccess(ctx, p.ID, "team-nope")
 		for _, err := range []error{errWith, errWithout, errMissing} {
 			if !errors.Is(err, keel.ErrNotFound) {
 				t.Fatalf("remove access of a hidden team: %v, want not found", err)
@@ -196,20 +196,20 @@ func TestRemoveTeamAccessHidesTeam(t *testing.T) {
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
 			t.Fatal("a refused remove changed the store")
 		}
-		if a, err := e.c.TeamAccess(root(), p.ID, with.ID); err != nil || a.Access != "write" {
+		if a, err := e.c.GetTeamAccess(root(), p.ID, with.ID); err != nil || a.Access != "write" {
 			t.Fatalf("access after a refused remove: %+v, %v", a, err)
 		}
 		if got, err := e.c.Get(root(), p.ID); err != nil || got.TeamCount != 1 {
 			t.Fatalf("project after a refused remove: %+v, %v", got, err)
 		}
 		reader := as("m", "manager", "teams")
-		if err := e.c.RemoveTeamAccess(reader, p.ID, without.ID); !errors.Is(err, keel.ErrNotFound) {
+		if err := e.c.DeleteTeamAccess(reader, p.ID, without.ID); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("remove access of a readable team without access: %v", err)
 		}
-		if err := e.c.RemoveTeamAccess(reader, p.ID, with.ID); err != nil {
+		if err := e.c.DeleteTeamAccess(reader, p.ID, with.ID); err != nil {
 			t.Fatalf("remove by a caller who reads the team: %v", err)
 		}
-		if _, err := e.c.TeamAccess(reader, p.ID, with.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeamAccess(reader, p.ID, with.ID); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("access after its removal: %v", err)
 		}
 	})
@@ -225,7 +225,7 @@ func TestHiddenAnswersAsMissing(t *testing.T) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mkProject(t, "apps")
 		w := e.mkWorkspace(t, "web", p.ID)
-		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,36 +241,39 @@ func TestHiddenAnswersAsMissing(t *testing.T) {
 			hiddenID, missing string
 			call              func(id string) error
 		}{
-			{"Organization", "acme", "nope", func(id string) error { _, err := e.c.Organization(nothing, id); return err }},
+			{"Organization", "acme", "nope", func(id string) error { _, err := e.c.GetOrganization(nothing, id); return err }},
 			{"UpdateOrganization", "acme", "nope", func(id string) error {
-				_, err := e.c.UpdateOrganization(nothing, id, OrganizationInput{})
+				_, err := e.c.UpdateOrganization(nothing, id, OrganizationRequest{})
 				return err
 			}},
 			{"DeleteOrganization", "acme", "nope", func(id string) error { return e.c.DeleteOrganization(org, id) }},
-			{"List", "acme", "nope", func(id string) error { _, err := e.c.List(org, id, ListOptions{}); return err }},
-			{"ListTeams", "acme", "nope", func(id string) error { _, err := e.c.ListTeams(org, id, TeamListOptions{}); return err }},
+			{"List", "acme", "nope", func(id string) error { _, err := e.c.List(org, id, ListRequest{}); return err }},
+			{"ListTeams", "acme", "nope", func(id string) error { _, err := e.c.ListTeams(org, id, ListTeamsRequest{}); return err }},
 			{"ListWorkspaces", "acme", "nope", func(id string) error {
-				_, err := e.c.ListWorkspaces(nothing, id, WorkspaceListOptions{})
+				_, err := e.c.ListWorkspaces(nothing, id, ListWorkspacesRequest{})
 				return err
 			}},
-			{"Create", "acme", "nope", func(id string) error { _, err := e.c.Create(nothing, id, Input{Name: ptr("newprj")}); return err }},
-			{"CreateTeam", "acme", "nope", func(id string) error { _, err := e.c.CreateTeam(nothing, id, "x", nil); return err }},
+			{"Create", "acme", "nope", func(id string) error {
+				_, err := e.c.Create(nothing, id, ProjectRequest{Name: ptr("newprj")})
+				return err
+			}},
+			{"CreateTeam", "acme", "nope", func(id string) error { _, err := e.c.CreateTeam(nothing, id, TeamRequest{Name: new("x")}); return err }},
 			{"Get", p.ID, "prj-nope", func(id string) error { _, err := e.c.Get(org, id); return err }},
-			{"Update", p.ID, "prj-nope", func(id string) error { _, err := e.c.Update(org, id, Input{}); return err }},
+			{"Update", p.ID, "prj-nope", func(id string) error { _, err := e.c.Update(org, id, ProjectRequest{}); return err }},
 			{"Delete", p.ID, "prj-nope", func(id string) error { return e.c.Delete(org, id) }},
-			{"Workspaces", p.ID, "prj-nope", func(id string) error { _, err := e.c.Workspaces(org, id); return err }},
-			{"TeamAccesses", p.ID, "prj-nope", func(id string) error { _, err := e.c.TeamAccesses(org, id); return err }},
+			{"Workspaces", p.ID, "prj-nope", func(id string) error { _, err := projectWorkspaces(e.c, org, id); return err }},
+			{"TeamAccesses", p.ID, "prj-nope", func(id string) error { _, err := teamAccesses(e.c, org, id); return err }},
 			{"MoveWorkspaces", p.ID, "prj-nope", func(id string) error { return e.c.MoveWorkspaces(prj, id, nil) }},
-			{"Team", team.ID, "team-nope", func(id string) error { _, err := e.c.Team(org, id); return err }},
-			{"UpdateTeam", team.ID, "team-nope", func(id string) error { _, err := e.c.UpdateTeam(org, id, TeamInput{}); return err }},
+			{"Team", team.ID, "team-nope", func(id string) error { _, err := e.c.GetTeam(org, id); return err }},
+			{"UpdateTeam", team.ID, "team-nope", func(id string) error { _, err := e.c.UpdateTeam(org, id, TeamRequest{}); return err }},
 			{"DeleteTeam", team.ID, "team-nope", func(id string) error { return e.c.DeleteTeam(org, id) }},
-			{"Workspace", w.ID, "ws-nope", func(id string) error { _, err := e.c.Workspace(prj, id); return err }},
+			{"Workspace", w.ID, "ws-nope", func(id string) error { _, err := e.c.GetWorkspace(prj, id); return err }},
 			{"UpdateWorkspace", w.ID, "ws-nope", func(id string) error {
-				_, err := e.c.UpdateWorkspace(prj, id, WorkspaceInput{})
+				_, err := e.c.UpdateWorkspace(prj, id, WorkspaceRequest{})
 				return err
 			}},
 			{"DeleteWorkspace", w.ID, "ws-nope", func(id string) error { return e.c.DeleteWorkspace(prj, id) }},
-			{"WorkspaceByName", "web", "nope", func(name string) error { _, err := e.c.WorkspaceByName(prj, "acme", name); return err }},
+			{"WorkspaceByName", "web", "nope", func(name string) error { _, err := e.c.GetWorkspaceByName(prj, "acme", name); return err }},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 
 // Organization settings: the values HCP Terraform accepts.
 const (
-	AuthPolicyPassword  = "password"             // collaborator-auth-policy: the default
-	AuthPolicyTwoFactor = "two_factor_mandatory" // collaborator-auth-policy
-	ExecutionRemote     = "remote"               // execution mode: the default
-	ExecutionLocal      = "local"                // execution mode
+	authPolicyPassword  = "password"             // collaborator-auth-policy: the default
+	authPolicyTwoFactor = "two_factor_mandatory" // collaborator-auth-policy
+	executionRemote     = "remote"               // execution mode: the default
+	executionLocal      = "local"                // execution mode
 )
 
 // OrganizationSettings are the settings of an organization that keel
@@ -30,7 +30,7 @@ type OrganizationSettings struct {
 	// "two_factor_mandatory".
 	CollaboratorAuthPolicy *string
 	// SessionTimeout and SessionRemember are minutes, at least 1; 0 in
-	// an Organization read means never set (null on the wire).
+	// an Organization read means never set.
 	SessionTimeout  *int
 	SessionRemember *int
 	// OwnersTeamSAMLRoleID is "" by default.
@@ -58,12 +58,16 @@ type OrganizationSettings struct {
 	MaxTTLEnabled *bool
 }
 
-// OrganizationInput is the body of an organization update; a nil field
-// was not sent.
-type OrganizationInput struct {
-	// Name must be the organization's own name (ignoring case): keel
-	// does not rename organizations.
-	Name  *string
+// OrganizationRequest is the input of CreateOrganization and
+// UpdateOrganization: a nil field is not given (create: the default;
+// update: left as it is).
+type OrganizationRequest struct {
+	// Name is required by CreateOrganization (the organization's id:
+	// letters, digits, "-" and "_"); given to UpdateOrganization, it must
+	// be the organization's own name (ignoring case): keel does not
+	// rename organizations.
+	Name *string
+	// Email is the organization's contact address ("" by default).
 	Email *string
 	OrganizationSettings
 }
@@ -97,11 +101,11 @@ func (s OrganizationSettings) resolved() OrganizationSettings {
 			*p = &d
 		}
 	}
-	str(&s.CollaboratorAuthPolicy, AuthPolicyPassword)
+	str(&s.CollaboratorAuthPolicy, authPolicyPassword)
 	num(&s.SessionTimeout)
 	num(&s.SessionRemember)
 	str(&s.OwnersTeamSAMLRoleID, "")
-	str(&s.DefaultExecutionMode, ExecutionRemote)
+	str(&s.DefaultExecutionMode, executionRemote)
 	flag(&s.CostEstimationEnabled, true)
 	flag(&s.SendPassingStatusesForUntriggeredSpeculativePlans, false)
 	flag(&s.AggregatedCommitStatusEnabled, false)
@@ -151,7 +155,7 @@ func (s *OrganizationSettings) merge(in OrganizationSettings) {
 
 // validate records the broken rules of the settings sent in v.
 func (s OrganizationSettings) validate(v *keel.Validation) {
-	policies := []string{AuthPolicyPassword, AuthPolicyTwoFactor}
+	policies := []string{authPolicyPassword, authPolicyTwoFactor}
 	if s.CollaboratorAuthPolicy != nil && !slices.Contains(policies, *s.CollaboratorAuthPolicy) {
 		v.Add("CollaboratorAuthPolicy", "must be one of %s", strings.Join(policies, ", "))
 	}
@@ -161,7 +165,7 @@ func (s OrganizationSettings) validate(v *keel.Validation) {
 	if s.SessionRemember != nil && *s.SessionRemember < 1 {
 		v.Add("SessionRemember", "must be at least 1 minute")
 	}
-	modes := []string{ExecutionRemote, ExecutionLocal}
+	modes := []string{executionRemote, executionLocal}
 	if s.DefaultExecutionMode != nil && !slices.Contains(modes, *s.DefaultExecutionMode) {
 		v.Add("DefaultExecutionMode", "must be one of %s (keel keeps no agent pools)", strings.Join(modes, ", "))
 	}
@@ -177,7 +181,8 @@ func on(b *bool) bool { return b != nil && *b }
 // organization the caller cannot read is not found. A Name other than the
 // organization's own (ignoring case) is refused ("Name"): keel does not
 // rename organizations, whose name is their id in every key.
-func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in OrganizationInput) (Organization, error) {
+func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in OrganizationRequest) (_ Organization, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil && !strings.EqualFold(*in.Name, name) {
 		v.Add("Name", "cannot be changed: keel does not rename organizations")
@@ -185,7 +190,7 @@ func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in Organi
 	in.validate(&v)
 	invalid := v.Err()
 	var out Organization
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleOrg(ctx, tx, name, keel.CapRead)
 		if err != nil {
 			return err

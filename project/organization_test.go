@@ -15,12 +15,12 @@ import (
 func TestOrganizationSettingsDefaults(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		o, err := e.c.Organization(root(), "acme")
+		o, err := e.c.GetOrganization(root(), "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := o.Settings
-		if *s.CollaboratorAuthPolicy != AuthPolicyPassword || *s.DefaultExecutionMode != ExecutionRemote ||
+		if *s.CollaboratorAuthPolicy != authPolicyPassword || *s.DefaultExecutionMode != executionRemote ||
 			!*s.CostEstimationEnabled || !*s.SpeculativePlanManagementEnabled || !*s.UserTokensEnabled ||
 			*s.AllowForceDeleteWorkspaces || *s.AssessmentsEnforced || *s.SessionTimeout != 0 || *s.OwnersTeamSAMLRoleID != "" {
 			t.Fatalf("defaults %+v", s)
@@ -32,13 +32,14 @@ func TestOrganizationSettingsDefaults(t *testing.T) {
 func TestOrganizationCreateWithSettings(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		o, err := e.c.CreateOrganization(root(), "beta", "b@b.test", &OrganizationSettings{
-			CollaboratorAuthPolicy: ptr(AuthPolicyTwoFactor), SpeculativePlanManagementEnabled: ptr(false), SessionTimeout: ptr(30),
-		})
+		o, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new("b@b.test"), OrganizationSettings: OrganizationSettings{
+			CollaboratorAuthPolicy: ptr(authPolicyTwoFactor), SpeculativePlanManagementEnabled: ptr(false), SessionTimeout: ptr(30),
+		}})
+
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *o.Settings.CollaboratorAuthPolicy != AuthPolicyTwoFactor || *o.Settings.SpeculativePlanManagementEnabled || *o.Settings.SessionTimeout != 30 || !*o.Settings.CostEstimationEnabled {
+		if *o.Settings.CollaboratorAuthPolicy != authPolicyTwoFactor || *o.Settings.SpeculativePlanManagementEnabled || *o.Settings.SessionTimeout != 30 || !*o.Settings.CostEstimationEnabled {
 			t.Fatalf("created %+v", o.Settings)
 		}
 	})
@@ -49,15 +50,15 @@ func TestOrganizationCreateWithSettings(t *testing.T) {
 func TestOrganizationUpdateKeepsFieldsNotSent(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationInput{OrganizationSettings: OrganizationSettings{CostEstimationEnabled: ptr(false)}}); err != nil {
+		if _, err := e.c.UpdateOrganization(root(), "acme", OrganizationRequest{OrganizationSettings: OrganizationSettings{CostEstimationEnabled: ptr(false)}}); err != nil {
 			t.Fatal(err)
 		}
-		o, err := e.c.UpdateOrganization(root(), "acme", OrganizationInput{Name: ptr("acme"), Email: ptr("new@acme.test"),
+		o, err := e.c.UpdateOrganization(root(), "acme", OrganizationRequest{Name: ptr("acme"), Email: ptr("new@acme.test"),
 			OrganizationSettings: OrganizationSettings{AllowForceDeleteWorkspaces: ptr(true)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		read, err := e.c.Organization(root(), "acme")
+		read, err := e.c.GetOrganization(root(), "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestOrganizationUpdateKeepsFieldsNotSent(t *testing.T) {
 func TestOrganizationSettingsRules(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		in := OrganizationInput{Name: ptr("other"), OrganizationSettings: OrganizationSettings{
+		in := OrganizationRequest{Name: ptr("other"), OrganizationSettings: OrganizationSettings{
 			CollaboratorAuthPolicy: ptr("sso"), SessionTimeout: ptr(0), SessionRemember: ptr(-1), DefaultExecutionMode: ptr("agent"),
 			SendPassingStatusesForUntriggeredSpeculativePlans: ptr(true), AggregatedCommitStatusEnabled: ptr(true),
 		}}
@@ -84,13 +85,13 @@ func TestOrganizationSettingsRules(t *testing.T) {
 		if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), want) {
 			t.Fatalf("err = %v (fields %q)", err, fields(err))
 		}
-		if o, _ := e.c.Organization(root(), "acme"); !*o.Settings.CostEstimationEnabled {
+		if o, _ := e.c.GetOrganization(root(), "acme"); !*o.Settings.CostEstimationEnabled {
 			t.Fatal("a refused update changed the organization")
 		}
-		if _, err := e.c.CreateOrganization(root(), "beta", "", &OrganizationSettings{CollaboratorAuthPolicy: ptr("sso")}); !slices.Equal(fields(err), []string{"CollaboratorAuthPolicy"}) {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new(""), OrganizationSettings: OrganizationSettings{CollaboratorAuthPolicy: ptr("sso")}}); !slices.Equal(fields(err), []string{"CollaboratorAuthPolicy"}) {
 			t.Fatalf("create: %v", err)
 		}
-		if _, err := e.c.Organization(root(), "beta"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetOrganization(root(), "beta"); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("a refused create created: %v", err)
 		}
 	})
@@ -106,21 +107,21 @@ func TestOrganizationRights(t *testing.T) {
 			"admin":  {{Path: "organizations/acme*", Capabilities: []keel.Capability{keel.CapRead, keel.CapUpdate, keel.CapCreate}}},
 		})
 		e := newEnv(t, open, authz, nil)
-		if _, err := e.c.CreateOrganization(root(), "hidden", "", nil); err != nil {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("hidden"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
 		reader, admin, nobody := as("r", "reader"), as("a", "admin"), as("n")
-		bad := OrganizationInput{OrganizationSettings: OrganizationSettings{CollaboratorAuthPolicy: ptr("sso")}}
-		if _, err := e.c.UpdateOrganization(reader, "acme", OrganizationInput{}); !errors.Is(err, keel.ErrForbidden) {
+		bad := OrganizationRequest{OrganizationSettings: OrganizationSettings{CollaboratorAuthPolicy: ptr("sso")}}
+		if _, err := e.c.UpdateOrganization(reader, "acme", OrganizationRequest{}); !errors.Is(err, keel.ErrForbidden) {
 			t.Fatalf("reader update: %v", err)
 		}
 		if _, err := e.c.UpdateOrganization(reader, "hidden", bad); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("update of an organization the caller cannot read: %v", err)
 		}
-		if _, err := e.c.UpdateOrganization(admin, "acme", OrganizationInput{Email: ptr("x@y.test")}); err != nil {
+		if _, err := e.c.UpdateOrganization(admin, "acme", OrganizationRequest{Email: ptr("x@y.test")}); err != nil {
 			t.Fatalf("admin update: %v", err)
 		}
-		o, err := e.c.Organization(admin, "acme")
+		o, err := e.c.GetOrganization(admin, "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestOrganizationRights(t *testing.T) {
 			{"root", root(), []string{"acme", "hidden"}},
 		}
 		for _, c := range callers {
-			list, err := e.c.Organizations(c.ctx)
+			list, err := allOrganizations(e.c, c.ctx)
 			var names []string
 			for _, o := range list {
 				names = append(names, o.Name)
@@ -148,4 +149,32 @@ func TestOrganizationRights(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestListOrganizationsPages: ListOrganizations walks by cursor, one at a
+// time, to the organizations of one page, in name order.
+func TestListOrganizationsPages(t *testing.T) {
+	e := newEnv(t, everystore.Mem, nil, nil)
+	for _, n := range []string{"zeta", "beta", "Gamma"} {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: ptr(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one, err := e.c.ListOrganizations(root(), keel.ListRequest{})
+	if err != nil || one.Next != "" {
+		t.Fatalf("one page: %+v, %v", one, err)
+	}
+	var want, got []string
+	for _, o := range one.Items {
+		want = append(want, o.Name)
+	}
+	for o, err := range keel.All(root(), 1, e.c.ListOrganizations) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, o.Name)
+	}
+	if !slices.Equal(got, want) || !slices.Equal(want, []string{"Gamma", "acme", "beta", "zeta"}) {
+		t.Fatalf("walked %q, one page %q", got, want)
+	}
 }

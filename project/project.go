@@ -17,11 +17,12 @@ const (
 	MinNameLen        = 3   // characters in a project name, at least
 	MaxNameLen        = 36  // characters in a project name, at most
 	MaxDescriptionLen = 256 // characters in a description, at most
-	DefaultPageSize   = 20  // projects per page when page[size] is not given
-	MaxPageSize       = 100 // projects per page, at most
-	// MaxPageNumber is the largest page number of any list: a larger
-	// one is refused, so that no position in a list overflows.
-	MaxPageNumber = 1 << 24
+	// DefaultPageSize is the Limit of a page of any list when the
+	// request gives none (0 or less).
+	DefaultPageSize = 20
+	// MaxPageSize is the largest Limit of a page of any list: a larger
+	// one is cut to it, as HCP Terraform cuts its page sizes.
+	MaxPageSize = 100
 )
 
 // Permissions are the caller's rights on a project, as the project
@@ -45,14 +46,19 @@ type Project struct {
 	Permissions    Permissions
 }
 
-// Input is the body of a create or update; a nil field was not sent.
-type Input struct {
-	Name        *string
+// ProjectRequest is the input of Create and Update: a nil field is not
+// given (Update leaves it as it is).
+type ProjectRequest struct {
+	// Name is required by Create: MinNameLen to MaxNameLen letters,
+	// digits, spaces, "-" and "_", unique in the organization ignoring
+	// case.
+	Name *string
+	// Description is at most MaxDescriptionLen characters.
 	Description *string
 }
 
 // validateInput checks the fields sent; create requires the name.
-func validateInput(in Input, create bool) error {
+func validateInput(in ProjectRequest, create bool) error {
 	var v keel.Validation
 	switch {
 	case in.Name == nil && create:
@@ -141,13 +147,14 @@ func (c *Catalog) visibleProject(ctx context.Context, tx storage.Tx, id string) 
 // "organizations/<org>/projects" (keel.KindForbidden without it); an
 // organization the caller cannot read is not found. Names are unique in the
 // organization ignoring case (keel.KindAlreadyExists).
-func (c *Catalog) Create(ctx context.Context, org string, in Input) (Project, error) {
+func (c *Catalog) Create(ctx context.Context, org string, in ProjectRequest) (_ Project, err error) {
+	defer prefixErr(&err)
 	if err := validateInput(in, true); err != nil {
 		return Project{}, err
 	}
-	rec := prjRecord{ID: NewID("prj"), Org: org, Name: *in.Name, Description: in.Description, CreatedAt: c.clock.Now().UTC()}
+	rec := prjRecord{ID: newID("prj"), Org: org, Name: *in.Name, Description: in.Description, CreatedAt: c.clock.Now().UTC()}
 	var out Project
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
 			return err
@@ -188,12 +195,13 @@ func claimName(tx storage.Tx, org, name, id string) error {
 // Update changes the fields sent. It needs update on the project
 // (keel.KindForbidden without it); a project the caller cannot read is not
 // found.
-func (c *Catalog) Update(ctx context.Context, id string, in Input) (Project, error) {
+func (c *Catalog) Update(ctx context.Context, id string, in ProjectRequest) (_ Project, err error) {
+	defer prefixErr(&err)
 	if err := validateInput(in, false); err != nil {
 		return Project{}, err
 	}
 	var out Project
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -227,9 +235,10 @@ func (c *Catalog) Update(ctx context.Context, id string, in Input) (Project, err
 // Get returns the project id. It needs read on
 // "organizations/<org>/projects/<id>"; without it the project is not
 // found.
-func (c *Catalog) Get(ctx context.Context, id string) (Project, error) {
+func (c *Catalog) Get(ctx context.Context, id string) (_ Project, err error) {
+	defer prefixErr(&err)
 	var out Project
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -248,9 +257,10 @@ func (c *Catalog) Get(ctx context.Context, id string) (Project, error) {
 // teams' access to it, any number, is deleted after that transaction, in
 // as many as the store needs (an interrupted run is finished by
 // FinishDeletions).
-func (c *Catalog) Delete(ctx context.Context, id string) error {
+func (c *Catalog) Delete(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	var org string
-	err := c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
+	err = c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
 		rec, err := c.visibleProject(ctx, tx, id)
 		if err != nil {
 			return err
@@ -306,7 +316,8 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 // refused before anything is written, with the counts and the limit in
 // the message (move fewer at once). On etcd's default limits (128
 // writes) that is more than 42 workspaces from one project.
-func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceIDs []string) error {
+func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceIDs []string) (err error) {
+	defer prefixErr(&err)
 	ids := slices.Clone(workspaceIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)

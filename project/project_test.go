@@ -20,7 +20,7 @@ func TestOrganizationHasDefaultProject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Name != DefaultProjectName || !strings.HasPrefix(p.ID, "prj-") || p.Description != nil {
+		if p.Name != defaultProjectName || !strings.HasPrefix(p.ID, "prj-") || p.Description != nil {
 			t.Fatalf("default project = %+v", p)
 		}
 		if !e.org.CreatedAt.Equal(t0) {
@@ -45,13 +45,13 @@ func TestCreateOrganizationRules(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				_, err := e.c.CreateOrganization(root(), tt.org, "", nil)
+				_, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new(tt.org), Email: new("")})
 				if !errors.Is(err, tt.wantErr) && (err != nil || tt.wantErr != nil) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
 				}
 			})
 		}
-		orgs, err := e.c.Organizations(root())
+		orgs, err := allOrganizations(e.c, root())
 		if err != nil || len(orgs) != 2 || orgs[0].Name != "acme" || orgs[1].Name != "beta-co_2" {
 			t.Fatalf("organizations = %+v, %v", orgs, err)
 		}
@@ -71,15 +71,15 @@ func TestCatalogRulesNameGoFields(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mkProject(t, "infra")
-		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		other, err := e.c.CreateOrganization(root(), "other", "", nil)
+		other, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("other"), Email: new("")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		foreign, err := e.c.CreateTeam(root(), "other", "devs", nil)
+		foreign, err := e.c.CreateTeam(root(), "other", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,37 +89,49 @@ func TestCatalogRulesNameGoFields(t *testing.T) {
 			fields []string
 			rule   string
 		}{
-			{"organization name required", func() error { _, err := e.c.CreateOrganization(root(), "", "", nil); return err }, []string{"Name"}, "is required"},
-			{"organization name", func() error { _, err := e.c.CreateOrganization(root(), "a b", "", nil); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
-			{"team name required", func() error { _, err := e.c.CreateTeam(root(), "acme", "", nil); return err }, []string{"Name"}, "is required"},
-			{"team name", func() error { _, err := e.c.CreateTeam(root(), "acme", "a.b", nil); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
-			{"workspace name required", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "", "", nil); return err }, []string{"Name"}, "is required"},
+			{"organization name required", func() error {
+				_, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new(""), Email: new("")})
+				return err
+			}, []string{"Name"}, "is required"},
+			{"organization name", func() error {
+				_, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("a b"), Email: new("")})
+				return err
+			}, []string{"Name"}, "must be letters, numbers, - and _"},
+			{"team name required", func() error { _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("")}); return err }, []string{"Name"}, "is required"},
+			{"team name", func() error { _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("a.b")}); return err }, []string{"Name"}, "must be letters, numbers, - and _"},
+			{"workspace name required", func() error {
+				_, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("")})
+				return err
+			}, []string{"Name"}, "is required"},
 			{"workspace name 91", func() error {
-				_, err := e.c.CreateWorkspace(root(), "acme", strings.Repeat("w", 91), "", nil)
+				_, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new(strings.Repeat("w", 91))})
 				return err
 			}, []string{"Name"}, "must be at most 90 characters"},
-			{"workspace in unknown project", func() error { _, err := e.c.CreateWorkspace(root(), "acme", "w", "prj-nope", nil); return err }, []string{"ProjectID"}, ""},
+			{"workspace in unknown project", func() error {
+				_, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("w"), ProjectID: new("prj-nope")})
+				return err
+			}, []string{"ProjectID"}, ""},
 			{"workspace in another organization's project", func() error {
-				_, err := e.c.CreateWorkspace(root(), "acme", "w", other.DefaultProjectID, nil)
+				_, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new("w"), ProjectID: new(other.DefaultProjectID)})
 				return err
 			}, []string{"ProjectID"}, ""},
 			{"access without project, team and level", func() error {
-				_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: "", TeamID: "", Access: "owner"})
+				_, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: "", TeamID: "", Access: "owner"})
 				return err
 			}, []string{"ProjectID", "TeamID", "Access"}, ""},
 			{"access level", func() error {
-				_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"})
+				_, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"})
 				return err
 			}, []string{"Access"}, "must be one of read, write, maintain, admin, custom"},
 			{"unknown team", func() error {
-				_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "read"})
+				_, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "read"})
 				return err
 			}, []string{"TeamID"}, ""},
 			{"team of another organization", func() error {
-				_, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: foreign.ID, Access: "read"})
+				_, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: foreign.ID, Access: "read"})
 				return err
 			}, []string{"TeamID"}, ""},
-			{"sort", func() error { _, err := e.c.List(root(), "acme", ListOptions{Sort: "id"}); return err }, []string{"Sort"}, "must be name or -name"},
+			{"sort", func() error { _, err := e.c.List(root(), "acme", ListRequest{Sort: "id"}); return err }, []string{"Sort"}, "must be name or -name"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -143,11 +155,11 @@ func TestDeleteOrganizationRemovesEverything(t *testing.T) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mkProject(t, "infra")
 		e.mkWorkspace(t, "net", p.ID)
-		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
+		if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.c.DeleteOrganization(root(), "acme"); err != nil {
@@ -156,7 +168,7 @@ func TestDeleteOrganizationRemovesEverything(t *testing.T) {
 		if left := storagetest.Dump(t, e.raw); len(left) != 0 {
 			t.Fatalf("keys left: %v", left)
 		}
-		if _, err := e.c.Organization(root(), "acme"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetOrganization(root(), "acme"); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("read deleted organization: %v", err)
 		}
 	})
@@ -183,7 +195,7 @@ func TestProjectNameRules(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				_, err := e.c.Create(root(), "acme", Input{Name: ptr(tt.input)})
+				_, err := e.c.Create(root(), "acme", ProjectRequest{Name: ptr(tt.input)})
 				if tt.ok != (err == nil) {
 					t.Fatalf("create %q: %v", tt.input, err)
 				}
@@ -205,16 +217,16 @@ func TestProjectCreateRules(t *testing.T) {
 		tests := []struct {
 			name    string
 			org     string
-			in      Input
+			in      ProjectRequest
 			wantErr error
 			fields  []string
 		}{
-			{"name required", "acme", Input{}, keel.ErrInvalid, []string{"Name"}},
-			{"description 257", "acme", Input{Name: ptr("abc"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Description"}},
-			{"every problem at once", "acme", Input{Name: ptr("x"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Name", "Description"}},
-			{"name taken ignoring case", "acme", Input{Name: ptr("INFRA")}, keel.ErrAlreadyExists, nil},
-			{"unknown organization", "nope", Input{Name: ptr("abc")}, keel.ErrNotFound, nil},
-			{"description 256", "acme", Input{Name: ptr("docs"), Description: ptr(strings.Repeat("d", 256))}, nil, nil},
+			{"name required", "acme", ProjectRequest{}, keel.ErrInvalid, []string{"Name"}},
+			{"description 257", "acme", ProjectRequest{Name: ptr("abc"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Description"}},
+			{"every problem at once", "acme", ProjectRequest{Name: ptr("x"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Name", "Description"}},
+			{"name taken ignoring case", "acme", ProjectRequest{Name: ptr("INFRA")}, keel.ErrAlreadyExists, nil},
+			{"unknown organization", "nope", ProjectRequest{Name: ptr("abc")}, keel.ErrNotFound, nil},
+			{"description 256", "acme", ProjectRequest{Name: ptr("docs"), Description: ptr(strings.Repeat("d", 256))}, nil, nil},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +255,7 @@ func TestProjectDescriptionNullUntilSet(t *testing.T) {
 		if p.Description != nil {
 			t.Fatalf("description = %q, want nil", *p.Description)
 		}
-		p, err := e.c.Update(root(), p.ID, Input{Description: ptr("")})
+		p, err := e.c.Update(root(), p.ID, ProjectRequest{Description: ptr("")})
 		if err != nil || p.Description == nil || *p.Description != "" {
 			t.Fatalf("after update: %+v, %v", p, err)
 		}
@@ -253,20 +265,20 @@ func TestProjectDescriptionNullUntilSet(t *testing.T) {
 func TestProjectUpdateKeepsFieldsNotSent(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		p, err := e.c.Create(root(), "acme", Input{Name: ptr("infra"), Description: ptr("d")})
+		p, err := e.c.Create(root(), "acme", ProjectRequest{Name: ptr("infra"), Description: ptr("d")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tests := []struct {
 			name     string
-			in       Input
+			in       ProjectRequest
 			wantName string
 			wantDesc string
 		}{
-			{"nothing sent", Input{}, "infra", "d"},
-			{"rename", Input{Name: ptr("platform")}, "platform", "d"},
-			{"change case", Input{Name: ptr("Platform")}, "Platform", "d"},
-			{"description", Input{Description: ptr("e")}, "Platform", "e"},
+			{"nothing sent", ProjectRequest{}, "infra", "d"},
+			{"rename", ProjectRequest{Name: ptr("platform")}, "platform", "d"},
+			{"change case", ProjectRequest{Name: ptr("Platform")}, "Platform", "d"},
+			{"description", ProjectRequest{Description: ptr("e")}, "Platform", "e"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -281,7 +293,7 @@ func TestProjectUpdateKeepsFieldsNotSent(t *testing.T) {
 		}
 		// The old name is free again; the new one is taken.
 		e.mkProject(t, "infra")
-		if _, err := e.c.Create(root(), "acme", Input{Name: ptr("platform")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.Create(root(), "acme", ProjectRequest{Name: ptr("platform")}); !errors.Is(err, keel.ErrAlreadyExists) {
 			t.Fatalf("create with renamed name: %v", err)
 		}
 	})
@@ -290,7 +302,7 @@ func TestProjectUpdateKeepsFieldsNotSent(t *testing.T) {
 func TestProjectUpdateUnknownIsNotFound(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		if _, err := e.c.Update(root(), "prj-nope", Input{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.Update(root(), "prj-nope", ProjectRequest{}); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("err = %v", err)
 		}
 		if _, err := e.c.Get(root(), "a/b"); !errors.Is(err, keel.ErrNotFound) {
@@ -305,12 +317,12 @@ func TestProjectCounts(t *testing.T) {
 		p := e.mkProject(t, "infra")
 		e.mkWorkspace(t, "a", p.ID)
 		w := e.mkWorkspace(t, "b", p.ID)
-		team, err := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 2 { // setting access twice counts the team once
-			if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil {
+			if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -321,14 +333,14 @@ func TestProjectCounts(t *testing.T) {
 		if err := e.c.DeleteWorkspace(root(), w.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.c.RemoveTeamAccess(root(), p.ID, team.ID); err != nil {
+		if err := e.c.DeleteTeamAccess(root(), p.ID, team.ID); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = e.c.Get(root(), p.ID)
 		if got.WorkspaceCount != 1 || got.TeamCount != 0 {
 			t.Fatalf("counts after removal = %d %d", got.WorkspaceCount, got.TeamCount)
 		}
-		if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"}); !errors.Is(err, keel.ErrInvalid) {
+		if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"}); !errors.Is(err, keel.ErrInvalid) {
 			t.Fatalf("bad access level: %v", err)
 		}
 	})
@@ -384,19 +396,19 @@ func TestProjectRights(t *testing.T) {
 			wantErr error
 		}{
 			{"create without manage-projects", "reader", func(pol string) error {
-				_, err := e.c.Create(as("u", pol), "acme", Input{Name: ptr("abc")})
+				_, err := e.c.Create(as("u", pol), "acme", ProjectRequest{Name: ptr("abc")})
 				return err
 			}, keel.ErrForbidden},
 			{"create in an unreadable organization", "", func(pol string) error {
-				_, err := e.c.Create(as("u"), "acme", Input{Name: ptr("abc")})
+				_, err := e.c.Create(as("u"), "acme", ProjectRequest{Name: ptr("abc")})
 				return err
 			}, keel.ErrNotFound},
 			{"create with manage-projects", "manager", func(pol string) error {
-				_, err := e.c.Create(as("u", pol), "acme", Input{Name: ptr("abc")})
+				_, err := e.c.Create(as("u", pol), "acme", ProjectRequest{Name: ptr("abc")})
 				return err
 			}, nil},
 			{"update without update", "reader", func(pol string) error {
-				_, err := e.c.Update(as("u", pol), p.ID, Input{})
+				_, err := e.c.Update(as("u", pol), p.ID, ProjectRequest{})
 				return err
 			}, keel.ErrForbidden},
 			{"show without read", "", func(string) error {
@@ -404,7 +416,7 @@ func TestProjectRights(t *testing.T) {
 				return err
 			}, keel.ErrNotFound},
 			{"list without list", "manager", func(pol string) error {
-				_, err := e.c.List(as("u", pol), "acme", ListOptions{})
+				_, err := e.c.List(as("u", pol), "acme", ListRequest{})
 				return err
 			}, keel.ErrNotFound},
 		}
@@ -457,7 +469,7 @@ func TestNewIDIsHCPForm(t *testing.T) {
 	form := regexp.MustCompile(`^team-[1-9A-HJ-NP-Za-km-z]{16}$`)
 	seen := map[byte]bool{}
 	for range 2000 {
-		id := NewID("team")
+		id := newID("team")
 		if !form.MatchString(id) {
 			t.Fatalf("id %q is not of HCP's form", id)
 		}

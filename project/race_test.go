@@ -26,7 +26,7 @@ func TestConcurrentWorkspaces(t *testing.T) {
 		for w := range workers {
 			wg.Go(func() {
 				for i := range each {
-					ws, err := e.c.CreateWorkspace(root(), "acme", fmt.Sprintf("w%d-%d", w, i), a.ID, nil)
+					ws, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new(fmt.Sprintf("w%d-%d", w, i)), ProjectID: new(a.ID)})
 					if err != nil {
 						errs <- err
 						return
@@ -39,13 +39,13 @@ func TestConcurrentWorkspaces(t *testing.T) {
 					}
 				}
 				spelling := []string{"shared", "Shared", "SHARED", "sHaReD"}[w%4]
-				switch _, err := e.c.CreateWorkspace(root(), "acme", spelling, b.ID, nil); {
+				switch _, err := e.c.CreateWorkspace(root(), "acme", WorkspaceRequest{Name: new(spelling), ProjectID: new(b.ID)}); {
 				case err == nil:
 					wsWon.Add(1)
 				case keel.KindOf(err) != keel.KindAlreadyExists:
 					errs <- fmt.Errorf("workspace %q: %w", spelling, err)
 				}
-				switch _, err := e.c.Create(root(), "acme", Input{Name: &spelling}); {
+				switch _, err := e.c.Create(root(), "acme", ProjectRequest{Name: &spelling}); {
 				case err == nil:
 					prjWon.Add(1)
 				case keel.KindOf(err) != keel.KindAlreadyExists:
@@ -69,7 +69,7 @@ func TestConcurrentWorkspaces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			list, err := e.c.Workspaces(root(), p.id)
+			list, err := projectWorkspaces(e.c, root(), p.id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestConcurrentWorkspaces(t *testing.T) {
 				}
 			}
 		}
-		page, err := e.c.List(root(), "acme", ListOptions{})
+		page, err := e.c.List(root(), "acme", ListRequest{})
 		if err != nil || page.Total != 4 {
 			t.Fatalf("projects: %+v, %v; want the default, apps, base and one shared", page, err)
 		}

@@ -203,22 +203,12 @@ func lookup(tx storage.Tx, key string) (string, error) {
 	return string(raw), err
 }
 
-// keysUnder returns the last segments of the keys under prefix, in order.
-func keysUnder(tx storage.Tx, prefix string) ([]string, error) {
-	var out []string
-	err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-		out = append(out, key[len(prefix):])
-		return nil
-	})
-	return out, err
-}
-
-// NewID returns prefix followed by "-" and 16 random base58 characters,
+// newID returns prefix followed by "-" and 16 random base58 characters,
 // the form of HCP Terraform's ids ("prj-", "ws-", "team-", "pol-"). base58
 // (digits and letters without 0, O, I and l) is their alphabet: clients
 // tell an id from a name by it (the tfe provider's import reads "team-"
 // and 16 base58 characters as an id, anything else as a name).
-func NewID(prefix string) string {
+func newID(prefix string) string {
 	return prefix + "-" + randid.String(randid.Base58, 16)
 }
 

@@ -15,14 +15,9 @@ import (
 
 // Team visibilities, as HCP Terraform names them.
 const (
-	VisibilitySecret       = "secret" // the default
-	VisibilityOrganization = "organization"
+	visibilitySecret       = "secret" // the default
+	visibilityOrganization = "organization"
 )
-
-// OrganizationAccessNames returns the organization-level permissions a
-// team may hold, by their names in HCP Terraform, in byte order: a new
-// slice each call.
-func OrganizationAccessNames() []string { return slices.Clone(organizationAccessNames) }
 
 var organizationAccessNames = []string{
 	"access-secret-teams", "delegate-policy-overrides", "manage-agent-pools", "manage-membership",
@@ -45,14 +40,15 @@ type TeamSettings struct {
 	// SSOTeamID is "" by default.
 	SSOTeamID *string
 	// OrganizationAccess holds organization-level permissions by their
-	// names (OrganizationAccessNames); those sent are changed, the
+	// names in HCP Terraform (manage-policies, manage-workspaces, ...:
+	// the list is in the package's doc); those sent are changed, the
 	// others kept; every name is false until set.
 	OrganizationAccess map[string]bool
 }
 
 func (s TeamSettings) resolved() TeamSettings {
 	if s.Visibility == nil {
-		s.Visibility = ptrTo(VisibilitySecret)
+		s.Visibility = ptrTo(visibilitySecret)
 	}
 	if s.AllowMemberTokenManagement == nil {
 		s.AllowMemberTokenManagement = ptrTo(true)
@@ -89,8 +85,8 @@ func (s *TeamSettings) merge(in TeamSettings) {
 }
 
 func (s TeamSettings) validate(v *keel.Validation) {
-	if s.Visibility != nil && *s.Visibility != VisibilitySecret && *s.Visibility != VisibilityOrganization {
-		v.Add("Visibility", "must be %s or %s", VisibilitySecret, VisibilityOrganization)
+	if s.Visibility != nil && *s.Visibility != visibilitySecret && *s.Visibility != visibilityOrganization {
+		v.Add("Visibility", "must be %s or %s", visibilitySecret, visibilityOrganization)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.OrganizationAccess)) {
 		if !slices.Contains(organizationAccessNames, k) {
@@ -100,6 +96,15 @@ func (s TeamSettings) validate(v *keel.Validation) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// valueOf is *p, or the zero T when p is nil.
+func valueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
 
 // OwnersTeamName is the name of the team every organization is created
 // with, as HCP Terraform creates its "owners" team.
@@ -122,9 +127,11 @@ type Team struct {
 	CanUpdate  bool
 }
 
-// TeamInput is the body of a team update; a nil field was not sent.
-type TeamInput struct {
-	// Name renames the team: the rules of CreateTeam's name.
+// TeamRequest is the input of CreateTeam and UpdateTeam: a nil field is
+// not given (create: the default; update: left as it is).
+type TeamRequest struct {
+	// Name is required by CreateTeam; given to UpdateTeam, it renames the
+	// team, with the same rules.
 	Name *string
 	TeamSettings
 }
@@ -153,26 +160,26 @@ func ownersTeam(id, org string) teamRecord {
 	return teamRecord{ID: id, Org: org, Name: OwnersTeamName, Owners: true, Settings: TeamSettings{OrganizationAccess: access}}
 }
 
-// CreateTeam creates a team in org, with the settings sent (nil: the
-// defaults). It needs create on "organizations/<org>/teams"; an
+// CreateTeam creates the team r.Name in org, with the settings given (nil
+// fields: the defaults). It needs create on "organizations/<org>/teams"; an
 // organization the caller cannot read is not found. The name ("Name") is
 // required, letters, digits, "-" and "_", unique in the organization
 // ignoring case; Visibility is secret or organization; OrganizationAccess
-// holds only OrganizationAccessNames.
-func (c *Catalog) CreateTeam(ctx context.Context, org, name string, settings *TeamSettings) (Team, error) {
+// holds only the organization permissions of HCP Terraform.
+func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (_ Team, err error) {
+	defer prefixErr(&err)
+	name := valueOf(r.Name)
 	var v keel.Validation
 	if err := slugError(name, 0); err != nil {
 		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
 	}
 	var s TeamSettings
-	if settings != nil {
-		s.merge(*settings)
-	}
+	s.merge(r.TeamSettings)
 	s.validate(&v)
 	invalid := v.Err()
-	rec := teamRecord{ID: NewID("team"), Org: org, Name: name, Settings: s}
+	rec := teamRecord{ID: newID("team"), Org: org, Name: name, Settings: s}
 	var out Team
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
 			return err
 		}
@@ -217,11 +224,12 @@ func (c *Catalog) visibleTeam(ctx context.Context, tx storage.Tx, id string) (*t
 	return rec, nil
 }
 
-// Team returns the team id. It needs read on "organizations/<org>/teams";
+// GetTeam returns the team id. It needs read on "organizations/<org>/teams";
 // without it the team is not found.
-func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
+func (c *Catalog) GetTeam(ctx context.Context, id string) (_ Team, err error) {
+	defer prefixErr(&err)
 	var out Team
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
 		if err != nil {
 			return err
@@ -237,7 +245,8 @@ func (c *Catalog) Team(ctx context.Context, id string) (Team, error) {
 // a team the caller cannot read is not found. The rules are CreateTeam's;
 // a name taken by another team is keel.KindAlreadyExists. The owners team
 // keeps its name ("Name"), so that clients find it by it.
-func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team, error) {
+func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (_ Team, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil {
 		if err := slugError(*in.Name, 0); err != nil {
@@ -247,7 +256,7 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team
 	in.validate(&v)
 	invalid := v.Err()
 	var out Team
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
 		if err != nil {
 			return err
@@ -293,9 +302,10 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamInput) (Team
 // Terraform refuses it. One transaction deletes the team; its access, to
 // any number of projects, is deleted after, in as many transactions as
 // the store needs (an interrupted run is finished by FinishDeletions).
-func (c *Catalog) DeleteTeam(ctx context.Context, id string) error {
+func (c *Catalog) DeleteTeam(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	var org string
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
 		if err != nil {
 			return err
@@ -421,7 +431,7 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 	}
 }
 
-// SetTeamAccess gives a team access to a project, or changes it (in.Access
+// PutTeamAccess gives a team access to a project, or changes it (in.Access
 // "" means "read"; in.ProjectAccess and in.WorkspaceAccess are used when
 // the level is "custom"). It needs manage-projects on the project;
 // without read on it the project is not found. The project and the team
@@ -432,22 +442,25 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 // "organizations/<org>/teams") ("TeamID": one the caller may not read is
 // refused as a missing one, so that the answer does not tell whether it
 // exists).
-func (c *Catalog) SetTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessPut)
 }
 
-// AddTeamAccess gives a team access to a project it has no access to, as
-// HCP Terraform's add: with the rules and rights of SetTeamAccess, an
+// CreateTeamAccess gives a team access to a project it has no access to,
+// as HCP Terraform's add: with the rules and rights of PutTeamAccess, an
 // access the team already has is refused (keel.KindAlreadyExists) and
 // left as it is.
-func (c *Catalog) AddTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessAdd)
 }
 
 // UpdateTeamAccess changes an existing access of a team to a project,
-// with the rules of SetTeamAccess; a team without access to the project
+// with the rules of PutTeamAccess; a team without access to the project
 // is keel.KindNotFound. An empty in.Access keeps the level.
-func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (TeamAccess, error) {
+func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessUpdate)
 }
 
@@ -546,12 +559,13 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 	return out, err
 }
 
-// TeamAccess returns the access of the team teamID to the project
+// GetTeamAccess returns the access of the team teamID to the project
 // projectID. It needs read on the project; a team without access is
 // keel.KindNotFound.
-func (c *Catalog) TeamAccess(ctx context.Context, projectID, teamID string) (TeamAccess, error) {
+func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	var out TeamAccess
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
 		if err != nil {
 			return err
@@ -574,14 +588,15 @@ func (c *Catalog) TeamAccess(ctx context.Context, projectID, teamID string) (Tea
 	return out, err
 }
 
-// RemoveTeamAccess takes a team's access to a project away. It needs
+// DeleteTeamAccess takes a team's access to a project away. It needs
 // read on the project (without it the project is not found),
 // manage-projects on it, and read on the team ("organizations/<org>/teams",
 // as Team asks). A team the caller may not read answers as a team without
 // access, keel.KindNotFound, whether it exists and has access or not, so
 // that the answer tells nothing of it; so does a team that does not
 // exist, is of another organization or is being deleted.
-func (c *Catalog) RemoveTeamAccess(ctx context.Context, projectID, teamID string) error {
+func (c *Catalog) DeleteTeamAccess(ctx context.Context, projectID, teamID string) (err error) {
+	defer prefixErr(&err)
 	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
 		if err != nil {
@@ -620,61 +635,34 @@ func (c *Catalog) RemoveTeamAccess(ctx context.Context, projectID, teamID string
 	})
 }
 
-// TeamAccesses lists the teams with access to a project, by team id. It
-// needs read on the project.
-func (c *Catalog) TeamAccesses(ctx context.Context, projectID string) ([]TeamAccess, error) {
-	out := []TeamAccess{}
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = out[:0]
-		p, err := c.visibleProject(ctx, tx, projectID)
-		if err != nil {
-			return err
-		}
-		gone, err := teamsCleanedUp(tx)
-		if err != nil {
-			return err
-		}
-		prefix := prjAccess(p.Org, p.ID)
-		return tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
-			if team := key[len(prefix):]; !gone[team] {
-				out = append(out, decodeAccess(v).public(team, p.ID))
-			}
-			return nil
-		})
-	})
-	return out, err
-}
-
-// TeamAccessListOptions are the query parameters of a list of the teams
-// with access to a project.
-type TeamAccessListOptions struct {
-	// PageNumber is page[number]; below 1 means the first page, above
-	// MaxPageNumber is refused.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-}
-
-// TeamAccessPage is one page of the teams with access to a project, by
-// team id.
-type TeamAccessPage struct {
-	Accesses   []TeamAccess
-	Pagination keel.Pagination
+// ListTeamAccessesRequest asks for one page of the teams with access to a
+// project.
+type ListTeamAccessesRequest struct {
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the list (0, the default: its first access): a transport renders
+	// numbered pages with it. It is at least 0.
+	Offset int
 }
 
 // ListTeamAccesses returns one page of the teams with access to a
-// project, by team id, as TeamAccesses lists them. It needs read on the
-// project. A page past the end is empty, its pagination true.
-func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts TeamAccessListOptions) (TeamAccessPage, error) {
-	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
-	if err != nil {
-		return TeamAccessPage{}, err
-	}
-	var out TeamAccessPage
+// project, by team id (the cursor of an access is its team id), with
+// Total and Matching both the number of teams with access. It needs read
+// on the project. A page past the end is empty. The access of a team
+// being deleted (see DeleteTeam) is not listed.
+func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, r ListTeamAccessesRequest) (_ keel.CountedPage[TeamAccess], err error) {
+	defer prefixErr(&err)
+	var out keel.CountedPage[TeamAccess]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = TeamAccessPage{Accesses: []TeamAccess{}}
+		out = keel.CountedPage[TeamAccess]{Page: keel.Page[TeamAccess]{Items: []TeamAccess{}}}
 		p, err := c.visibleProject(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		pg, err := newPager(r.ListRequest, r.Offset, false)
 		if err != nil {
 			return err
 		}
@@ -682,92 +670,85 @@ func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, opts T
 		if err != nil {
 			return err
 		}
-		start, total := (number-1)*size, 0
 		prefix := prjAccess(p.Org, p.ID)
 		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
 			team := key[len(prefix):]
 			if gone[team] {
 				return nil
 			}
-			if total >= start && total < start+size {
-				out.Accesses = append(out.Accesses, decodeAccess(v).public(team, p.ID))
+			if pg.take(team) {
+				out.Items = append(out.Items, decodeAccess(v).public(team, p.ID))
 			}
-			total++
 			return nil
 		})
-		out.Pagination = keel.NewPagination(number, size, total)
+		out.Total, out.Matching, out.Next = pg.seen, pg.seen, pg.next()
 		return err
 	})
 	return out, err
 }
 
-// TeamListOptions are the query parameters of a team list.
-type TeamListOptions struct {
-	// PageNumber is page[number]; below 1 means the first page, above
-	// MaxPageNumber is refused.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-	// Names is filter[names]: only the teams of these names (compared
-	// ignoring case); empty means every team.
+// ListTeamsRequest asks for one page of the teams of an organization.
+type ListTeamsRequest struct {
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered list (0, the default: its first team): a transport
+	// renders numbered pages with it. It is at least 0.
+	Offset int
+	// Names keeps the teams of these names (compared ignoring case);
+	// empty keeps every team.
 	Names []string
-	// Query is q: only the teams whose name holds it, ignoring case;
-	// with Names, the teams that match both.
+	// Query keeps the teams whose name holds it, ignoring case; with
+	// Names, the teams that match both.
 	Query string
 }
 
-// TeamPage is one page of teams, in name order.
-type TeamPage struct {
-	Teams      []Team
-	Pagination keel.Pagination
-}
-
 // ListTeams returns one page of the teams of org, in name order (case
-// folded). It needs read on "organizations/<org>/teams"; without it, or
-// without read on the organization, the organization is not found. A page
-// past the end is empty, its pagination true.
-func (c *Catalog) ListTeams(ctx context.Context, org string, opts TeamListOptions) (TeamPage, error) {
-	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
-	if err != nil {
-		return TeamPage{}, err
-	}
+// folded), with Total, the teams of the organization, and Matching, those
+// the filters keep. It needs read on "organizations/<org>/teams"; without
+// it, or without read on the organization, the organization is not found.
+// A page past the end is empty.
+func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest) (_ keel.CountedPage[Team], err error) {
+	defer prefixErr(&err)
 	want := map[string]bool{}
-	for _, n := range opts.Names {
+	for _, n := range r.Names {
 		want[fold(n)] = true
 	}
-	q := fold(opts.Query)
-	var out TeamPage
+	q := fold(r.Query)
+	var out keel.CountedPage[Team]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = TeamPage{Teams: []Team{}}
+		out = keel.CountedPage[Team]{Page: keel.Page[Team]{Items: []Team{}}}
 		if _, err := c.visibleOrg(ctx, tx, org, keel.CapRead); err != nil {
 			return err
 		}
 		if err := keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(org)); err != nil {
 			return hide(err, "organization", org)
 		}
-		start, total := (number-1)*size, 0
+		pg, err := newPager(r.ListRequest, r.Offset, false)
+		if err != nil {
+			return err
+		}
 		prefix := teamNames(org)
-		err := tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			out.Total++
 			name := key[len(prefix):]
-			if len(want) > 0 && !want[name] || !strings.Contains(name, q) {
+			if len(want) > 0 && !want[name] || !strings.Contains(name, q) || !pg.take(name) {
 				return nil
 			}
-			if total >= start && total < start+size {
-				rec, err := getTeam(tx, string(v))
-				if err != nil {
-					return fmt.Errorf("team index of %q: %v: %w", org, err, keel.ErrInternal)
-				}
-				t, err := c.publicTeam(ctx, rec)
-				if err != nil {
-					return err
-				}
-				out.Teams = append(out.Teams, t)
+			rec, err := getTeam(tx, string(v))
+			if err != nil {
+				return fmt.Errorf("team index of %q: %v: %w", org, err, keel.ErrInternal)
 			}
-			total++
+			t, err := c.publicTeam(ctx, rec)
+			if err != nil {
+				return err
+			}
+			out.Items = append(out.Items, t)
 			return nil
 		})
-		out.Pagination = keel.NewPagination(number, size, total)
+		out.Matching, out.Next = pg.seen, pg.next()
 		return err
 	})
 	return out, err

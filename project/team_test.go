@@ -17,35 +17,35 @@ import (
 func TestTeamSettings(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		team, err := e.c.CreateTeam(root(), "acme", "devs", &TeamSettings{OrganizationAccess: map[string]bool{"read-workspaces": true}})
+		team, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs"), TeamSettings: TeamSettings{OrganizationAccess: map[string]bool{"read-workspaces": true}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := team.Settings
-		if *s.Visibility != VisibilitySecret || !*s.AllowMemberTokenManagement || !s.OrganizationAccess["read-workspaces"] ||
-			s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(OrganizationAccessNames()) {
+		if *s.Visibility != visibilitySecret || !*s.AllowMemberTokenManagement || !s.OrganizationAccess["read-workspaces"] ||
+			s.OrganizationAccess["manage-policies"] || len(s.OrganizationAccess) != len(slices.Clone(organizationAccessNames)) {
 			t.Fatalf("created %+v", s)
 		}
-		got, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("ops"), TeamSettings: TeamSettings{
+		got, err := e.c.UpdateTeam(root(), team.ID, TeamRequest{Name: ptr("ops"), TeamSettings: TeamSettings{
 			AllowMemberTokenManagement: ptr(false), OrganizationAccess: map[string]bool{"manage-policies": true},
 		}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		read, err := e.c.Team(root(), team.ID)
+		read, err := e.c.GetTeam(root(), team.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, x := range []Team{got, read} {
 			if x.Name != "ops" || *x.Settings.AllowMemberTokenManagement || !x.Settings.OrganizationAccess["read-workspaces"] ||
-				!x.Settings.OrganizationAccess["manage-policies"] || *x.Settings.Visibility != VisibilitySecret {
+				!x.Settings.OrganizationAccess["manage-policies"] || *x.Settings.Visibility != visibilitySecret {
 				t.Fatalf("after update %+v", x)
 			}
 		}
-		if _, err := e.c.CreateTeam(root(), "acme", "DEVS", nil); err != nil {
+		if _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("DEVS")}); err != nil {
 			t.Fatalf("the old name is not free: %v", err)
 		}
-		if _, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("devs")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.UpdateTeam(root(), team.ID, TeamRequest{Name: ptr("devs")}); !errors.Is(err, keel.ErrAlreadyExists) {
 			t.Fatalf("taken name: %v", err)
 		}
 	})
@@ -56,15 +56,15 @@ func TestTeamSettings(t *testing.T) {
 func TestTeamRulesNameGoFields(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		_, err := e.c.CreateTeam(root(), "acme", "a b", &TeamSettings{Visibility: ptr("public"), OrganizationAccess: map[string]bool{"fly": true}})
+		_, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("a b"), TeamSettings: TeamSettings{Visibility: ptr("public"), OrganizationAccess: map[string]bool{"fly": true}}})
 		if want := []string{"Name", "Visibility", `OrganizationAccess["fly"]`}; !slices.Equal(fields(err), want) {
 			t.Fatalf("err %v fields %q", err, fields(err))
 		}
-		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
-		if _, err := e.c.UpdateTeam(root(), team.ID, TeamInput{Name: ptr("x"), TeamSettings: TeamSettings{Visibility: ptr("public")}}); !slices.Equal(fields(err), []string{"Visibility"}) {
+		team, _ := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
+		if _, err := e.c.UpdateTeam(root(), team.ID, TeamRequest{Name: ptr("x"), TeamSettings: TeamSettings{Visibility: ptr("public")}}); !slices.Equal(fields(err), []string{"Visibility"}) {
 			t.Fatalf("update: %v", err)
 		}
-		if read, _ := e.c.Team(root(), team.ID); read.Name != "devs" {
+		if read, _ := e.c.GetTeam(root(), team.ID); read.Name != "devs" {
 			t.Fatalf("a refused update renamed: %+v", read)
 		}
 	})
@@ -79,9 +79,9 @@ func TestDeleteTeamRemovesItsAccess(t *testing.T) {
 		})
 		e := newEnv(t, open, authz, nil)
 		p := e.mkProject(t, "apps")
-		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
+		team, _ := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		for _, prj := range []string{p.ID, e.org.DefaultProjectID} {
-			if _, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: prj, TeamID: team.ID, Access: "write"}); err != nil {
+			if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: prj, TeamID: team.ID, Access: "write"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -94,12 +94,12 @@ func TestDeleteTeamRemovesItsAccess(t *testing.T) {
 		if err := e.c.DeleteTeam(root(), team.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.Team(root(), team.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeam(root(), team.ID); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("read deleted team: %v", err)
 		}
 		for _, prj := range []string{p.ID, e.org.DefaultProjectID} {
 			got, _ := e.c.Get(root(), prj)
-			list, _ := e.c.TeamAccesses(root(), prj)
+			list, _ := teamAccesses(e.c, root(), prj)
 			if got.TeamCount != 0 || len(list) != 0 {
 				t.Fatalf("project %s keeps %d teams, %v", prj, got.TeamCount, list)
 			}
@@ -114,17 +114,18 @@ func TestCustomTeamAccess(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mkProject(t, "apps")
-		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
-		a, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
+		team, _ := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
+		a, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
 			ProjectAccess:   &ProjectAccess{Teams: "manage"},
 			WorkspaceAccess: &WorkspaceAccess{Runs: "apply", Create: true}})
+
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := TeamAccess{TeamID: team.ID, ProjectID: p.ID, Access: "custom",
 			ProjectAccess:   &ProjectAccess{Settings: "read", Teams: "manage", VariableSets: "none"},
 			WorkspaceAccess: &WorkspaceAccess{Runs: "apply", SentinelMocks: "none", StateVersions: "none", Variables: "none", Create: true}}
-		read, err := e.c.TeamAccess(root(), p.ID, team.ID)
+		read, err := e.c.GetTeamAccess(root(), p.ID, team.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,15 +141,16 @@ func TestCustomTeamAccess(t *testing.T) {
 		if up, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil || up.Access != "admin" {
 			t.Fatalf("to admin %+v, %v", up, err)
 		}
-		_, err = e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
+		_, err = e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "custom",
 			ProjectAccess: &ProjectAccess{Settings: "own"}, WorkspaceAccess: &WorkspaceAccess{Runs: "destroy"}})
+
 		if want := []string{"ProjectAccess.Settings", "WorkspaceAccess.Runs"}; !slices.Equal(fields(err), want) {
 			t.Fatalf("bad values: %v", err)
 		}
-		if err := e.c.RemoveTeamAccess(root(), p.ID, team.ID); err != nil {
+		if err := e.c.DeleteTeamAccess(root(), p.ID, team.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.TeamAccess(root(), p.ID, team.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeamAccess(root(), p.ID, team.ID); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("read removed access: %v", err)
 		}
 		if _, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); !errors.Is(err, keel.ErrNotFound) {
@@ -167,47 +169,47 @@ func TestListTeams(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		for _, n := range []string{"ops", "Devs", "audit"} {
-			if _, err := e.c.CreateTeam(root(), "acme", n, nil); err != nil {
+			if _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new(n)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		names := func(p TeamPage) []string {
+		names := func(p keel.CountedPage[Team]) []string {
 			var out []string
-			for _, tm := range p.Teams {
+			for _, tm := range p.Items {
 				out = append(out, tm.Name)
 			}
 			return out
 		}
 		for _, tc := range []struct {
-			opts  TeamListOptions
+			opts  ListTeamsRequest
 			want  []string
 			total int
 		}{
-			{TeamListOptions{}, []string{"audit", "Devs", "ops", "owners"}, 4},
-			{TeamListOptions{PageNumber: 2, PageSize: 3}, []string{"owners"}, 4},
-			{TeamListOptions{PageNumber: 9}, nil, 4},
-			{TeamListOptions{Names: []string{"OPS", "devs", "nobody"}}, []string{"Devs", "ops"}, 2},
-			{TeamListOptions{Query: "O"}, []string{"ops", "owners"}, 2},
-			{TeamListOptions{Query: "DEV"}, []string{"Devs"}, 1},
-			{TeamListOptions{Query: "o", Names: []string{"devs", "ops"}}, []string{"ops"}, 1},
-			{TeamListOptions{Query: "nobody"}, nil, 0},
+			{ListTeamsRequest{}, []string{"audit", "Devs", "ops", "owners"}, 4},
+			{ListTeamsRequest{ListRequest: keel.ListRequest{Limit: 3}, Offset: 3}, []string{"owners"}, 4},
+			{ListTeamsRequest{Offset: 160}, nil, 4},
+			{ListTeamsRequest{Names: []string{"OPS", "devs", "nobody"}}, []string{"Devs", "ops"}, 2},
+			{ListTeamsRequest{Query: "O"}, []string{"ops", "owners"}, 2},
+			{ListTeamsRequest{Query: "DEV"}, []string{"Devs"}, 1},
+			{ListTeamsRequest{Query: "o", Names: []string{"devs", "ops"}}, []string{"ops"}, 1},
+			{ListTeamsRequest{Query: "nobody"}, nil, 0},
 		} {
 			page, err := e.c.ListTeams(root(), "acme", tc.opts)
-			if err != nil || !slices.Equal(names(page), tc.want) || page.Pagination.TotalCount != tc.total {
-				t.Errorf("ListTeams(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names(page), page.Pagination.TotalCount, err, tc.want, tc.total)
+			if err != nil || !slices.Equal(names(page), tc.want) || page.Matching != tc.total {
+				t.Errorf("ListTeams(%+v) = %q (total %d), %v; want %q (total %d)", tc.opts, names(page), page.Matching, err, tc.want, tc.total)
 			}
 		}
 		e.c.authz = rules(t, map[string][]keel.Rule{
 			"org": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}}},
 		})
-		if _, err := e.c.ListTeams(as("o", "org"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.ListTeams(as("o", "org"), "acme", ListTeamsRequest{}); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("list by a caller who reads the organization but not its teams: %v", err)
 		}
-		if _, err := e.c.ListTeams(as("n"), "acme", TeamListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.ListTeams(as("n"), "acme", ListTeamsRequest{}); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("list by a caller who cannot read the organization: %v", err)
 		}
-		if _, err := e.c.ListTeams(root(), "acme", TeamListOptions{PageNumber: MaxPageNumber + 1}); keel.KindOf(err) != keel.KindInvalid {
-			t.Fatalf("a page number past the bound: %v", err)
+		if _, err := e.c.ListTeams(root(), "acme", ListTeamsRequest{Offset: -1}); !slices.Equal(fields(err), []string{"Offset"}) {
+			t.Fatalf("a negative offset: %v", err)
 		}
 	})
 }
@@ -219,45 +221,45 @@ func TestListTeams(t *testing.T) {
 func TestOwnersTeam(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		page, err := e.c.ListTeams(root(), "acme", TeamListOptions{Names: []string{"OWNERS"}})
-		if err != nil || len(page.Teams) != 1 {
-			t.Fatalf("owners team: %+v, %v", page.Teams, err)
+		page, err := e.c.ListTeams(root(), "acme", ListTeamsRequest{Names: []string{"OWNERS"}})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("owners team: %+v, %v", page.Items, err)
 		}
-		owners := page.Teams[0]
+		owners := page.Items[0]
 		if owners.Name != OwnersTeamName || !owners.Owners || owners.CanDestroy || !owners.CanUpdate || owners.Org != "acme" {
 			t.Fatalf("owners team %+v", owners)
 		}
-		for _, n := range OrganizationAccessNames() {
+		for _, n := range slices.Clone(organizationAccessNames) {
 			if !owners.Settings.OrganizationAccess[n] {
 				t.Errorf("owners team without %s", n)
 			}
 		}
-		other, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
+		other, _ := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
 		if other.Owners || !other.CanDestroy {
 			t.Fatalf("another team %+v", other)
 		}
-		if _, err := e.c.CreateTeam(root(), "acme", "Owners", nil); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("Owners")}); !errors.Is(err, keel.ErrAlreadyExists) {
 			t.Fatalf("a second owners team: %v", err)
 		}
 		before := storagetest.Dump(t, e.raw)
 		if err := e.c.DeleteTeam(root(), owners.ID); keel.KindOf(err) != keel.KindConflict {
 			t.Fatalf("delete the owners team: %v", err)
 		}
-		if _, err := e.c.UpdateTeam(root(), owners.ID, TeamInput{Name: ptr("admins")}); !slices.Equal(fields(err), []string{"Name"}) {
+		if _, err := e.c.UpdateTeam(root(), owners.ID, TeamRequest{Name: ptr("admins")}); !slices.Equal(fields(err), []string{"Name"}) {
 			t.Fatalf("rename the owners team: %v", err)
 		}
 		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
 			t.Fatal("a refused delete or rename changed the store")
 		}
-		got, err := e.c.UpdateTeam(root(), owners.ID, TeamInput{Name: ptr(OwnersTeamName), TeamSettings: TeamSettings{Visibility: ptr(VisibilityOrganization)}})
-		if err != nil || *got.Settings.Visibility != VisibilityOrganization || got.Name != OwnersTeamName || !got.Owners {
+		got, err := e.c.UpdateTeam(root(), owners.ID, TeamRequest{Name: ptr(OwnersTeamName), TeamSettings: TeamSettings{Visibility: ptr(visibilityOrganization)}})
+		if err != nil || *got.Settings.Visibility != visibilityOrganization || got.Name != OwnersTeamName || !got.Owners {
 			t.Fatalf("update the owners team's settings: %+v, %v", got, err)
 		}
-		if _, err := e.c.CreateOrganization(root(), "beta", "", nil); err != nil {
+		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new("")}); err != nil {
 			t.Fatal(err)
 		}
-		if page, _ := e.c.ListTeams(root(), "beta", TeamListOptions{}); len(page.Teams) != 1 || !page.Teams[0].Owners || page.Teams[0].ID == owners.ID {
-			t.Fatalf("teams of a new organization: %+v", page.Teams)
+		if page, _ := e.c.ListTeams(root(), "beta", ListTeamsRequest{}); len(page.Items) != 1 || !page.Items[0].Owners || page.Items[0].ID == owners.ID {
+			t.Fatalf("teams of a new organization: %+v", page.Items)
 		}
 	})
 }
@@ -269,28 +271,28 @@ func TestAddTeamAccess(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mkProject(t, "apps")
-		team, _ := e.c.CreateTeam(root(), "acme", "devs", nil)
-		a, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
+		team, _ := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("devs")})
+		a, err := e.c.CreateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
 		if err != nil || a.Access != "write" {
 			t.Fatalf("add: %+v, %v", a, err)
 		}
 		before := storagetest.Dump(t, e.raw)
-		if _, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.CreateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); !errors.Is(err, keel.ErrAlreadyExists) {
 			t.Fatalf("add again: %v", err)
 		}
 		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
 			t.Fatal("a refused add changed the store")
 		}
-		if got, _ := e.c.TeamAccess(root(), p.ID, team.ID); got.Access != "write" {
+		if got, _ := e.c.GetTeamAccess(root(), p.ID, team.ID); got.Access != "write" {
 			t.Fatalf("access after a refused add: %+v", got)
 		}
 		if got, _ := e.c.Get(root(), p.ID); got.TeamCount != 1 {
 			t.Fatalf("team count %d", got.TeamCount)
 		}
-		if _, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "read"}); !slices.Equal(fields(err), []string{"TeamID"}) {
+		if _, err := e.c.CreateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "read"}); !slices.Equal(fields(err), []string{"TeamID"}) {
 			t.Fatalf("add for no team: %v", err)
 		}
-		if a, err := e.c.SetTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil || a.Access != "admin" {
+		if a, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); err != nil || a.Access != "admin" {
 			t.Fatalf("set: %+v, %v", a, err)
 		}
 	})
@@ -306,46 +308,46 @@ func TestListTeamAccesses(t *testing.T) {
 		p := e.mkProject(t, "apps")
 		var ids []string
 		for _, n := range []string{"a", "b", "c"} {
-			team, _ := e.c.CreateTeam(root(), "acme", n, nil)
-			if _, err := e.c.AddTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID}); err != nil {
+			team, _ := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new(n)})
+			if _, err := e.c.CreateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID}); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, team.ID)
 		}
 		slices.Sort(ids)
-		teams := func(pg TeamAccessPage) []string {
+		teams := func(pg keel.CountedPage[TeamAccess]) []string {
 			var out []string
-			for _, a := range pg.Accesses {
+			for _, a := range pg.Items {
 				out = append(out, a.TeamID)
 			}
 			return out
 		}
 		for _, tc := range []struct {
-			opts  TeamAccessListOptions
+			opts  ListTeamAccessesRequest
 			want  []string
 			total int
 		}{
-			{TeamAccessListOptions{}, ids, 3},
-			{TeamAccessListOptions{PageNumber: 2, PageSize: 2}, ids[2:], 3},
-			{TeamAccessListOptions{PageNumber: 999, PageSize: 100}, nil, 3},
+			{ListTeamAccessesRequest{}, ids, 3},
+			{ListTeamAccessesRequest{ListRequest: keel.ListRequest{Limit: 2}, Offset: 2}, ids[2:], 3},
+			{ListTeamAccessesRequest{ListRequest: keel.ListRequest{Limit: 100}, Offset: 99800}, nil, 3},
 		} {
 			pg, err := e.c.ListTeamAccesses(root(), p.ID, tc.opts)
-			if err != nil || !slices.Equal(teams(pg), tc.want) || pg.Pagination.TotalCount != tc.total || pg.Pagination.CurrentPage != max(tc.opts.PageNumber, 1) {
-				t.Errorf("ListTeamAccesses(%+v) = %q %+v, %v; want %q (total %d)", tc.opts, teams(pg), pg.Pagination, err, tc.want, tc.total)
+			if err != nil || !slices.Equal(teams(pg), tc.want) || pg.Matching != tc.total || pg.Total != tc.total {
+				t.Errorf("ListTeamAccesses(%+v) = %q %+v, %v; want %q (total %d)", tc.opts, teams(pg), pg, err, tc.want, tc.total)
 			}
 		}
 		if err := e.c.DeleteTeam(root(), ids[0]); err != nil {
 			t.Fatal(err)
 		}
-		if pg, _ := e.c.ListTeamAccesses(root(), p.ID, TeamAccessListOptions{}); !slices.Equal(teams(pg), ids[1:]) || pg.Pagination.TotalCount != 2 {
-			t.Fatalf("after a team's deletion: %q %+v", teams(pg), pg.Pagination)
+		if pg, _ := e.c.ListTeamAccesses(root(), p.ID, ListTeamAccessesRequest{}); !slices.Equal(teams(pg), ids[1:]) || pg.Matching != 2 {
+			t.Fatalf("after a team's deletion: %q %+v", teams(pg), pg)
 		}
 		e.c.authz = rules(t, map[string][]keel.Rule{})
-		if _, err := e.c.ListTeamAccesses(as("n"), p.ID, TeamAccessListOptions{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.ListTeamAccesses(as("n"), p.ID, ListTeamAccessesRequest{}); !errors.Is(err, keel.ErrNotFound) {
 			t.Fatalf("a caller who cannot read the project: %v", err)
 		}
-		if _, err := e.c.ListTeamAccesses(root(), p.ID, TeamAccessListOptions{PageNumber: MaxPageNumber + 1}); !slices.Equal(fields(err), []string{"PageNumber"}) {
-			t.Fatalf("a page number past the bound: %v", err)
+		if _, err := e.c.ListTeamAccesses(root(), p.ID, ListTeamAccessesRequest{Offset: -1}); !slices.Equal(fields(err), []string{"Offset"}) {
+			t.Fatalf("a negative offset: %v", err)
 		}
 	})
 }

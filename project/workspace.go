@@ -54,7 +54,7 @@ type WorkspaceSettings struct {
 	SettingOverwrites *SettingOverwrites
 	// AutoDestroyAt is the time HCP Terraform would queue a destroy run
 	// at (keel queues none): nil for none, also when read. In an input a
-	// zero time clears it (null on the wire).
+	// zero time clears it.
 	AutoDestroyAt *time.Time
 	// TerraformVersion, WorkingDirectory, SourceName and SourceURL are ""
 	// by default.
@@ -84,9 +84,9 @@ func (s WorkspaceSettings) mode() *string {
 	case s.Operations == nil:
 		return nil
 	case *s.Operations:
-		return ptrTo(ExecutionRemote)
+		return ptrTo(executionRemote)
 	}
-	return ptrTo(ExecutionLocal)
+	return ptrTo(executionLocal)
 }
 
 // overwrite returns SettingOverwrites.ExecutionMode as sent, or nil.
@@ -131,7 +131,7 @@ func (s WorkspaceSettings) resolved(orgMode string) WorkspaceSettings {
 	flag(&s.StructuredRunOutputEnabled, true)
 	own := s.ExecutionMode != nil
 	str(&s.ExecutionMode, orgMode)
-	s.Operations = ptrTo(*s.ExecutionMode != ExecutionLocal)
+	s.Operations = ptrTo(*s.ExecutionMode != executionLocal)
 	s.SettingOverwrites = &SettingOverwrites{ExecutionMode: &own}
 	if s.AutoDestroyAt != nil {
 		at := *s.AutoDestroyAt
@@ -200,11 +200,11 @@ func (s *WorkspaceSettings) merge(in WorkspaceSettings) {
 
 // validate records the broken rules of the settings sent in v.
 func (s WorkspaceSettings) validate(v *keel.Validation) {
-	modes := []string{ExecutionRemote, ExecutionLocal}
+	modes := []string{executionRemote, executionLocal}
 	if s.ExecutionMode != nil && !slices.Contains(modes, *s.ExecutionMode) {
 		v.Add("ExecutionMode", "must be one of %s (keel keeps no agent pools)", strings.Join(modes, ", "))
 	}
-	if s.ExecutionMode != nil && s.Operations != nil && (*s.ExecutionMode == ExecutionLocal) == *s.Operations {
+	if s.ExecutionMode != nil && s.Operations != nil && (*s.ExecutionMode == executionLocal) == *s.Operations {
 		v.Add("Operations", "must agree with the execution mode (true: remote, false: local)")
 	}
 	if o := s.overwrite(); o != nil && !*o && s.mode() != nil {
@@ -255,13 +255,15 @@ type Workspace struct {
 	Permissions WorkspacePermissions
 }
 
-// WorkspaceInput is the body of a workspace update; a nil field was not
-// sent.
-type WorkspaceInput struct {
-	// Name renames the workspace: the rules of CreateWorkspace's name.
+// WorkspaceRequest is the input of CreateWorkspace and UpdateWorkspace: a
+// nil field is not given (create: the default; update: left as it is).
+type WorkspaceRequest struct {
+	// Name is required by CreateWorkspace; given to UpdateWorkspace, it
+	// renames the workspace, with the same rules.
 	Name *string
-	// ProjectID moves the workspace into that project of its
-	// organization, with the rights of MoveWorkspaces.
+	// ProjectID is the project of the workspace: CreateWorkspace creates
+	// it there (nil or "": the organization's default project);
+	// UpdateWorkspace moves it there, with the rights of MoveWorkspaces.
 	ProjectID *string
 	WorkspaceSettings
 }
@@ -288,36 +290,37 @@ func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord, o *orgRecord
 	return w, nil
 }
 
-// CreateWorkspace creates a workspace in a project of org (the default
-// project when projectID is ""), with the settings sent (nil: HCP
-// Terraform's defaults; see WorkspaceSettings). It needs create on
+// CreateWorkspace creates the workspace r.Name in a project of org
+// (r.ProjectID; the default project when it is nil or ""), with the
+// settings given (nil fields: HCP Terraform's defaults; see
+// WorkspaceSettings). It needs create on
 // "organizations/<org>/projects/<project>/workspaces"; an organization the
 // caller cannot read is not found. The name ("Name") is required, at most
 // 90 letters, digits, "-" and "_", unique in the organization ignoring
-// case; the project ("ProjectID") must be of org and, when projectID is
-// given, one the caller may read (read on the project): one it may not
+// case; the project ("ProjectID") must be of org and, when r.ProjectID
+// is given, one the caller may read (read on the project): one it may not
 // read is refused as a missing one, so that the answer does not tell
 // whether it exists; ExecutionMode is remote or local, Operations agrees
 // with it, SettingOverwrites.ExecutionMode is not false with a mode sent
 // nor true without one; TriggerPrefixes and TriggerPatterns are not both
 // set.
-func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID string, settings *WorkspaceSettings) (Workspace, error) {
+func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRequest) (_ Workspace, err error) {
+	defer prefixErr(&err)
+	name, projectID, settings := valueOf(r.Name), valueOf(r.ProjectID), &r.WorkspaceSettings
 	var v keel.Validation
 	if err := slugError(name, maxWorkspaceName); err != nil {
 		v.Add("Name", "%s", keel.FieldErrors(err)[0].Rule)
 	}
-	var s WorkspaceSettings
-	if settings != nil {
-		settings.validate(&v)
-		if settings.ownModeMissing(nil) {
-			v.Add(fieldOwnMode, "%s", ruleOwnMode)
-		}
-		s.merge(*settings)
+	settings.validate(&v)
+	if settings.ownModeMissing(nil) {
+		v.Add(fieldOwnMode, "%s", ruleOwnMode)
 	}
+	var s WorkspaceSettings
+	s.merge(*settings)
 	invalid := v.Err()
-	rec := wsRecord{ID: NewID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
+	rec := wsRecord{ID: newID("ws"), Org: org, Name: name, CreatedAt: c.clock.Now().UTC(), Settings: s}
 	var out Workspace
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
 			return err
@@ -382,7 +385,8 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org, name, projectID stri
 // MoveWorkspaces does. The settings follow the rules of CreateWorkspace's,
 // SettingOverwrites.ExecutionMode true needing a mode sent or the
 // workspace's own. It sets UpdatedAt.
-func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceInput) (Workspace, error) {
+func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRequest) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil {
 		if err := slugError(*in.Name, maxWorkspaceName); err != nil {
@@ -393,7 +397,7 @@ func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceIn
 	invalid := v.Err()
 	now := c.clock.Now().UTC()
 	var out Workspace
-	err := c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		w, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {
 			return err
@@ -477,12 +481,13 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 	return tx.Put(prjWorkspaces(w.Org, dest)+w.ID, nil)
 }
 
-// Workspace returns the workspace id. It needs read on
+// GetWorkspace returns the workspace id. It needs read on
 // "organizations/<org>/workspaces/<id>"; without it the workspace is not
 // found.
-func (c *Catalog) Workspace(ctx context.Context, id string) (Workspace, error) {
+func (c *Catalog) GetWorkspace(ctx context.Context, id string) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	var out Workspace
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {
 			return err
@@ -493,13 +498,14 @@ func (c *Catalog) Workspace(ctx context.Context, id string) (Workspace, error) {
 	return out, err
 }
 
-// WorkspaceByName returns the workspace of org named name, ignoring case,
-// with the rights of Workspace: one the caller may not read answers as a
+// GetWorkspaceByName returns the workspace of org named name, ignoring
+// case, with the rights of GetWorkspace: one the caller may not read answers as a
 // missing one, with the same message, which names neither its id nor
 // anything else of it.
-func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Workspace, error) {
+func (c *Catalog) GetWorkspaceByName(ctx context.Context, org, name string) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	var out Workspace
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		id, err := c.workspaceID(tx, org, name)
 		if err != nil {
 			return err
@@ -515,13 +521,6 @@ func (c *Catalog) WorkspaceByName(ctx context.Context, org, name string) (Worksp
 		return err
 	})
 	return out, err
-}
-
-// WorkspaceID returns the id of the workspace of org named name, ignoring
-// case, with the rights of Workspace.
-func (c *Catalog) WorkspaceID(ctx context.Context, org, name string) (string, error) {
-	w, err := c.WorkspaceByName(ctx, org, name)
-	return w.ID, err
 }
 
 func (c *Catalog) workspaceID(tx storage.Tx, org, name string) (string, error) {
@@ -562,64 +561,26 @@ func (c *Catalog) visibleWorkspace(ctx context.Context, tx storage.Tx, id string
 	return rec, o, nil
 }
 
-// Workspaces lists the workspaces of a project the caller may read,
-// sorted by name. It needs read on the project.
-func (c *Catalog) Workspaces(ctx context.Context, projectID string) ([]Workspace, error) {
-	out := []Workspace{}
-	err := c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = out[:0]
-		p, err := c.visibleProject(ctx, tx, projectID)
-		if err != nil {
-			return err
-		}
-		o, err := getOrg(tx, p.Org)
-		if err != nil {
-			return err
-		}
-		ids, err := keysUnder(tx, prjWorkspaces(p.Org, p.ID))
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			w, err := getWorkspace(tx, id)
-			if err != nil {
-				return fmt.Errorf("workspace index of project %q: %v: %w", p.ID, err, keel.ErrInternal)
-			}
-			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(w.Org, w.ID)); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
-			pw, err := c.publicWorkspace(ctx, w, o)
-			if err != nil {
-				return err
-			}
-			out = append(out, pw)
-		}
-		return nil
-	})
-	slices.SortFunc(out, func(a, b Workspace) int { return strings.Compare(fold(a.Name), fold(b.Name)) })
-	return out, err
-}
-
-// WorkspaceListOptions are the query parameters of a workspace list.
-type WorkspaceListOptions struct {
-	// PageNumber is page[number]; below 1 means the first page, above
-	// MaxPageNumber is refused.
-	PageNumber int
-	// PageSize is page[size]; below 1 means DefaultPageSize, above
-	// MaxPageSize means MaxPageSize.
-	PageSize int
-	// Search is search[name]: a case-insensitive substring of the name.
+// ListWorkspacesRequest asks for one page of the workspaces of an
+// organization.
+type ListWorkspacesRequest struct {
+	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
+	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// MaxPageSize, a larger limit is cut to it).
+	keel.ListRequest
+	// Offset, when Cursor is empty, starts the page at this position of
+	// the filtered list (0, the default: its first workspace): a
+	// transport renders numbered pages with it. It is at least 0.
+	Offset int
+	// Search keeps the workspaces whose name holds it, ignoring case.
 	Search string
-	// WildcardName is search[wildcard-name]: a name in which each "*"
-	// stands for any characters, compared ignoring case ("*-prod" the
-	// names that end in "-prod", "prod-*" those that start with
-	// "prod-", "*-prod-*" those that hold "-prod-"); a pattern without
-	// "*" is a whole name. With Search, the workspaces that match both.
+	// WildcardName keeps the workspaces whose name matches it, ignoring
+	// case: each "*" stands for any characters ("*-prod" the names that
+	// end in "-prod", "prod-*" those that start with "prod-", "*-prod-*"
+	// those that hold "-prod-"); a pattern without "*" is a whole name.
+	// With Search, the workspaces that match both.
 	WildcardName string
-	// ProjectID is filter[project][id]: only the workspaces of that
-	// project ("" all projects).
+	// ProjectID keeps the workspaces of that project ("": all projects).
 	ProjectID string
 }
 
@@ -648,57 +609,51 @@ func wildcardMatch(pattern, name string) bool {
 	return true
 }
 
-// WorkspacePage is one page of workspaces, in name order.
-type WorkspacePage struct {
-	Workspaces []Workspace
-	Pagination keel.Pagination
-}
-
 // ListWorkspaces returns one page of the workspaces of org the caller may
-// read, in name order (case folded). It needs read on the organization;
-// an organization the caller cannot read is not found. A page past the
-// end is empty, its pagination true.
-func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts WorkspaceListOptions) (WorkspacePage, error) {
-	number, size, err := pageBounds(opts.PageNumber, opts.PageSize)
-	if err != nil {
-		return WorkspacePage{}, err
-	}
-	q := fold(opts.Search)
-	var out WorkspacePage
+// read, in name order (case folded), with Total, the workspaces of the
+// organization the caller may read, and Matching, those the filters keep.
+// It needs read on the organization; an organization the caller cannot
+// read is not found. A page past the end is empty.
+func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspacesRequest) (_ keel.CountedPage[Workspace], err error) {
+	defer prefixErr(&err)
+	q := fold(r.Search)
+	var out keel.CountedPage[Workspace]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		out = WorkspacePage{Workspaces: []Workspace{}}
+		out = keel.CountedPage[Workspace]{Page: keel.Page[Workspace]{Items: []Workspace{}}}
 		o, err := c.visibleOrg(ctx, tx, org, keel.CapRead)
 		if err != nil {
 			return err
 		}
-		start, total := (number-1)*size, 0
+		pg, err := newPager(r.ListRequest, r.Offset, false)
+		if err != nil {
+			return err
+		}
 		prefix := wsNames(org)
 		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
+			id := string(v)
+			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(org, id)); err != nil || !ok {
+				return err
+			}
+			out.Total++
 			name := key[len(prefix):]
-			if !strings.Contains(name, q) || opts.WildcardName != "" && !wildcardMatch(opts.WildcardName, name) {
+			if !strings.Contains(name, q) || r.WildcardName != "" && !wildcardMatch(r.WildcardName, name) {
 				return nil
 			}
-			w, err := getWorkspace(tx, string(v))
+			w, err := getWorkspace(tx, id)
 			if err != nil {
 				return fmt.Errorf("workspace index of %q: %v: %w", org, err, keel.ErrInternal)
 			}
-			if opts.ProjectID != "" && w.ProjectID != opts.ProjectID {
+			if r.ProjectID != "" && w.ProjectID != r.ProjectID || !pg.take(name) {
 				return nil
 			}
-			if ok, err := c.may(ctx, keel.CapRead, workspaceResource(org, w.ID)); err != nil || !ok {
+			pw, err := c.publicWorkspace(ctx, w, o)
+			if err != nil {
 				return err
 			}
-			if total >= start && total < start+size {
-				pw, err := c.publicWorkspace(ctx, w, o)
-				if err != nil {
-					return err
-				}
-				out.Workspaces = append(out.Workspaces, pw)
-			}
-			total++
+			out.Items = append(out.Items, pw)
 			return nil
 		})
-		out.Pagination = keel.NewPagination(number, size, total)
+		out.Matching, out.Next = pg.seen, pg.next()
 		return err
 	})
 	return out, err
@@ -710,7 +665,8 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, opts Workspace
 // delete (refused while the workspace manages resources) and force delete
 // are both this. The services registered with the Catalog forget the
 // workspace in the same transaction (Registration.OnForget).
-func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) error {
+func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	return c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
 		w, _, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
 		if err != nil {

@@ -379,14 +379,14 @@ func setupMoveWorkspaces(tb testing.TB, client *clientv3.Client) op {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	org, err := c.CreateOrganization(ctx, "acme", "admin@acme.example", nil)
+	org, err := c.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("admin@acme.example")})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var pids [2]string
 	for i := range pids {
 		name := fmt.Sprintf("project-%d", i)
-		p, err := c.Create(ctx, org.Name, project.Input{Name: &name})
+		p, err := c.Create(ctx, org.Name, project.ProjectRequest{Name: &name})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -394,7 +394,7 @@ func setupMoveWorkspaces(tb testing.TB, client *clientv3.Client) op {
 	}
 	ids := make([]string, moveWorkspaces)
 	for i := range ids {
-		w, err := c.CreateWorkspace(ctx, org.Name, fmt.Sprintf("workspace-%03d", i), pids[0], nil)
+		w, err := c.CreateWorkspace(ctx, org.Name, project.WorkspaceRequest{Name: new(fmt.Sprintf("workspace-%03d", i)), ProjectID: &pids[0]})
 		if err != nil {
 			tb.Fatal(err)
 		}

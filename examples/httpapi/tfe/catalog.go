@@ -78,16 +78,16 @@ func (h *Handler) createOrganization(w http.ResponseWriter, r *http.Request) {
 	serve(h, w, r, "organizations", func(v *keel.Validation, res *reqResource) input {
 		return input{res.attrString(v, "Name"), res.attrString(v, "Email"), orgSettings(v, res)}
 	}, func(in input) (project.Organization, error) {
-		return h.catalog.CreateOrganization(r.Context(), deref(in.name), deref(in.email), &in.settings)
+		return h.catalog.CreateOrganization(r.Context(), project.OrganizationRequest{Name: in.name, Email: in.email, OrganizationSettings: in.settings})
 	}, http.StatusCreated, orgDoc)
 }
 
 func (h *Handler) updateOrganization(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "organizations", func(v *keel.Validation, res *reqResource) project.OrganizationInput {
-		return project.OrganizationInput{
+	serve(h, w, r, "organizations", func(v *keel.Validation, res *reqResource) project.OrganizationRequest {
+		return project.OrganizationRequest{
 			Name: res.attrString(v, "Name"), Email: res.attrString(v, "Email"), OrganizationSettings: orgSettings(v, res),
 		}
-	}, func(in project.OrganizationInput) (project.Organization, error) {
+	}, func(in project.OrganizationRequest) (project.Organization, error) {
 		return h.catalog.UpdateOrganization(r.Context(), r.PathValue("org"), in)
 	}, http.StatusOK, orgDoc)
 }
@@ -100,12 +100,19 @@ func deref(s *string) string {
 }
 
 func (h *Handler) readOrganization(w http.ResponseWriter, r *http.Request) {
-	o, err := h.catalog.Organization(r.Context(), r.PathValue("org"))
+	o, err := h.catalog.GetOrganization(r.Context(), r.PathValue("org"))
 	h.writeData(w, r, http.StatusOK, err, func() any { return orgDoc(o) })
 }
 
 func (h *Handler) listOrganizations(w http.ResponseWriter, r *http.Request) {
-	orgs, err := h.catalog.Organizations(r.Context())
+	var orgs []project.Organization
+	var err error
+	for o, e := range keel.All(r.Context(), project.MaxPageSize, h.catalog.ListOrganizations) {
+		if err = e; err != nil {
+			break
+		}
+		orgs = append(orgs, o)
+	}
 	h.writeList(w, r, docs(orgs, orgDoc), err)
 }
 

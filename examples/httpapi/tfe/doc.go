@@ -57,6 +57,15 @@
 // carries meta.status-counts (total, matching). Timestamps are UTC with
 // milliseconds and "Z".
 //
+// The library's lists are paged by cursor (keel.ListRequest, returning
+// keel.CountedPage); the adapter renders HCP Terraform's numbered pages
+// from them:
+//
+//	page[size]                        ListRequest.Limit (default project.DefaultPageSize, cut to project.MaxPageSize)
+//	page[number]                      the request's Offset: (number-1) * size
+//	meta.pagination, links            built from page[number], the size and CountedPage.Matching
+//	meta.status-counts                CountedPage.Total and Matching (the project list)
+//
 // Response shapes follow the specification: a project's create response
 // has only permissions.can-update, and no workspace-count or team-count;
 // a policy's create and show responses have relationships.policy-sets,
@@ -159,7 +168,7 @@
 // is given after the caller's read right is checked: a caller who may not
 // read it gets 404, whatever the body, and lists hold only what the
 // caller may read. Page numbers past the end give empty data with the
-// true meta.pagination; a page number above project.MaxPageNumber, or one
+// true meta.pagination; a page number above 16777216 (maxListPage), or one
 // that is not an integer, is 422 on the parameter page[number].
 //
 // # Differences from HCP Terraform

@@ -62,7 +62,7 @@ func newServer(t testing.TB) *server {
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	if _, err := catalog.CreateOrganization(asRoot(), "acme", "ops@acme.test", nil); err != nil {
+	if _, err := catalog.CreateOrganization(asRoot(), project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")}); err != nil {
 		t.Fatal(err)
 	}
 	return &server{srv: srv, catalog: catalog, policies: policies, clock: clock}

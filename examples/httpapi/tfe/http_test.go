@@ -55,19 +55,19 @@ func sources(doc map[string]any) []string {
 func TestErrorDocuments(t *testing.T) {
 	s := newServer(t)
 	const jsonapi = "application/vnd.api+json"
-	org, err := s.catalog.Organization(asRoot(), "acme")
+	org, err := s.catalog.GetOrganization(asRoot(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := func(typ, attrs, rels string) string {
 		return `{"data":{"type":"` + typ + `","attributes":{` + attrs + `},"relationships":{` + rels + `}}}`
 	}
-	owners, err := s.catalog.ListTeams(asRoot(), "acme", project.TeamListOptions{Names: []string{project.OwnersTeamName}})
-	if err != nil || len(owners.Teams) != 1 {
+	owners, err := s.catalog.ListTeams(asRoot(), "acme", project.ListTeamsRequest{Names: []string{project.OwnersTeamName}})
+	if err != nil || len(owners.Items) != 1 {
 		t.Fatalf("owners team: %+v, %v", owners, err)
 	}
-	ownersID := owners.Teams[0].ID
-	if _, err := s.catalog.AddTeamAccess(asRoot(), project.TeamAccess{ProjectID: org.DefaultProjectID, TeamID: ownersID}); err != nil {
+	ownersID := owners.Items[0].ID
+	if _, err := s.catalog.CreateTeamAccess(asRoot(), project.TeamAccess{ProjectID: org.DefaultProjectID, TeamID: ownersID}); err != nil {
 		t.Fatal(err)
 	}
 	access := `"team":{"data":{"type":"teams","id":"` + ownersID + `"}},"project":{"data":{"type":"projects","id":"` + org.DefaultProjectID + `"}}`
@@ -117,6 +117,9 @@ func TestErrorDocuments(t *testing.T) {
 		{"huge page number: projects", "GET", "/api/v2/organizations/acme/projects?page%5Bnumber%5D=9223372036854775807", "", "422", []string{"parameter page[number]"}},
 		{"huge page number: policies", "GET", "/api/v2/organizations/acme/policies?page%5Bnumber%5D=9223372036854775807", "", "422", []string{"parameter page[number]"}},
 		{"huge page number: workspaces", "GET", "/api/v2/organizations/acme/workspaces?page%5Bnumber%5D=9223372036854775807", "", "422", []string{"parameter page[number]"}},
+		{"page number past the lists' bound: projects", "GET", "/api/v2/organizations/acme/projects?page%5Bnumber%5D=16777217", "", "422", []string{"parameter page[number]"}},
+		{"page number past the lists' bound: teams", "GET", "/api/v2/organizations/acme/teams?page%5Bnumber%5D=16777217", "", "422", []string{"parameter page[number]"}},
+		{"page number past the lists' bound: policy sets", "GET", "/api/v2/organizations/acme/policy-sets?page%5Bnumber%5D=16777217", "", "422", []string{"parameter page[number]"}},
 		{"page number past int", "GET", "/api/v2/organizations/acme/workspaces?page%5Bnumber%5D=92233720368547758070", "", "422", []string{"parameter page[number]"}},
 		{"team settings", "POST", "/api/v2/organizations/acme/teams", doc("teams", `"name":"t","visibility":"public","organization-access":{"fly":true}`, ""), "422", []string{"pointer /data/attributes/visibility", "pointer /data/attributes/organization-access/fly"}},
 		{"custom access values", "POST", "/api/v2/team-projects", doc("team-projects", `"access":"custom","workspace-access":{"runs":"destroy"}`, `"project":{"data":{"type":"projects","id":"`+org.DefaultProjectID+`"}}`), "422", []string{"pointer /data/relationships/team/data/id", "pointer /data/attributes/workspace-access/runs"}},
@@ -170,11 +173,11 @@ func TestMoveWorkspacesHTTP(t *testing.T) {
 	s := newServer(t)
 	ctx := asRoot()
 	name := "target"
-	dst, err := s.catalog.Create(ctx, "acme", project.Input{Name: &name})
+	dst, err := s.catalog.Create(ctx, "acme", project.ProjectRequest{Name: &name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := s.catalog.CreateWorkspace(ctx, "acme", "w1", "", nil)
+	ws, err := s.catalog.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("w1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +312,7 @@ func TestPolicyShapesAndLimits(t *testing.T) {
 		t.Fatalf("included %v", doc["included"])
 	}
 	name := "base"
-	set, err := s.policies.CreateSet(asRoot(), "acme", policy.SetInput{Name: &name, PolicyIDs: []string{id}})
+	set, err := s.policies.CreateSet(asRoot(), "acme", policy.CreateSetRequest{Name: &name, PolicyIDs: []string{id}})
 	if err != nil {
 		t.Fatal(err)
 	}

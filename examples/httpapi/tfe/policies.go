@@ -70,14 +70,14 @@ func enforceAttr(v *keel.Validation, res *reqResource) *[]policy.Enforce {
 }
 
 func (h *Handler) createPolicy(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.CreateInput {
-		return policy.CreateInput{
+	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.CreateRequest {
+		return policy.CreateRequest{
 			Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description"),
 			Kind: res.attrString(v, "Kind"), Query: res.attrString(v, "Query"),
 			EnforcementLevel: res.attrString(v, "EnforcementLevel"), Enforce: enforceAttr(v, res),
 			PolicySetIDs: res.relIDs(v, "PolicySetIDs", "policy-sets"),
 		}
-	}, func(in policy.CreateInput) (policy.Policy, error) {
+	}, func(in policy.CreateRequest) (policy.Policy, error) {
 		return h.policies.Create(r.Context(), r.PathValue("org"), in)
 	}, http.StatusOK, // the specification answers 200 (not 201) to a policy create
 		func(p policy.Policy) map[string]any { return policyDoc(p, shapeCreate) })
@@ -128,32 +128,37 @@ func (h *Handler) included(r *http.Request, ps []policy.Policy) ([]any, error) {
 }
 
 func (h *Handler) updatePolicy(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.UpdateInput {
+	serve(h, w, r, "policies", func(v *keel.Validation, res *reqResource) policy.UpdateRequest {
 		// A name sent is ignored: a policy cannot be renamed.
-		return policy.UpdateInput{
+		return policy.UpdateRequest{
 			Description: res.attrString(v, "Description"), Query: res.attrString(v, "Query"),
 			EnforcementLevel: res.attrString(v, "EnforcementLevel"), Enforce: enforceAttr(v, res),
 		}
-	}, func(in policy.UpdateInput) (policy.Policy, error) {
+	}, func(in policy.UpdateRequest) (policy.Policy, error) {
 		return h.policies.Update(r.Context(), r.PathValue("id"), in)
 	}, http.StatusOK, func(p policy.Policy) map[string]any { return policyDoc(p, shapeUpdate) })
 }
 
 func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	page, err := h.policies.List(r.Context(), r.PathValue("org"), policy.ListOptions{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
+	page, err := h.policies.List(r.Context(), r.PathValue("org"), policy.ListRequest{
+		ListRequest: n.list(), Offset: n.offset(), Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
 	})
+	if err == nil {
+		// After the list: the caller who may not manage the
+		// organization's policies is answered 404 first.
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Policies, func(p policy.Policy) map[string]any { return policyDoc(p, shapeList) }), page.Pagination)
-	if inc, err := h.included(r, page.Policies); err != nil {
+	doc := pageDoc(r, docs(page.Items, func(p policy.Policy) map[string]any { return policyDoc(p, shapeList) }), n.of(page.Matching))
+	if inc, err := h.included(r, page.Items); err != nil {
 		h.writeError(w, r, err)
 		return
 	} else if inc != nil {
@@ -170,7 +175,7 @@ func (h *Handler) deletePolicy(w http.ResponseWriter, r *http.Request) {
 // MaxCodeBytes (10 MiB, less on etcd) is 413 and nothing is saved.
 // Success is 204 with no body.
 func (h *Handler) uploadPolicy(w http.ResponseWriter, r *http.Request) {
-	most := h.policies.MaxCodeBytes()
+	most := h.policies.Limits().MaxCodeBytes
 	code, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(most)))
 	if err != nil {
 		var tooBig *http.MaxBytesError

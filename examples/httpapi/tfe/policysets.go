@@ -65,7 +65,7 @@ func setDoc(p policy.PolicySet) map[string]any {
 // setSettings reads the settings of a policy-sets document, those of a
 // create and an update alike. A vcs-repo is refused: keel keeps no VCS
 // connections.
-func setSettings(v *keel.Validation, res *reqResource) policy.SetUpdate {
+func setSettings(v *keel.Validation, res *reqResource) policy.UpdateSetRequest {
 	if res.attr("VCSRepo") != nil {
 		v.Add("VCSRepo", "is not supported: keel keeps no VCS connections")
 	}
@@ -73,7 +73,7 @@ func setSettings(v *keel.Validation, res *reqResource) policy.SetUpdate {
 	if l := res.attrStrings(v, "PolicyUpdatePatterns"); l != nil {
 		patterns = l
 	}
-	return policy.SetUpdate{
+	return policy.UpdateSetRequest{
 		Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description"),
 		Global: res.attrBool(v, "Global"), Overridable: res.attrBool(v, "Overridable"),
 		AgentEnabled: res.attrBool(v, "AgentEnabled"), PolicyToolVersion: res.attrString(v, "PolicyToolVersion"),
@@ -82,9 +82,9 @@ func setSettings(v *keel.Validation, res *reqResource) policy.SetUpdate {
 }
 
 func (h *Handler) createSet(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "policy-sets", func(v *keel.Validation, res *reqResource) policy.SetInput {
+	serve(h, w, r, "policy-sets", func(v *keel.Validation, res *reqResource) policy.CreateSetRequest {
 		u := setSettings(v, res)
-		return policy.SetInput{
+		return policy.CreateSetRequest{
 			Name: u.Name, Description: u.Description, Kind: res.attrString(v, "Kind"), Global: u.Global,
 			Overridable: u.Overridable, AgentEnabled: u.AgentEnabled, PolicyToolVersion: u.PolicyToolVersion,
 			PolicyUpdatePatterns: u.PolicyUpdatePatterns, PoliciesPath: u.PoliciesPath,
@@ -93,14 +93,14 @@ func (h *Handler) createSet(w http.ResponseWriter, r *http.Request) {
 			ProjectIDs:            res.relIDs(v, "ProjectIDs", "projects"),
 			WorkspaceExclusionIDs: res.relIDs(v, "WorkspaceExclusionIDs", "workspaces"),
 		}
-	}, func(in policy.SetInput) (policy.PolicySet, error) {
+	}, func(in policy.CreateSetRequest) (policy.PolicySet, error) {
 		return h.policies.CreateSet(r.Context(), r.PathValue("org"), in)
 	}, http.StatusCreated, setDoc)
 }
 
 func (h *Handler) updateSet(w http.ResponseWriter, r *http.Request) {
 	// A kind sent is ignored: it cannot change.
-	serve(h, w, r, "policy-sets", setSettings, func(in policy.SetUpdate) (policy.PolicySet, error) {
+	serve(h, w, r, "policy-sets", setSettings, func(in policy.UpdateSetRequest) (policy.PolicySet, error) {
 		return h.policies.UpdateSet(r.Context(), r.PathValue("id"), in)
 	}, http.StatusOK, setDoc)
 }
@@ -122,20 +122,23 @@ func (h *Handler) readSet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listSets(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	page, err := h.policies.ListSets(r.Context(), r.PathValue("org"), policy.SetListOptions{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
+	page, err := h.policies.ListSets(r.Context(), r.PathValue("org"), policy.ListSetsRequest{
+		ListRequest: n.list(), Offset: n.offset(), Search: param(r, "Search"), FilterKind: param(r, "FilterKind"),
 	})
+	if err == nil {
+		err = n.check() // after the list, as for policies
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Sets, setDoc), page.Pagination)
-	if inc, err := h.setIncluded(r, page.Sets); err != nil {
+	doc := pageDoc(r, docs(page.Items, setDoc), n.of(page.Matching))
+	if inc, err := h.setIncluded(r, page.Items); err != nil {
 		h.writeError(w, r, err)
 		return
 	} else if inc != nil {

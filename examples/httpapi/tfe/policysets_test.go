@@ -11,6 +11,7 @@ import (
 	gotfe "github.com/hashicorp/go-tfe"
 
 	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
 )
 
 // fixtures creates a policy "p" and, in the default project of acme, a
@@ -18,15 +19,15 @@ import (
 func (s *server) fixtures(t testing.TB) (pol, ws, prj string) {
 	t.Helper()
 	name, level := "p", policy.Advisory
-	p, err := s.policies.Create(asRoot(), "acme", policy.CreateInput{Name: &name, EnforcementLevel: &level})
+	p, err := s.policies.Create(asRoot(), "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})
 	if err != nil {
 		t.Fatal(err)
 	}
-	org, err := s.catalog.Organization(asRoot(), "acme")
+	org, err := s.catalog.GetOrganization(asRoot(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.catalog.CreateWorkspace(asRoot(), "acme", "web", org.DefaultProjectID, nil)
+	w, err := s.catalog.CreateWorkspace(asRoot(), "acme", project.WorkspaceRequest{Name: new("web"), ProjectID: new(org.DefaultProjectID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestPolicySetsWithGoTFE(t *testing.T) {
 	ctx := context.Background()
 	pol, ws, prj := s.fixtures(t)
 	name, level := "q", policy.Advisory
-	q, err := s.policies.Create(asRoot(), "acme", policy.CreateInput{Name: &name, EnforcementLevel: &level})
+	q, err := s.policies.Create(asRoot(), "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,18 +36,18 @@ func projectDoc(p project.Project, full bool) map[string]any {
 }
 
 // projectInput reads the attributes of a projects document.
-func projectInput(v *keel.Validation, res *reqResource) project.Input {
-	return project.Input{Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description")}
+func projectInput(v *keel.Validation, res *reqResource) project.ProjectRequest {
+	return project.ProjectRequest{Name: res.attrString(v, "Name"), Description: res.attrString(v, "Description")}
 }
 
 func (h *Handler) createProject(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "projects", projectInput, func(in project.Input) (project.Project, error) {
+	serve(h, w, r, "projects", projectInput, func(in project.ProjectRequest) (project.Project, error) {
 		return h.catalog.Create(r.Context(), r.PathValue("org"), in)
 	}, http.StatusCreated, func(p project.Project) map[string]any { return projectDoc(p, false) })
 }
 
 func (h *Handler) updateProject(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "projects", projectInput, func(in project.Input) (project.Project, error) {
+	serve(h, w, r, "projects", projectInput, func(in project.ProjectRequest) (project.Project, error) {
 		return h.catalog.Update(r.Context(), r.PathValue("id"), in)
 	}, http.StatusOK, fullProjectDoc)
 }
@@ -71,14 +71,17 @@ func present(r *http.Request, name string) bool {
 }
 
 func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	q := r.URL.Query()
-	opts := project.ListOptions{
-		PageNumber: number, PageSize: size, Query: q.Get("q"), Sort: param(r, "Sort"),
+	opts := project.ListRequest{
+		ListRequest: n.list(), Offset: n.offset(), Query: q.Get("q"), Sort: param(r, "Sort"),
 		CanUpdate:          present(r, "filter[permissions][update]"),
 		CanCreateWorkspace: present(r, "filter[permissions][create-workspace]"),
 	}
@@ -90,7 +93,7 @@ func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Projects, fullProjectDoc), page.Pagination)
+	doc := pageDoc(r, docs(page.Items, fullProjectDoc), n.of(page.Matching))
 	doc["meta"].(map[string]any)["status-counts"] = map[string]int{"total": page.Total, "matching": page.Matching}
 	writeJSON(w, http.StatusOK, doc)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,13 +102,13 @@ func (h *Handler) writeList(w http.ResponseWriter, r *http.Request, data []any, 
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data": data,
-		"meta": map[string]any{"pagination": paginationMeta(keel.NewPagination(1, max(len(data), 1), len(data)))},
+		"meta": map[string]any{"pagination": paginationMeta(newPagination(1, max(len(data), 1), len(data)))},
 	})
 }
 
 // pageDoc is the document of one page pg of a list: data, links and
 // meta.pagination.
-func pageDoc(r *http.Request, data []any, pg keel.Pagination) map[string]any {
+func pageDoc(r *http.Request, data []any, pg pagination) map[string]any {
 	return map[string]any{
 		"data":  data,
 		"links": pageLinks(r, pg),
@@ -137,11 +136,26 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 			h.logger.ErrorContext(r.Context(), "tfe: request failed", "path", r.URL.Path, "err", err)
 			e.Title = "internal server error"
 		default:
-			e.Detail = err.Error()
+			e.Detail = detail(err)
 		}
 		errs = append(errs, e)
 	}
 	writeJSON(w, status, map[string]any{"errors": errs})
+}
+
+// detail is the message of err without the names of the packages
+// project and policy in front: keel's packages name themselves in every
+// error ("project: …"), the wire shows keel's words only, as before they
+// did.
+func detail(err error) string {
+	msg := err.Error()
+	for {
+		m := strings.TrimPrefix(strings.TrimPrefix(msg, "project: "), "policy: ")
+		if m == msg {
+			return msg
+		}
+		msg = m
+	}
 }
 
 // place is where a field of an operation's input travels in a request.
@@ -169,7 +183,7 @@ type wire struct {
 // alike in all of them. A name missing from the table is an attribute
 // named in kebab case (see locate).
 var wireOf = map[string]wire{
-	// policy.CreateInput and policy.UpdateInput.
+	// policy.CreateRequest and policy.UpdateRequest.
 	"Name":             {attribute, "name"},
 	"Description":      {attribute, "description"},
 	"Kind":             {attribute, "kind"},
@@ -177,7 +191,7 @@ var wireOf = map[string]wire{
 	"Enforce":          {attribute, "enforce"},
 	"EnforcementLevel": {attribute, "enforcement-level"},
 	"PolicySetIDs":     {toMany, "policy-sets"},
-	// policy.SetInput and policy.SetUpdate (a policy set's document); the
+	// policy.CreateSetRequest and policy.UpdateSetRequest (a policy set's document); the
 	// settings are attributes in kebab case.
 	"PolicyIDs":             {toMany, "policies"},
 	"WorkspaceIDs":          {toMany, "workspaces"},
@@ -191,14 +205,14 @@ var wireOf = map[string]wire{
 	"Access":    {attribute, "access"},
 	"TeamID":    {toOne, "team"},
 	"ProjectID": {toOne, "project"},
-	// project.ListOptions and policy.ListOptions. The project list's
+	// project.ListRequest and policy.ListRequest. The project list's
 	// Query (q) and filters break no rule and are read by their names.
 	"Sort":       {parameter, "sort"},
 	"PageNumber": {parameter, "page[number]"},
 	"PageSize":   {parameter, "page[size]"},
 	"Search":     {parameter, "search[name]"},
 	"FilterKind": {parameter, "filter[kind]"},
-	// project.WorkspaceListOptions.
+	// project.ListWorkspacesRequest.
 	"WildcardName": {parameter, "search[wildcard-name]"},
 	// The adapter's own parameter, which no input holds.
 	"Include": {parameter, "include"},
@@ -484,38 +498,9 @@ func param(r *http.Request, field string) string {
 // timestamp formats t as HCP Terraform does: UTC, milliseconds, "Z".
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// maxPageNumber is the largest page[number] read: far beyond any list
-// (2^31-1 pages of the largest page size), and small enough that the
-// offset of its first element, (number-1) * page size, never overflows an
-// int.
-const maxPageNumber = math.MaxInt32
-
-// pageQuery reads page[number] and page[size]; 0 means not given. Each is
-// a whole number from 1 (page[number] at most maxPageNumber, page[size] at
-// most math.MaxInt32; the domain lowers a size beyond its maximum); any
-// other value, a negative one or one beyond those included, is a problem
-// naming its parameter.
-func pageQuery(r *http.Request) (number, size int, err error) {
-	var v keel.Validation
-	parse := func(field string) int {
-		s := param(r, field)
-		if s == "" {
-			return 0
-		}
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || n < 1 || n > maxPageNumber {
-			v.Add(field, "must be an integer from 1 to %d", maxPageNumber)
-			return 0
-		}
-		return int(n)
-	}
-	number, size = parse("PageNumber"), parse("PageSize")
-	return number, size, v.Err()
-}
-
 // pageLinks returns the JSON:API pagination links of the page pg of a
 // list, built on the request's URL.
-func pageLinks(r *http.Request, pg keel.Pagination) map[string]any {
+func pageLinks(r *http.Request, pg pagination) map[string]any {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -539,7 +524,7 @@ func pageLinks(r *http.Request, pg keel.Pagination) map[string]any {
 }
 
 // paginationMeta is meta.pagination of the page pg.
-func paginationMeta(pg keel.Pagination) map[string]any {
+func paginationMeta(pg pagination) map[string]any {
 	return map[string]any{
 		"current-page": pg.CurrentPage, "page-size": pg.PageSize, "prev-page": pg.PrevPage, "next-page": pg.NextPage,
 		"total-pages": pg.TotalPages, "total-count": pg.TotalCount,

@@ -47,7 +47,7 @@ func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
 	serve(h, w, r, "teams", func(v *keel.Validation, res *reqResource) input {
 		return input{res.attrString(v, "Name"), teamSettings(v, res)}
 	}, func(in input) (project.Team, error) {
-		return h.catalog.CreateTeam(r.Context(), r.PathValue("org"), deref(in.name), &in.settings)
+		return h.catalog.CreateTeam(r.Context(), r.PathValue("org"), project.TeamRequest{Name: in.name, TeamSettings: in.settings})
 	}, http.StatusCreated, teamDoc)
 }
 
@@ -56,7 +56,10 @@ func (h *Handler) createTeam(w http.ResponseWriter, r *http.Request) {
 // tfe provider's import and team data source ask, and q those whose name
 // holds it.
 func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -65,25 +68,25 @@ func (h *Handler) listTeams(w http.ResponseWriter, r *http.Request) {
 	if f := r.URL.Query().Get("filter[names]"); f != "" {
 		names = strings.Split(f, ",")
 	}
-	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.TeamListOptions{
-		PageNumber: number, PageSize: size, Names: names, Query: r.URL.Query().Get("q"),
+	page, err := h.catalog.ListTeams(r.Context(), r.PathValue("org"), project.ListTeamsRequest{
+		ListRequest: n.list(), Offset: n.offset(), Names: names, Query: r.URL.Query().Get("q"),
 	})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Teams, teamDoc), page.Pagination))
+	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Items, teamDoc), n.of(page.Matching)))
 }
 
 func (h *Handler) readTeam(w http.ResponseWriter, r *http.Request) {
-	t, err := h.catalog.Team(r.Context(), r.PathValue("id"))
+	t, err := h.catalog.GetTeam(r.Context(), r.PathValue("id"))
 	h.writeData(w, r, http.StatusOK, err, func() any { return teamDoc(t) })
 }
 
 func (h *Handler) updateTeam(w http.ResponseWriter, r *http.Request) {
-	serve(h, w, r, "teams", func(v *keel.Validation, res *reqResource) project.TeamInput {
-		return project.TeamInput{Name: res.attrString(v, "Name"), TeamSettings: teamSettings(v, res)}
-	}, func(in project.TeamInput) (project.Team, error) {
+	serve(h, w, r, "teams", func(v *keel.Validation, res *reqResource) project.TeamRequest {
+		return project.TeamRequest{Name: res.attrString(v, "Name"), TeamSettings: teamSettings(v, res)}
+	}, func(in project.TeamRequest) (project.Team, error) {
 		return h.catalog.UpdateTeam(r.Context(), r.PathValue("id"), in)
 	}, http.StatusOK, teamDoc)
 }
@@ -174,7 +177,7 @@ func (h *Handler) addTeamAccess(w http.ResponseWriter, r *http.Request) {
 		customAccess(v, res, &a)
 		return a
 	}, func(in project.TeamAccess) (project.TeamAccess, error) {
-		return h.catalog.AddTeamAccess(r.Context(), in)
+		return h.catalog.CreateTeamAccess(r.Context(), in)
 	}, http.StatusCreated, accessDoc)
 }
 
@@ -182,7 +185,7 @@ func (h *Handler) readTeamAccess(w http.ResponseWriter, r *http.Request) {
 	team, prj, err := parseAccessID(r.PathValue("id"))
 	var a project.TeamAccess
 	if err == nil {
-		a, err = h.catalog.TeamAccess(r.Context(), prj, team)
+		a, err = h.catalog.GetTeamAccess(r.Context(), prj, team)
 	}
 	h.writeData(w, r, http.StatusOK, err, func() any { return accessDoc(a) })
 }
@@ -205,24 +208,27 @@ func (h *Handler) updateTeamAccess(w http.ResponseWriter, r *http.Request) {
 // listTeamAccess answers a page of the teams with access to the project
 // filter[project][id].
 func (h *Handler) listTeamAccess(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	page, err := h.catalog.ListTeamAccesses(r.Context(), r.URL.Query().Get("filter[project][id]"),
-		project.TeamAccessListOptions{PageNumber: number, PageSize: size})
+		project.ListTeamAccessesRequest{ListRequest: n.list(), Offset: n.offset()})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Accesses, accessDoc), page.Pagination))
+	writeJSON(w, http.StatusOK, pageDoc(r, docs(page.Items, accessDoc), n.of(page.Matching)))
 }
 
 func (h *Handler) removeTeamAccess(w http.ResponseWriter, r *http.Request) {
 	team, prj, err := parseAccessID(r.PathValue("id"))
 	if err == nil {
-		err = h.catalog.RemoveTeamAccess(r.Context(), prj, team)
+		err = h.catalog.DeleteTeamAccess(r.Context(), prj, team)
 	}
 	h.writeNoContent(w, r, err)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/keelhq/keel/policy"
+	"github.com/keelhq/keel/project"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -25,7 +26,7 @@ func dataNames(doc map[string]any) []string {
 func TestTeamListHTTP(t *testing.T) {
 	s := newServer(t)
 	for _, n := range []string{"ops", "devs"} {
-		if _, err := s.catalog.CreateTeam(asRoot(), "acme", n, nil); err != nil {
+		if _, err := s.catalog.CreateTeam(asRoot(), "acme", project.TeamRequest{Name: new(n)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,10 +58,10 @@ func TestTeamListHTTP(t *testing.T) {
 func TestTeamAccessHTTP(t *testing.T) {
 	s := newServer(t)
 	const jsonapi = "application/vnd.api+json"
-	org, _ := s.catalog.Organization(asRoot(), "acme")
+	org, _ := s.catalog.GetOrganization(asRoot(), "acme")
 	var teams []string
 	for _, n := range []string{"a", "b", "c"} {
-		tm, err := s.catalog.CreateTeam(asRoot(), "acme", n, nil)
+		tm, err := s.catalog.CreateTeam(asRoot(), "acme", project.TeamRequest{Name: new(n)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestTeamAccessHTTP(t *testing.T) {
 	if e := firstError(t, decode(t, resp)); resp.StatusCode != http.StatusUnprocessableEntity || e["status"] != "422" {
 		t.Fatalf("add again: %d %v", resp.StatusCode, e)
 	}
-	if a, _ := s.catalog.TeamAccess(asRoot(), org.DefaultProjectID, teams[0]); a.Access != "write" {
+	if a, _ := s.catalog.GetTeamAccess(asRoot(), org.DefaultProjectID, teams[0]); a.Access != "write" {
 		t.Fatalf("access after a refused add: %+v", a)
 	}
 	if p, _ := s.catalog.Get(asRoot(), org.DefaultProjectID); p.TeamCount != 3 {
@@ -106,7 +107,7 @@ func TestTeamAccessHTTP(t *testing.T) {
 // TestPolicyListKindHTTP: filter[kind] keeps the policies of that kind.
 func TestPolicyListKindHTTP(t *testing.T) {
 	s := newServer(t)
-	for _, in := range []policy.CreateInput{
+	for _, in := range []policy.CreateRequest{
 		{Name: ptr("sen"), Enforce: &[]policy.Enforce{{Path: "sen.policy"}}},
 		{Name: ptr("rego"), Kind: ptr(policy.OPA), Query: ptr("data.x"), EnforcementLevel: ptr(policy.Mandatory)},
 	} {

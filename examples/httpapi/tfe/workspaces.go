@@ -151,25 +151,31 @@ func (h *Handler) createWorkspace(w http.ResponseWriter, r *http.Request) {
 	serve(h, w, r, "workspaces", func(v *keel.Validation, res *reqResource) input {
 		return input{res.attrString(v, "Name"), res.relID(v, "ProjectID", "projects"), workspaceSettings(v, res)}
 	}, func(in input) (project.Workspace, error) {
-		return h.catalog.CreateWorkspace(r.Context(), r.PathValue("org"), deref(in.name), in.projectID, &in.settings)
+		return h.catalog.CreateWorkspace(r.Context(), r.PathValue("org"), project.WorkspaceRequest{Name: in.name, ProjectID: new(in.projectID), WorkspaceSettings: in.settings})
 	}, http.StatusCreated, workspaceDoc)
 }
 
+// workspace reads the workspace of the request: the path's {id}, or the
+// workspace {name} of the organization {org}.
+func (h *Handler) workspace(r *http.Request) (project.Workspace, error) {
+	if id := r.PathValue("id"); id != "" {
+		return h.catalog.GetWorkspace(r.Context(), id)
+	}
+	return h.catalog.GetWorkspaceByName(r.Context(), r.PathValue("org"), r.PathValue("name"))
+}
+
 // workspaceID returns the id of the workspace of the request: the path's
-// {id}, or the workspace {name} of the organization {org}.
+// {id}, or the id of the workspace {name} of the organization {org}.
 func (h *Handler) workspaceID(r *http.Request) (string, error) {
 	if id := r.PathValue("id"); id != "" {
 		return id, nil
 	}
-	return h.catalog.WorkspaceID(r.Context(), r.PathValue("org"), r.PathValue("name"))
+	ws, err := h.catalog.GetWorkspaceByName(r.Context(), r.PathValue("org"), r.PathValue("name"))
+	return ws.ID, err
 }
 
 func (h *Handler) readWorkspace(w http.ResponseWriter, r *http.Request) {
-	id, err := h.workspaceID(r)
-	var ws project.Workspace
-	if err == nil {
-		ws, err = h.catalog.Workspace(r.Context(), id)
-	}
+	ws, err := h.workspace(r)
 	var inc []any
 	if err == nil {
 		inc, err = h.workspaceIncluded(r, []project.Workspace{ws})
@@ -218,7 +224,7 @@ func (h *Handler) workspaceIncluded(r *http.Request, list []project.Workspace) (
 	for _, ws := range list {
 		if want["organization"] && !seen["org/"+ws.Org] {
 			seen["org/"+ws.Org] = true
-			o, err := h.catalog.Organization(r.Context(), ws.Org)
+			o, err := h.catalog.GetOrganization(r.Context(), ws.Org)
 			switch {
 			case err == nil:
 				out = append(out, orgDoc(o))
@@ -245,12 +251,12 @@ func (h *Handler) workspaceIncluded(r *http.Request, list []project.Workspace) (
 // Terraform answers its list; the tfe provider reads it after every
 // workspace read).
 func (h *Handler) listRemoteStateConsumers(w http.ResponseWriter, r *http.Request) {
-	_, err := h.catalog.Workspace(r.Context(), r.PathValue("id"))
+	_, err := h.catalog.GetWorkspace(r.Context(), r.PathValue("id"))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageDoc(r, []any{}, keel.NewPagination(1, project.DefaultPageSize, 0)))
+	writeJSON(w, http.StatusOK, pageDoc(r, []any{}, newPagination(1, project.DefaultPageSize, 0)))
 }
 
 // updateWorkspace renames, moves (relationships.project) and changes the
@@ -261,13 +267,13 @@ func (h *Handler) updateWorkspace(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	serve(h, w, r, "workspaces", func(v *keel.Validation, res *reqResource) project.WorkspaceInput {
-		in := project.WorkspaceInput{Name: res.attrString(v, "Name"), WorkspaceSettings: workspaceSettings(v, res)}
+	serve(h, w, r, "workspaces", func(v *keel.Validation, res *reqResource) project.WorkspaceRequest {
+		in := project.WorkspaceRequest{Name: res.attrString(v, "Name"), WorkspaceSettings: workspaceSettings(v, res)}
 		if prj := res.relID(v, "ProjectID", "projects"); prj != "" {
 			in.ProjectID = &prj
 		}
 		return in
-	}, func(in project.WorkspaceInput) (project.Workspace, error) {
+	}, func(in project.WorkspaceRequest) (project.Workspace, error) {
 		return h.catalog.UpdateWorkspace(r.Context(), id, in)
 	}, http.StatusOK, workspaceDoc)
 }
@@ -295,24 +301,27 @@ func (h *Handler) writeNoContent(w http.ResponseWriter, r *http.Request, err err
 // caller may read: search[name], search[wildcard-name],
 // filter[project][id], page[number], page[size], include.
 func (h *Handler) listWorkspaces(w http.ResponseWriter, r *http.Request) {
-	number, size, err := pageQuery(r)
+	n, err := pageQuery(r)
+	if err == nil {
+		err = n.check()
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	page, err := h.catalog.ListWorkspaces(r.Context(), r.PathValue("org"), project.WorkspaceListOptions{
-		PageNumber: number, PageSize: size, Search: param(r, "Search"), WildcardName: param(r, "WildcardName"),
+	page, err := h.catalog.ListWorkspaces(r.Context(), r.PathValue("org"), project.ListWorkspacesRequest{
+		ListRequest: n.list(), Offset: n.offset(), Search: param(r, "Search"), WildcardName: param(r, "WildcardName"),
 		ProjectID: r.URL.Query().Get("filter[project][id]"),
 	})
 	var inc []any
 	if err == nil {
-		inc, err = h.workspaceIncluded(r, page.Workspaces)
+		inc, err = h.workspaceIncluded(r, page.Items)
 	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	doc := pageDoc(r, docs(page.Workspaces, workspaceDoc), page.Pagination)
+	doc := pageDoc(r, docs(page.Items, workspaceDoc), n.of(page.Matching))
 	if inc != nil {
 		doc["included"] = inc
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/keelhq/keel/project"
 )
 
 // attrsOf returns data.attributes of a one-resource document.
@@ -73,7 +75,7 @@ func TestWorkspaceDocumentHTTP(t *testing.T) {
 func TestWorkspaceListHTTP(t *testing.T) {
 	s := newServer(t)
 	for _, n := range []string{"hashicorp-prod", "hashicorp-staging", "web-prod"} {
-		if _, err := s.catalog.CreateWorkspace(asRoot(), "acme", n, "", nil); err != nil {
+		if _, err := s.catalog.CreateWorkspace(asRoot(), "acme", project.WorkspaceRequest{Name: new(n)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +101,7 @@ func TestWorkspaceListHTTP(t *testing.T) {
 			t.Errorf("%s: %q (total %v), want %q", tc.query, got, total, tc.want)
 		}
 	}
-	org, _ := s.catalog.Organization(asRoot(), "acme")
+	org, _ := s.catalog.GetOrganization(asRoot(), "acme")
 	for _, path := range []string{
 		"/api/v2/organizations/acme/workspaces?include=organization,project,current_run",
 		"/api/v2/organizations/acme/workspaces/web-prod?include=organization,project,current_run",

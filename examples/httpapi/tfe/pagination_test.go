@@ -1,10 +1,8 @@
-package keel_test
+package tfe
 
 import (
 	"fmt"
 	"testing"
-
-	"github.com/keelhq/keel"
 )
 
 func TestNewPagination(t *testing.T) {
@@ -25,7 +23,7 @@ func TestNewPagination(t *testing.T) {
 		{3, 20, 41, "2 - 3"}, // the last page
 		{9, 4, 6, "2 - 2"},   // past the end: prev is the last page
 	} {
-		p := keel.NewPagination(tc.number, tc.size, tc.total)
+		p := newPagination(tc.number, tc.size, tc.total)
 		if got := show(p.PrevPage) + " " + show(p.NextPage) + " " + fmt.Sprint(p.TotalPages); got != tc.want ||
 			p.CurrentPage != tc.number || p.PageSize != tc.size || p.TotalCount != tc.total {
 			t.Errorf("NewPagination(%d, %d, %d) = %+v (%s), want %s", tc.number, tc.size, tc.total, p, got, tc.want)
