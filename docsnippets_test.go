@@ -89,9 +89,6 @@ func TestDocSnippetsAreExamples(t *testing.T) {
 		t.Fatalf("found %d Go snippets: the scan is broken", len(snippets))
 	}
 	for _, s := range snippets {
-		if pendingRename[s.dir] {
-			continue
-		}
 		in, dir := all, s.dir
 		if err := parseStmts(s.text); err != nil {
 			if parseDecls(s.text) != nil {
@@ -113,10 +110,6 @@ func TestDocSnippetsAreExamples(t *testing.T) {
 		}
 	}
 }
-
-// pendingRename are the packages whose API is being renamed (issue 31) on
-// another branch; their snippets are checked once it lands.
-var pendingRename = map[string]bool{"governance": true, "policy": true, "project": true}
 
 // docComments returns the doc comments of f: the package's, and those of
 // its declarations and their specs.

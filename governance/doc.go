@@ -11,7 +11,7 @@
 // Catalog and Policies return the two services, which keep their own
 // contracts (see packages project and policy):
 //
-//	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Logger: logger})
+//	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: keel.AllowAll{}})
 //	defer gov.Close()
 //	org, err := gov.Catalog().CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
 //	p, err := gov.Policies().Create(ctx, "acme", policy.CreateRequest{Name: &name, EnforcementLevel: &level})

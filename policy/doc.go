@@ -13,13 +13,19 @@
 // policies and policy sets (see Deleting an organization). A policy is
 // created as an object, then its code is uploaded:
 //
-//	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
-//	policies := gov.Policies()
-//	p, err := policies.Create(ctx, "acme", policy.CreateRequest{Name: &name, Enforce: &enforce})
-//	err = policies.Upload(ctx, p.ID, code)           // at most 10 MiB
-//	code, err = policies.Download(ctx, p.ID)
-//	p, err = policies.Update(ctx, p.ID, policy.UpdateRequest{Description: &d})
-//	page, err := policies.List(ctx, "acme", policy.ListRequest{Search: "net"})
+//	policies, err := policy.New(storage.Sub(store, "policy/"), &policy.Options{Organizations: orgs})
+//	p, err := policies.Create(ctx, "acme", policy.CreateRequest{
+//		Name:    &name,
+//		Enforce: &[]policy.Enforce{{Path: "no-public-buckets.policy", Mode: policy.SoftMandatory}},
+//	})
+//	if err := policies.Upload(ctx, p.ID, []byte("main = rule { true }")); err != nil { // at most 10 MiB
+//		return err
+//	}
+//	code, _ := policies.Download(ctx, p.ID)
+//	page, _ := policies.List(ctx, "acme", policy.ListRequest{})
+//
+// (governance.Open makes the two services over one store; Update changes a
+// policy's fields, and ListRequest filters by name with Search.)
 //
 // Rules, each refused with keel.KindInvalid on the Go path of the field in
 // the operation's input (keel.FieldError), all at once:

@@ -11,17 +11,21 @@
 // in the store it is given, as given. Projects are created, updated, read,
 // listed and deleted by id, and workspaces moved between them:
 //
-//	gov, err := governance.Open(ctx, store, &governance.Options{Authorizer: authz, Clock: clock})
-//	cat := gov.Catalog()
+//	cat, err := project.New(storage.Sub(store, "project/"), nil) // no Authorizer: everything is allowed
 //	org, err := cat.CreateOrganization(ctx, project.OrganizationRequest{Name: new("acme"), Email: new("ops@acme.test")})
-//	prj, err := cat.Create(ctx, "acme", project.ProjectRequest{Name: new("network")})
-//	ws, err := cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("network"), ProjectID: &prj.ID})
-//	err = cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID})
-//	page, err := cat.List(ctx, "acme", project.ListRequest{Query: "net", Sort: "-name"})
-//	for p, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[project.Project], error) {
-//		page, err := cat.List(ctx, "acme", project.ListRequest{ListRequest: r})
+//	prj, err := cat.Create(ctx, "acme", project.ProjectRequest{Name: &name})
+//	ws, err := cat.CreateWorkspace(ctx, "acme", project.WorkspaceRequest{Name: new("vpc"), ProjectID: new(prj.ID)})
+//	err = cat.Delete(ctx, prj.ID) // keel.KindConflict: it holds a workspace
+//	if err := cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID}); err != nil {
+//		return err
+//	}
+//	projects := keel.All(ctx, 1, func(ctx context.Context, r keel.ListRequest) (keel.Page[project.Project], error) {
+//		page, err := cat.List(ctx, "acme", project.ListRequest{ListRequest: r, Sort: "-name"})
 //		return page.Page, err
-//	}) { ... }
+//	})
+//
+// (governance.Open gives a program the Catalog with the policies; a
+// ListRequest also filters, with Query and Names, and counts.)
 //
 // Ids are "prj-", "ws-" and "team-" followed by 16 random letters and
 // digits. Rules, each refused with keel.KindInvalid on the Go path of the
