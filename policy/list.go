@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/pager"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -26,56 +27,6 @@ type ListRequest struct {
 	FilterKind string
 }
 
-// pager picks one page out of a list walked in ascending order of its
-// sort keys: the items after a cursor, else from an offset, at most limit
-// of them.
-type pager struct {
-	cursor        string
-	offset, limit int
-	seen, taken   int    // items walked, items taken
-	last          string // the key of the last item taken
-	more          bool   // an item follows the page
-}
-
-// newPager returns the pager of the page r and offset ask for: a limit of
-// 0 or less is DefaultPageSize, one above MaxPageSize is MaxPageSize; a
-// negative offset is refused ("Offset").
-func newPager(r keel.ListRequest, offset int) (*pager, error) {
-	if offset < 0 {
-		return nil, keel.Invalid("Offset", "must be at least 0")
-	}
-	limit := r.Limit
-	if limit <= 0 {
-		limit = DefaultPageSize
-	}
-	return &pager{cursor: r.Cursor, offset: offset, limit: min(limit, MaxPageSize)}, nil
-}
-
-// take reports whether the next item of the list, of sort key key, is on
-// the page.
-func (p *pager) take(key string) bool {
-	p.seen++
-	if p.cursor != "" && key <= p.cursor || p.cursor == "" && p.seen <= p.offset {
-		return false
-	}
-	if p.taken == p.limit {
-		p.more = true
-		return false
-	}
-	p.taken++
-	p.last = key
-	return true
-}
-
-// next is the Next of the page: the cursor of its last item when another
-// follows it, else "".
-func (p *pager) next() string {
-	if p.more {
-		return p.last
-	}
-	return ""
-}
-
 // List returns a page of the policies of org, in name order (case folded;
 // the cursor of a policy is its folded name), with Total, the policies of
 // the organization, and Matching, those the filters keep. A page past the
@@ -87,7 +38,7 @@ func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err
 	}
-	pg, err := newPager(r.ListRequest, r.Offset)
+	pg, err := pager.New(r.ListRequest, r.Offset, false, DefaultPageSize, MaxPageSize)
 	if err != nil {
 		return out, err
 	}
@@ -97,7 +48,7 @@ func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel
 	q := strings.ToLower(r.Search)
 	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		out = keel.CountedPage[Policy]{Page: keel.Page[Policy]{Items: []Policy{}}}
-		pg.seen, pg.taken, pg.last, pg.more = 0, 0, "", false
+		pg.Seen, pg.Taken, pg.Last, pg.More = 0, 0, "", false
 		if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 			return err
 		}
@@ -112,27 +63,27 @@ func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel
 			}
 			out.Matching = out.Total
 			collect := func(k string, _ []byte) error {
-				if len(keys) == pg.limit {
-					pg.more = true
+				if len(keys) == pg.Limit {
+					pg.More = true
 					return storage.StopScan
 				}
 				keys = append(keys, k)
 				return nil
 			}
-			if pg.cursor != "" {
-				err = tx.Scan(prefix, storage.ScanOptions{After: prefix + pg.cursor, KeysOnly: true}, collect)
+			if pg.Cursor != "" {
+				err = tx.Scan(prefix, storage.ScanOptions{After: prefix + pg.Cursor, KeysOnly: true}, collect)
 				if err == storage.StopScan {
 					err = nil
 				}
-			} else if pg.offset < out.Total {
-				err = storage.Window(tx, prefix, pg.offset, pg.limit, collect)
-				pg.more = pg.offset < out.Total-len(keys)
+			} else if pg.Offset < out.Total {
+				err = storage.Window(tx, prefix, pg.Offset, pg.Limit, collect)
+				pg.More = pg.Offset < out.Total-len(keys)
 			}
 			if err != nil {
 				return err
 			}
 			if len(keys) > 0 {
-				pg.last = keys[len(keys)-1][len(prefix):]
+				pg.Last = keys[len(keys)-1][len(prefix):]
 			}
 		} else {
 			// With filters every index key is read (keys only) to count
@@ -154,7 +105,7 @@ func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel
 						return nil
 					}
 				}
-				if pg.take(name) {
+				if pg.Take(name) {
 					keys = append(keys, k)
 				}
 				return nil
@@ -162,9 +113,9 @@ func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel
 			if err != nil {
 				return err
 			}
-			out.Matching = pg.seen
+			out.Matching = pg.Seen
 		}
-		out.Next = pg.next()
+		out.Next = pg.Next()
 		for _, k := range keys {
 			id, err := tx.Get(k)
 			if err != nil {

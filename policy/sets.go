@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/pager"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -540,7 +541,7 @@ func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err
 	}
-	pg, err := newPager(r.ListRequest, r.Offset)
+	pg, err := pager.New(r.ListRequest, r.Offset, false, DefaultPageSize, MaxPageSize)
 	if err != nil {
 		return out, err
 	}
@@ -551,7 +552,7 @@ func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (
 	err = s.indexed(ctx, func() error {
 		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			out = keel.CountedPage[PolicySet]{Page: keel.Page[PolicySet]{Items: []PolicySet{}}}
-			pg.seen, pg.taken, pg.last, pg.more = 0, 0, "", false
+			pg.Seen, pg.Taken, pg.Last, pg.More = 0, 0, "", false
 			if err := orgExists(live, org, fmt.Sprintf("organization %q", org)); err != nil {
 				return err
 			}
@@ -575,7 +576,7 @@ func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (
 						return nil
 					}
 				}
-				if !pg.take(name) {
+				if !pg.Take(name) {
 					return nil
 				}
 				if rec == nil {
@@ -591,7 +592,7 @@ func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (
 				out.Items = append(out.Items, set)
 				return nil
 			})
-			out.Matching, out.Next = pg.seen, pg.next()
+			out.Matching, out.Next = pg.Seen, pg.Next()
 			return err
 		})
 	})

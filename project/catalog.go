@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/pager"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -256,7 +257,7 @@ func (c *Catalog) ListOrganizations(ctx context.Context, r keel.ListRequest) (_ 
 	var out keel.Page[Organization]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = keel.Page[Organization]{Items: []Organization{}}
-		pg, err := newPager(r, 0, false)
+		pg, err := pager.New(r, 0, false, DefaultPageSize, MaxPageSize)
 		if err != nil {
 			return err
 		}
@@ -272,7 +273,7 @@ func (c *Catalog) ListOrganizations(ctx context.Context, r keel.ListRequest) (_ 
 			if ok, err := c.may(ctx, keel.CapRead, orgResource(rec.Name)); err != nil || !ok {
 				return err
 			}
-			if !pg.take(rec.Name) {
+			if !pg.Take(rec.Name) {
 				return storage.StopScan
 			}
 			o, err := c.publicOrg(ctx, rec)
@@ -285,7 +286,7 @@ func (c *Catalog) ListOrganizations(ctx context.Context, r keel.ListRequest) (_ 
 		if err != nil && err != storage.StopScan {
 			return err
 		}
-		out.Next = pg.next()
+		out.Next = pg.Next()
 		return nil
 	})
 	return out, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/pager"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -33,62 +34,6 @@ type ListRequest struct {
 	// Sort is "name", "-name" (descending), or "" (the same order as
 	// "name", which is stable: names are unique ignoring case).
 	Sort string
-}
-
-// pager picks one page out of a list walked in its order: the items
-// after a cursor, else from an offset, at most limit of them. The cursor
-// of an item is its sort key; keys are compared as strings, descending
-// when desc.
-type pager struct {
-	cursor        string
-	desc          bool
-	offset, limit int
-	seen, taken   int    // items walked, items taken
-	last          string // the key of the last item taken
-	more          bool   // an item follows the page
-}
-
-// newPager returns the pager of the page r and offset asks for: a limit
-// of 0 or less is DefaultPageSize, one above MaxPageSize is MaxPageSize;
-// a negative offset is refused ("Offset").
-func newPager(r keel.ListRequest, offset int, desc bool) (*pager, error) {
-	if offset < 0 {
-		return nil, keel.Invalid("Offset", "must be at least 0")
-	}
-	limit := r.Limit
-	if limit <= 0 {
-		limit = DefaultPageSize
-	}
-	return &pager{cursor: r.Cursor, desc: desc, offset: offset, limit: min(limit, MaxPageSize)}, nil
-}
-
-// take reports whether the next item of the list, of sort key key, is on
-// the page.
-func (p *pager) take(key string) bool {
-	p.seen++
-	if p.cursor != "" {
-		if p.desc && key >= p.cursor || !p.desc && key <= p.cursor {
-			return false
-		}
-	} else if p.seen <= p.offset {
-		return false
-	}
-	if p.taken == p.limit {
-		p.more = true
-		return false
-	}
-	p.taken++
-	p.last = key
-	return true
-}
-
-// next is the Next of the page: the cursor of its last item when another
-// follows it, else "".
-func (p *pager) next() string {
-	if p.more {
-		return p.last
-	}
-	return ""
 }
 
 // List returns one page of the projects of org, in name order (case
@@ -120,7 +65,7 @@ func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (_ keel.C
 		if err := keel.Authorize(ctx, c.authz, keel.CapList, projectsResource(org)); err != nil {
 			return hide(err, "organization", org)
 		}
-		pg, err := newPager(r.ListRequest, r.Offset, desc)
+		pg, err := pager.New(r.ListRequest, r.Offset, desc, DefaultPageSize, MaxPageSize)
 		if err != nil {
 			return err
 		}
@@ -136,11 +81,11 @@ func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (_ keel.C
 				slices.Reverse(all)
 			}
 			for i, k := range keys {
-				if pg.take(k) {
+				if pg.Take(k) {
 					ids = append(ids, all[i])
 				}
 			}
-			out.Matching, out.Next = len(all), pg.next()
+			out.Matching, out.Next = len(all), pg.Next()
 		} else {
 			out.Matching = o.ProjectCount
 			if ids, out.Next, err = window(tx, prjNames(org), pg, o.ProjectCount); err != nil {
@@ -166,7 +111,7 @@ func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (_ keel.C
 // window returns the values of the page pg asks for of the index under
 // prefix, of count keys, reading keys only before the page, and the Next
 // of the page: the cursor of its last key, the key after prefix.
-func window(tx storage.Tx, prefix string, pg *pager, count int) ([]string, string, error) {
+func window(tx storage.Tx, prefix string, pg *pager.Pager, count int) ([]string, string, error) {
 	var keys, vals []string
 	collect := func(key string, v []byte) error {
 		keys, vals = append(keys, key[len(prefix):]), append(vals, string(v))
@@ -174,21 +119,21 @@ func window(tx storage.Tx, prefix string, pg *pager, count int) ([]string, strin
 	}
 	more := false
 	switch {
-	case pg.cursor == "" && !pg.desc:
-		if err := storage.Window(tx, prefix, pg.offset, pg.limit, collect); err != nil {
+	case pg.Cursor == "" && !pg.Desc:
+		if err := storage.Window(tx, prefix, pg.Offset, pg.Limit, collect); err != nil {
 			return nil, "", err
 		}
-		more = pg.offset < count-len(keys)
-	case pg.cursor == "":
-		hi := count - pg.offset
-		lo := max(hi-pg.limit, 0)
+		more = pg.Offset < count-len(keys)
+	case pg.Cursor == "":
+		hi := count - pg.Offset
+		lo := max(hi-pg.Limit, 0)
 		if err := storage.Window(tx, prefix, lo, hi-lo, collect); err != nil {
 			return nil, "", err
 		}
 		more = lo > 0
-	case !pg.desc:
-		err := tx.Scan(prefix, storage.ScanOptions{After: prefix + pg.cursor}, func(key string, v []byte) error {
-			if len(keys) == pg.limit {
+	case !pg.Desc:
+		err := tx.Scan(prefix, storage.ScanOptions{After: prefix + pg.Cursor}, func(key string, v []byte) error {
+			if len(keys) == pg.Limit {
 				more = true
 				return storage.StopScan
 			}
@@ -202,7 +147,7 @@ func window(tx storage.Tx, prefix string, pg *pager, count int) ([]string, strin
 		// limit of them.
 		n := 0
 		err := tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
-			if key >= prefix+pg.cursor {
+			if key >= prefix+pg.Cursor {
 				return storage.StopScan
 			}
 			n++
@@ -211,13 +156,13 @@ func window(tx storage.Tx, prefix string, pg *pager, count int) ([]string, strin
 		if err != nil && err != storage.StopScan {
 			return nil, "", err
 		}
-		lo := max(n-pg.limit, 0)
+		lo := max(n-pg.Limit, 0)
 		if err := storage.Window(tx, prefix, lo, n-lo, collect); err != nil {
 			return nil, "", err
 		}
 		more = lo > 0
 	}
-	if pg.desc {
+	if pg.Desc {
 		slices.Reverse(keys)
 		slices.Reverse(vals)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/pager"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -662,7 +663,7 @@ func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, r List
 		if err != nil {
 			return err
 		}
-		pg, err := newPager(r.ListRequest, r.Offset, false)
+		pg, err := pager.New(r.ListRequest, r.Offset, false, DefaultPageSize, MaxPageSize)
 		if err != nil {
 			return err
 		}
@@ -676,12 +677,12 @@ func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, r List
 			if gone[team] {
 				return nil
 			}
-			if pg.take(team) {
+			if pg.Take(team) {
 				out.Items = append(out.Items, decodeAccess(v).public(team, p.ID))
 			}
 			return nil
 		})
-		out.Total, out.Matching, out.Next = pg.seen, pg.seen, pg.next()
+		out.Total, out.Matching, out.Next = pg.Seen, pg.Seen, pg.Next()
 		return err
 	})
 	return out, err
@@ -726,7 +727,7 @@ func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest)
 		if err := keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(org)); err != nil {
 			return hide(err, "organization", org)
 		}
-		pg, err := newPager(r.ListRequest, r.Offset, false)
+		pg, err := pager.New(r.ListRequest, r.Offset, false, DefaultPageSize, MaxPageSize)
 		if err != nil {
 			return err
 		}
@@ -734,7 +735,7 @@ func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest)
 		err = tx.Scan(prefix, storage.ScanOptions{}, func(key string, v []byte) error {
 			out.Total++
 			name := key[len(prefix):]
-			if len(want) > 0 && !want[name] || !strings.Contains(name, q) || !pg.take(name) {
+			if len(want) > 0 && !want[name] || !strings.Contains(name, q) || !pg.Take(name) {
 				return nil
 			}
 			rec, err := getTeam(tx, string(v))
@@ -748,7 +749,7 @@ func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest)
 			out.Items = append(out.Items, t)
 			return nil
 		})
-		out.Matching, out.Next = pg.seen, pg.next()
+		out.Matching, out.Next = pg.Seen, pg.Next()
 		return err
 	})
 	return out, err

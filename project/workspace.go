@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/pager"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -624,7 +625,7 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspac
 		if err != nil {
 			return err
 		}
-		pg, err := newPager(r.ListRequest, r.Offset, false)
+		pg, err := pager.New(r.ListRequest, r.Offset, false, DefaultPageSize, MaxPageSize)
 		if err != nil {
 			return err
 		}
@@ -643,7 +644,7 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspac
 			if err != nil {
 				return fmt.Errorf("workspace index of %q: %v: %w", org, err, keel.ErrInternal)
 			}
-			if r.ProjectID != "" && w.ProjectID != r.ProjectID || !pg.take(name) {
+			if r.ProjectID != "" && w.ProjectID != r.ProjectID || !pg.Take(name) {
 				return nil
 			}
 			pw, err := c.publicWorkspace(ctx, w, o)
@@ -653,7 +654,7 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspac
 			out.Items = append(out.Items, pw)
 			return nil
 		})
-		out.Matching, out.Next = pg.seen, pg.next()
+		out.Matching, out.Next = pg.Seen, pg.Next()
 		return err
 	})
 	return out, err
