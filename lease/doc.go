@@ -186,6 +186,15 @@
 // Step runs a goroutine per revoker call, and waits for each to return or
 // time out).
 //
+// # Hold
+//
+// Hold stops the worker's revocations in every Manager of the store until
+// Release (a key "hold" in the Manager's store); Options.Held starts one
+// Manager held. A store restored from a copy holds leases whose time
+// passed while the copy sat on disk, though their credentials may be in
+// use: hold, check, then release. Due leases are kept and Get reports them
+// Held; a caller's own revocations still run.
+//
 // # Caveats
 //
 // A Step that finds a due lease of a mount that is not registered puts it

@@ -43,6 +43,9 @@ type Lease struct {
 	// LastError is the error of the last failed attempt, cut to at most
 	// MaxErrorLen bytes of valid UTF-8.
 	LastError string
+	// Held reports, in Get's answer, that the lease is due but the
+	// worker's revocations are held (see Manager.Hold). It is not stored.
+	Held bool
 	// NextAttempt is when the worker next tries to revoke the lease: its
 	// entry in the expiry index. It is never zero: ExpireTime while the
 	// lease lives; the time of the request for a queued revocation; the

@@ -19,7 +19,8 @@ import (
 // revocation of it has failed yet, even if the worker has not revoked it.
 // A lease whose revocation failed stays visible until a revocation
 // succeeds, as in Vault: expired, with its Attempts, LastError and
-// NextAttempt, so that its owner can see why the secret still exists.
+// NextAttempt, so that its owner can see why the secret still exists. So
+// does a due lease while revocations are held (see Hold), with Held set.
 func (m *Manager) Get(ctx context.Context, leaseID string) (Lease, error) {
 	if err := m.authorize(ctx, "get", keel.CapUpdate, "sys/leases/lookup"); err != nil {
 		return Lease{}, err
@@ -27,14 +28,32 @@ func (m *Manager) Get(ctx context.Context, leaseID string) (Lease, error) {
 	if err := requireID(leaseID); err != nil {
 		return Lease{}, fmt.Errorf("lease: get: %w", err)
 	}
-	e, _, err := m.load(ctx, leaseID)
+	var raw []byte
+	var held bool
+	err := m.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		if raw, err = tx.Get(idKey(leaseID)); err != nil {
+			return err
+		}
+		held, err = m.held(tx)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		err = notFound(leaseID)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("lease: get: %w", err)
+	}
+	e, err := decodeEntry(leaseID, raw)
 	if err != nil {
 		return Lease{}, fmt.Errorf("lease: get: %w", err)
 	}
 	now := m.now()
-	if !e.ExpireTime.After(now) && e.Attempts == 0 {
+	due := !e.NextAttempt.After(now)
+	if !e.ExpireTime.After(now) && e.Attempts == 0 && !(held && due) {
 		return Lease{}, fmt.Errorf("lease: get: lease %q expired at %s: %w", leaseID, e.ExpireTime.Format(timeFormat), keel.ErrNotFound)
 	}
+	e.Held = held && due
 	return e.Lease, nil
 }
 

@@ -62,6 +62,9 @@ type Options struct {
 	// RevokeConcurrency is how many revoker calls of one mount the worker
 	// makes at once; the mounts' calls run side by side. Zero: 4.
 	RevokeConcurrency int
+	// Held starts this Manager held, as Hold does for every Manager of
+	// the store: its Step revokes nothing until Release.
+	Held bool
 	// Leader decides which process of a deployment runs the worker of
 	// Start: the worker runs Steps only while it leads, and stops them
 	// before it releases its term (see package leader). Nil:
@@ -157,11 +160,12 @@ type Manager struct {
 	mu     sync.RWMutex
 	mounts map[string]mountEntry
 
-	stepMu  sync.Mutex    // one Step at a time
-	lanes   lanes         // the worker's revocation lanes, one per mount
-	wake    chan struct{} // buffered 1: a pending wake-up of the worker
-	worker  *leader.Worker
-	tidying atomic.Bool
+	stepMu   sync.Mutex    // one Step at a time
+	lanes    lanes         // the worker's revocation lanes, one per mount
+	wake     chan struct{} // buffered 1: a pending wake-up of the worker
+	worker   *leader.Worker
+	tidying  atomic.Bool
+	heldHere atomic.Bool // Options.Held, until Release
 }
 
 type mountEntry struct {
@@ -266,6 +270,7 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 		mounts: make(map[string]mountEntry),
 		wake:   make(chan struct{}, 1),
 	}
+	m.heldHere.Store(o.Held)
 	m.worker = leader.NewWorker(m.Step, &leader.WorkerOptions{
 		Clock: o.Clock, Leader: o.Leader, Retry: o.RetryBase, Wake: m.wake,
 		OnError: func(err error) { m.log.Error("lease worker", "error", err, "retry_in", o.RetryBase) },

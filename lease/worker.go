@@ -47,6 +47,9 @@ import (
 // revoked with RevokeForce; a batch with a lease that waited RetryMax or
 // more is logged as a warning.
 //
+// While revocations are held (see Hold) Step revokes nothing and
+// returns now plus Options.RetryBase, when it looks again.
+//
 // Step returns an error only for ctx or the store (wrapping their
 // errors, so that errors.Is finds context.Canceled); a lease revoked whose
 // removal did not commit is revoked again by a later Step (revokers are
@@ -61,9 +64,13 @@ func (m *Manager) Step(ctx context.Context, now time.Time) (time.Time, error) {
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
-		items, next, err := m.dueBatch(ctx, now)
+		items, next, held, err := m.dueBatch(ctx, now)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
+		}
+		if held {
+			// Release wakes this process's worker; another's looks again.
+			return now.Add(m.opts.RetryBase), nil
 		}
 		if len(items) == 0 {
 			return next, nil
@@ -100,13 +107,19 @@ const (
 
 // dueBatch reads up to m.batch index entries due at now, with their
 // records. next is the instant of the first entry after now, when the scan
-// reached it.
-func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time.Time, error) {
+// reached it. When revocations are held (see Hold) it reads nothing else
+// and reports held.
+func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time.Time, bool, error) {
 	var items []*dueItem
 	var next time.Time
+	var held bool
 	err := m.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		items, next = items[:0], time.Time{}
-		err := tx.Scan(duePrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+		var err error
+		if held, err = m.held(tx); held || err != nil {
+			return err
+		}
+		err = tx.Scan(duePrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
 			at, id, err := parseDueKey(key)
 			if err != nil {
 				items = append(items, &dueItem{key: key, bad: true})
@@ -139,7 +152,7 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 		}
 		return nil
 	})
-	return items, next, err
+	return items, next, held, err
 }
 
 // process revokes the leases of items, each mount's in its own lane (see
