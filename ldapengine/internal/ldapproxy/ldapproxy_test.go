@@ -315,10 +315,13 @@ func TestBlackHole(t *testing.T) {
 	}
 	p.BlackHole()
 	write(t, open, msg('b', 2))
-	accepted := srv.acceptedConns()
+	accepted, proxied := srv.acceptedConns(), p.Accepted()
 	fresh := dial(t, p) // accepted, never connected to the server
 	write(t, fresh, msg('c', 2))
 	keeltest.Until(t, "both connections open", func() bool { return p.Conns() == 2 })
+	if n := p.Accepted() - proxied; n != 1 {
+		t.Fatalf("the proxy accepted %d connections, want 1", n)
+	}
 	p.Pass()
 	// The black-holed connection has no server side: Pass closed it,
 	// and it got no reply before (a Read would return it, not EOF).
