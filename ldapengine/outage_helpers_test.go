@@ -100,7 +100,7 @@ func startOutage(t *testing.T) *outage {
 	e.Start()
 	t.Cleanup(e.Stop)
 	o := &outage{srv: srv, px: px, e: e, leases: m, creds: map[string]DynamicCred{},
-		direct: Conn{URLs: []string{srv.URL}, ConnectionTimeout: outConnTimeout, RequestTimeout: 2 * time.Second}}
+		direct: Conn{URLs: []string{srv.URL}, ConnectionTimeout: keeltest.WaitBound, RequestTimeout: keeltest.WaitBound}}
 	t.Logf("slapd, proxy and engine ready in %s", time.Since(start).Round(time.Millisecond))
 	var baseline time.Duration
 	for range 3 {
@@ -462,7 +462,7 @@ func (o *outage) dynamicEntries() ([]string, error) {
 		return nil, err
 	}
 	defer c.Close()
-	c.SetTimeout(2 * time.Second)
+	c.SetTimeout(keeltest.WaitBound)
 	if err := c.Bind(slapdtest.AdminDN, slapdtest.AdminPW); err != nil {
 		return nil, err
 	}
