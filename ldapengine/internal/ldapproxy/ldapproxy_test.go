@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -324,10 +325,12 @@ func TestBlackHole(t *testing.T) {
 	}
 	p.Pass()
 	// The black-holed connection has no server side: Pass closed it,
-	// and it got no reply before (a Read would return it, not EOF).
+	// and it got no reply before (a Read would return it, not the end).
+	// The end is EOF, or a reset when the proxy closed it before reading
+	// what the client sent (which a loaded machine can delay).
 	_ = fresh.SetReadDeadline(time.Now().Add(keeltest.WaitBound))
-	if n, err := fresh.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Fatalf("the black-holed connection after Pass: %d bytes, %v; want EOF", n, err)
+	if n, err := fresh.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the black-holed connection after Pass: %d bytes, %v; want EOF or a reset", n, err)
 	}
 	// The other one works again (its request of the black hole is lost):
 	// the next reply read is d's, not b's.
@@ -380,9 +383,11 @@ func TestCloseAllAndClose(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	for _, c := range []net.Conn{c, hole} {
+		// EOF, or a reset for hole when the proxy closed it before
+		// reading what it sent (which a loaded machine can delay).
 		_ = c.SetReadDeadline(time.Now().Add(keeltest.WaitBound))
-		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-			t.Fatalf("after Close: %v, want EOF", err)
+		if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("after Close: %d bytes, %v; want EOF or a reset", n, err)
 		}
 	}
 	if _, err := net.DialTimeout("tcp", p.Addr(), time.Second); err == nil {
