@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
@@ -423,14 +424,7 @@ func TestWorkerRotatesOnSchedule(t *testing.T) {
 			t.Fatal(err)
 		}
 		v.clock.Advance(time.Minute)
-		deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		for v.dir.Changes() == before {
-			if deadline.Err() != nil {
-				t.Fatal("worker did not rotate")
-			}
-			time.Sleep(time.Millisecond) // bounded polling of the worker goroutine
-		}
+		keeltest.Until(t, "the worker rotates", func() bool { return v.dir.Changes() != before })
 		v.e.Stop()
 		v.e.Stop()
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
 )
@@ -46,7 +47,7 @@ func TestRoleWrittenOnAFollowerIsRotatedWhenDue(t *testing.T) {
 			t.Fatal(err)
 		}
 		lead.Start()
-		waitFor(t, "the leader plans alice's rotation", func() bool { return lead.worker.Planned().Equal(t0.Add(time.Hour)) })
+		keeltest.Until(t, "the leader plans alice's rotation", func() bool { return lead.worker.Planned().Equal(t0.Add(time.Hour)) })
 
 		if err := follower.PutStaticRole(ctx, "bob", StaticRoleRequest{Username: "bob", DN: bobDN, RotationPeriod: 10 * time.Minute}); err != nil {
 			t.Fatal(err)
@@ -57,12 +58,12 @@ func TestRoleWrittenOnAFollowerIsRotatedWhenDue(t *testing.T) {
 		}
 		// The leader plans bob's rotation, or earlier work (it may have
 		// seen the follower's import rotation in flight, and retries it).
-		waitFor(t, "the leader plans bob's rotation", func() bool {
+		keeltest.Until(t, "the leader plans bob's rotation", func() bool {
 			p := lead.worker.Planned()
 			return !p.IsZero() && !p.After(t0.Add(10*time.Minute))
 		})
 		clock.Advance(10 * time.Minute)
-		waitFor(t, "bob rotated by the leader", func() bool {
+		keeltest.Until(t, "bob rotated by the leader", func() bool {
 			c, err := lead.GetStaticCred(ctx, "bob")
 			return err == nil && c.Password != before.Password && dir.Bind(ctx, Conn{}, bobDN, c.Password) == nil
 		})

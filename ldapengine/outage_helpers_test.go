@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-ldap/ldap/v3"
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/ldapengine/internal/ldapproxy"
 	"github.com/keelhq/keel/ldapengine/internal/slapdtest"
 	"github.com/keelhq/keel/lease"
@@ -25,9 +26,9 @@ const (
 	outRetry       = time.Second // Options.RetryInterval
 	outReqTimeout  = time.Second // Config.RequestTimeout
 	outConnTimeout = time.Second // Config.ConnectionTimeout
-	outPoll        = 50 * time.Millisecond
 	// outBound is how long after the directory answers again every
-	// outcome must be settled: three retry intervals and a request.
+	// outcome must be settled: three retry intervals and a request, plus
+	// the slack of the run (outage.slack).
 	outBound = 3*outRetry + outReqTimeout
 	// outMustShowBound is the promise for a dropped reply of
 	// rotate-role: static-cred binds within 30 s of the connection
@@ -62,6 +63,12 @@ type outage struct {
 
 	mu    sync.Mutex
 	creds map[string]DynamicCred // dynamic credentials handed out, by lease id
+
+	// slack is added to every real-time bound: a second and twenty
+	// times the baseline, the slowest of a few binds through the proxy
+	// and consistency checks on the healthy directory, measured by
+	// startOutage on this machine under its present load.
+	slack time.Duration
 }
 
 // startOutage starts slapd (or skips t when it is not installed), a proxy
@@ -93,8 +100,22 @@ func startOutage(t *testing.T) *outage {
 	e.Start()
 	t.Cleanup(e.Stop)
 	o := &outage{srv: srv, px: px, e: e, leases: m, creds: map[string]DynamicCred{},
-		direct: Conn{URLs: []string{srv.URL}, ConnectionTimeout: outConnTimeout, RequestTimeout: 2 * time.Second}}
+		direct: Conn{URLs: []string{srv.URL}, ConnectionTimeout: keeltest.WaitBound, RequestTimeout: keeltest.WaitBound}}
 	t.Logf("slapd, proxy and engine ready in %s", time.Since(start).Round(time.Millisecond))
+	var baseline time.Duration
+	for range 3 {
+		start := time.Now()
+		if err := (LDAP{}).Bind(context.Background(), Conn{URLs: []string{px.URL()}, ConnectionTimeout: outConnTimeout, RequestTimeout: outReqTimeout},
+			slapdtest.BindDN, slapdtest.BindPW); err != nil {
+			t.Fatalf("a bind through the proxy: %v", err)
+		}
+		if err := o.consistent(); err != nil {
+			t.Fatalf("the healthy directory: %v", err)
+		}
+		baseline = max(baseline, time.Since(start))
+	}
+	o.slack = time.Second + 20*baseline
+	t.Logf("a bind and a check take up to %s: a slack of %s", baseline.Round(time.Millisecond), o.slack.Round(time.Millisecond))
 	return o
 }
 
@@ -161,39 +182,36 @@ func (o *outage) noDeadPassword(t *testing.T, name string) bool {
 	return false
 }
 
-// eventually calls check every outPoll until it returns nil, and fails t
-// with its last error when bound passes first. It returns how long it
-// took.
-func eventually(t *testing.T, bound time.Duration, what string, check func() error) time.Duration {
+// within waits (keeltest.Eventually) until check returns nil, logs how
+// long that took and returns it; it fails t when that is more than bound
+// and the run's slack.
+func (o *outage) within(t *testing.T, bound time.Duration, what string, check func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for {
-		err := check()
-		if err == nil {
-			d := time.Since(start)
-			t.Logf("%s after %s", what, d.Round(time.Millisecond))
-			return d
-		}
-		if time.Since(start) > bound {
-			t.Fatalf("%s: not within %s: %v", what, bound, err)
-		}
-		time.Sleep(outPoll) // bounded polling of the engine and slapd
+	d := keeltest.Eventually(t, what, check)
+	t.Logf("%s after %s", what, d.Round(time.Millisecond))
+	if limit := bound + o.slack; d > limit {
+		t.Errorf("%s after %s, want within %s (%s and the run's slack of %s)", what, d.Round(time.Millisecond), limit.Round(time.Millisecond), bound, o.slack.Round(time.Millisecond))
 	}
+	return d
 }
 
-// sleepUntil sleeps until at.
+// sleepUntil sleeps until at: the real-time schedule of an outage the
+// test simulates.
 func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 
 // waitDropped waits until the proxy has dropped more than before replies.
 func (o *outage) waitDropped(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for o.px.Dropped() <= before {
-		if time.Now().After(deadline) {
-			t.Fatal("the proxy dropped no reply within 10s")
-		}
-		time.Sleep(5 * time.Millisecond) // bounded polling
-	}
+	keeltest.Until(t, "the proxy drops a reply", func() bool { return o.px.Dropped() > before })
+}
+
+// waitRetried waits until the proxy has accepted more than before
+// connections: the engine has tried the directory again, and met the
+// outage, in place of a sleep that would give it time to.
+func (o *outage) waitRetried(t *testing.T, before int) {
+	t.Helper()
+	d := keeltest.Until(t, "the engine tries the directory again", func() bool { return o.px.Accepted() > before })
+	t.Logf("the engine tried the directory again after %s", d.Round(time.Millisecond))
 }
 
 // accountSettled returns nil when the account n of set has no pending
@@ -444,7 +462,7 @@ func (o *outage) dynamicEntries() ([]string, error) {
 		return nil, err
 	}
 	defer c.Close()
-	c.SetTimeout(2 * time.Second)
+	c.SetTimeout(keeltest.WaitBound)
 	if err := c.Bind(slapdtest.AdminDN, slapdtest.AdminPW); err != nil {
 		return nil, err
 	}
@@ -480,5 +498,5 @@ func (o *outage) entryExists(dn string) (bool, error) {
 // still wrong.
 func (o *outage) settled(t *testing.T, bound time.Duration) {
 	t.Helper()
-	eventually(t, bound, "every password keel reports binds, no lease lost", o.consistent)
+	o.within(t, bound, "every password keel reports binds, no lease lost", o.consistent)
 }

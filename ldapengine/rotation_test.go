@@ -11,6 +11,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -239,16 +240,16 @@ func TestFailedRotateRoleWakesTheWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 		v.e.Start()
-		waitFor(t, "the worker plans the next period", func() bool { return v.e.worker.Planned().Equal(t0.Add(time.Hour)) })
+		keeltest.Until(t, "the worker plans the next period", func() bool { return v.e.worker.Planned().Equal(t0.Add(time.Hour)) })
 		v.dir.LoseReplies(aliceDN, true)
 		if err := v.e.RotateRole(ctx, "alice"); err == nil {
 			t.Fatal("rotation with a lost reply succeeded")
 		}
 		r, _ := v.e.GetStaticRole(ctx, "alice")
-		waitFor(t, "the worker plans the retry", func() bool { return v.e.worker.Planned().Equal(r.NextRotation) })
+		keeltest.Until(t, "the worker plans the retry", func() bool { return v.e.worker.Planned().Equal(r.NextRotation) })
 		v.dir.LoseReplies(aliceDN, false)
 		v.clock.Set(r.NextRotation)
-		waitFor(t, "static-cred answers again", func() bool {
+		keeltest.Until(t, "static-cred answers again", func() bool {
 			c, err := v.e.GetStaticCred(ctx, "alice")
 			return err == nil && v.dir.Bind(ctx, Conn{}, aliceDN, c.Password) == nil
 		})
@@ -334,16 +335,6 @@ func TestLibraryCheckInSettledByTheWorker(t *testing.T) {
 	})
 }
 
-// waitFor polls cond for up to five seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
-}
-
 // TestFailedCheckInWakesTheWorker: a check-in whose outcome is unknown is
 // finished by the worker, woken for it, without waiting for the lease's end.
 func TestFailedCheckInWakesTheWorker(t *testing.T) {
@@ -355,7 +346,7 @@ func TestFailedCheckInWakesTheWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 		v.e.Start()
-		waitFor(t, "the worker sleeps with nothing planned", func() bool { return v.e.worker.Running() && v.e.worker.Planned().IsZero() })
+		keeltest.Until(t, "the worker sleeps with nothing planned", func() bool { return v.e.worker.Running() && v.e.worker.Planned().IsZero() })
 		v.dir.LoseReplies(libSvcDN(0), true)
 		if _, err := v.e.CheckIn(alice, "s", CheckInRequest{}); err == nil {
 			t.Fatal("check-in with a lost reply succeeded")
@@ -363,7 +354,7 @@ func TestFailedCheckInWakesTheWorker(t *testing.T) {
 		v.dir.LoseReplies(libSvcDN(0), false)
 		// The worker, woken by the failure, settles at once or plans a retry
 		// within the retry interval: time moves, nothing else wakes it.
-		waitFor(t, "the account is checked in", func() bool {
+		keeltest.Until(t, "the account is checked in", func() bool {
 			if p := v.e.worker.Planned(); !p.IsZero() {
 				if p.After(v.clock.Now().Add(DefaultRetryInterval)) {
 					t.Fatalf("retry planned at %v, later than a retry interval", p)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/passwordpolicy"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/etcdstore"
@@ -56,7 +57,7 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Start()
-	waitFor(t, "a leads and plans alice's rotation", func() bool { return a.worker.Planned().Equal(t0.Add(time.Hour)) })
+	keeltest.Until(t, "a leads and plans alice's rotation", func() bool { return a.worker.Planned().Equal(t0.Add(time.Hour)) })
 	b.Start() // waits for a's term
 
 	dir.LoseReplies(aliceDN, true)
@@ -69,12 +70,12 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 	if err != nil || !r.Pending {
 		t.Fatalf("role before the takeover: %+v, %v; want a pending rotation", r, err)
 	}
-	waitFor(t, "b leads and plans the settling", func() bool {
+	keeltest.Until(t, "b leads and plans the settling", func() bool {
 		p := b.worker.Planned()
 		return !p.IsZero() && !p.After(r.NextRotation)
 	})
 	clock.Set(r.NextRotation)
-	waitFor(t, "b settles the rotation", func() bool {
+	keeltest.Until(t, "b settles the rotation", func() bool {
 		r, err := b.GetStaticRole(ctx, "alice")
 		return err == nil && !r.Pending
 	})

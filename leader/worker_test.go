@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/leader"
 )
 
@@ -41,19 +42,23 @@ func (s *stepper) call(t *testing.T) time.Time {
 	select {
 	case at := <-s.calls:
 		return at
-	case <-time.After(10 * time.Second):
+	case <-time.After(keeltest.WaitBound):
 		t.Fatal("the step was not called")
 		return time.Time{}
 	}
 }
 
-// none fails t if the step is called within a short while.
+// none fails t if a step was called that the test does not await. No
+// wait proves it: the worker's fake clock does not move, so nothing is
+// due; a step that a bug runs all the same is caught here if it already
+// came, else by the next call (its time) or, at the latest, by
+// startWorker's check that no step is left unread when the worker stops.
 func (s *stepper) none(t *testing.T) {
 	t.Helper()
 	select {
 	case at := <-s.calls:
 		t.Fatalf("unexpected step at %v", at)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 }
 
@@ -67,14 +72,21 @@ func startWorker(t *testing.T, s *stepper, opts *leader.WorkerOptions) (*leader.
 	o.Clock = clock
 	w := leader.NewWorker(s.step, &o)
 	w.Start()
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() {
+		w.Stop()
+		select {
+		case at := <-s.calls:
+			t.Errorf("unexpected step at %v, not awaited by the test", at)
+		default:
+		}
+	})
 	return w, clock
 }
 
 // sleeping waits until the worker sleeps on its timer.
 func sleeping(t *testing.T, clock *keel.FakeClock) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 	defer cancel()
 	if err := clock.BlockUntil(ctx, 1); err != nil {
 		t.Fatal("the worker does not sleep on a timer")
@@ -210,12 +222,14 @@ func TestWorkerLeadership(t *testing.T) {
 	}, &leader.WorkerOptions{Clock: keel.NewFakeClock(w0), Leader: l})
 	w.Start()
 	t.Cleanup(w.Stop)
+	// A step blocks until its ctx ends: one run before the worker leads
+	// would come here instead of the worker's Acquire (no wait needed).
+	var term *fakeTerm
 	select {
 	case <-steps:
 		t.Fatal("a step ran before the worker leads")
-	case <-time.After(50 * time.Millisecond):
+	case term = <-l.terms:
 	}
-	term := <-l.terms
 	ctx := <-steps
 	close(term.lost)
 	<-ctx.Done()

@@ -2,12 +2,14 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // TestLeaseIssuedOnAFollowerIsRevokedWhenDue: on every store, a lease
@@ -45,24 +47,22 @@ func TestLeaseIssuedOnAFollowerIsRevokedWhenDue(t *testing.T) {
 		}
 		waitPlanned(t, lead, t0.Add(time.Minute))
 		clock.Advance(time.Minute)
-		deadline := time.Now().Add(10 * time.Second)
-		for !slices.Contains(rev.ids(), l.ID) {
-			if time.Now().After(deadline) {
-				t.Fatalf("lease issued on the follower not revoked by the leader (revoked: %q)", rev.ids())
+		keeltest.Eventually(t, "the leader revokes the lease issued on the follower", func() error {
+			if ids := rev.ids(); !slices.Contains(ids, l.ID) {
+				return fmt.Errorf("%q not revoked (revoked: %q)", l.ID, ids)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 	})
 }
 
 // waitPlanned waits until m's worker sleeps until at.
 func waitPlanned(t *testing.T, m *Manager, at time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !m.worker.Planned().Equal(at) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker plans %v, want %v", m.worker.Planned(), at)
+	keeltest.Eventually(t, "the worker's plan", func() error {
+		if p := m.worker.Planned(); !p.Equal(at) {
+			return fmt.Errorf("the worker plans %v, want %v", p, at)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/ldapengine/ldaptest"
 	"github.com/keelhq/keel/lease"
@@ -18,20 +19,6 @@ import (
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/storagetest"
 )
-
-// eventually waits until cond holds, failing t after a bound far beyond
-// what the watch needs (it sees a change within milliseconds; a loaded
-// machine may take longer, never this long).
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 30s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // openClocked opens a table over store with the fake clock and no
 // defaults.
@@ -60,7 +47,7 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 		if _, err := a.Enable(ctx, mount.EnableRequest{Path: "late/", Type: "kv", Options: map[string]string{"leased_passthrough": "true"}}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "b serves late/", func() bool { _, _, ok := b.Route("late/x"); return ok })
+		keeltest.Until(t, "b serves late/", func() bool { _, _, ok := b.Route("late/x"); return ok })
 		mb, _, _ := b.Route("late/x")
 		if err := mb.KV.Write(ctx, "x", map[string]any{"v": "1", "ttl": "2s"}); err != nil {
 			t.Fatalf("write through b: %v", err)
@@ -91,7 +78,7 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 		if _, err := a.Tune(ctx, "late/", mount.TuneRequest{DefaultTTL: &hour}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "b sees the tune", func() bool { m, _, _ := b.Route("late/x"); return m.DefaultTTL == time.Hour })
+		keeltest.Until(t, "b sees the tune", func() bool { m, _, _ := b.Route("late/x"); return m.DefaultTTL == time.Hour })
 
 		// Disabled through a: b stops serving it, and an engine b (or the
 		// program) kept writes nothing, nor reads.
@@ -99,14 +86,14 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 		if err := a.Disable(ctx, "late/"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "b stops serving late/", func() bool { _, _, ok := b.Route("late/x"); return !ok })
+		keeltest.Until(t, "b stops serving late/", func() bool { _, _, ok := b.Route("late/x"); return !ok })
 		wantKind(t, stale.KV.Write(ctx, "y", map[string]any{"v": "2"}), keel.KindNotFound)
 		_, err := stale.KV.Read(ctx, "x")
 		wantKind(t, err, keel.KindNotFound)
 		if left := leftOf(t, store, stale.Entry); len(left) != 0 {
 			t.Fatalf("keys of the disabled mount left: %q", left)
 		}
-		eventually(t, "b drops late/ from its list", func() bool {
+		keeltest.Until(t, "b drops late/ from its list", func() bool {
 			_, err := b.Get(ctx, "late/")
 			return keel.KindOf(err) == keel.KindNotFound
 		})
@@ -117,7 +104,7 @@ func TestTablesFollowTheStoredTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantKind(t, stale.KV.Write(ctx, "z", map[string]any{"v": "3"}), keel.KindNotFound)
-		eventually(t, "a serves the new late/", func() bool {
+		keeltest.Until(t, "a serves the new late/", func() bool {
 			m, _, ok := a.Route("late/x")
 			return ok && m.UUID != stale.UUID
 		})
@@ -140,7 +127,7 @@ func TestDirectoryMountFollowed(t *testing.T) {
 		if _, err := a.Enable(ctx, mount.EnableRequest{Path: "dir/", Type: "ldap"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "b serves dir/", func() bool { m, _, ok := b.Route("dir/config"); return ok && m.LDAP != nil })
+		keeltest.Until(t, "b serves dir/", func() bool { m, _, ok := b.Route("dir/config"); return ok && m.LDAP != nil })
 		stale, _, _ := b.Route("dir/config")
 		if err := a.Disable(ctx, "dir/"); err != nil {
 			t.Fatal(err)
@@ -247,8 +234,8 @@ func TestCloseWhileTheStoreHangs(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close did not return in 30s while the store hung")
+	case <-time.After(keeltest.WaitBound):
+		t.Fatalf("Close did not return in %s while the store hung", keeltest.WaitBound)
 	}
 }
 

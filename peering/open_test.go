@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
@@ -22,7 +22,7 @@ import (
 // is fine.
 func TestOpenRunsTheWorkerUntilClose(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 		defer cancel()
 		clock := keel.NewFakeClock(t0)
 		net := &peering.InProcess{}
@@ -101,7 +101,7 @@ func TestOpenRunsTheWorkerUntilClose(t *testing.T) {
 // with New and started with Start.
 func TestCloseStopsAStartedWorker(t *testing.T) {
 	w := newWorld(t, everystore.Mem)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 	defer cancel()
 	w.peer(t)
 	w.b.svc.Start()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
@@ -107,8 +108,9 @@ func TestBlockingReadSeesAnotherServer(t *testing.T) {
 			if i <= idx {
 				t.Fatalf("returned index %d, want above %d", i, idx)
 			}
-		case <-time.After(time.Second):
-			t.Fatal("the blocking read on the other server did not return within 1s of the change")
+		case <-time.After(keeltest.WaitBound):
+			// Its WaitTime cannot pass: the clock is fake.
+			t.Fatalf("the blocking read on the other server did not return within %v of the change", keeltest.WaitBound)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
 )
 
@@ -202,7 +203,7 @@ func TestStreamSecretChecked(t *testing.T) {
 
 func TestWorkerStartStop(t *testing.T) {
 	w := newWorld(t, everystore.Mem)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 	defer cancel()
 	w.peer(t)
 	w.a.svc.PutExportedServices(ctx, "b", []string{"web"})

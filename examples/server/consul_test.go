@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // freeAddr returns a loopback address no one listens on now.
@@ -85,20 +88,16 @@ func TestTwoServersPeer(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("ConfigEntries().Set: %v %v", ok, err)
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	keeltest.Eventually(t, "B imports A's exports", func() error {
 		p, _, err := cb.Peerings().Read(ctx, "cluster-a", nil)
 		if err != nil {
 			t.Fatalf("read: %v", err)
 		}
-		if p != nil && slices.Equal(p.StreamStatus.ImportedServices, []string{"web"}) {
-			break
+		if p == nil || !slices.Equal(p.StreamStatus.ImportedServices, []string{"web"}) {
+			return fmt.Errorf("B's peering: %+v", p)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B never imported A's exports: %+v", p)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if e, _, err := ca.ConfigEntries().Get(api.ExportedServices, "default", nil); err != nil || len(e.(*api.ExportedServicesConfigEntry).Services) != 1 {
 		t.Fatalf("ConfigEntries().Get: %+v %v", e, err)
 	}

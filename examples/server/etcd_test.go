@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
 )
@@ -95,13 +96,13 @@ func TestTwoServersOnEtcd(t *testing.T) {
 		mb.Manager().Wake()
 	}
 	waitFor := func(n int) {
-		deadline := time.Now().Add(15 * time.Second)
-		for r.count() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d revocations, want %d", r.count(), n)
+		t.Helper()
+		keeltest.Eventually(t, "the revocations", func() error {
+			if c := r.count(); c < n {
+				return fmt.Errorf("%d revocations, want %d", c, n)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	issue(ma, 4)
 	waitFor(4)

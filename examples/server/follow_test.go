@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
 )
 
@@ -38,18 +40,18 @@ func TestMountsFollowedAcrossServers(t *testing.T) {
 	if status, body, _ := follower.do("POST", "/v1/sys/mounts/late", `{"type":"kv","options":{"leased_passthrough":"true"}}`); status != http.StatusNoContent {
 		t.Fatalf("enable through the follower: %d %s", status, body)
 	}
-	enabled := time.Now()
-	for {
+	d := keeltest.Eventually(t, "a write through the leader after the enable", func() error {
 		status, body, _ := leader.do("PUT", "/v1/late/x", `{"v":"1","ttl":"2s"}`)
-		if status == http.StatusNoContent {
-			break
+		switch status {
+		case http.StatusNoContent:
+			return nil
+		case http.StatusNotFound:
+			return fmt.Errorf("%d %s", status, body)
 		}
-		if status != http.StatusNotFound || time.Since(enabled) > wait {
-			t.Fatalf("write through the leader %v after the enable: %d %s", time.Since(enabled), status, body)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Logf("the leader served the mount enabled through the follower %v after the enable", time.Since(enabled))
+		t.Fatalf("write through the leader after the enable: %d %s", status, body)
+		return nil
+	})
+	t.Logf("the leader served the mount enabled through the follower %v after the enable", d)
 
 	// Leases of reads through each server, revoked by the leader.
 	read := func(p *process) (string, time.Time) {
@@ -74,12 +76,7 @@ func TestMountsFollowedAcrossServers(t *testing.T) {
 	}
 	for id, expiry := range ids {
 		key := id[strings.LastIndexByte(id, '/')+1:]
-		for strings.Contains(listed(), key) {
-			if time.Since(expiry) > wait {
-				t.Fatalf("lease %s still listed %v after its expiry", id, time.Since(expiry))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		keeltest.Until(t, "lease "+id+" gone after its expiry", func() bool { return !strings.Contains(listed(), key) })
 		t.Logf("lease %s gone %v after its expiry", id, time.Since(expiry))
 	}
 	if log := leader.log() + follower.log(); strings.Contains(log, "revocation failed") || strings.Contains(log, "irrevocable") {
@@ -98,18 +95,18 @@ func TestMountsFollowedAcrossServers(t *testing.T) {
 	if status, body, _ := follower.do("DELETE", "/v1/sys/mounts/late", ""); status != http.StatusNoContent {
 		t.Fatalf("disable through the follower: %d %s", status, body)
 	}
-	disabled := time.Now()
-	for {
+	d = keeltest.Eventually(t, "a 404 through the leader after the disable", func() error {
 		status, body, _ := leader.do("PUT", "/v1/late/x", `{"v":"2"}`)
-		if status == http.StatusNotFound {
-			break
+		switch status {
+		case http.StatusNotFound:
+			return nil
+		case http.StatusNoContent:
+			return fmt.Errorf("%d %s", status, body)
 		}
-		if status != http.StatusNoContent || time.Since(disabled) > wait {
-			t.Fatalf("write through the leader %v after the disable: %d %s", time.Since(disabled), status, body)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Logf("the leader answered 404 %v after the disable through the follower", time.Since(disabled))
+		t.Fatalf("write through the leader after the disable: %d %s", status, body)
+		return nil
+	})
+	t.Logf("the leader answered 404 %v after the disable through the follower", d)
 	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/tfe"
 	"github.com/keelhq/keel/examples/httpapi/vault"
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // hostileCase is a request of the hostile-input suite and what must come
@@ -186,7 +187,8 @@ func TestHostileConcurrentWrites(t *testing.T) {
 		wg.Go(func() {
 			path := fmt.Sprintf("/v1/secret/concurrent/%d", i)
 			value := strings.Repeat(string(rune('A'+i)), size)
-			for try := 0; ; try++ {
+			began := time.Now()
+			for {
 				req, _ := http.NewRequest("PUT", ts.url+path, strings.NewReader(`{"v":"`+value+`"}`))
 				req.Header.Set("X-Vault-Token", hostileToken)
 				resp, err := client.Do(req)
@@ -196,8 +198,11 @@ func TestHostileConcurrentWrites(t *testing.T) {
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" && try < 10 {
-					time.Sleep(100 * time.Millisecond) // the test's own, shorter wait
+				// A client that honours Retry-After, with its own shorter
+				// pause (the sleep is the client simulated), for as long as
+				// load may make the others' writes take.
+				if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" && time.Since(began) < keeltest.WaitBound {
+					time.Sleep(100 * time.Millisecond)
 					continue
 				}
 				if resp.StatusCode != http.StatusNoContent {
@@ -238,9 +243,16 @@ func TestBudget(t *testing.T) {
 	if n, ok := b.acquire(ctx, 10); !ok || n != 10 {
 		t.Fatalf("acquire 10 more: %d %v, want admitted", n, ok)
 	}
+	// The waiter: its wait far longer than the test can be slowed, and
+	// in the queue (a barrier, not a sleep) before room is released.
+	b.wait = keeltest.WaitBound
 	done := make(chan bool)
 	go func() { _, ok := b.acquire(ctx, 50); done <- ok }()
-	time.Sleep(10 * time.Millisecond)
+	keeltest.Until(t, "the acquire of 50 waits", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == 1
+	})
 	b.release(80)
 	if !<-done {
 		t.Fatal("a waiter was not admitted when room was released")
@@ -285,9 +297,7 @@ func TestBudget(t *testing.T) {
 		}
 	}
 	close(leave)
-	for b.inUse() != 0 {
-		time.Sleep(time.Millisecond)
-	}
+	keeltest.Until(t, "the budget is free again", func() bool { return b.inUse() == 0 })
 }
 
 // TestReservedValues: the keel.Reserver a request's context carries grows

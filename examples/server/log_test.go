@@ -70,6 +70,7 @@ func TestLogRequestsDefaultStatus(t *testing.T) {
 	}
 }
 
+// The sleeps of TestLineBufferWritesLate are on synctest's fake clock.
 func TestLineBufferWritesLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out syncBuffer

@@ -18,12 +18,14 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
 )
 
-// wait bounds every wait of these tests; none should come near it.
-const wait = 10 * time.Second
+// wait bounds every wait of these tests: keeltest.WaitBound, which load
+// can slow a test towards but not past.
+const wait = keeltest.WaitBound
 
 // syncBuffer is a bytes.Buffer that the server's goroutines may write while
 // the test reads it.

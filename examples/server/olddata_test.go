@@ -79,6 +79,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // The root token the file was written with.
@@ -487,14 +489,7 @@ func (c oldDataClient) checkKVLease(l oldLease) {
 		} else {
 			oldSameJSON(t, "lookup of the expired lease "+l.ID, decodeOldJSON(t, b), `{"errors":["invalid lease"]}`)
 		}
-		deadline := time.Now().Add(wait)
-		for slices.Contains(c.leaseKeys(folder), suffix) {
-			if time.Now().After(deadline) {
-				t.Errorf("the expired lease %s is still stored %v after the start", l.ID, wait)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		keeltest.Until(t, "the expired lease "+l.ID+" removed after the start", func() bool { return !slices.Contains(c.leaseKeys(folder), suffix) })
 		for _, irr := range c.irrevocable() {
 			if irr["lease_id"] == l.ID {
 				t.Errorf("the expired kv lease %s became irrevocable: %v", l.ID, irr["error"])

@@ -74,8 +74,8 @@ func startProcess(t *testing.T, env []string, bin string, args ...string) *proce
 		p.url = "http://" + a
 	case <-p.done:
 		t.Fatalf("server exited before listening:\n%s", p.log())
-	case <-time.After(3 * wait):
-		t.Fatalf("server not listening after %v:\n%s", 3*wait, p.log())
+	case <-time.After(wait):
+		t.Fatalf("server not listening after %v:\n%s", wait, p.log())
 	}
 	return p
 }

@@ -24,6 +24,10 @@ import (
 // rootToken is the example server's -root-token in these tests.
 const rootToken = "keel-harness-root-token"
 
+// waitBound bounds the waits for the example server: keel's
+// keeltest.WaitBound, which this module cannot import.
+const waitBound = 2 * time.Minute
+
 // workDir holds what the tests build (the server, the provider's mirror,
 // go-tfe's copy): one directory for the whole run, removed at its end.
 var workDir string
@@ -168,10 +172,10 @@ func startServer(t *testing.T) *server {
 			if err != nil {
 				t.Errorf("example server: %v", err)
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(waitBound):
 			cmd.Process.Kill()
 			<-done
-			t.Errorf("example server did not stop within 30s")
+			t.Errorf("example server did not stop within %v", waitBound)
 		}
 		if t.Failed() {
 			t.Logf("example server's log (its last %d lines):\n%s", serverLogLines, lastLines(log.String(), serverLogLines))
@@ -182,8 +186,8 @@ func startServer(t *testing.T) *server {
 	case p = <-port:
 	case <-copied:
 		t.Fatalf("example server exited:\n%s", log.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("example server did not listen within 30s:\n%s", log.String())
+	case <-time.After(waitBound):
+		t.Fatalf("example server did not listen within %v:\n%s", waitBound, log.String())
 	}
 	s := &server{hostname: "localhost:" + p, url: "https://localhost:" + p, caFile: filepath.Join(tlsDir, "ca.pem")}
 	pemBytes, err := os.ReadFile(s.caFile)

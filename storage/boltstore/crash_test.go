@@ -21,6 +21,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
 )
@@ -283,7 +284,7 @@ func runCrashChild(t *testing.T, path string, round int, seed uint64, delay time
 	var keys []string
 	var kill <-chan time.Time
 	armed := false
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(keeltest.WaitBound)
 	for lines != nil {
 		select {
 		case l, ok := <-lines:
@@ -292,7 +293,7 @@ func runCrashChild(t *testing.T, path string, round int, seed uint64, delay time
 				break
 			}
 			if !armed {
-				kill, armed = time.After(delay), true
+				kill, armed = time.After(delay), true // the crash the test simulates
 			}
 			keys = append(keys, l...)
 		case <-kill:
@@ -303,7 +304,7 @@ func runCrashChild(t *testing.T, path string, round int, seed uint64, delay time
 		case <-timeout:
 			cmd.Process.Kill()
 			<-exited
-			t.Fatalf("round %d: no end of the child after 20s; %d keys acknowledged; stderr:\n%s", round, len(keys), stderr.Bytes())
+			t.Fatalf("round %d: no end of the child after %s; %d keys acknowledged; stderr:\n%s", round, keeltest.WaitBound, len(keys), stderr.Bytes())
 		}
 	}
 	<-exited

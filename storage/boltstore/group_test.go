@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -33,13 +35,12 @@ func (s *Store) queued() int {
 // waitQueued waits until n Updates wait behind the running commit.
 func waitQueued(t *testing.T, s *Store, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.queued() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d updates queued, want %d", s.queued(), n)
+	keeltest.Eventually(t, "updates queued behind the running commit", func() error {
+		if q := s.queued(); q < n {
+			return fmt.Errorf("%d updates queued, want %d", q, n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func has(t *testing.T, s *Store, key string) bool {

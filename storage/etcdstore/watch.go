@@ -24,7 +24,8 @@ const rewatchDelay = 250 * time.Millisecond
 // it is reported. The watch asks for a member with a leader: when it
 // breaks (no leader, a compaction, a lost connection), it is created again
 // and fn gets prefix, since changes may have been missed. It ends with
-// stop, when the Store is closed, or when the client is closed.
+// stop, when the Store is closed, or when the client is closed; no call of
+// fn starts after stop or Close has begun.
 func (s *Store) Watch(ctx context.Context, prefix string, fn func(key string)) (stop func(), err error) {
 	if err := s.gate.Begin(ctx, s); err != nil {
 		return nil, err
@@ -88,6 +89,9 @@ func (s *Store) follow(wctx context.Context, w watch, full string, fn func(key s
 					break
 				}
 				for _, ev := range resp.Events {
+					if wctx.Err() != nil {
+						break // stopped or the Store closed: nothing more is reported
+					}
 					fn(string(ev.Kv.Key[len(s.prefix):]))
 				}
 			}

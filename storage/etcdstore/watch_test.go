@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
@@ -25,6 +26,14 @@ func TestCloseEndsWatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A watch of a Store that stays open: when it reports a commit, etcd
+	// has sent it to every watch.
+	var otherSeen atomic.Int32
+	otherStop, err := other.Watch(ctx, "w/", func(string) { otherSeen.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otherStop()
 	put := func(key string) {
 		t.Helper()
 		if err := other.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.Put(key, []byte("x")) }); err != nil {
@@ -32,18 +41,13 @@ func TestCloseEndsWatches(t *testing.T) {
 		}
 	}
 	put("w/1")
-	for deadline := time.Now().Add(5 * time.Second); seen.Load() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the watch did not report a commit of another Store")
-		}
-	}
+	keeltest.Until(t, "the watch reports a commit of another Store", func() bool { return seen.Load() >= 1 && otherSeen.Load() >= 1 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the watch's goroutine sees the end
-	before := seen.Load()
+	before, otherBefore := seen.Load(), otherSeen.Load()
 	put("w/2")
-	time.Sleep(200 * time.Millisecond)
+	keeltest.Until(t, "the open Store's watch reports the commit after Close", func() bool { return otherSeen.Load() > otherBefore })
 	if n := seen.Load(); n != before {
 		t.Errorf("a closed Store's watch reported %d more commits", n-before)
 	}
@@ -51,7 +55,7 @@ func TestCloseEndsWatches(t *testing.T) {
 	go func() { stop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("stop did not return after Close")
+	case <-time.After(keeltest.WaitBound):
+		t.Fatalf("stop did not return within %s after Close", keeltest.WaitBound)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/consul"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
 	"github.com/keelhq/keel/storage/memstore"
 )
@@ -109,25 +110,44 @@ func TestBlockingReadOutlivesWriteTimeout(t *testing.T) {
 			resp.Body.Close()
 			done <- resp.StatusCode
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 		defer cancel()
 		if err := clock.BlockUntil(ctx, 1); err != nil {
 			t.Fatal("the read did not block:", err)
 		}
-		time.Sleep(2 * writeTimeout) // past the server's write deadline
+		// Past the server's write deadline, which is net/http's, on the
+		// real clock: the passage of real time is what is simulated.
+		time.Sleep(2 * writeTimeout)
 		clock.Advance(peering.DefaultWait)
 		if code := <-done; code != http.StatusNotFound {
 			t.Fatalf("status %d, want 404 after the default wait (-1: no answer)", code)
 		}
 	})
 	t.Run("writer that cannot move its deadline", func(t *testing.T) {
-		const longer = 600 * time.Millisecond // the wait becomes half of it
-		ts := blockingServer(t, keel.SystemClock{}, longer, true)
-		_, idx := get(t, ts.URL+"/v1/peering/nobody")
-		start := time.Now()
-		code, _ := get(t, fmt.Sprintf("%s/v1/peering/nobody?index=%d&wait=75s", ts.URL, idx))
-		if d := time.Since(start); code != http.StatusNotFound || d > longer {
-			t.Fatalf("status %d after %v", code, d)
+		// The wait becomes half of the write timeout, so that the answer
+		// is written before the real-clock deadline. A loaded machine can
+		// delay the answer past it: the scenario is then made again, on
+		// a new server, up to three times.
+		const longer = 600 * time.Millisecond
+		for attempt := 1; ; attempt++ {
+			ts := blockingServer(t, keel.SystemClock{}, longer, true)
+			_, idx := get(t, ts.URL+"/v1/peering/nobody")
+			start := time.Now()
+			code := -1 // no answer: cut by the write deadline
+			if resp, err := client.Get(fmt.Sprintf("%s/v1/peering/nobody?index=%d&wait=75s", ts.URL, idx)); err == nil {
+				if _, err := io.ReadAll(resp.Body); err == nil {
+					code = resp.StatusCode
+				}
+				resp.Body.Close()
+			}
+			d := time.Since(start)
+			if code == http.StatusNotFound && d <= longer {
+				break
+			}
+			if attempt == 3 {
+				t.Fatalf("status %d (-1: no answer) after %v, at the third attempt", code, d)
+			}
+			t.Logf("attempt %d: status %d (-1: no answer) after %v; again", attempt, code, d)
 		}
 	})
 }

@@ -61,13 +61,14 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu      sync.Mutex
-	mode    Mode
-	n       int // messages forwarded per connection in ModeDropReplies
-	conns   map[*conn]struct{}
-	closed  bool
-	dropped int // server messages dropped
-	passed  int // server messages forwarded
+	mu       sync.Mutex
+	mode     Mode
+	n        int // messages forwarded per connection in ModeDropReplies
+	conns    map[*conn]struct{}
+	closed   bool
+	dropped  int // server messages dropped
+	passed   int // server messages forwarded
+	accepted int // client connections accepted
 
 	wg sync.WaitGroup
 }
@@ -183,6 +184,15 @@ func (p *Proxy) Passed() int {
 	return p.passed
 }
 
+// Accepted returns how many client connections the proxy accepted since
+// New, in any mode, also those it closed at once because the server was
+// down.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
 // Close stops accepting, closes every connection and waits for all the
 // proxy's goroutines to end. It may be called more than once.
 func (p *Proxy) Close() error {
@@ -210,6 +220,7 @@ func (p *Proxy) accept() {
 		}
 		p.mu.Lock()
 		mode := p.mode
+		p.accepted++
 		p.mu.Unlock()
 		c := &conn{client: client}
 		if mode != ModeBlackHole {
