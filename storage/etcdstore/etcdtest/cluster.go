@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -179,7 +180,7 @@ func startCluster(t testing.TB, bin string, size int, noFsync bool, dir string) 
 		return nil, fmt.Errorf("etcdtest: client of the cluster: %w", err)
 	}
 	c.client = client
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 	defer cancel()
 	if _, err := c.WaitLeader(ctx); err != nil {
 		return nil, err

@@ -323,7 +323,7 @@ func NewClient(endpoints []string) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdtest: client of %v: %w", endpoints, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 	defer cancel()
 	if _, err := c.Get(ctx, "health"); err != nil {
 		c.Close()
