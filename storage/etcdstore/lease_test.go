@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ func TestLeaseManagerBatchesFitEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	revoked := 0
-	app, err := m.Register(lease.Mount{Path: "app/", Revoker: lease.RevokerFunc(func(context.Context, lease.Lease) error { revoked++; return nil })})
+	var revoked atomic.Int64 // the worker calls revokers side by side
+	app, err := m.Register(lease.Mount{Path: "app/", Revoker: lease.RevokerFunc(func(context.Context, lease.Lease) error { revoked.Add(1); return nil })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +40,8 @@ func TestLeaseManagerBatchesFitEtcd(t *testing.T) {
 	if _, err := m.Step(ctx, clock.Now()); err != nil {
 		t.Fatalf("Step over etcd: %v", err)
 	}
-	if revoked != 300 {
-		t.Fatalf("revoked %d leases, want 300", revoked)
+	if revoked.Load() != 300 {
+		t.Fatalf("revoked %d leases, want 300", revoked.Load())
 	}
 
 	issue(300, "app/creds/b")
@@ -50,8 +51,8 @@ func TestLeaseManagerBatchesFitEtcd(t *testing.T) {
 	if err := m.RevokePrefix(ctx, "app/creds/b", true); err != nil {
 		t.Fatalf("RevokePrefix over etcd: %v", err)
 	}
-	if revoked != 600 {
-		t.Fatalf("revoked %d leases, want 600", revoked)
+	if revoked.Load() != 600 {
+		t.Fatalf("revoked %d leases, want 600", revoked.Load())
 	}
 	if ids, err := m.List(ctx, "app/creds/b/", keel.ListRequest{}); err != nil || len(ids.Items) != 0 {
 		t.Fatalf("leases left: %d, %v", len(ids.Items), err)
