@@ -181,8 +181,10 @@ func TestKilledLeaderIsReplaced(t *testing.T) {
 	changed := time.Now()
 	select {
 	case a := <-answered:
-		if a.status != http.StatusOK || a.index == index {
-			t.Fatalf("blocking read answered %d with index %s, want 200 above %s", a.status, a.index, index)
+		// The deletion marks the peering, then a worker removes it: the
+		// read may see either (a loaded machine lets the removal in first).
+		if a.status != http.StatusOK && a.status != http.StatusNotFound || a.index == index {
+			t.Fatalf("blocking read answered %d with index %s, want 200 or 404 above %s", a.status, a.index, index)
 		}
 		d := a.at.Sub(changed)
 		t.Logf("blocking read answered %v after the change through the other server", d)
