@@ -61,14 +61,15 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu       sync.Mutex
-	mode     Mode
-	n        int // messages forwarded per connection in ModeDropReplies
-	conns    map[*conn]struct{}
-	closed   bool
-	dropped  int // server messages dropped
-	passed   int // server messages forwarded
-	accepted int // client connections accepted
+	mu        sync.Mutex
+	mode      Mode
+	n         int // messages forwarded per connection in ModeDropReplies
+	conns     map[*conn]struct{}
+	closed    bool
+	dropped   int // server messages dropped
+	passed    int // server messages forwarded
+	accepted  int // client connections accepted
+	swallowed int // client bytes read and dropped while black-holing
 
 	wg sync.WaitGroup
 }
@@ -184,6 +185,15 @@ func (p *Proxy) Passed() int {
 	return p.passed
 }
 
+// Swallowed returns how many bytes the proxy read from clients and
+// dropped while black-holing, since New: a test waits for it to know that
+// a request sent in ModeBlackHole is gone before it leaves the mode.
+func (p *Proxy) Swallowed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.swallowed
+}
+
 // Accepted returns how many client connections the proxy accepted since
 // New, in any mode, also those it closed at once because the server was
 // down.
@@ -268,6 +278,9 @@ func (p *Proxy) clientToServer(c *conn) {
 		if n > 0 {
 			p.mu.Lock()
 			hole := p.mode == ModeBlackHole
+			if hole {
+				p.swallowed += n
+			}
 			p.mu.Unlock()
 			if !hole && c.server != nil {
 				if _, werr := c.server.Write(buf[:n]); werr != nil {
