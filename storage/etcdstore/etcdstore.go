@@ -384,10 +384,16 @@ func (s *Store) requestContext(ctx context.Context) (context.Context, context.Ca
 //
 // etcd ends a call at the deadline the client sent it too, and may answer
 // before the client's own timer fires, with an Unknown status "context
-// deadline exceeded": so err is read as well as the contexts.
+// deadline exceeded", or in its own words ("request timed out, possibly due
+// to connection lost" when it has lost its leader): so err is read as well as
+// the contexts, and a failure that arrives once ctx's deadline has passed is
+// reported as that deadline whatever its words.
 func (s *Store) deadlineErr(ctx, rctx context.Context, call, note string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
+	}
+	if theirs, ok := ctx.Deadline(); ok && !time.Now().Before(theirs) {
+		return context.DeadlineExceeded
 	}
 	ours, ok := rctx.Deadline()
 	if !ok || (rctx.Err() == nil && !isDeadline(err)) {
