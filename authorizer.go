@@ -422,5 +422,5 @@ func forbidden(p Principal, c Capability, resource string) error {
 	if who == "" {
 		who = "anonymous caller"
 	}
-	return fmt.Errorf("%s lacks %q on %q: %w", who, c, resource, ErrForbidden)
+	return fmt.Errorf("%s lacks %q on %q: %w", who, c, resource, KindForbidden)
 }

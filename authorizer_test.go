@@ -296,8 +296,8 @@ func TestNewRuleAuthorizerRejects(t *testing.T) {
 			if got := keel.KindOf(err); got != keel.KindInvalid {
 				t.Errorf("KindOf(%v) = %v, want %v", err, got, keel.KindInvalid)
 			}
-			if !errors.Is(err, keel.ErrInvalid) {
-				t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
+			if !errors.Is(err, keel.KindInvalid) {
+				t.Errorf("errors.Is(%v, KindInvalid) = false", err)
 			}
 			got := keel.FieldErrors(err)
 			if len(got) != len(tc.want) {
@@ -391,10 +391,10 @@ func TestAuthorizeReadsPrincipalFromContext(t *testing.T) {
 func TestAuthorizePassesItsArguments(t *testing.T) {
 	want := keel.Principal{ID: "alice", Policies: []string{"p"}, Meta: map[string]string{"k": "v"}}
 	ctx := keel.WithPrincipal(context.Background(), want)
-	rec := &recordingAuthorizer{err: keel.ErrForbidden}
+	rec := &recordingAuthorizer{err: keel.KindForbidden}
 
 	err := keel.Authorize(ctx, rec, keel.CapUpdate, "secret/a")
-	if !errors.Is(err, keel.ErrForbidden) {
+	if !errors.Is(err, keel.KindForbidden) {
 		t.Errorf("Authorize = %v, want the authorizer's error", err)
 	}
 	if rec.calls != 1 {
@@ -616,8 +616,8 @@ func checkDecision(t *testing.T, err error, want bool) {
 		t.Error("allowed; want forbidden")
 		return
 	}
-	if !errors.Is(err, keel.ErrForbidden) {
-		t.Errorf("error %v is not ErrForbidden", err)
+	if !errors.Is(err, keel.KindForbidden) {
+		t.Errorf("error %v is not KindForbidden", err)
 	}
 	if got := keel.KindOf(err); got != keel.KindForbidden {
 		t.Errorf("KindOf(%v) = %v, want %v", err, got, keel.KindForbidden)

@@ -57,7 +57,7 @@
 // # Errors
 //
 // Every error returned by a keel package wraps one Kind. Act on the kind,
-// never on the message: errors.Is(err, keel.ErrNotFound), or switch on
+// never on the message: errors.Is(err, keel.KindNotFound), or switch on
 // KindOf(err). A request that breaks rules fails with a *ValidationError
 // that lists every broken rule with the field it concerns (FieldErrors), so
 // that an adapter can answer all of them at once. Fields are named by their

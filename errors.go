@@ -13,13 +13,14 @@ import (
 
 // Kind classifies an error by what the caller can do about it. Every error
 // returned by a keel package wraps exactly one Kind, so that
-// errors.Is(err, keel.ErrNotFound) and KindOf(err) == KindNotFound agree.
+// errors.Is(err, keel.KindNotFound) and KindOf(err) == KindNotFound agree.
 //
 // The numeric values are stable: they may be stored, logged or sent over the
 // wire, and are never renumbered. New kinds are only ever appended.
 //
-// A Kind is itself an error; its message is the kind's name in lower case
-// words ("not found").
+// A Kind is itself an error, and the sentinel of its kind: wrap it with
+// fmt.Errorf and %w to add context, test for it with errors.Is. Its message
+// is the kind's name in lower case words ("not found").
 type Kind uint8
 
 // The kinds of error. The zero value KindNone is what KindOf returns for a
@@ -66,22 +67,6 @@ func (k Kind) String() string {
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
-
-// The sentinel errors, one per kind. Wrap them with fmt.Errorf and %w to add
-// context; test for them with errors.Is.
-var (
-	ErrNotFound         error = KindNotFound
-	ErrAlreadyExists    error = KindAlreadyExists
-	ErrInvalid          error = KindInvalid
-	ErrConflict         error = KindConflict
-	ErrForbidden        error = KindForbidden
-	ErrUnauthenticated  error = KindUnauthenticated
-	ErrTooLarge         error = KindTooLarge
-	ErrUnavailable      error = KindUnavailable
-	ErrInternal         error = KindInternal
-	ErrCanceled         error = KindCanceled
-	ErrDeadlineExceeded error = KindDeadlineExceeded
-)
 
 // KindOf returns the kind of err: KindNone for nil, the first Kind found in
 // err's tree (errors.As order), KindCanceled or KindDeadlineExceeded for an
@@ -137,8 +122,8 @@ func (e *FieldError) Error() string {
 	return e.Field + ": " + e.Rule
 }
 
-// Unwrap returns ErrInvalid.
-func (e *FieldError) Unwrap() error { return ErrInvalid }
+// Unwrap returns KindInvalid.
+func (e *FieldError) Unwrap() error { return KindInvalid }
 
 // Invalid returns an error of kind KindInvalid for one field. The rule is
 // formatted with fmt.Sprintf.
@@ -212,9 +197,9 @@ func (e *ValidationError) Error() string {
 	return "invalid request: " + strings.Join(parts, "; ")
 }
 
-// Unwrap returns ErrInvalid followed by each problem.
+// Unwrap returns KindInvalid followed by each problem.
 func (e *ValidationError) Unwrap() []error {
-	return append([]error{ErrInvalid}, e.errs.Errors...)
+	return append([]error{KindInvalid}, e.errs.Errors...)
 }
 
 // Fields returns the problems in the order they were added.

@@ -75,17 +75,17 @@ func TestSentinels(t *testing.T) {
 		err  error
 		kind keel.Kind
 	}{
-		{keel.ErrNotFound, keel.KindNotFound},
-		{keel.ErrAlreadyExists, keel.KindAlreadyExists},
-		{keel.ErrInvalid, keel.KindInvalid},
-		{keel.ErrConflict, keel.KindConflict},
-		{keel.ErrForbidden, keel.KindForbidden},
-		{keel.ErrUnauthenticated, keel.KindUnauthenticated},
-		{keel.ErrTooLarge, keel.KindTooLarge},
-		{keel.ErrUnavailable, keel.KindUnavailable},
-		{keel.ErrInternal, keel.KindInternal},
-		{keel.ErrCanceled, keel.KindCanceled},
-		{keel.ErrDeadlineExceeded, keel.KindDeadlineExceeded},
+		{keel.KindNotFound, keel.KindNotFound},
+		{keel.KindAlreadyExists, keel.KindAlreadyExists},
+		{keel.KindInvalid, keel.KindInvalid},
+		{keel.KindConflict, keel.KindConflict},
+		{keel.KindForbidden, keel.KindForbidden},
+		{keel.KindUnauthenticated, keel.KindUnauthenticated},
+		{keel.KindTooLarge, keel.KindTooLarge},
+		{keel.KindUnavailable, keel.KindUnavailable},
+		{keel.KindInternal, keel.KindInternal},
+		{keel.KindCanceled, keel.KindCanceled},
+		{keel.KindDeadlineExceeded, keel.KindDeadlineExceeded},
 	}
 	for _, s := range sentinels {
 		t.Run(s.kind.String(), func(t *testing.T) {
@@ -122,22 +122,22 @@ func TestKindOf(t *testing.T) {
 		{"nil", nil, keel.KindNone},
 		{"plain error", errors.New("x"), keel.KindUnknown},
 		{"wrapped plain error", fmt.Errorf("a: %w", errors.New("x")), keel.KindUnknown},
-		{"sentinel", keel.ErrNotFound, keel.KindNotFound},
-		{"wrapped sentinel", fmt.Errorf("x: %w", keel.ErrNotFound), keel.KindNotFound},
-		{"doubly wrapped sentinel", fmt.Errorf("b: %w", fmt.Errorf("a: %w", keel.ErrConflict)), keel.KindConflict},
-		{"sentinel formatted with %v is lost", fmt.Errorf("x: %v", keel.ErrNotFound), keel.KindUnknown},
+		{"sentinel", keel.KindNotFound, keel.KindNotFound},
+		{"wrapped sentinel", fmt.Errorf("x: %w", keel.KindNotFound), keel.KindNotFound},
+		{"doubly wrapped sentinel", fmt.Errorf("b: %w", fmt.Errorf("a: %w", keel.KindConflict)), keel.KindConflict},
+		{"sentinel formatted with %v is lost", fmt.Errorf("x: %v", keel.KindNotFound), keel.KindUnknown},
 		{"context.Canceled", context.Canceled, keel.KindCanceled},
 		{"wrapped context.Canceled", fmt.Errorf("x: %w", context.Canceled), keel.KindCanceled},
 		{"canceled ctx.Err", canceledCtx.Err(), keel.KindCanceled},
 		{"context.DeadlineExceeded", context.DeadlineExceeded, keel.KindDeadlineExceeded},
 		{"wrapped context.DeadlineExceeded", fmt.Errorf("x: %w", context.DeadlineExceeded), keel.KindDeadlineExceeded},
 		{"expired ctx.Err", fmt.Errorf("x: %w", expiredCtx.Err()), keel.KindDeadlineExceeded},
-		{"kind wins over context.Canceled", fmt.Errorf("%w: %w", context.Canceled, keel.ErrUnavailable), keel.KindUnavailable},
-		{"kind wins over context.DeadlineExceeded", errors.Join(context.DeadlineExceeded, keel.ErrNotFound), keel.KindNotFound},
-		{"kind under context.Canceled wins", fmt.Errorf("x: %w", errors.Join(context.Canceled, fmt.Errorf("y: %w", keel.ErrInternal))), keel.KindInternal},
-		{"join of two kinds: the first", errors.Join(keel.ErrNotFound, keel.ErrConflict), keel.KindNotFound},
-		{"join of two kinds reversed: the first", errors.Join(keel.ErrConflict, keel.ErrNotFound), keel.KindConflict},
-		{"join with a plain error first", errors.Join(errors.New("x"), keel.ErrTooLarge), keel.KindTooLarge},
+		{"kind wins over context.Canceled", fmt.Errorf("%w: %w", context.Canceled, keel.KindUnavailable), keel.KindUnavailable},
+		{"kind wins over context.DeadlineExceeded", errors.Join(context.DeadlineExceeded, keel.KindNotFound), keel.KindNotFound},
+		{"kind under context.Canceled wins", fmt.Errorf("x: %w", errors.Join(context.Canceled, fmt.Errorf("y: %w", keel.KindInternal))), keel.KindInternal},
+		{"join of two kinds: the first", errors.Join(keel.KindNotFound, keel.KindConflict), keel.KindNotFound},
+		{"join of two kinds reversed: the first", errors.Join(keel.KindConflict, keel.KindNotFound), keel.KindConflict},
+		{"join with a plain error first", errors.Join(errors.New("x"), keel.KindTooLarge), keel.KindTooLarge},
 		{"field error", &keel.FieldError{Field: "a", Rule: "b"}, keel.KindInvalid},
 		{"invalid", keel.Invalid("a", "b"), keel.KindInvalid},
 		{"wrapped invalid", fmt.Errorf("x: %w", keel.Invalid("a", "b")), keel.KindInvalid},
@@ -178,11 +178,11 @@ func TestValidationCollectsEveryProblem(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("Err() is %T, want *keel.ValidationError", err)
 	}
-	if !errors.Is(err, keel.ErrInvalid) {
-		t.Error("errors.Is(err, ErrInvalid) = false")
+	if !errors.Is(err, keel.KindInvalid) {
+		t.Error("errors.Is(err, KindInvalid) = false")
 	}
-	if errors.Is(err, keel.ErrNotFound) {
-		t.Error("errors.Is(err, ErrNotFound) = true")
+	if errors.Is(err, keel.KindNotFound) {
+		t.Error("errors.Is(err, KindNotFound) = true")
 	}
 	if got := keel.KindOf(err); got != keel.KindInvalid {
 		t.Errorf("KindOf(err) = %v, want %v", got, keel.KindInvalid)
@@ -243,8 +243,8 @@ func TestInvalid(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("Invalid returned %T, want *keel.ValidationError", err)
 	}
-	if !errors.Is(err, keel.ErrInvalid) {
-		t.Error("errors.Is(err, ErrInvalid) = false")
+	if !errors.Is(err, keel.KindInvalid) {
+		t.Error("errors.Is(err, KindInvalid) = false")
 	}
 	if got := keel.KindOf(err); got != keel.KindInvalid {
 		t.Errorf("KindOf = %v, want %v", got, keel.KindInvalid)
@@ -273,8 +273,8 @@ func TestFieldErrors(t *testing.T) {
 	}{
 		{"nil", nil, nil},
 		{"plain error", errors.New("x"), nil},
-		{"bare ErrInvalid carries no fields", keel.ErrInvalid, nil},
-		{"wrapped ErrInvalid", fmt.Errorf("x: %w", keel.ErrInvalid), nil},
+		{"bare KindInvalid carries no fields", keel.KindInvalid, nil},
+		{"wrapped KindInvalid", fmt.Errorf("x: %w", keel.KindInvalid), nil},
 		{"validation error", v.Err(), three},
 		{"wrapped validation error", fmt.Errorf("creating: %w", v.Err()), three},
 		{"doubly wrapped validation error", fmt.Errorf("b: %w", fmt.Errorf("a: %w", v.Err())), three},
@@ -314,8 +314,8 @@ func TestFieldError(t *testing.T) {
 			if got := fe.Error(); got != tc.want {
 				t.Errorf("Error() = %q, want %q", got, tc.want)
 			}
-			if !errors.Is(&fe, keel.ErrInvalid) {
-				t.Error("errors.Is(fieldError, ErrInvalid) = false")
+			if !errors.Is(&fe, keel.KindInvalid) {
+				t.Error("errors.Is(fieldError, KindInvalid) = false")
 			}
 		})
 	}
@@ -335,7 +335,7 @@ func deref(fes []*keel.FieldError) []keel.FieldError {
 }
 
 func TestWithRetryAfter(t *testing.T) {
-	base := fmt.Errorf("role r: outcome unknown: %w", keel.ErrUnavailable)
+	base := fmt.Errorf("role r: outcome unknown: %w", keel.KindUnavailable)
 	err := fmt.Errorf("static-cred: %w", keel.WithRetryAfter(base, 3*time.Second))
 	if keel.KindOf(err) != keel.KindUnavailable || err.Error() != "static-cred: role r: outcome unknown: unavailable" {
 		t.Fatalf("kind %v, message %q", keel.KindOf(err), err)

@@ -31,7 +31,7 @@ func Example_quickstart() {
 		ctx = keel.WithPrincipal(ctx, keel.Principal{ID: "alice"})
 		err = store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			if _, err := tx.Get("greeting"); err == nil {
-				return fmt.Errorf("greeting: %w", keel.ErrAlreadyExists)
+				return fmt.Errorf("greeting: %w", keel.KindAlreadyExists)
 			} else if !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}

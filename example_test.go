@@ -10,9 +10,9 @@ import (
 )
 
 func ExampleKindOf() {
-	err := fmt.Errorf("loading user 42: %w", keel.ErrNotFound)
+	err := fmt.Errorf("loading user 42: %w", keel.KindNotFound)
 	fmt.Println(keel.KindOf(err))
-	fmt.Println(errors.Is(err, keel.ErrNotFound))
+	fmt.Println(errors.Is(err, keel.KindNotFound))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -41,7 +41,7 @@ func ExampleValidation() {
 	err := v.Err()
 
 	fmt.Println(err)
-	fmt.Println(keel.KindOf(err), errors.Is(err, keel.ErrInvalid))
+	fmt.Println(keel.KindOf(err), errors.Is(err, keel.KindInvalid))
 	for _, fe := range keel.FieldErrors(fmt.Errorf("creating volume: %w", err)) {
 		fmt.Printf("%s -> %s\n", fe.Field, fe.Rule)
 	}

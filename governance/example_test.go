@@ -48,7 +48,7 @@ func Example() {
 		panic(err)
 	}
 	_, err = gov.Policies().Get(ctx, p.ID)
-	fmt.Println(errors.Is(err, keel.ErrNotFound))
+	fmt.Println(errors.Is(err, keel.KindNotFound))
 
 	// Without an Authorizer, Open refuses.
 	_, err = governance.Open(ctx, store, nil)

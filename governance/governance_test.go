@@ -187,7 +187,7 @@ func TestDeletingAnOrganizationDeletesItsPolicies(t *testing.T) {
 		if left := keysLeft(t, store); len(left) != 0 {
 			t.Fatalf("keys left: %v", left)
 		}
-		if _, err := gov.Policies().Get(ctx, s.policy); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := gov.Policies().Get(ctx, s.policy); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("policy of the deleted organization: %v", err)
 		}
 	})
@@ -226,7 +226,7 @@ func TestOpenFinishesPendingDeletions(t *testing.T) {
 		if _, ok := storagetest.Dump(t, store)["project/del/acme"]; !ok {
 			t.Fatal("the pending deletion is gone")
 		}
-		if _, err := stuck.Catalog().GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := stuck.Catalog().GetOrganization(ctx, "acme"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("organization being deleted: %v", err)
 		}
 
@@ -296,7 +296,7 @@ func TestOpenAsksTheAuthorizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := policy.CreateRequest{Name: ptr("p"), EnforcementLevel: ptr(policy.Advisory)}
-	if _, err := gov.Policies().Create(nobody, "acme", in); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := gov.Policies().Create(nobody, "acme", in); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("create a policy without the right: %v", err)
 	}
 	if _, err := gov.Policies().Create(root, "acme", in); err != nil {

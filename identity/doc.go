@@ -22,7 +22,7 @@
 // "entity-<UUID>"), Update (by id only) and CreateOrUpdateByName (creates
 // when absent). The package assigns every group's id. Get, GetByName,
 // Delete, DeleteByName, List (the ids) and ListNames complete them; the
-// two lists are paged (keel.ListRequest, keel.Page), DefaultListLimit
+// two lists are paged (keel.ListRequest, keel.Page), 1,000
 // items a page unless asked otherwise. A field set replaces the stored
 // one: an empty MemberGroupIDs removes every member group.
 //

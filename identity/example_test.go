@@ -60,7 +60,7 @@ func Example() {
 
 	// A cycle is refused, on the field that causes it.
 	_, err = groups.Update(ctx, eng.ID, identity.GroupRequest{MemberGroupIDs: &[]string{ops.ID}})
-	fmt.Println(errors.Is(err, keel.ErrInvalid), keel.FieldErrors(err)[0].Field)
+	fmt.Println(errors.Is(err, keel.KindInvalid), keel.FieldErrors(err)[0].Field)
 
 	// Deleting ops removes it from its members' parents.
 	if err := groups.Delete(ctx, ops.ID); err != nil {
@@ -69,7 +69,7 @@ func Example() {
 	g, _ = groups.Get(ctx, eng.ID)
 	fmt.Println(len(g.ParentGroupIDs))
 
-	// The lists are paged: the first page, of DefaultListLimit names at
+	// The lists are paged: the first page, of defaultListLimit names at
 	// most, is the last when its Next is empty (keel.All walks them all).
 	page, _ := groups.ListNames(ctx, keel.ListRequest{})
 	fmt.Println(page.Items, page.Next == "")

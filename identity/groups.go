@@ -272,12 +272,12 @@ func (g *Groups) GetByName(ctx context.Context, name string) (Group, error) {
 	return out, nil
 }
 
-// DefaultListLimit is how many ids or names a page of List or ListNames
+// defaultListLimit is how many ids or names a page of List or ListNames
 // holds when the request sets no limit.
-const DefaultListLimit = 1000
+const defaultListLimit = 1000
 
 // List returns a page of the ids of the groups, in ascending byte order:
-// at most r.Limit ids (DefaultListLimit when it is 0 or less), those after
+// at most r.Limit ids (1,000 when it is 0 or less), those after
 // r.Cursor; keel.All walks every page. The cursor is the last id of the
 // page before: a group created or deleted between two pages is listed, or
 // not, by where its id falls, and no other id is skipped or listed twice.
@@ -314,7 +314,7 @@ func (g *Groups) List(ctx context.Context, r keel.ListRequest) (keel.Page[string
 // ListNames returns a page of the names of the groups, with their case, in
 // the order of their folded form (names compare without regard to case, as
 // they are unique: "alpha" before "Beta"): at most r.Limit names
-// (DefaultListLimit when it is 0 or less), those after r.Cursor; keel.All
+// (1,000 when it is 0 or less), those after r.Cursor; keel.All
 // walks every page. The cursor names the last group of the page before: a
 // group created, renamed or deleted between two pages is listed, or not,
 // by where its name falls, and no other name is skipped or listed twice.
@@ -342,7 +342,7 @@ func (g *Groups) ListNames(ctx context.Context, r keel.ListRequest) (keel.Page[s
 			}
 			e, err := decodeNameEntry(value)
 			if err != nil {
-				return fmt.Errorf("name index entry %q: %v: %w", key, err, keel.ErrInternal)
+				return fmt.Errorf("name index entry %q: %v: %w", key, err, keel.KindInternal)
 			}
 			out.Items = append(out.Items, e.Name)
 			last = e.Name
@@ -358,7 +358,7 @@ func (g *Groups) ListNames(ctx context.Context, r keel.ListRequest) (keel.Page[s
 // listLimit is the size of a page asked for by r.
 func listLimit(r keel.ListRequest) int {
 	if r.Limit <= 0 {
-		return DefaultListLimit
+		return defaultListLimit
 	}
 	return min(r.Limit, math.MaxInt-1) // room for the one more
 }
@@ -429,7 +429,7 @@ func (g *Groups) DeleteByName(ctx context.Context, name string) error {
 func (g *Groups) authorize(ctx context.Context, c keel.Capability, resource string) error {
 	err := keel.Authorize(ctx, g.authz, c, resource)
 	if err != nil && keel.KindOf(err) == keel.KindUnknown {
-		return fmt.Errorf("%q on %q refused: %w: %w", c, resource, keel.ErrForbidden, err)
+		return fmt.Errorf("%q on %q refused: %w: %w", c, resource, keel.KindForbidden, err)
 	}
 	return err
 }
@@ -486,10 +486,10 @@ func deleteFits(l storage.Limits, m, p int) error {
 	switch {
 	case l.MaxTxOps > 0 && writes > l.MaxTxOps:
 		return fmt.Errorf(what+": %d writes, at most %d fit in one transaction of this store (storage.Limits MaxTxOps); remove it from some parent groups, or some member groups from it, first: %w",
-			m, p, writes, l.MaxTxOps, keel.ErrTooLarge)
+			m, p, writes, l.MaxTxOps, keel.KindTooLarge)
 	case l.MaxTxReads > 0 && reads > l.MaxTxReads:
 		return fmt.Errorf(what+", and reads %d keys and ranges, at most %d in one transaction of this store (storage.Limits MaxTxReads); remove it from some parent groups, or some member groups from it, first: %w",
-			m, p, reads, l.MaxTxReads, keel.ErrTooLarge)
+			m, p, reads, l.MaxTxReads, keel.KindTooLarge)
 	}
 	return nil
 }
@@ -522,8 +522,8 @@ func deleteGroup(tx storage.Tx, l storage.Limits, rec *record, now time.Time) er
 		}
 		prec, err := getRecord(tx, p)
 		if err != nil {
-			if errors.Is(err, keel.ErrNotFound) {
-				return fmt.Errorf("parent %q of %q has no record: %w", p, rec.ID, keel.ErrInternal)
+			if errors.Is(err, keel.KindNotFound) {
+				return fmt.Errorf("parent %q of %q has no record: %w", p, rec.ID, keel.KindInternal)
 			}
 			return err
 		}

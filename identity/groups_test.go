@@ -65,7 +65,7 @@ func TestCreateOrUpdateRouting(t *testing.T) {
 			!g.CreationTime.Equal(t0) || !g.LastUpdateTime.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("after updates: %+v", g)
 		}
-		if _, err := e.g.GetByName(ctx, "alpha"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.g.GetByName(ctx, "alpha"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("old name still readable: %v", err)
 		}
 		names, err := collect(ctx, 0, e.g.ListNames)
@@ -322,10 +322,10 @@ func TestParentsFollowMembers(t *testing.T) {
 		if len(tg.MemberGroupIDs) != 0 || tg.ModifyIndex != before+1 || !tg.LastUpdateTime.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("top after delete of its member: %+v", tg)
 		}
-		if _, err := e.g.Get(ctx, p); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.g.Get(ctx, p); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("read of deleted group: %v", err)
 		}
-		if err := e.g.Delete(ctx, p); !errors.Is(err, keel.ErrNotFound) {
+		if err := e.g.Delete(ctx, p); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("second delete: %v", err)
 		}
 		checkGraph(t, e.raw)

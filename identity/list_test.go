@@ -102,19 +102,19 @@ func TestListPages(t *testing.T) {
 }
 
 // TestListDefaultLimit: a page asked for without a limit holds
-// DefaultListLimit items, and Next leads to the rest.
+// defaultListLimit items, and Next leads to the rest.
 func TestListDefaultLimit(t *testing.T) {
 	e := newEnv(t, everystore.Mem, nil, nil)
 	ctx := context.Background()
-	for i := range DefaultListLimit + 1 {
+	for i := range defaultListLimit + 1 {
 		e.create(t, fmt.Sprintf("g%04d", i))
 	}
 	for name, list := range map[string]func(context.Context, keel.ListRequest) (keel.Page[string], error){
 		"List": e.g.List, "ListNames": e.g.ListNames,
 	} {
 		p, err := list(ctx, keel.ListRequest{})
-		if err != nil || len(p.Items) != DefaultListLimit || p.Next != p.Items[DefaultListLimit-1] {
-			t.Fatalf("%s: first page of %d items (next %q), %v; want %d", name, len(p.Items), p.Next, err, DefaultListLimit)
+		if err != nil || len(p.Items) != defaultListLimit || p.Next != p.Items[defaultListLimit-1] {
+			t.Fatalf("%s: first page of %d items (next %q), %v; want %d", name, len(p.Items), p.Next, err, defaultListLimit)
 		}
 		rest, err := list(ctx, keel.ListRequest{Cursor: p.Next})
 		if err != nil || len(rest.Items) != 1 || rest.Next != "" || rest.Items[0] <= p.Next {

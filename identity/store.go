@@ -68,18 +68,18 @@ func decodeNameEntry(raw []byte) (nameEntry, error) {
 // keel.KindNotFound.
 func getRecord(tx storage.Tx, id string) (*record, error) {
 	if id == "" || strings.Contains(id, "/") {
-		return nil, fmt.Errorf("no group %q: %w", id, keel.ErrNotFound)
+		return nil, fmt.Errorf("no group %q: %w", id, keel.KindNotFound)
 	}
 	raw, err := tx.Get(groupKey(id))
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("no group %q: %w", id, keel.ErrNotFound)
+		return nil, fmt.Errorf("no group %q: %w", id, keel.KindNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var rec record
 	if err := json.Unmarshal(raw, &rec); err != nil || rec.ID != id {
-		return nil, fmt.Errorf("record of group %q is corrupt (%v): %w", id, err, keel.ErrInternal)
+		return nil, fmt.Errorf("record of group %q is corrupt (%v): %w", id, err, keel.KindInternal)
 	}
 	return &rec, nil
 }
@@ -99,7 +99,7 @@ func lookupName(tx storage.Tx, name string) (string, error) {
 	}
 	e, err := decodeNameEntry(raw)
 	if err != nil {
-		return "", fmt.Errorf("name index entry of %q is corrupt (%v): %w", name, err, keel.ErrInternal)
+		return "", fmt.Errorf("name index entry of %q is corrupt (%v): %w", name, err, keel.KindInternal)
 	}
 	return e.ID, nil
 }
@@ -112,11 +112,11 @@ func getRecordByName(tx storage.Tx, name string) (*record, error) {
 		return nil, err
 	}
 	if id == "" {
-		return nil, fmt.Errorf("no group named %q: %w", name, keel.ErrNotFound)
+		return nil, fmt.Errorf("no group named %q: %w", name, keel.KindNotFound)
 	}
 	rec, err := getRecord(tx, id)
-	if errors.Is(err, keel.ErrNotFound) {
-		return nil, fmt.Errorf("name %q points to missing group %q: %w", name, id, keel.ErrInternal)
+	if errors.Is(err, keel.KindNotFound) {
+		return nil, fmt.Errorf("name %q points to missing group %q: %w", name, id, keel.KindInternal)
 	}
 	return rec, err
 }
@@ -124,7 +124,7 @@ func getRecordByName(tx storage.Tx, name string) (*record, error) {
 func putRecord(tx storage.Tx, rec *record) error {
 	raw, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("encode group %q: %v: %w", rec.ID, err, keel.ErrInternal)
+		return fmt.Errorf("encode group %q: %v: %w", rec.ID, err, keel.KindInternal)
 	}
 	return tx.Put(groupKey(rec.ID), raw)
 }
@@ -132,7 +132,7 @@ func putRecord(tx storage.Tx, rec *record) error {
 func putName(tx storage.Tx, rec *record) error {
 	raw, err := json.Marshal(nameEntry{ID: rec.ID, Name: rec.Name})
 	if err != nil {
-		return fmt.Errorf("encode name of group %q: %v: %w", rec.ID, err, keel.ErrInternal)
+		return fmt.Errorf("encode name of group %q: %v: %w", rec.ID, err, keel.KindInternal)
 	}
 	return tx.Put(nameKey(rec.Name), raw)
 }

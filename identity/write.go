@@ -108,9 +108,9 @@ func (g *Groups) write(ctx context.Context, t target, in GroupRequest) (Result, 
 		case t.name != "" && nameRule(t.name) == "":
 			rec, err = getRecordByName(tx, t.name)
 		default:
-			err = keel.ErrNotFound
+			err = keel.KindNotFound
 		}
-		if err != nil && !errors.Is(err, keel.ErrNotFound) {
+		if err != nil && !errors.Is(err, keel.KindNotFound) {
 			return err
 		}
 		want := keel.CapCreate
@@ -121,7 +121,7 @@ func (g *Groups) write(ctx context.Context, t target, in GroupRequest) (Result, 
 			return err
 		}
 		if rec == nil && t.mustExist {
-			return fmt.Errorf("no group %q: %w", t.id, keel.ErrNotFound)
+			return fmt.Errorf("no group %q: %w", t.id, keel.KindNotFound)
 		}
 		var v keel.Validation
 		for _, fe := range n.problems {
@@ -263,7 +263,7 @@ func setMembers(tx storage.Tx, v *keel.Validation, id string, created bool, want
 			continue
 		}
 		if _, err := getRecord(tx, c); err != nil {
-			if !errors.Is(err, keel.ErrNotFound) {
+			if !errors.Is(err, keel.KindNotFound) {
 				return err
 			}
 			v.Add("MemberGroupIDs", "invalid member group ID %q: no such group", c)
@@ -329,7 +329,7 @@ func ancestorAmong(tx storage.Tx, id string, candidates []string, budget, maxRea
 		}
 		if reads += 1 + len(parents); budget > 0 && reads > budget {
 			return "", fmt.Errorf("the check for cycles reads the parent groups of every ancestor group of the group: it needs more than the %d reads this write has left in one transaction of this store (storage.Limits MaxTxReads %d); remove the group, or its ancestors, from some parent groups before adding member groups to it: %w",
-				budget, maxReads, keel.ErrTooLarge)
+				budget, maxReads, keel.KindTooLarge)
 		}
 		for _, p := range parents {
 			if want[p] {
@@ -356,7 +356,7 @@ func (g *Groups) checkEntities(ctx context.Context, n normalized) error {
 		ok, err := g.entities.Exists(ctx, id)
 		if err != nil {
 			if keel.KindOf(err) == keel.KindUnknown {
-				return fmt.Errorf("entity directory: %w: %w", keel.ErrUnavailable, err)
+				return fmt.Errorf("entity directory: %w: %w", keel.KindUnavailable, err)
 			}
 			return fmt.Errorf("entity directory: %w", err)
 		}

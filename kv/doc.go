@@ -38,7 +38,7 @@
 // null and "" mean zero. Without a "ttl" key, the "lease" key is read the
 // same way (Vault's older name for it). Without either, or when the stored
 // value cannot be parsed, a read reports the mount default
-// (Options.DefaultTTL, else DefaultLeaseDuration, 768h).
+// (Options.DefaultTTL, else 768h).
 //
 // Leased mounts. With Options.Leases set (Vault's leased_passthrough: the
 // mount's lease.Issuer, which package mount hands over), every Read issues

@@ -58,7 +58,7 @@ func Example() {
 		panic(err)
 	}
 	_, err = engine.Read(ctx, "app/db")
-	fmt.Println(errors.Is(err, keel.ErrNotFound))
+	fmt.Println(errors.Is(err, keel.KindNotFound))
 
 	err = engine.Write(ctx, "app/db", map[string]any{})
 	fmt.Println(err)
@@ -89,7 +89,7 @@ func ExampleEngine_Write() {
 
 	fmt.Println(engine.Write(ctx, "users/ada", map[string]any{"password": "first"}))
 	err = engine.Write(ctx, "users/ada", map[string]any{"password": "second"})
-	fmt.Println(errors.Is(err, keel.ErrForbidden))
+	fmt.Println(errors.Is(err, keel.KindForbidden))
 	fmt.Println(err)
 	// Output:
 	// <nil>

@@ -111,7 +111,7 @@ func FuzzTTL(f *testing.F) {
 			t.Fatalf("Write ttl %q: %v", s, err)
 		}
 		if perr != nil {
-			want = DefaultLeaseDuration
+			want = defaultLeaseDuration
 		}
 		got, err := e.Read(ctx, "p")
 		if err != nil {

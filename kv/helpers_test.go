@@ -110,7 +110,7 @@ func (a *fakeAuthz) Authorize(_ context.Context, p keel.Principal, c keel.Capabi
 	if a.plain {
 		return errors.New("no")
 	}
-	return fmt.Errorf("%s lacks %s on %s: %w", p.ID, c, resource, keel.ErrForbidden)
+	return fmt.Errorf("%s lacks %s on %s: %w", p.ID, c, resource, keel.KindForbidden)
 }
 
 // questions returns the questions asked so far, and forgets them.

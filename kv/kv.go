@@ -18,10 +18,10 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// DefaultLeaseDuration is the lease duration a read reports for a secret
+// defaultLeaseDuration is the lease duration a read reports for a secret
 // without a "ttl" key when Options.DefaultTTL is zero: 768 hours (2,764,800
 // seconds), the system default of Vault.
-const DefaultLeaseDuration = 768 * time.Hour
+const defaultLeaseDuration = 768 * time.Hour
 
 // Options configure an Engine. A nil *Options, and the zero value of each
 // field, mean the defaults.
@@ -31,7 +31,7 @@ type Options struct {
 	Authorizer keel.Authorizer
 	// DefaultTTL is the mount's default lease duration, reported on a
 	// read of a secret without a usable "ttl" key. Zero means
-	// DefaultLeaseDuration; a negative value is refused by New.
+	// 768h; a negative value is refused by New.
 	DefaultTTL time.Duration
 	// Leases, when not nil, makes the mount leased (Vault's
 	// leased_passthrough): every Read issues a lease of the secret's lease
@@ -117,7 +117,7 @@ func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
 		return nil, fmt.Errorf("kv: %w", err)
 	}
 	if o.DefaultTTL == 0 {
-		o.DefaultTTL = DefaultLeaseDuration
+		o.DefaultTTL = defaultLeaseDuration
 	}
 	e := &Engine{
 		store:      store,
@@ -184,7 +184,7 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 		if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
 			return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
 		}
-		return Secret{}, fmt.Errorf("kv: read %q: a folder holds no value: %w", path, keel.ErrNotFound)
+		return Secret{}, fmt.Errorf("kv: read %q: a folder holds no value: %w", path, keel.KindNotFound)
 	}
 	if err := checkPath(path); err != nil {
 		return Secret{}, fmt.Errorf("kv: read: %w", err)
@@ -209,7 +209,7 @@ func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
 	l, err := e.leases.Issue(ctx, lease.IssueRequest{Path: e.resource(path), TTL: s.LeaseDuration, Renewable: renewable})
 	if err != nil {
 		if keel.KindOf(err) == keel.KindUnknown {
-			return Secret{}, fmt.Errorf("kv: issue lease for %q: %w: %w", path, keel.ErrUnavailable, err)
+			return Secret{}, fmt.Errorf("kv: issue lease for %q: %w: %w", path, keel.KindUnavailable, err)
 		}
 		return Secret{}, fmt.Errorf("kv: issue lease for %q: %w", path, err)
 	}
@@ -232,28 +232,28 @@ func (e *Engine) load(ctx context.Context, path string) (Secret, error) {
 		})
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return Secret{}, fmt.Errorf("kv: no secret at %q: %w", path, keel.ErrNotFound)
+		return Secret{}, fmt.Errorf("kv: no secret at %q: %w", path, keel.KindNotFound)
 	}
 	if err != nil {
 		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
 	}
 	data, err := decodeData(raw)
 	if err != nil {
-		return Secret{}, fmt.Errorf("kv: secret at %q is not a JSON object (%v): %w", path, err, keel.ErrInternal)
+		return Secret{}, fmt.Errorf("kv: secret at %q is not a JSON object (%v): %w", path, err, keel.KindInternal)
 	}
 	return Secret{Data: data, LeaseDuration: e.leaseDuration(data), JSON: raw}, nil
 }
 
-// DefaultListLimit is how many names a page of List holds when the request
+// defaultListLimit is how many names a page of List holds when the request
 // sets no limit.
-const DefaultListLimit = 1000
+const defaultListLimit = 1000
 
 // List returns a page of the names of the immediate children of the folder
 // path, in ascending byte order: a secret by its last segment ("db"), a
 // folder by its segment and a slash ("app/"). A name that is both a secret
 // and a folder is listed twice, as "a" and "a/". path "" (or "/") lists
 // the top of the mount; a path with or without a trailing slash lists the
-// same folder. A page holds at most r.Limit names (DefaultListLimit when
+// same folder. A page holds at most r.Limit names (1,000 when
 // it is 0 or less), those after r.Cursor; keel.All walks every page.
 // Values are never read: the cost is in proportion to the children
 // listed, not to the keys below them.
@@ -274,7 +274,7 @@ func (e *Engine) List(ctx context.Context, path string, r keel.ListRequest) (kee
 	}
 	limit := r.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = defaultListLimit
 	}
 	var c collector
 	err = e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -291,7 +291,7 @@ func (e *Engine) List(ctx context.Context, path string, r keel.ListRequest) (kee
 		return keel.Page[string]{}, fmt.Errorf("kv: list %q: %w", folder, err)
 	}
 	if c.n == 0 && r.Cursor == "" {
-		return keel.Page[string]{}, fmt.Errorf("kv: nothing to list at %q: %w", folder, keel.ErrNotFound)
+		return keel.Page[string]{}, fmt.Errorf("kv: nothing to list at %q: %w", folder, keel.KindNotFound)
 	}
 	names := c.all()
 	if len(names) > limit {
@@ -418,7 +418,7 @@ func (e *Engine) resource(path string) string { return e.mount + "/" + path }
 func (e *Engine) authorize(ctx context.Context, c keel.Capability, resource string) error {
 	err := keel.Authorize(ctx, e.authz, c, resource)
 	if err != nil && keel.KindOf(err) == keel.KindUnknown {
-		return fmt.Errorf("%q on %q refused: %w: %w", c, resource, keel.ErrForbidden, err)
+		return fmt.Errorf("%q on %q refused: %w: %w", c, resource, keel.KindForbidden, err)
 	}
 	return err
 }

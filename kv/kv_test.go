@@ -215,8 +215,8 @@ func TestLeaseDurationOfStoredGarbage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.LeaseDuration != kv.DefaultLeaseDuration {
-			t.Fatalf("LeaseDuration = %v, want %v", got.LeaseDuration, kv.DefaultLeaseDuration)
+		if got.LeaseDuration != 768*time.Hour {
+			t.Fatalf("LeaseDuration = %v, want %v", got.LeaseDuration, 768*time.Hour)
 		}
 	})
 }
@@ -283,7 +283,7 @@ func TestBadTTL(t *testing.T) {
 						t.Fatalf("write with ttl %v: %v", ttl, err)
 					}
 					s, err := e.Read(ctx, path)
-					if err != nil || s.LeaseDuration != kv.DefaultLeaseDuration || s.Data["k"] != "v2" || s.Data["ttl"] == nil {
+					if err != nil || s.LeaseDuration != 768*time.Hour || s.Data["k"] != "v2" || s.Data["ttl"] == nil {
 						t.Fatalf("read after a ttl of %v: %+v, %v", ttl, s, err)
 					}
 				}
@@ -570,8 +570,8 @@ func TestRights(t *testing.T) {
 						continue
 					}
 					wantKind(t, err, keel.KindForbidden)
-					if !errors.Is(err, keel.ErrForbidden) {
-						t.Fatalf("%s: %v does not wrap keel.ErrForbidden", who, err)
+					if !errors.Is(err, keel.KindForbidden) {
+						t.Fatalf("%s: %v does not wrap keel.KindForbidden", who, err)
 					}
 					wantUnchanged(t, store, before)
 				}
@@ -633,8 +633,8 @@ func TestCreateVersusUpdate(t *testing.T) {
 					t.Fatalf("asked %q, want %q", q, want)
 				}
 				if err != nil {
-					if tc.wantKind == keel.KindForbidden && !errors.Is(err, keel.ErrForbidden) {
-						t.Fatalf("%v does not wrap keel.ErrForbidden", err)
+					if tc.wantKind == keel.KindForbidden && !errors.Is(err, keel.KindForbidden) {
+						t.Fatalf("%v does not wrap keel.KindForbidden", err)
 					}
 					wantUnchanged(t, store, before)
 					return
@@ -679,7 +679,7 @@ func TestCreateDecidedInTransaction(t *testing.T) {
 // write and leaves the store as it was.
 func TestFaultsLeaveStoreUnchanged(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		boom := fmt.Errorf("disk on fire: %w", keel.ErrUnavailable)
+		boom := fmt.Errorf("disk on fire: %w", keel.KindUnavailable)
 		tests := map[string]struct {
 			op   faultstore.Op
 			path string
@@ -893,7 +893,7 @@ func TestLeasedErrors(t *testing.T) {
 			wantKind keel.Kind
 		}{
 			"unclassified error: unavailable": {errors.New("lease store down"), keel.KindUnavailable},
-			"classified error keeps its kind": {fmt.Errorf("too many leases: %w", keel.ErrTooLarge), keel.KindTooLarge},
+			"classified error keeps its kind": {fmt.Errorf("too many leases: %w", keel.KindTooLarge), keel.KindTooLarge},
 		} {
 			t.Run(name, func(t *testing.T) {
 				fs := faultstore.New(open(t))
@@ -1050,7 +1050,7 @@ func TestReadReservesLargeValues(t *testing.T) {
 		ctx = keel.WithReserver(ctx, func(ctx context.Context, n int64) error {
 			asked = append(asked, n)
 			if refuse {
-				return fmt.Errorf("no room: %w", keel.ErrUnavailable)
+				return fmt.Errorf("no room: %w", keel.KindUnavailable)
 			}
 			return nil
 		})

@@ -13,7 +13,7 @@ func BenchmarkTemplateUsername(b *testing.B) {
 	now := time.Now()
 	d := credtemplate.UsernameData{DisplayName: "alice", RoleName: "app"}
 	for b.Loop() {
-		if _, err := credtemplate.Render("username_template", DefaultUsernameTemplate, credtemplate.Username, d, now); err != nil {
+		if _, err := credtemplate.Render("username_template", defaultUsernameTemplate, credtemplate.Username, d, now); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -17,21 +17,21 @@ import (
 // in memory, and a client's length must not decide how much.
 const MaxPasswordLength = 1024
 
-// DefaultPasswordLength is the length of passwords generated without a
+// defaultPasswordLength is the length of passwords generated without a
 // password policy or a configured length.
-const DefaultPasswordLength = 64
+const defaultPasswordLength = 64
 
 // The defaults of the settings of Vault's engine that keel stores and
 // reads back without using them (see Config).
 const (
-	DefaultGroupFilter        = "(|(memberUid={{.Username}})(member={{.UserDN}})(uniqueMember={{.UserDN}}))"
-	DefaultGroupAttr          = "cn"
-	DefaultUserFilter         = "({{.UserAttr}}={{.Username}})"
-	DefaultDereferenceAliases = "never"
-	// CredentialPassword is the one Config.CredentialType keel manages
+	defaultGroupFilter        = "(|(memberUid={{.Username}})(member={{.UserDN}})(uniqueMember={{.UserDN}}))"
+	defaultGroupAttr          = "cn"
+	defaultUserFilter         = "({{.UserAttr}}={{.Username}})"
+	defaultDereferenceAliases = "never"
+	// credentialPassword is the one Config.CredentialType keel manages
 	// (and its default): the entries' passwords. Vault's "phrase" (RACF
 	// password phrases) is refused.
-	CredentialPassword = "password"
+	credentialPassword = "password"
 )
 
 // Config is the bind configuration of an engine: where the directory is,
@@ -49,7 +49,7 @@ const (
 // with Vault's defaults, so that a configuration written for Vault, and
 // its read-back by infrastructure-as-code tools, round-trips; setting
 // them changes nothing else. A value keel cannot honour is refused rather
-// than stored: CredentialType other than CredentialPassword, and a
+// than stored: CredentialType other than "password", and a
 // non-zero RotationPeriod, RotationSchedule or RotationWindow (rotate the
 // bind password with RotateRoot).
 type Config struct {
@@ -60,7 +60,7 @@ type Config struct {
 	// changes it, and no one need know it). GetConfig leaves it empty.
 	BindPass string
 	// URL is the directory's ldap:// or ldaps:// URL, or several
-	// separated by commas, tried in order. Empty: DefaultURL.
+	// separated by commas, tried in order. Empty: "ldap://127.0.0.1".
 	URL string
 	// PasswordPolicy names the policy of Options.Policies that generates
 	// the passwords. Empty: Length letters and digits.
@@ -79,10 +79,10 @@ type Config struct {
 	// BindDN@UPNDomain. FlavorLDAP only.
 	UPNDomain string
 	// ConnectionTimeout bounds connecting to the directory. Zero:
-	// DefaultConnectionTimeout. FlavorLDAP only.
+	// 30s. FlavorLDAP only.
 	ConnectionTimeout time.Duration
 	// RequestTimeout bounds each request to the directory. Zero:
-	// DefaultRequestTimeout.
+	// 90s.
 	RequestTimeout time.Duration
 	// StartTLS upgrades an ldap:// connection to TLS before binding.
 	StartTLS bool
@@ -98,20 +98,20 @@ type Config struct {
 	ClientTLSKey  string
 	// TLSMinVersion and TLSMaxVersion bound the TLS version: "tls10",
 	// "tls11", "tls12" or "tls13", the minimum not above the maximum.
-	// Empty: DefaultTLSVersion.
+	// Empty: "tls12".
 	TLSMinVersion string
 	TLSMaxVersion string
 	// Length is the number of letters and digits of a generated password,
 	// at most MaxPasswordLength; it may not be set with PasswordPolicy.
-	// Zero: DefaultPasswordLength (GetConfig returns it when
+	// Zero: 64 (GetConfig returns it when
 	// PasswordPolicy is empty too). Deprecated in Vault: prefer a policy.
 	Length int
 
 	// Stored and returned, not used (see above).
 	GroupDN     string // base of Vault's group search
-	GroupFilter string // Go template of the group search filter; empty: DefaultGroupFilter
-	GroupAttr   string // attribute naming a group; empty: DefaultGroupAttr
-	UserFilter  string // Go template of the user search filter; empty: DefaultUserFilter
+	GroupFilter string // Go template of the group search filter; empty: "(|(memberUid={{.Username}})(member={{.UserDN}})(uniqueMember={{.UserDN}}))"
+	GroupAttr   string // attribute naming a group; empty: "cn"
+	UserFilter  string // Go template of the user search filter; empty: "({{.UserAttr}}={{.Username}})"
 	// DenyNullBind refuses a login without a password. Nil: true (keel
 	// never binds without a password).
 	DenyNullBind              *bool
@@ -126,7 +126,7 @@ type Config struct {
 	// UsePre111GroupCNBehavior: nil is not set, and GetConfig returns nil
 	// (as Vault).
 	UsePre111GroupCNBehavior *bool
-	// CredentialType is what the engine manages: CredentialPassword (the
+	// CredentialType is what the engine manages: "password" (the
 	// default) only.
 	CredentialType string
 	// SkipStaticRoleImportRotation is the default of a static role's
@@ -293,24 +293,24 @@ func (e *Engine) fillDefaults(c *Config) {
 			*s = d
 		}
 	}
-	def(&c.URL, DefaultURL)
+	def(&c.URL, defaultURL)
 	def(&c.Schema, SchemaOpenLDAP)
 	if e.feat.userSettings {
 		def(&c.UserAttr, defaultUserAttr(c.Schema))
 		if c.ConnectionTimeout == 0 {
-			c.ConnectionTimeout = DefaultConnectionTimeout
+			c.ConnectionTimeout = defaultConnectionTimeout
 		}
 	}
 	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
+		c.RequestTimeout = defaultRequestTimeout
 	}
-	def(&c.TLSMinVersion, DefaultTLSVersion)
-	def(&c.TLSMaxVersion, DefaultTLSVersion)
-	def(&c.GroupFilter, DefaultGroupFilter)
-	def(&c.GroupAttr, DefaultGroupAttr)
-	def(&c.UserFilter, DefaultUserFilter)
-	def(&c.DereferenceAliases, DefaultDereferenceAliases)
-	def(&c.CredentialType, CredentialPassword)
+	def(&c.TLSMinVersion, defaultTLSVersion)
+	def(&c.TLSMaxVersion, defaultTLSVersion)
+	def(&c.GroupFilter, defaultGroupFilter)
+	def(&c.GroupAttr, defaultGroupAttr)
+	def(&c.UserFilter, defaultUserFilter)
+	def(&c.DereferenceAliases, defaultDereferenceAliases)
+	def(&c.CredentialType, credentialPassword)
 	if c.DenyNullBind == nil {
 		c.DenyNullBind = new(true)
 	}
@@ -394,7 +394,7 @@ func (e *Engine) validate(c *Config) error {
 		v.Add("DereferenceAliases", "must be never, finding, searching or always")
 	}
 	switch c.CredentialType {
-	case CredentialPassword:
+	case credentialPassword:
 	case "phrase":
 		v.Add("CredentialType", "password phrases are not supported: only passwords are managed")
 	default:
@@ -418,7 +418,7 @@ func (e *Engine) validate(c *Config) error {
 // take their default, except BindPass, which keeps the stored password
 // when empty (a rotated root password need not be known), and
 // LastBindPasswordRotation, which stays as stored. Broken rules are errors
-// of kind keel.ErrInvalid naming Config's fields, every one at once, and
+// of kind keel.KindInvalid naming Config's fields, every one at once, and
 // leave the stored configuration as it was. It needs update on
 // "MOUNT/config". A new BindPass drops a pending root rotation record.
 // The rules are those of UpdateConfig, which changes only some fields.
@@ -432,7 +432,7 @@ func (e *Engine) PutConfig(ctx context.Context, c Config) (err error) {
 // one transaction; the other fields stay as they are. As a configuration
 // write of Vault's engine, it also makes the first configuration, from u
 // and the defaults, when there is none (u must then set BindDN and
-// BindPass). Broken rules are errors of kind keel.ErrInvalid naming
+// BindPass). Broken rules are errors of kind keel.KindInvalid naming
 // Config's fields, across the merged values (a stored Length refuses a
 // new PasswordPolicy unless u sets Length to zero), and leave the stored
 // configuration as it was. It needs update on "MOUNT/config". A new
@@ -479,8 +479,8 @@ func (e *Engine) writeConfig(ctx context.Context, build func(stored Config) Conf
 // GetConfig returns the configuration with BindPass and ClientTLSKey
 // empty and every default filled in (also for fields that a configuration
 // stored by an earlier version of keel lacks). Length is
-// DefaultPasswordLength when neither Length nor PasswordPolicy is set. No
-// configuration is an error of kind keel.ErrNotFound. It needs read on
+// 64 when neither Length nor PasswordPolicy is set. No
+// configuration is an error of kind keel.KindNotFound. It needs read on
 // "MOUNT/config".
 func (e *Engine) GetConfig(ctx context.Context) (_ Config, err error) {
 	defer prefixErr(&err)
@@ -494,7 +494,7 @@ func (e *Engine) GetConfig(ctx context.Context) (_ Config, err error) {
 	e.fillDefaults(&c)
 	c.BindPass, c.ClientTLSKey = "", ""
 	if c.Length == 0 && c.PasswordPolicy == "" {
-		c.Length = DefaultPasswordLength
+		c.Length = defaultPasswordLength
 	}
 	return c, nil
 }
@@ -528,7 +528,7 @@ func (e *Engine) loadConfig(ctx context.Context) (Config, error) {
 		return Config{}, err
 	}
 	if !found {
-		return Config{}, fmt.Errorf("ldapengine: %s: engine is not configured: %w", e.mount, keel.ErrNotFound)
+		return Config{}, fmt.Errorf("ldapengine: %s: engine is not configured: %w", e.mount, keel.KindNotFound)
 	}
 	return c, nil
 }
@@ -536,17 +536,17 @@ func (e *Engine) loadConfig(ctx context.Context) (Config, error) {
 // generate returns a new password by c: from the password policy (with no
 // rights check: the caller's right is that of the engine's operation), or
 // passwordpolicy.GenerateAlphanumeric with c.Length or
-// DefaultPasswordLength.
+// 64.
 func (e *Engine) generate(ctx context.Context, c *Config) (string, error) {
 	if c.PasswordPolicy != "" {
 		if e.pol == nil {
-			return "", fmt.Errorf("ldapengine: password policy %q: no password policies are configured: %w", c.PasswordPolicy, keel.ErrNotFound)
+			return "", fmt.Errorf("ldapengine: password policy %q: no password policies are configured: %w", c.PasswordPolicy, keel.KindNotFound)
 		}
 		return e.pol.GenerateUnchecked(ctx, c.PasswordPolicy)
 	}
 	n := c.Length
 	if n <= 0 {
-		n = DefaultPasswordLength
+		n = defaultPasswordLength
 	}
 	return passwordpolicy.GenerateAlphanumeric(n)
 }

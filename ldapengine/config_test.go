@@ -61,8 +61,8 @@ func TestUpdateConfigMergesIntoStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.BindDN != bindDN || c.URL != "ldap://ldap.example.org" || c.UserDN != "ou=users,dc=example,dc=org" ||
-			c.UserAttr != "uid" || c.RequestTimeout != 30*time.Second || c.ConnectionTimeout != DefaultConnectionTimeout ||
-			c.Schema != SchemaOpenLDAP || c.Length != DefaultPasswordLength {
+			c.UserAttr != "uid" || c.RequestTimeout != 30*time.Second || c.ConnectionTimeout != defaultConnectionTimeout ||
+			c.Schema != SchemaOpenLDAP || c.Length != defaultPasswordLength {
 			t.Fatalf("merged config %+v", c)
 		}
 		if s, _ := storedConfig(t, v); s.BindPass != "bind-pw" {
@@ -74,7 +74,7 @@ func TestUpdateConfigMergesIntoStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, _ := storedConfig(t, v)
-		if s.BindPass != "bind-pw" || s.RequestTimeout != DefaultRequestTimeout || s.URL != DefaultURL || s.UserAttr != "uid" {
+		if s.BindPass != "bind-pw" || s.RequestTimeout != defaultRequestTimeout || s.URL != defaultURL || s.UserAttr != "uid" {
 			t.Fatalf("stored %+v", s)
 		}
 	})
@@ -179,7 +179,7 @@ func TestConfigVaultOnlySettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.GroupFilter != DefaultGroupFilter || c.GroupAttr != "cn" || c.UserFilter != DefaultUserFilter ||
+		if c.GroupFilter != defaultGroupFilter || c.GroupAttr != "cn" || c.UserFilter != defaultUserFilter ||
 			c.DenyNullBind == nil || !*c.DenyNullBind || c.DereferenceAliases != "never" || c.CredentialType != "password" ||
 			c.UsePre111GroupCNBehavior != nil || c.CaseSensitiveNames || c.RotationPeriod != 0 || !c.LastBindPasswordRotation.IsZero() {
 			t.Fatalf("defaults %+v", c)
@@ -227,7 +227,7 @@ func TestConfigVaultOnlySettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, _ = storedConfig(t, v)
-		if s.GroupDN != "" || s.URL != DefaultURL || !*s.DenyNullBind || s.UsePre111GroupCNBehavior != nil ||
+		if s.GroupDN != "" || s.URL != defaultURL || !*s.DenyNullBind || s.UsePre111GroupCNBehavior != nil ||
 			s.BindPass != "bind-pw" || !s.LastBindPasswordRotation.Equal(at) {
 			t.Fatalf("after PutConfig %+v", s)
 		}

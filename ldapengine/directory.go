@@ -38,10 +38,10 @@ type Conn struct {
 // Directory is the small part of LDAP the engine uses. Each call connects
 // with c, binds as c.BindDN (except Bind), does its work and disconnects.
 //
-// Errors wrap keel.ErrUnavailable when no server of c.URLs can be reached
-// or a request fails, keel.ErrUnauthenticated when Bind's dn is refused,
-// keel.ErrConflict when the directory refuses c.BindDN itself (the
-// configuration is wrong, not the caller), and keel.ErrNotFound when an
+// Errors wrap keel.KindUnavailable when no server of c.URLs can be reached
+// or a request fails, keel.KindUnauthenticated when Bind's dn is refused,
+// keel.KindConflict when the directory refuses c.BindDN itself (the
+// configuration is wrong, not the caller), and keel.KindNotFound when an
 // entry is missing. An error of a change (SetPassword, Apply) also wraps
 // ErrNotApplied when the change was certainly not made: the call failed
 // before sending it, or the server answered it with an error. Without
@@ -52,11 +52,11 @@ type Directory interface {
 	// Bind checks that dn binds with password on the servers of c.
 	Bind(ctx context.Context, c Conn, dn, password string) error
 	// FindDN returns the DN of the one entry under base whose attribute
-	// attr equals value; no entry is an error of kind keel.ErrNotFound,
-	// several of kind keel.ErrConflict.
+	// attr equals value; no entry is an error of kind keel.KindNotFound,
+	// several of kind keel.KindConflict.
 	FindDN(ctx context.Context, c Conn, base, attr, value string) (string, error)
 	// EntryExists returns nil when the entry dn exists, and an error of
-	// kind keel.ErrNotFound when it does not.
+	// kind keel.KindNotFound when it does not.
 	EntryExists(ctx context.Context, c Conn, dn string) error
 	// SetPassword sets the password of the entry dn by c.Schema: the
 	// Password Modify extended operation for SchemaOpenLDAP (the server
@@ -71,8 +71,8 @@ type Directory interface {
 	// failed change, joined in order (errors.Join, or any error whose
 	// Unwrap() []error returns them, as LDAP's). A missing entry
 	// (or, in a modify, a missing attribute value to delete) is of kind
-	// keel.ErrNotFound, an entry or value that exists already of kind
-	// keel.ErrAlreadyExists.
+	// keel.KindNotFound, an entry or value that exists already of kind
+	// keel.KindAlreadyExists.
 	Apply(ctx context.Context, c Conn, changes []Change, keepGoing bool) error
 }
 
@@ -112,7 +112,7 @@ type Attribute = ldifparse.Attribute
 type Modification = ldifparse.Modification
 
 // ChangeError is the failure of one change of Apply. Err carries the kind
-// (keel.ErrNotFound, keel.ErrAlreadyExists, keel.ErrUnavailable, …).
+// (keel.KindNotFound, keel.KindAlreadyExists, keel.KindUnavailable, …).
 type ChangeError struct {
 	Index int    // the change's position in the list given to Apply, from 0
 	Type  string // the change's Type

@@ -63,7 +63,7 @@
 //
 // The lists of roles and sets can grow without bound: ListStaticRoles,
 // ListDynamicRoles and ListLibrarySets return one keel.Page of names at a
-// time, DefaultListLimit by default, and keel.All walks them all. The
+// time, 1,000 by default, and keel.All walks them all. The
 // cursor of the next page (Page.Next) is the last name given, opaque to
 // the caller: a walk goes on after it while names are created and
 // deleted, giving every name that exists throughout once. The size of a
@@ -78,7 +78,7 @@
 // settled by the worker, woken for it, within Options.RetryInterval of the
 // directory answering again: it first binds with the new password (the
 // change was made: it is adopted without changing it again), else sets it
-// again. Until then GetStaticCred fails with keel.ErrUnavailable carrying
+// again. Until then GetStaticCred fails with keel.KindUnavailable carrying
 // keel.RetryAfterOf (the Vault adapter answers 503 with Retry-After)
 // rather than hand out a password that may not bind, and check-out skips
 // such accounts. A change the directory certainly did not make
@@ -92,16 +92,16 @@
 //
 // # Errors
 //
-// Errors wrap the kinds of package keel: keel.ErrInvalid (with the Go
+// Errors wrap the kinds of package keel: keel.KindInvalid (with the Go
 // field path, see keel.FieldErrors) for broken rules, including a static
 // role whose dn or username does not resolve in the directory (the role is
-// not stored); keel.ErrNotFound for a missing role, configuration or
-// password policy; keel.ErrConflict for an entry already managed by
+// not stored); keel.KindNotFound for a missing role, configuration or
+// password policy; keel.KindConflict for an entry already managed by
 // another role, for a directory that refuses the configured bind account,
 // and for a change the directory refuses (not allowed on a non-leaf, a
 // constraint, missing rights), each naming the directory's answer;
-// keel.ErrUnavailable for a directory that cannot be reached, times out or
-// answers that it is busy. Never keel.ErrUnauthenticated: that is the
+// keel.KindUnavailable for a directory that cannot be reached, times out or
+// answers that it is busy. Never keel.KindUnauthenticated: that is the
 // caller's kind, and a directory's refusal is not the caller's.
 //
 // Every message starts with "ldapengine: ", once, also that of an error
@@ -177,7 +177,7 @@
 // other). PutLibrarySet, PutStaticRole and PutDynamicRole apply the rule
 // (one function over the table of routes, so that a route added to it
 // constrains the names of its kind), before anything is read or written,
-// with a keel.ErrInvalid on Name that names both routes; since it is in
+// with a keel.KindInvalid on Name that names both routes; since it is in
 // the engine, every transport is safe. The other operations take any
 // well-formed name: one that cannot be written names no object (not
 // found), and a set stored under such a name before the rule can still be
@@ -202,7 +202,7 @@
 //
 //   - Dynamic roles exist in both flavors; CreateDynamicCred (Vault's
 //     creds/:name) is refused by the openldap flavor with an error of kind
-//     keel.ErrInvalid, as the spec lists the endpoint for ldap only.
+//     keel.KindInvalid, as the spec lists the endpoint for ldap only.
 //   - A role is created when missing and updated otherwise (Vault's
 //     existence check); only the fields sent change, and an empty string
 //     clears one. The merged role must still have CreationLDIF and
@@ -248,7 +248,7 @@
 //     once an operator fixes the role. Leases of older versions do not
 //     record the added entries and are not checked.
 //   - The caller's display name (keel.Principal.DisplayName) and the
-//     generated username are refused (keel.ErrInvalid; at role write,
+//     generated username are refused (keel.KindInvalid; at role write,
 //     field "UsernameTemplate") when they hold control
 //     characters (line breaks among them), a DN special (, = + < > # ; "
 //     \), a leading or trailing space or a leading ':': such a value could
@@ -304,17 +304,17 @@
 //     borrower's (both non-empty).
 //   - Check-in without names takes the accounts of the set that are
 //     checked out and that the caller may check in; more than one is an
-//     error (keel.ErrInvalid on ServiceAccountNames), none checks nothing
+//     error (keel.KindInvalid on ServiceAccountNames), none checks nothing
 //     in (an empty list). A named account that is checked out by someone
-//     else is keel.ErrForbidden, and nothing is checked in; a name that is
-//     not in the set is keel.ErrInvalid. Names are checked in one at a time: when
+//     else is keel.KindForbidden, and nothing is checked in; a name that is
+//     not in the set is keel.KindInvalid. Names are checked in one at a time: when
 //     one fails, those before it stay checked in (they are returned with
 //     the error).
 //   - Create needs ServiceAccountNames (at least one). An update changes
 //     only the fields given (pointer fields; nil ServiceAccountNames keeps
 //     the list). MaxTTL, when not zero, may not be below TTL (Vault's
 //     rule). Removing an account that is checked out is refused
-//     (keel.ErrConflict), as is deleting a set while any of its accounts
+//     (keel.KindConflict), as is deleting a set while any of its accounts
 //     is checked out; deleting a missing set succeeds.
 //   - Role and set names are hierarchical, as Vault's ("team/app"): one
 //     or more segments of letters, digits, '_', '.', '@' and '-' (each
@@ -356,18 +356,18 @@
 //   - A check-out lease is renewed (sys/leases/renew) only while its
 //     account is checked out under it with no check-in under way: the
 //     renewal of a lease whose account is checked in, or lent again under
-//     another lease, is refused (keel.ErrInvalid on LeaseID), as Vault's
+//     another lease, is refused (keel.KindInvalid on LeaseID), as Vault's
 //     engine refuses it. Once checked in the lease is usually gone, and
-//     the renewal answers keel.ErrNotFound.
+//     the renewal answers keel.KindNotFound.
 //   - A check-out needs a caller with a client token id or an entity id
 //     (keel.Principal.ClientTokenID, EntityID): they name the borrower who
 //     may check the account in. CheckOut refuses a caller with neither
-//     (keel.ErrInvalid on Principal.ClientTokenID) before writing
+//     (keel.KindInvalid on Principal.ClientTokenID) before writing
 //     anything.
 //   - No account available is ErrNoAccountAvailable, of kind
-//     keel.ErrConflict (the set's state refuses the check-out now, the
+//     keel.KindConflict (the set's state refuses the check-out now, the
 //     request itself is fine); the Vault adapter's one status table
 //     renders it 400, as Vault does.
 //   - Library sets exist only in the ldap flavor: in openldap every
-//     library operation fails with keel.ErrInvalid naming the flavor.
+//     library operation fails with keel.KindInvalid naming the flavor.
 package ldapengine

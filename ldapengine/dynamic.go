@@ -15,9 +15,9 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// DefaultUsernameTemplate is the username template of a dynamic role that
+// defaultUsernameTemplate is the username template of a dynamic role that
 // sets none.
-const DefaultUsernameTemplate = "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_{{unix_time}}"
+const defaultUsernameTemplate = "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_{{unix_time}}"
 
 // prefixDynRole is the store prefix of dynamic roles.
 const prefixDynRole = "dynrole/"
@@ -39,7 +39,7 @@ type DynamicRoleRequest struct {
 	// RollbackLDIF undoes a creation that failed part way; optional.
 	RollbackLDIF *string
 	// UsernameTemplate is the Go template of the account's username.
-	// Empty: DefaultUsernameTemplate.
+	// Empty: "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_{{unix_time}}".
 	UsernameTemplate *string
 	// DefaultTTL is the TTL of a credential's lease, at most MaxTTL and
 	// the mount maximum (Options.MaxTTL). Zero: the lease manager's
@@ -57,7 +57,7 @@ type DynamicRole struct {
 	CreationLDIF     string
 	DeletionLDIF     string
 	RollbackLDIF     string
-	UsernameTemplate string // as set; empty means DefaultUsernameTemplate
+	UsernameTemplate string // as set; empty means "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_{{unix_time}}"
 	DefaultTTL       time.Duration
 	MaxTTL           time.Duration
 }
@@ -190,7 +190,7 @@ func renderLDIF(field, text string, d credtemplate.LDIFData, now time.Time) (str
 // the username template must render with sample data, and the LDIF must
 // parse (errors name the entry and line); DefaultTTL and MaxTTL must not
 // be negative nor exceed the mount maximum, and DefaultTTL not MaxTTL.
-// Every broken rule is reported at once (keel.ErrInvalid), and then
+// Every broken rule is reported at once (keel.KindInvalid), and then
 // nothing is stored.
 func (e *Engine) PutDynamicRole(ctx context.Context, name string, r DynamicRoleRequest) (err error) {
 	defer prefixErr(&err)
@@ -246,13 +246,13 @@ func (e *Engine) loadDynRole(ctx context.Context, name string) (dynRoleRecord, e
 		return err
 	})
 	if err == nil && !found {
-		err = fmt.Errorf("ldapengine: dynamic role %q: %w", name, keel.ErrNotFound)
+		err = fmt.Errorf("ldapengine: dynamic role %q: %w", name, keel.KindNotFound)
 	}
 	return rec, err
 }
 
 // GetDynamicRole returns the dynamic role name; a missing role is an
-// error of kind keel.ErrNotFound. It needs read on "MOUNT/role/NAME".
+// error of kind keel.KindNotFound. It needs read on "MOUNT/role/NAME".
 func (e *Engine) GetDynamicRole(ctx context.Context, name string) (_ DynamicRole, err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
@@ -272,7 +272,7 @@ func (e *Engine) GetDynamicRole(ctx context.Context, name string) (_ DynamicRole
 
 // ListDynamicRoles returns one page of the names directly under path
 // among the dynamic roles, with folders ending in "/", paged as
-// ListStaticRoles (r.Limit 0: DefaultListLimit). It needs list on
+// ListStaticRoles (r.Limit 0: 1,000). It needs list on
 // "MOUNT/role/PATH".
 func (e *Engine) ListDynamicRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
@@ -301,9 +301,9 @@ func (e *Engine) DeleteDynamicRole(ctx context.Context, name string) (err error)
 // renewable): each call makes a new account, with a username and lease id
 // the engine chooses. It needs read on "MOUNT/creds/NAME" (Vault reads
 // creds/NAME to get one), and FlavorLDAP (FlavorOpenLDAP:
-// keel.ErrInvalid). Without Options.Leases it fails with
-// keel.ErrUnavailable; a missing role or configuration is
-// keel.ErrNotFound.
+// keel.KindInvalid). Without Options.Leases it fails with
+// keel.KindUnavailable; a missing role or configuration is
+// keel.KindNotFound.
 //
 // The username comes from the role's username template (.DisplayName is
 // the caller's keel.Principal.DisplayName), the password from the
@@ -341,7 +341,7 @@ func (e *Engine) CreateDynamicCred(ctx context.Context, name string) (_ DynamicC
 	now := e.clock.Now().UTC()
 	ut := rec.UsernameTemplate
 	if ut == "" {
-		ut = DefaultUsernameTemplate
+		ut = defaultUsernameTemplate
 	}
 	username, err := credtemplate.Render("UsernameTemplate", ut, credtemplate.Username, credtemplate.UsernameData{DisplayName: p.DisplayName, RoleName: name}, now)
 	if err != nil {
@@ -445,7 +445,7 @@ func (e *Engine) applyAll(ctx context.Context, c Conn, changes []Change) error {
 	var keep []error
 	for _, x := range j.Unwrap() {
 		var ce *ChangeError
-		if errors.As(x, &ce) && errors.Is(ce.Err, keel.ErrNotFound) {
+		if errors.As(x, &ce) && errors.Is(ce.Err, keel.KindNotFound) {
 			continue
 		}
 		keep = append(keep, x)
@@ -468,7 +468,7 @@ func (e *Engine) applyAll(ctx context.Context, c Conn, changes []Change) error {
 func (e *Engine) revokeCreds(ctx context.Context, l lease.Lease) error {
 	var d credsLease
 	if err := json.Unmarshal(l.Data, &d); err != nil || d.DeletionLDIF == "" {
-		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: no deletion LDIF in its data: %w", l.ID, keel.ErrInternal))
+		return lease.Permanent(fmt.Errorf("ldapengine: lease %q: no deletion LDIF in its data: %w", l.ID, keel.KindInternal))
 	}
 	changes, err := ldifparse.Parse("DeletionLDIF", d.DeletionLDIF)
 	if err != nil {
@@ -524,7 +524,7 @@ func (e *Engine) checkGone(ctx context.Context, c Conn, field string, dns []stri
 		switch {
 		case err == nil:
 			return invalid(field, "left the entry %q in the directory, which the creation added: the account is still live until the role's LDIF deletes it", dn)
-		case !errors.Is(err, keel.ErrNotFound):
+		case !errors.Is(err, keel.KindNotFound):
 			return wrapf(err, "checking that %q is gone", dn)
 		}
 	}

@@ -132,7 +132,7 @@ func (a *recAuth) Authorize(_ context.Context, _ keel.Principal, c keel.Capabili
 	k := string(c) + " " + resource
 	a.asked = append(a.asked, k)
 	if a.deny[k] {
-		return keel.ErrForbidden
+		return keel.KindForbidden
 	}
 	return nil
 }

@@ -216,7 +216,7 @@ func TestCredsCreatesAccount(t *testing.T) {
 		if m == nil || m[1] != "1795341600" { // t0's unix time
 			t.Fatalf("username %q does not follow the default template at t0", c.Username)
 		}
-		if len(c.Password) != DefaultPasswordLength {
+		if len(c.Password) != defaultPasswordLength {
 			t.Fatalf("password of %d characters", len(c.Password))
 		}
 		dn := userDN(c.Username)
@@ -402,7 +402,7 @@ func TestCredsFailedDeletionIsRetriedThenIrrevocable(t *testing.T) {
 		}
 		// Once the directory accepts, the next retry deletes the account.
 		v.dir.FailApply(dn, nil)
-		v.clock.Advance(lease.DefaultIrrevocableRetry)
+		v.clock.Advance(24 * time.Hour)
 		if _, err := v.leases.Step(ctx, v.clock.Now()); err != nil {
 			t.Fatal(err)
 		}

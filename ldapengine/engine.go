@@ -20,9 +20,9 @@ import (
 
 // The defaults of Config.
 const (
-	DefaultURL           = "ldap://127.0.0.1"
-	DefaultTLSVersion    = "tls12"
-	DefaultRetryInterval = 10 * time.Second // retry of a failed rotation
+	defaultURL           = "ldap://127.0.0.1"
+	defaultTLSVersion    = "tls12"
+	defaultRetryInterval = 10 * time.Second // retry of a failed rotation
 	MinRotationPeriod    = 5 * time.Second
 )
 
@@ -53,7 +53,7 @@ type Options struct {
 	// the engine's Revoker and Renewer with it (lease.Issuer.SetRevoker;
 	// the Engine itself has no method that revokes without a right).
 	// Package mount registers the mount and hands the Issuer over. Nil:
-	// those operations fail with keel.ErrUnavailable.
+	// those operations fail with keel.KindUnavailable.
 	Leases *lease.Issuer
 	// MaxTTL is the mount's maximum TTL of the leases of dynamic
 	// credentials: the default_ttl and max_ttl of a dynamic role may not
@@ -133,7 +133,7 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (_ *En
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.RetryInterval <= 0 {
-		o.RetryInterval = DefaultRetryInterval
+		o.RetryInterval = defaultRetryInterval
 	}
 	if o.Leader == nil {
 		o.Leader = leader.Always
@@ -240,7 +240,7 @@ func getJSON(tx storage.Tx, key string, v any) (bool, error) {
 		return false, err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return false, fmt.Errorf("ldapengine: stored record %q: %v: %w", key, err, keel.ErrInternal)
+		return false, fmt.Errorf("ldapengine: stored record %q: %v: %w", key, err, keel.KindInternal)
 	}
 	return true, nil
 }
@@ -248,7 +248,7 @@ func getJSON(tx storage.Tx, key string, v any) (bool, error) {
 func putJSON(tx storage.Tx, key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("ldapengine: encode %q: %v: %w", key, err, keel.ErrInternal)
+		return fmt.Errorf("ldapengine: encode %q: %v: %w", key, err, keel.KindInternal)
 	}
 	return tx.Put(key, raw)
 }

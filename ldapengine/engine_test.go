@@ -89,7 +89,7 @@ func TestConfigDefaultsAndNoBindpass(t *testing.T) {
 				if c.BindPass != "" {
 					t.Fatal("bindpass read back")
 				}
-				if c.UserAttr != tc.userattr || c.URL != DefaultURL || c.RequestTimeout != 90*time.Second || c.Length != 64 || c.TLSMinVersion != "tls12" {
+				if c.UserAttr != tc.userattr || c.URL != defaultURL || c.RequestTimeout != 90*time.Second || c.Length != 64 || c.TLSMinVersion != "tls12" {
 					t.Fatalf("defaults %+v", c)
 				}
 				// A rewrite without bindpass keeps the stored one.
@@ -187,7 +187,7 @@ type failSecond struct {
 func (f *failSecond) SetPassword(ctx context.Context, c Conn, dn, pw string) error {
 	f.n++
 	if f.n > 1 {
-		return keel.ErrUnavailable
+		return keel.KindUnavailable
 	}
 	return f.Directory.SetPassword(ctx, c, dn, pw)
 }
@@ -222,7 +222,7 @@ func TestStaticRoleRules(t *testing.T) {
 						t.Fatalf("field errors %v, want %s", fe, tc.field)
 					}
 				}
-				if _, err := v.e.GetStaticRole(ctx, "r"); tc.kind != keel.KindNone && !errors.Is(err, keel.ErrNotFound) {
+				if _, err := v.e.GetStaticRole(ctx, "r"); tc.kind != keel.KindNone && !errors.Is(err, keel.KindNotFound) {
 					t.Fatalf("a refused role was stored: %v", err)
 				}
 			})
@@ -371,7 +371,7 @@ func TestRotationNeverLosesPassword(t *testing.T) {
 					t.Fatalf("role's next rotation %v, step's %v", r.NextRotation, next)
 				}
 				v.dir.FailSetPassword(aliceDN, nil)
-				v.clock.Advance(DefaultRetryInterval)
+				v.clock.Advance(defaultRetryInterval)
 				if _, err := v.e.Step(ctx, v.clock.Now()); err != nil {
 					t.Fatal(err)
 				}

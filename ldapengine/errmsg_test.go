@@ -40,7 +40,7 @@ func wantPrefixOnce(t *testing.T, name string, err error, want keel.Kind) {
 		return
 	}
 	fes := keel.FieldErrors(err)
-	if len(fes) == 0 && !errors.Is(err, keel.ErrInvalid) {
+	if len(fes) == 0 && !errors.Is(err, keel.KindInvalid) {
 		t.Errorf("%s: no field errors in %q", name, msg)
 	}
 	for _, fe := range fes {

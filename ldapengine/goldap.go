@@ -18,8 +18,8 @@ import (
 
 // The defaults of Conn's timeouts.
 const (
-	DefaultConnectionTimeout = 30 * time.Second
-	DefaultRequestTimeout    = 90 * time.Second
+	defaultConnectionTimeout = 30 * time.Second
+	defaultRequestTimeout    = 90 * time.Second
 )
 
 // LDAP is the Directory of real servers, reached with
@@ -53,15 +53,15 @@ func (LDAP) FindDN(ctx context.Context, c Conn, base, attr, value string) (_ str
 	res, err := conn.Search(req)
 	if err != nil && !ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded) {
 		if ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject) {
-			return "", fmt.Errorf("ldapengine: ldap: search base %q: %w", base, keel.ErrNotFound)
+			return "", fmt.Errorf("ldapengine: ldap: search base %q: %w", base, keel.KindNotFound)
 		}
 		return "", reqErr("search", err)
 	}
 	switch {
 	case res == nil || len(res.Entries) == 0:
-		return "", fmt.Errorf("ldapengine: ldap: no entry under %q with %s=%q: %w", base, attr, value, keel.ErrNotFound)
+		return "", fmt.Errorf("ldapengine: ldap: no entry under %q with %s=%q: %w", base, attr, value, keel.KindNotFound)
 	case len(res.Entries) > 1:
-		return "", fmt.Errorf("ldapengine: ldap: several entries under %q with %s=%q: %w", base, attr, value, keel.ErrConflict)
+		return "", fmt.Errorf("ldapengine: ldap: several entries under %q with %s=%q: %w", base, attr, value, keel.KindConflict)
 	}
 	return res.Entries[0].DN, nil
 }
@@ -80,7 +80,7 @@ func (LDAP) EntryExists(ctx context.Context, c Conn, dn string) (err error) {
 	res, err := conn.Search(req)
 	switch {
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject), err == nil && len(res.Entries) == 0:
-		return fmt.Errorf("ldapengine: ldap: no entry %q: %w", dn, keel.ErrNotFound)
+		return fmt.Errorf("ldapengine: ldap: no entry %q: %w", dn, keel.KindNotFound)
 	case err != nil:
 		return reqErr("search of "+dn, err)
 	}
@@ -108,7 +108,7 @@ func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) (err e
 		_, err = conn.PasswordModify(ldap.NewPasswordModifyRequest(dn, "", password))
 	}
 	if ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject) {
-		return notApplied(fmt.Errorf("ldapengine: ldap: entry %q: %w", dn, keel.ErrNotFound))
+		return notApplied(fmt.Errorf("ldapengine: ldap: entry %q: %w", dn, keel.KindNotFound))
 	}
 	if err != nil {
 		return changeErr("password change of "+dn, err)
@@ -120,11 +120,11 @@ func (LDAP) SetPassword(ctx context.Context, c Conn, dn, password string) (err e
 // it with an error (an LDAP result code; go-ldap's own codes, from 200 on,
 // are failures on the client's side, such as a timeout or a lost
 // connection, after which the change may have been made) the change was
-// not made (ErrNotApplied), and the refusal is of kind keel.ErrConflict:
+// not made (ErrNotApplied), and the refusal is of kind keel.KindConflict:
 // the directory's state or rules forbid it (not allowed on a non-leaf, a
 // constraint, missing rights), which trying again does not change. The
 // server's transient answers (busy, unavailable, a time or admin limit)
-// stay keel.ErrUnavailable.
+// stay keel.KindUnavailable.
 func changeErr(what string, err error) error {
 	var le *ldap.Error
 	if !errors.As(err, &le) || le.ResultCode >= ldap.ErrorNetwork {
@@ -135,7 +135,7 @@ func changeErr(what string, err error) error {
 		ldap.LDAPResultAdminLimitExceeded, ldap.LDAPResultUnwillingToPerform, ldap.LDAPResultOther:
 		return notApplied(reqErr(what, err))
 	}
-	return notApplied(fmt.Errorf("ldapengine: ldap: %s: %v: %w", what, err, keel.ErrConflict))
+	return notApplied(fmt.Errorf("ldapengine: ldap: %s: %v: %w", what, err, keel.KindConflict))
 }
 
 // encodeUnicodePwd returns the quoted password in UTF-16LE, as Active
@@ -151,7 +151,7 @@ func encodeUnicodePwd(password string) string {
 
 // open dials and binds as the manager account of c. Its errors wrap
 // ErrNotApplied: nothing was sent but the bind. A refused bind is of kind
-// keel.ErrConflict: the configured account is wrong, not the caller.
+// keel.KindConflict: the configured account is wrong, not the caller.
 func open(ctx context.Context, c Conn) (*ldap.Conn, error) {
 	conn, err := dial(ctx, c)
 	if err != nil {
@@ -164,7 +164,7 @@ func open(ctx context.Context, c Conn) (*ldap.Conn, error) {
 	if err := conn.Bind(user, c.BindPass); err != nil {
 		conn.Close()
 		if ldap.IsErrorWithCode(err, ldap.LDAPResultInvalidCredentials) {
-			return nil, notApplied(fmt.Errorf("ldapengine: ldap: the directory refuses the configured bind account %q (binddn and bindpass): %v: %w", user, err, keel.ErrConflict))
+			return nil, notApplied(fmt.Errorf("ldapengine: ldap: the directory refuses the configured bind account %q (binddn and bindpass): %v: %w", user, err, keel.KindConflict))
 		}
 		return nil, notApplied(bindErr(user, err))
 	}
@@ -176,13 +176,13 @@ func bindErr(dn string, err error) error {
 	case err == nil:
 		return nil
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultInvalidCredentials):
-		return fmt.Errorf("ldapengine: ldap: bind as %q refused: %w", dn, keel.ErrUnauthenticated)
+		return fmt.Errorf("ldapengine: ldap: bind as %q refused: %w", dn, keel.KindUnauthenticated)
 	}
 	return reqErr("bind as "+dn, err)
 }
 
 func reqErr(what string, err error) error {
-	return fmt.Errorf("ldapengine: ldap: %s: %v: %w", what, err, keel.ErrUnavailable)
+	return fmt.Errorf("ldapengine: ldap: %s: %v: %w", what, err, keel.KindUnavailable)
 }
 
 // dial connects to the first server of c.URLs that answers.
@@ -193,15 +193,15 @@ func dial(ctx context.Context, c Conn) (*ldap.Conn, error) {
 	}
 	ct := c.ConnectionTimeout
 	if ct <= 0 {
-		ct = DefaultConnectionTimeout
+		ct = defaultConnectionTimeout
 	}
 	rt := c.RequestTimeout
 	if rt <= 0 {
-		rt = DefaultRequestTimeout
+		rt = defaultRequestTimeout
 	}
 	urls := c.URLs
 	if len(urls) == 0 {
-		urls = []string{DefaultURL}
+		urls = []string{defaultURL}
 	}
 	var errs []string // one line per server, as errors.Join joins them
 	for _, u := range urls {
@@ -232,7 +232,7 @@ func dial(ctx context.Context, c Conn) (*ldap.Conn, error) {
 		}
 		return conn, nil
 	}
-	return nil, fmt.Errorf("ldapengine: ldap: no server answers: %s: %w", strings.Join(errs, "\n"), keel.ErrUnavailable)
+	return nil, fmt.Errorf("ldapengine: ldap: no server answers: %s: %w", strings.Join(errs, "\n"), keel.KindUnavailable)
 }
 
 var tlsVersions = map[string]uint16{
@@ -243,7 +243,7 @@ var tlsVersions = map[string]uint16{
 }
 
 // tlsConfig builds the TLS settings of c; its errors are of kind
-// keel.ErrInvalid.
+// keel.KindInvalid.
 func tlsConfig(c Conn) (*tls.Config, error) {
 	tc := &tls.Config{InsecureSkipVerify: c.InsecureTLS} //nolint:gosec // a documented option
 	if c.TLSMinVersion != "" {
@@ -313,22 +313,22 @@ func applyOne(conn *ldap.Conn, ch Change) error {
 			case ModReplace:
 				req.Replace(m.Name, m.Values)
 			default:
-				return fmt.Errorf("ldapengine: ldap: modify operation %q: %w", m.Op, keel.ErrInvalid)
+				return fmt.Errorf("ldapengine: ldap: modify operation %q: %w", m.Op, keel.KindInvalid)
 			}
 		}
 		err = conn.Modify(req)
 	case ChangeDelete:
 		err = conn.Del(ldap.NewDelRequest(ch.DN, nil))
 	default:
-		return fmt.Errorf("ldapengine: ldap: change type %q: %w", ch.Type, keel.ErrInvalid)
+		return fmt.Errorf("ldapengine: ldap: change type %q: %w", ch.Type, keel.KindInvalid)
 	}
 	switch {
 	case err == nil:
 		return nil
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchObject), ldap.IsErrorWithCode(err, ldap.LDAPResultNoSuchAttribute):
-		return notApplied(fmt.Errorf("ldapengine: ldap: %v: %w", err, keel.ErrNotFound))
+		return notApplied(fmt.Errorf("ldapengine: ldap: %v: %w", err, keel.KindNotFound))
 	case ldap.IsErrorWithCode(err, ldap.LDAPResultEntryAlreadyExists), ldap.IsErrorWithCode(err, ldap.LDAPResultAttributeOrValueExists):
-		return notApplied(fmt.Errorf("ldapengine: ldap: %v: %w", err, keel.ErrAlreadyExists))
+		return notApplied(fmt.Errorf("ldapengine: ldap: %v: %w", err, keel.KindAlreadyExists))
 	}
 	return changeErr(ch.Type, err)
 }

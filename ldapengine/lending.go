@@ -20,8 +20,8 @@ import (
 
 // ErrNoAccountAvailable is the error of a check-out when every account of
 // the set is checked out (or waits for a password change). It is of kind
-// keel.ErrConflict; the Vault adapter answers 400, as Vault does.
-var ErrNoAccountAvailable = fmt.Errorf("ldapengine: no service accounts available for check-out: %w", keel.ErrConflict)
+// keel.KindConflict; the Vault adapter answers 400, as Vault does.
+var ErrNoAccountAvailable = fmt.Errorf("ldapengine: no service accounts available for check-out: %w", keel.KindConflict)
 
 // CheckOut is the outcome of a check-out: an account, its password, and
 // the lease whose end checks it in.
@@ -43,7 +43,7 @@ type CheckInRequest struct {
 	// ServiceAccountNames are the accounts to check in, each an account of
 	// the set. Empty: the one account of the set that is checked out and
 	// that the caller may check in (none: nothing is checked in; several:
-	// keel.ErrInvalid on ServiceAccountNames).
+	// keel.KindInvalid on ServiceAccountNames).
 	ServiceAccountNames []string
 	// Manage checks the accounts in whoever borrowed them, as an operator
 	// does: it needs update on "MOUNT/library/manage/NAME/check-in"
@@ -64,7 +64,7 @@ type checkOutData struct {
 // one transaction. The lease's TTL is r.TTL capped at the set's TTL (zero:
 // the set's TTL), its max TTL the set's MaxTTL; a zero TTL or MaxTTL of
 // the set leaves it to the lease manager. A negative r.TTL is
-// keel.ErrInvalid on TTL. It needs update on
+// keel.KindInvalid on TTL. It needs update on
 // "MOUNT/library/NAME/check-out". The lease is renewed (sys/leases/renew)
 // only while the account is checked out under it; its end checks the
 // account in.
@@ -73,7 +73,7 @@ type checkOutData struct {
 // the account in as its borrower: CheckOut refuses it with an error of
 // kind keel.KindInvalid on the field "Principal.ClientTokenID", before
 // any write. No available account is ErrNoAccountAvailable
-// (keel.ErrConflict); a nil Options.Leases is keel.ErrUnavailable.
+// (keel.KindConflict); a nil Options.Leases is keel.KindUnavailable.
 // CheckOut is safe for concurrent use: concurrent check-outs never get the
 // same account.
 func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (_ CheckOut, err error) {
@@ -120,7 +120,7 @@ func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (
 			}
 			data, err := json.Marshal(checkOutData{Set: name, Account: n})
 			if err != nil {
-				return fmt.Errorf("ldapengine: encode check-out data: %v: %w", err, keel.ErrInternal)
+				return fmt.Errorf("ldapengine: encode check-out data: %v: %w", err, keel.KindInternal)
 			}
 			l, err := leases.Issue(lease.IssueRequest{
 				Path: e.resource("library", name, "check-out"), TTL: eff, MaxTTL: rec.MaxTTL, Renewable: true, Data: data,
@@ -151,14 +151,14 @@ func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (
 // (lease.Tx.End): it is gone when CheckIn returns, no Revoker is called,
 // and no right on sys/leases is needed. With r.ServiceAccountNames empty
 // it checks in the one account of the set that the caller may check in;
-// several are keel.ErrInvalid. An account already checked in is not an
+// several are keel.KindInvalid. An account already checked in is not an
 // error and is not returned; a name that is not an account of the set is
-// keel.ErrInvalid on ServiceAccountNames[i].
+// keel.KindInvalid on ServiceAccountNames[i].
 //
 // Without r.Manage, it needs update on "MOUNT/library/NAME/check-in", and,
 // unless the set disables check-in enforcement, only the borrower (same
 // EntityID or ClientTokenID of keel.PrincipalFrom) may check an account
-// in: another caller's account is keel.ErrForbidden. With r.Manage it
+// in: another caller's account is keel.KindForbidden. With r.Manage it
 // needs update on "MOUNT/library/manage/NAME/check-in" and checks in any
 // account.
 //
@@ -220,7 +220,7 @@ func (e *Engine) CheckIn(ctx context.Context, name string, r CheckInRequest) (_ 
 				return err
 			}
 			if a.CheckedOut && enforce && !isBorrower(p, &a) {
-				return fmt.Errorf("ldapengine: %q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+				return fmt.Errorf("ldapengine: %q cannot be checked in: it was not checked out by the caller: %w", n, keel.KindForbidden)
 			}
 			if a.CheckedOut || !a.Ready || a.New != "" {
 				todo = append(todo, n)
@@ -236,7 +236,7 @@ func (e *Engine) CheckIn(ctx context.Context, name string, r CheckInRequest) (_ 
 	for _, n := range todo {
 		in, err := e.changePassword(ctx, name, n, func(a *libAccount) (bool, error) {
 			if a.CheckedOut && enforce && !isBorrower(p, a) {
-				return false, fmt.Errorf("ldapengine: %q cannot be checked in: it was not checked out by the caller: %w", n, keel.ErrForbidden)
+				return false, fmt.Errorf("ldapengine: %q cannot be checked in: it was not checked out by the caller: %w", n, keel.KindForbidden)
 			}
 			return a.CheckedOut || !a.Ready || a.New != "", nil
 		})
@@ -353,7 +353,7 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 			return err
 		}
 		if !ok || a.New != before.New || a.LeaseID != before.LeaseID {
-			return fmt.Errorf("ldapengine: changed during the password change: %w", keel.ErrConflict)
+			return fmt.Errorf("ldapengine: changed during the password change: %w", keel.KindConflict)
 		}
 		// The engine has taken the account back: its lease ends here,
 		// with no revocation to run and no right to ask for.
@@ -424,7 +424,7 @@ func (e *Engine) settleAccounts(ctx context.Context, batch int) (int, bool, erro
 		return tx.Scan(prefixLibPending, storage.ScanOptions{}, func(key string, raw []byte) error {
 			var p pendingAccount
 			if err := json.Unmarshal(raw, &p); err != nil {
-				return fmt.Errorf("ldapengine: stored record %q: %v: %w", key, err, keel.ErrInternal)
+				return fmt.Errorf("ldapengine: stored record %q: %v: %w", key, err, keel.KindInternal)
 			}
 			todo = append(todo, p)
 			if len(todo) == batch {
@@ -518,7 +518,7 @@ func (e *Engine) renewCheckOut(ctx context.Context, l lease.Lease) error {
 func checkOutOf(l lease.Lease) (checkOutData, error) {
 	var d checkOutData
 	if err := json.Unmarshal(l.Data, &d); err != nil || d.Set == "" || d.Account == "" {
-		return checkOutData{}, fmt.Errorf("ldapengine: lease %q: no check-out data: %w", l.ID, keel.ErrInvalid)
+		return checkOutData{}, fmt.Errorf("ldapengine: lease %q: no check-out data: %w", l.ID, keel.KindInvalid)
 	}
 	return d, nil
 }

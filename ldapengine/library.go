@@ -16,8 +16,8 @@ import (
 
 // The defaults and limits of library sets.
 const (
-	// DefaultLibraryTTL is the default ttl and max_ttl of a library set.
-	DefaultLibraryTTL = 24 * time.Hour
+	// defaultLibraryTTL is the default ttl and max_ttl of a library set.
+	defaultLibraryTTL = 24 * time.Hour
 	// MaxServiceAccountNameLen is the longest service account name, in
 	// bytes.
 	MaxServiceAccountNameLen = 256
@@ -140,7 +140,7 @@ func libOwner(set string) string      { return libOwnerTag + set }
 // libraryOnly refuses library operations in the openldap flavor.
 func (e *Engine) libraryOnly() error {
 	if !e.feat.librarySets {
-		return fmt.Errorf("ldapengine: %s: library sets are not supported by the %q flavor (only by %q): %w", e.mount, e.flavor, FlavorLDAP, keel.ErrInvalid)
+		return fmt.Errorf("ldapengine: %s: library sets are not supported by the %q flavor (only by %q): %w", e.mount, e.flavor, FlavorLDAP, keel.KindInvalid)
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func loadSet(tx storage.Tx, set string) (setRecord, error) {
 	var rec setRecord
 	found, err := getJSON(tx, setKey(set), &rec)
 	if err == nil && !found {
-		err = fmt.Errorf("ldapengine: library set %q: %w", set, keel.ErrNotFound)
+		err = fmt.Errorf("ldapengine: library set %q: %w", set, keel.KindNotFound)
 	}
 	return rec, err
 }
@@ -182,12 +182,12 @@ func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
 // PutLibrarySet creates or updates the library set name. It needs create
 // or update (decided in the transaction) on "MOUNT/library/NAME". A name
 // whose path would also mean another route ("manage/lib1", "a/status": see
-// Names in the package documentation) is a keel.ErrInvalid on Name, and
+// Names in the package documentation) is a keel.KindInvalid on Name, and
 // nothing is read or written. The engine must be configured
-// (keel.ErrNotFound otherwise). An account that
-// does not exist in the directory is a keel.ErrInvalid on
+// (keel.KindNotFound otherwise). An account that
+// does not exist in the directory is a keel.KindInvalid on
 // ServiceAccountNames; one that belongs to another set or to a static
-// role is a keel.ErrConflict, as is removing a checked-out account; in
+// role is a keel.KindConflict, as is removing a checked-out account; in
 // these cases nothing changes. Accounts that join the set get a new
 // password before PutLibrarySet returns; when that fails, the set is
 // stored, the account stays unavailable, and the error is returned:
@@ -245,7 +245,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	}
 	next = prev
 	if !found {
-		next = setRecord{TTL: DefaultLibraryTTL, MaxTTL: DefaultLibraryTTL}
+		next = setRecord{TTL: defaultLibraryTTL, MaxTTL: defaultLibraryTTL}
 		if r.ServiceAccountNames == nil {
 			v.Add("ServiceAccountNames", "is required")
 		}
@@ -287,7 +287,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	dns := make(map[string]string, len(added))
 	for _, n := range added {
 		dn, err := e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, n)
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return wrapf(invalid(fmt.Sprintf("ServiceAccountNames[%d]", slices.Index(r.ServiceAccountNames, n)),
 				"%q does not exist in the directory (%s=%s under %q)", n, cfg.UserAttr, n, cfg.UserDN), "library set %q", name)
 		}
@@ -303,7 +303,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	for _, n := range added {
 		dn := strings.ToLower(dns[n])
 		if other, ok := byDN[dn]; ok {
-			return fmt.Errorf("ldapengine: library set %q: %q and %q are the same entry %q: %w", name, other, n, dns[n], keel.ErrConflict)
+			return fmt.Errorf("ldapengine: library set %q: %q and %q are the same entry %q: %w", name, other, n, dns[n], keel.KindConflict)
 		}
 		byDN[dn] = n
 	}
@@ -323,7 +323,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 				return err
 			}
 			if ok != found || !sameSet(&cur, &prev) {
-				return fmt.Errorf("ldapengine: library set %q: changed meanwhile, try again: %w", name, keel.ErrConflict)
+				return fmt.Errorf("ldapengine: library set %q: changed meanwhile, try again: %w", name, keel.KindConflict)
 			}
 			for _, n := range removed {
 				a, ok, err := loadAccount(tx, name, n)
@@ -331,7 +331,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 					return err
 				}
 				if ok && a.CheckedOut {
-					return fmt.Errorf("ldapengine: library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q cannot be removed while it is checked out: %w", name, n, keel.KindConflict)
 				}
 				if err := tx.Put(leavingPrefix(name)+n, nil); err != nil {
 					return err
@@ -427,7 +427,7 @@ func claimBatch(l storage.Limits) int {
 // dns), with an account record and a pending marker each, in as many
 // transactions as the store's limits require. It returns the names it
 // claimed before an error. An entry that another set or a static role
-// holds is a keel.ErrConflict. An entry that set holds already for the
+// holds is a keel.KindConflict. An entry that set holds already for the
 // same name, left by a PutLibrarySet that stopped between its claims and
 // its commit, is taken over as it is.
 func (e *Engine) claimAccounts(ctx context.Context, set string, names []string, dns map[string]string) ([]string, error) {
@@ -458,11 +458,11 @@ func (e *Engine) claimAccounts(ctx context.Context, set string, names []string, 
 						}
 						continue
 					}
-					return fmt.Errorf("ldapengine: library set %q: %q and another name of the set are the same entry %q: %w", set, n, dn, keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q and another name of the set are the same entry %q: %w", set, n, dn, keel.KindConflict)
 				case strings.HasPrefix(owner, libOwnerTag):
-					return fmt.Errorf("ldapengine: library set %q: %q (entry %q) is already in library set %q: %w", set, n, dn, strings.TrimPrefix(owner, libOwnerTag), keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q (entry %q) is already in library set %q: %w", set, n, dn, strings.TrimPrefix(owner, libOwnerTag), keel.KindConflict)
 				case owner != "":
-					return fmt.Errorf("ldapengine: library set %q: %q (entry %q) is already managed by static role %q: %w", set, n, dn, owner, keel.ErrConflict)
+					return fmt.Errorf("ldapengine: library set %q: %q (entry %q) is already managed by static role %q: %w", set, n, dn, owner, keel.KindConflict)
 				}
 				if err := putJSON(tx, accountKey(dn), libOwner(set)); err != nil {
 					return err
@@ -596,7 +596,7 @@ func (e *Engine) dropAccount(tx storage.Tx, set, n string, a *libAccount) error 
 }
 
 // GetLibrarySet returns the library set name. It needs read on
-// "MOUNT/library/NAME"; a missing set is keel.ErrNotFound.
+// "MOUNT/library/NAME"; a missing set is keel.KindNotFound.
 func (e *Engine) GetLibrarySet(ctx context.Context, name string) (_ LibrarySet, err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
@@ -623,7 +623,7 @@ func (e *Engine) GetLibrarySet(ctx context.Context, name string) (_ LibrarySet, 
 
 // ListLibrarySets returns one page of the names directly under path
 // among the library sets, with folders ending in "/", paged as
-// ListStaticRoles (r.Limit 0: DefaultListLimit; no set gives empty
+// ListStaticRoles (r.Limit 0: 1,000; no set gives empty
 // Items). It needs list on "MOUNT/library/PATH".
 func (e *Engine) ListLibrarySets(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
@@ -636,7 +636,7 @@ func (e *Engine) ListLibrarySets(ctx context.Context, path string, r keel.ListRe
 // DeleteLibrarySet removes the library set name and frees its accounts
 // (they keep the password they have). It needs delete on
 // "MOUNT/library/NAME". While an account of the set is checked out it
-// fails with keel.ErrConflict and changes nothing. A missing set is not an
+// fails with keel.KindConflict and changes nothing. A missing set is not an
 // error.
 //
 // The set is removed in one transaction, then its accounts are freed in
@@ -670,7 +670,7 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) (err error) 
 				return err
 			}
 			if ok && a.CheckedOut {
-				return fmt.Errorf("ldapengine: library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.ErrConflict)
+				return fmt.Errorf("ldapengine: library set %q: cannot be deleted while %q is checked out: %w", name, n, keel.KindConflict)
 			}
 		}
 		return tx.Delete(setKey(name))
@@ -693,7 +693,7 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) (err error) 
 
 // GetLibraryStatus returns the check-out state of every account of the
 // library set name, by account name (at most Limits().MaxLibraryAccounts
-// of them); a missing set is keel.ErrNotFound. It needs read on
+// of them); a missing set is keel.KindNotFound. It needs read on
 // "MOUNT/library/NAME/status".
 func (e *Engine) GetLibraryStatus(ctx context.Context, name string) (_ map[string]AccountStatus, err error) {
 	defer prefixErr(&err)

@@ -185,7 +185,7 @@ func (a *libDenyAuth) Authorize(_ context.Context, _ keel.Principal, c keel.Capa
 	defer a.mu.Unlock()
 	a.asked = append(a.asked, string(c)+" "+resource)
 	if a.deny[resource] {
-		return fmt.Errorf("%s on %s: %w", c, resource, keel.ErrForbidden)
+		return fmt.Errorf("%s on %s: %w", c, resource, keel.KindForbidden)
 	}
 	return nil
 }

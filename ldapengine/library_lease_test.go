@@ -264,7 +264,7 @@ func TestEngineExportsNoRevoke(t *testing.T) {
 	if a := v.account(t, "s", "svc0"); !a.available() || v.binds(libSvcDN(0), co.Password) {
 		t.Fatalf("account after its lease's revocation: %+v", a)
 	}
-	if _, err := v.leases.Get(libRoot(), co.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := v.leases.Get(libRoot(), co.Lease.ID); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("lease after its revocation: %v", err)
 	}
 }

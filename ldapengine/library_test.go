@@ -168,7 +168,7 @@ func TestLibraryAccountHasOneOwner(t *testing.T) {
 					t.Fatalf("%v does not name %s", err, tc.want)
 				}
 				// Nothing of the refused set stays: svc2 is still free.
-				if _, err := v.e.GetLibrarySet(ctx, tc.set); !errors.Is(err, keel.ErrNotFound) {
+				if _, err := v.e.GetLibrarySet(ctx, tc.set); !errors.Is(err, keel.KindNotFound) {
 					t.Fatalf("refused set stored: %v", err)
 				}
 			})

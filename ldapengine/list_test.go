@@ -180,14 +180,14 @@ func TestListPagesSurviveDeletes(t *testing.T) {
 	})
 }
 
-// TestListDefaultLimit: a list of more than DefaultListLimit names is
-// given DefaultListLimit at a time when Limit is 0 or less, and a larger
+// TestListDefaultLimit: a list of more than defaultListLimit names is
+// given defaultListLimit at a time when Limit is 0 or less, and a larger
 // Limit is honoured.
 func TestListDefaultLimit(t *testing.T) {
 	ctx := context.Background()
 	v := newLibEnv(t, everystore.Mem, 0, libOptions{})
 	var want []string
-	for i := range DefaultListLimit + 1 {
+	for i := range defaultListLimit + 1 {
 		n := fmt.Sprintf("role%05d", i)
 		if err := v.e.PutDynamicRole(ctx, n, DynamicRoleRequest{CreationLDIF: strp(testCreationLDIF), DeletionLDIF: strp(testDeletionLDIF)}); err != nil {
 			t.Fatal(err)
@@ -196,22 +196,22 @@ func TestListDefaultLimit(t *testing.T) {
 	}
 	for _, limit := range []int{0, -1} {
 		p, err := v.e.ListDynamicRoles(ctx, "", keel.ListRequest{Limit: limit})
-		if err != nil || !slices.Equal(p.Items, want[:DefaultListLimit]) || p.Next != want[DefaultListLimit-1] {
+		if err != nil || !slices.Equal(p.Items, want[:defaultListLimit]) || p.Next != want[defaultListLimit-1] {
 			t.Fatalf("limit %d: %d names, Next %q, %v", limit, len(p.Items), p.Next, err)
 		}
 		last, err := v.e.ListDynamicRoles(ctx, "", keel.ListRequest{Cursor: p.Next, Limit: limit})
-		if err != nil || !slices.Equal(last.Items, want[DefaultListLimit:]) || last.Next != "" {
+		if err != nil || !slices.Equal(last.Items, want[defaultListLimit:]) || last.Next != "" {
 			t.Fatalf("limit %d, second page: %q, Next %q, %v", limit, last.Items, last.Next, err)
 		}
 	}
-	p, err := v.e.ListDynamicRoles(ctx, "", keel.ListRequest{Limit: DefaultListLimit + 1})
+	p, err := v.e.ListDynamicRoles(ctx, "", keel.ListRequest{Limit: defaultListLimit + 1})
 	if err != nil || !slices.Equal(p.Items, want) || p.Next != "" {
-		t.Fatalf("limit %d: %d names, Next %q, %v", DefaultListLimit+1, len(p.Items), p.Next, err)
+		t.Fatalf("limit %d: %d names, Next %q, %v", defaultListLimit+1, len(p.Items), p.Next, err)
 	}
 }
 
 // TestListRefusesForeignCursors: a cursor that no page of the list can
-// give (deeper than one name, or empty before its "/") is keel.ErrInvalid
+// give (deeper than one name, or empty before its "/") is keel.KindInvalid
 // on Cursor, reported with a broken path at once.
 func TestListRefusesForeignCursors(t *testing.T) {
 	v := newLibEnv(t, everystore.Mem, 0, libOptions{})

@@ -99,7 +99,7 @@ var namedRoutes = []namedRoute{
 // served as that route, and would need its rights: the set "manage/lib1",
 // whose check-in path library/manage/lib1/check-in is the forced check-in
 // of the set "lib1", or the set "a/status", whose path library/a/status is
-// the status of the set "a". Such a name is a keel.ErrInvalid on Name.
+// the status of the set "a". Such a name is a keel.KindInvalid on Name.
 // Reads, check-outs, check-ins and deletes take any well-formed name: one
 // that cannot be written is not found, and an object stored under it
 // before the rule can still be read and deleted.
@@ -127,10 +127,10 @@ func checkNewName(kind nameKind, name string) error {
 	return nil
 }
 
-// DefaultListLimit is the number of names in a page of ListStaticRoles,
+// defaultListLimit is the number of names in a page of ListStaticRoles,
 // ListDynamicRoles and ListLibrarySets when keel.ListRequest.Limit is 0
 // or less.
-const DefaultListLimit = 1000
+const defaultListLimit = 1000
 
 // listChildren returns one page of what is directly under path among the
 // names stored under prefix, as Vault's LIST does: a name, or a folder
@@ -159,7 +159,7 @@ func (e *Engine) listChildren(ctx context.Context, resource, prefix, path string
 	}
 	limit := r.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = defaultListLimit
 	}
 	var p keel.Page[string]
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {

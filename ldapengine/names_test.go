@@ -120,7 +120,7 @@ func TestNamesThatShadowARoute(t *testing.T) {
 			before := storeDump(t, v.store)
 			err := v.e.PutLibrarySet(ctx, name, LibrarySetRequest{ServiceAccountNames: []string{"alice"}})
 			if fe := keel.FieldErrors(err); keel.KindOf(err) != keel.KindInvalid || len(fe) != 1 || fe[0].Field != "Name" {
-				t.Errorf("set %q: %v, want a keel.ErrInvalid on Name", name, err)
+				t.Errorf("set %q: %v, want a keel.KindInvalid on Name", name, err)
 			}
 			if after := storeDump(t, v.store); !maps.Equal(before, after) {
 				t.Errorf("set %q: the refused write changed the store", name)
@@ -211,7 +211,7 @@ func TestNameRuleIsTheRoutes(t *testing.T) {
 			if err == nil {
 				accepted[object{kind, name}] = true
 			} else if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "Name" {
-				t.Errorf("%s %q: %v, want a keel.ErrInvalid on Name", kind, name, err)
+				t.Errorf("%s %q: %v, want a keel.KindInvalid on Name", kind, name, err)
 			}
 			for _, r := range namedRoutes {
 				if r.kind == kind {

@@ -58,7 +58,7 @@ func (r revoker) Renew(ctx context.Context, l lease.Lease, _ time.Duration) (err
 func (e *Engine) leaseKind(l lease.Lease) (string, error) {
 	rest, ok := strings.CutPrefix(l.Path, e.mount+"/")
 	if !ok {
-		return "", fmt.Errorf("ldapengine: lease %q is not of mount %q: %w", l.ID, e.mount, keel.ErrInvalid)
+		return "", fmt.Errorf("ldapengine: lease %q is not of mount %q: %w", l.ID, e.mount, keel.KindInvalid)
 	}
 	switch {
 	case strings.HasPrefix(rest, "creds/"):
@@ -66,9 +66,9 @@ func (e *Engine) leaseKind(l lease.Lease) (string, error) {
 	case strings.HasPrefix(rest, "library/"):
 		return "library", nil
 	}
-	return "", fmt.Errorf("ldapengine: lease %q: no secret of this engine has path %q: %w", l.ID, l.Path, keel.ErrInvalid)
+	return "", fmt.Errorf("ldapengine: lease %q: no secret of this engine has path %q: %w", l.ID, l.Path, keel.KindInvalid)
 }
 
 // errNoLeases is returned by the operations that issue leases when
 // Options.Leases is nil.
-var errNoLeases = fmt.Errorf("ldapengine: no lease manager (Options.Leases): %w", keel.ErrUnavailable)
+var errNoLeases = fmt.Errorf("ldapengine: no lease manager (Options.Leases): %w", keel.KindUnavailable)

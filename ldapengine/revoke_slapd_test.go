@@ -20,7 +20,7 @@ import (
 // not a revocation. The role's deletion LDIF drops the group membership
 // but deletes uid=other_USERNAME instead of the account the creation
 // added (a template typo): the synchronous revoke fails with
-// keel.ErrInvalid on DeletionLDIF naming the account's DN, the lease stays
+// keel.KindInvalid on DeletionLDIF naming the account's DN, the lease stays
 // with its attempt and error recorded, and the account still binds with
 // the issued password; the worker's retry fails the same way. Once the
 // role is fixed, the worker's next retry (driven by a fake clock) deletes
@@ -110,7 +110,7 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 	// The synchronous revocation runs the deletion LDIF (the membership
 	// goes) but the account stays: it fails, naming the account.
 	err = lm.Revoke(ctx, alice.Lease.ID, true)
-	if !errors.Is(err, keel.ErrInvalid) {
+	if !errors.Is(err, keel.KindInvalid) {
 		t.Fatalf("revoke with a deletion LDIF that misses the account: %v (kind %v), want invalid", err, keel.KindOf(err))
 	}
 	if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "DeletionLDIF" || !strings.Contains(fe[0].Rule, aliceDN) {
@@ -139,7 +139,7 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 	if _, err := lm.Step(ctx, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lm.Get(ctx, alice.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := lm.Get(ctx, alice.Lease.ID); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("alice's lease after the retry that followed the fix: %v, want not found", err)
 	}
 	if s.entry(t, aliceDN) != nil {
@@ -154,7 +154,7 @@ func TestSlapdRevocationThatLeavesTheAccountFails(t *testing.T) {
 	if err := lm.Revoke(ctx, bob.Lease.ID, true); err != nil {
 		t.Fatalf("revoke of bob's lease after the fix: %v", err)
 	}
-	if _, err := lm.Get(ctx, bob.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := lm.Get(ctx, bob.Lease.ID); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("bob's lease after the revocation: %v, want not found", err)
 	}
 	if s.entry(t, bobDN) != nil || member(bobDN) {

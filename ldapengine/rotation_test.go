@@ -109,8 +109,8 @@ func TestScheduleOverAThousandPeriods(t *testing.T) {
 				switch {
 				case !across && gap != periods[i]:
 					t.Fatalf("role r%d: rotations at %v and %v, %v apart; period %v", i, l[j-1], l[j], gap, periods[i])
-				case across && (l[j].Before(outTo) || l[j].After(outTo.Add(DefaultRetryInterval))):
-					t.Fatalf("role r%d: rotation after the outage (ended %v) at %v, want within %v", i, outTo, l[j], DefaultRetryInterval)
+				case across && (l[j].Before(outTo) || l[j].After(outTo.Add(defaultRetryInterval))):
+					t.Fatalf("role r%d: rotation after the outage (ended %v) at %v, want within %v", i, outTo, l[j], defaultRetryInterval)
 				}
 			}
 			if want := int((horizon-outTo.Sub(outFrom))/periods[i]) - 1; len(l) < want {
@@ -143,7 +143,7 @@ func TestLostReplySettledByTheWorker(t *testing.T) {
 		wantKind(t, err, keel.KindUnavailable)
 		_, err = v.e.GetStaticCred(ctx, "alice")
 		wantKind(t, err, keel.KindUnavailable)
-		if d, ok := keel.RetryAfterOf(err); !ok || d < time.Second || d > DefaultRetryInterval {
+		if d, ok := keel.RetryAfterOf(err); !ok || d < time.Second || d > defaultRetryInterval {
 			t.Fatalf("static-cred during an unknown outcome: retry after %v (%v)", d, ok)
 		}
 		r, _ := v.e.GetStaticRole(ctx, "alice")
@@ -209,11 +209,11 @@ func TestUnsentChangeKeepsThePassword(t *testing.T) {
 			delays = append(delays, r.NextRotation.Sub(v.clock.Now()))
 		}
 		for i, d := range delays {
-			if d <= 0 || d > DefaultRetryInterval || (i > 0 && d < delays[i-1]*4/5 && d < DefaultRetryInterval*4/5) {
-				t.Fatalf("retry delays %v: not a backoff capped at %v", delays, DefaultRetryInterval)
+			if d <= 0 || d > defaultRetryInterval || (i > 0 && d < delays[i-1]*4/5 && d < defaultRetryInterval*4/5) {
+				t.Fatalf("retry delays %v: not a backoff capped at %v", delays, defaultRetryInterval)
 			}
 		}
-		if delays[len(delays)-1] < DefaultRetryInterval*4/5 || r.Failures != 7 {
+		if delays[len(delays)-1] < defaultRetryInterval*4/5 || r.Failures != 7 {
 			t.Fatalf("retry delays %v, failures %d", delays, r.Failures)
 		}
 		v.dir.SetDown(false)
@@ -317,7 +317,7 @@ func TestLibraryCheckInSettledByTheWorker(t *testing.T) {
 		if !a.available() || !v.binds(libSvcDN(0), a.Password) {
 			t.Fatalf("account after settling: %+v", a)
 		}
-		if _, err := v.leases.Get(ctx, co.Lease.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := v.leases.Get(ctx, co.Lease.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("the check-out's lease after the check-in: %v", err)
 		}
 		// A check-in that certainly changed nothing leaves the account with
@@ -356,7 +356,7 @@ func TestFailedCheckInWakesTheWorker(t *testing.T) {
 		// within the retry interval: time moves, nothing else wakes it.
 		keeltest.Until(t, "the account is checked in", func() bool {
 			if p := v.e.worker.Planned(); !p.IsZero() {
-				if p.After(v.clock.Now().Add(DefaultRetryInterval)) {
+				if p.After(v.clock.Now().Add(defaultRetryInterval)) {
 					t.Fatalf("retry planned at %v, later than a retry interval", p)
 				}
 				v.clock.Set(p)

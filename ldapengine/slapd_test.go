@@ -74,7 +74,7 @@ func TestSlapd(t *testing.T) {
 		if fe := keel.FieldErrors(err); len(fe) != 1 || fe[0].Field != "DN" {
 			t.Fatalf("error %v, want one problem on DN", err)
 		}
-		if _, err := e.GetStaticRole(ctx, "ghost"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.GetStaticRole(ctx, "ghost"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("refused role stored: %v", err)
 		}
 	})
@@ -100,7 +100,7 @@ func TestSlapd(t *testing.T) {
 			t.Fatal("rotation succeeded with slapd stopped")
 		}
 		srv.Restart()
-		clock.Advance(DefaultRetryInterval)
+		clock.Advance(defaultRetryInterval)
 		if _, err := e.Step(ctx, clock.Now()); err != nil {
 			t.Fatal(err)
 		}

@@ -98,8 +98,8 @@ func accountKey(dn string) string { return prefixAccount + strings.ToLower(dn) }
 
 // PutStaticRole creates or updates the static role name. It needs create
 // or update (decided in the transaction) on "MOUNT/static-role/NAME". The
-// engine must be configured (keel.ErrNotFound otherwise). An entry already
-// managed by another role is a keel.ErrConflict. On create, the password is
+// engine must be configured (keel.KindNotFound otherwise). An entry already
+// managed by another role is a keel.KindConflict. On create, the password is
 // rotated at once unless SkipImportRotation (or, when it is nil, the
 // configuration's SkipStaticRoleImportRotation); when that first rotation
 // fails, the role stays, its rotation is retried by the worker, and the
@@ -194,12 +194,12 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 	// transaction: ldap without dn searches under userdn by userattr.
 	if entryDN == "" {
 		entryDN, err = e.dir.FindDN(ctx, cfg.conn(), cfg.UserDN, cfg.UserAttr, r.Username)
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return false, wrapf(invalid("Username", "does not resolve to a directory entry: %s", bare(err)), "static role %q", name)
 		}
 	} else {
 		err = e.dir.EntryExists(ctx, cfg.conn(), entryDN)
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return false, wrapf(invalid("DN", "is not an entry of the directory: %s", bare(err)), "static role %q", name)
 		}
 	}
@@ -214,14 +214,14 @@ func (e *Engine) putRole(ctx context.Context, name string, r StaticRoleRequest, 
 			return err
 		}
 		if found {
-			return fmt.Errorf("ldapengine: static role %q: created meanwhile: %w", name, keel.ErrConflict)
+			return fmt.Errorf("ldapengine: static role %q: created meanwhile: %w", name, keel.KindConflict)
 		}
 		var owner string
 		if _, err := getJSON(tx, accountKey(entryDN), &owner); err != nil {
 			return err
 		}
 		if owner != "" {
-			return fmt.Errorf("ldapengine: static role %q: entry %q is already managed by this engine (owner %q): %w", name, entryDN, owner, keel.ErrConflict)
+			return fmt.Errorf("ldapengine: static role %q: entry %q is already managed by this engine (owner %q): %w", name, entryDN, owner, keel.KindConflict)
 		}
 		if err := putJSON(tx, accountKey(entryDN), name); err != nil {
 			return err
@@ -272,13 +272,13 @@ func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, bool, e
 		return err
 	})
 	if err == nil && !found {
-		err = fmt.Errorf("ldapengine: static role %q: %w", name, keel.ErrNotFound)
+		err = fmt.Errorf("ldapengine: static role %q: %w", name, keel.KindNotFound)
 	}
 	return rec, pending, err
 }
 
 // GetStaticRole returns the static role name; a missing role is an error
-// of kind keel.ErrNotFound. It needs read on "MOUNT/static-role/NAME".
+// of kind keel.KindNotFound. It needs read on "MOUNT/static-role/NAME".
 func (e *Engine) GetStaticRole(ctx context.Context, name string) (_ StaticRole, err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
@@ -301,17 +301,17 @@ func (e *Engine) GetStaticRole(ctx context.Context, name string) (_ StaticRole, 
 // order; a name that is both a role and a folder comes twice, "team" and
 // then "team/".
 //
-// A page holds at most r.Limit names (0 or less: DefaultListLimit);
+// A page holds at most r.Limit names (0 or less: 1,000);
 // Items is empty, not nil, when there are none. Next is the Cursor of the
 // page that follows, "" on the last page; a cursor is opaque, and stays
 // valid while roles are created and deleted: the next page starts after
 // the last name given, deleted or not, so that no name is given twice and
 // every name that exists throughout the walk is given once. keel.All walks
-// every page. A cursor that no page gave may be refused (keel.ErrInvalid
+// every page. A cursor that no page gave may be refused (keel.KindInvalid
 // on Cursor).
 //
 // It needs list on "MOUNT/static-role/PATH" (PATH with its trailing "/").
-// A malformed path is keel.ErrInvalid on Path.
+// A malformed path is keel.KindInvalid on Path.
 func (e *Engine) ListStaticRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
 	return e.listChildren(ctx, e.resource("static-role"), prefixRole, path, r)
@@ -345,11 +345,11 @@ func (e *Engine) DeleteStaticRole(ctx context.Context, name string) (err error) 
 }
 
 // GetStaticCred returns the current credential of the static role name; a
-// missing role is an error of kind keel.ErrNotFound. It needs read on
+// missing role is an error of kind keel.KindNotFound. It needs read on
 // "MOUNT/static-cred/NAME". While a password change of the role is
 // pending (under way, or its outcome unknown after a timeout or a lost
 // connection), GetStaticCred fails with an error of kind
-// keel.ErrUnavailable that carries keel.RetryAfterOf: the directory may
+// keel.KindUnavailable that carries keel.RetryAfterOf: the directory may
 // hold either password, and handing out one that does not bind would be
 // worse than a refusal. The worker settles the change (binding with the
 // new password, or setting it again) within Options.RetryInterval of the
@@ -370,7 +370,7 @@ func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, 
 		// The directory may hold the old password or the new one: handing
 		// out either could give a password that does not bind.
 		wait := rec.NextRotation.Sub(e.clock.Now())
-		return StaticCred{}, keel.WithRetryAfter(fmt.Errorf("ldapengine: static role %q: a password change is being settled: %w", name, keel.ErrUnavailable), wait)
+		return StaticCred{}, keel.WithRetryAfter(fmt.Errorf("ldapengine: static role %q: a password change is being settled: %w", name, keel.KindUnavailable), wait)
 	}
 	c := StaticCred{DN: rec.EntryDN, Username: rec.Username, Password: rec.Password,
 		LastRotation: rec.LastRotation, RotationPeriod: rec.Period,
@@ -438,7 +438,7 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 			return err
 		}
 		if !found {
-			return fmt.Errorf("ldapengine: static role %q: %w", name, keel.ErrNotFound)
+			return fmt.Errorf("ldapengine: static role %q: %w", name, keel.KindNotFound)
 		}
 		if onlyDue && rec.NextRotation.After(now) {
 			return errNotDue
@@ -494,7 +494,7 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 			return nil
 		}
 		if !found || !ok || cur.Password != wal.Password {
-			return fmt.Errorf("ldapengine: static role %q: changed during rotation: %w", name, keel.ErrConflict)
+			return fmt.Errorf("ldapengine: static role %q: changed during rotation: %w", name, keel.KindConflict)
 		}
 		old := rec
 		if rec.Password != wal.Password {
@@ -574,7 +574,7 @@ func (e *Engine) retryDelay(failures int) time.Duration {
 // next RotateRoot or Step, which keeps the password the directory accepts;
 // the worker is woken to try within Options.RetryInterval. A directory
 // that refuses the configured bind account is an error of kind
-// keel.ErrConflict that names the directory's answer.
+// keel.KindConflict that names the directory's answer.
 func (e *Engine) RotateRoot(ctx context.Context) (err error) {
 	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("rotate-root")); err != nil {
@@ -616,7 +616,7 @@ func (e *Engine) RotateRoot(ctx context.Context) (err error) {
 			return err
 		}
 		if !found || cur.BindDN != cfg.BindDN || cur.BindPass != cfg.BindPass {
-			return fmt.Errorf("ldapengine: rotate-root: configuration changed meanwhile: %w", keel.ErrConflict)
+			return fmt.Errorf("ldapengine: rotate-root: configuration changed meanwhile: %w", keel.KindConflict)
 		}
 		cur.BindPass = pw
 		cur.LastBindPasswordRotation = e.clock.Now().UTC()
@@ -684,7 +684,7 @@ func (e *Engine) recoverRoot(ctx context.Context) error {
 	if err == nil {
 		return drop(wal.Password)
 	}
-	if !errors.Is(err, keel.ErrUnauthenticated) {
+	if !errors.Is(err, keel.KindUnauthenticated) {
 		return wrapf(err, "rotate-root: settling an earlier rotation")
 	}
 	if err := e.dir.Bind(ctx, cfg.conn(), cfg.bindUser(), cfg.BindPass); err != nil {

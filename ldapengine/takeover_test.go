@@ -11,6 +11,7 @@ import (
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/etcdstore"
 	"github.com/keelhq/keel/storage/etcdstore/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestLeaderLostMidRotationIsSettledByTheNext: two engines on one etcd,
@@ -27,7 +28,7 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 	dir.Add(bindDN, "bind-pw", "cn", "keel")
 	dir.Add(aliceDN, "alice-pw", "cn", "alice", "uid", "alice")
 	clock := keel.NewFakeClock(t0)
-	engine := func() (*Engine, *etcdstore.Store) {
+	engine := func() (*Engine, *clientv3.Client) {
 		cli, err := etcdtest.NewClient(etcdtest.Endpoints(t))
 		if err != nil {
 			t.Fatal(err)
@@ -46,9 +47,9 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(e.Stop)
-		return e, s
+		return e, cli
 	}
-	a, as := engine()
+	a, aClient := engine()
 	b, _ := engine()
 	if err := a.PutConfig(ctx, Config{BindDN: bindDN, BindPass: "bind-pw", URL: "ldap://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestLeaderLostMidRotationIsSettledByTheNext(t *testing.T) {
 	wantKind(t, a.RotateRole(ctx, "alice"), keel.KindUnavailable)
 	dir.LoseReplies(aliceDN, false)
 	changes := dir.Changes()
-	as.Client().Close() // a dies: its session is no longer kept alive
+	aClient.Close() // a dies: its session is no longer kept alive
 
 	r, err := b.GetStaticRole(ctx, "alice")
 	if err != nil || !r.Pending {

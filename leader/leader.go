@@ -21,7 +21,7 @@
 // # Errors
 //
 // Acquire returns the error of its ctx when it ends first, or an error of
-// the implementation (etcd unreachable: keel.ErrUnavailable). Run retries
+// the implementation (etcd unreachable: keel.KindUnavailable). Run retries
 // them.
 //
 // # Concurrency

@@ -47,8 +47,8 @@ type WorkerOptions struct {
 	Watch func(ctx context.Context, wakeFor func(t time.Time)) (stop func(), err error)
 }
 
-// DefaultRetry is the default of WorkerOptions.Retry.
-const DefaultRetry = 10 * time.Second
+// defaultRetry is the default of WorkerOptions.Retry.
+const defaultRetry = 10 * time.Second
 
 // Worker runs a StepFunc in a goroutine, over and over: it calls the step
 // with the clock's time, sleeps on a timer of the clock until the next
@@ -82,7 +82,7 @@ func NewWorker(step StepFunc, opts *WorkerOptions) *Worker {
 		o.Leader = Always
 	}
 	if o.Retry <= 0 {
-		o.Retry = DefaultRetry
+		o.Retry = defaultRetry
 	}
 	if o.Wake == nil {
 		o.Wake = make(chan struct{}, 1)

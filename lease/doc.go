@@ -42,7 +42,7 @@
 // removes the lease. A failed revocation is retried after RetryBase (20s),
 // doubling up to RetryMax (5m), with ±20% jitter; after MaxAttempts (6)
 // failures, or at once for an error marked Permanent, the lease becomes
-// irrevocable: it keeps its last error (cut to MaxErrorLen bytes), is
+// irrevocable: it keeps its last error (cut to 240 bytes), is
 // counted and listed by CountIrrevocable and ListIrrevocable, cannot be
 // renewed, and is retried every IrrevocableRetry (24h); a retry that
 // succeeds removes it, and RevokeForce removes it whatever its revoker
@@ -79,13 +79,13 @@
 // # Lists and limits
 //
 // The two lists that grow with the leases are paged (keel.ListRequest in,
-// keel.Page out): List, the names under a prefix, DefaultListLimit names a
+// keel.Page out): List, the names under a prefix, 1,000 names a
 // page unless the request sets a limit, and ListIrrevocable,
-// DefaultIrrevocableLimit leases a page. A page's Next is its last name or
+// 10,000 leases a page. A page's Next is its last name or
 // lease id, so that the following page starts after it while leases come
 // and go; keel.All walks every page. CountIrrevocable returns counts, one
-// per mount, not a list. The fixed limits are constants (MaxErrorLen, the
-// default page sizes); the one that depends on the store, the batch of the
+// per mount, not a list. The fixed limits are stated where they apply (an error
+// kept is cut to 240 bytes; the default page sizes above); the one that depends on the store, the batch of the
 // batched operations, is reported by Manager.Limits.
 //
 // # Errors
@@ -93,15 +93,15 @@
 // Every error of the package has a message that starts with "lease: "
 // (then the operation, such as "lease: renew"), and wraps one of keel's
 // kinds; field errors name Go paths ("LeaseID", "Increment", "Prefix",
-// "Path", "Store"). keel.ErrInvalid: a malformed request (empty lease id,
+// "Path", "Store"). keel.KindInvalid: a malformed request (empty lease id,
 // negative TTL or increment, a path under no registered mount, a bad
 // mount) and a refused renewal (token, irrevocable, expired, not
-// renewable, past the max TTL). keel.ErrNotFound: an unknown or expired
-// lease on Get and Renew. keel.ErrForbidden: a missing right.
-// keel.ErrConflict: a lease changed while Renew called the engine.
-// keel.ErrUnavailable: a revoker's or renewer's error that has no kind of
-// its own, and a mount without a revoker. keel.ErrInternal: a corrupt
-// record, a Tx used after its closure. keel.ErrTooLarge: a lease too
+// renewable, past the max TTL). keel.KindNotFound: an unknown or expired
+// lease on Get and Renew. keel.KindForbidden: a missing right.
+// keel.KindConflict: a lease changed while Renew called the engine.
+// keel.KindUnavailable: a revoker's or renewer's error that has no kind of
+// its own, and a mount without a revoker. keel.KindInternal: a corrupt
+// record, a Tx used after its closure. keel.KindTooLarge: a lease too
 // large for the store (a path past its key size, say). The store's errors
 // are wrapped with their kinds. The one exception is the error of the
 // closure given to Issuer.Update, which Update returns as the closure
@@ -129,7 +129,7 @@
 //
 //   - Revoking an unknown lease id succeeds and does nothing (Vault answers
 //     204, or 202 when queued).
-//   - Get and Renew of an unknown id fail with keel.ErrNotFound (Vault
+//   - Get and Renew of an unknown id fail with keel.KindNotFound (Vault
 //     answers 400 "invalid lease" and "lease not found"; an adapter may
 //     render it so). Get of an expired lease fails the same way until
 //     a revocation of it fails, where Vault shows it with ttl 0 until it
@@ -141,7 +141,7 @@
 //   - RevokePrefix and RevokeForce: a prefix without a trailing "/" is the
 //     id of one lease when such a lease exists, and otherwise the folder
 //     prefix+"/"; a synchronous prefix revocation stops at its first
-//     failure. An empty prefix is refused (keel.ErrInvalid).
+//     failure. An empty prefix is refused (keel.KindInvalid).
 //   - Renew with increment 0: Vault lets the engine choose, which usually
 //     means its default TTL; keel grants again the TTL the lease was
 //     issued with. A renewal capped at the max TTL reports it (Renewal's

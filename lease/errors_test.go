@@ -41,7 +41,7 @@ func TestErrorsStartWithLease(t *testing.T) {
 	storeDown := func(t *testing.T) (*env, func(op faultstore.Op, prefix string)) {
 		e, fs := faultEnv(t, everystore.Mem)
 		return e, func(op faultstore.Op, prefix string) {
-			fs.Fail(op, prefix, 0, fmt.Errorf("etcd: no leader: %w", keel.ErrUnavailable))
+			fs.Fail(op, prefix, 0, fmt.Errorf("etcd: no leader: %w", keel.KindUnavailable))
 		}
 	}
 	corrupt := func(t *testing.T, e *env, key string) {

@@ -56,7 +56,7 @@ func Example() {
 	}
 	fmt.Println("next work:", next.IsZero())
 	_, err = m.Get(ctx, l.ID)
-	fmt.Println("get after revocation:", errors.Is(err, keel.ErrNotFound))
+	fmt.Println("get after revocation:", errors.Is(err, keel.KindNotFound))
 
 	// Output:
 	// lease under ldap/creds/app for 1h0m0s
@@ -88,7 +88,7 @@ func ExampleManager_ListIrrevocable() {
 	err = m.Revoke(ctx, l.ID, true)
 	fmt.Println("revoke:", keel.KindOf(err))
 
-	// Every page, DefaultIrrevocableLimit leases at a time.
+	// Every page, defaultIrrevocableLimit leases at a time.
 	for il, err := range keel.All(ctx, 0, func(ctx context.Context, r keel.ListRequest) (keel.Page[lease.IrrevocableLease], error) {
 		return m.ListIrrevocable(ctx, r)
 	}) {

@@ -151,7 +151,7 @@ func TestClosuresAreRetrySafe(t *testing.T) {
 		}
 		// The queued revocation waits for its mount's lane, which backs
 		// off after the failure (at most RetryMax).
-		e.step(t, t0.Add(3*time.Hour+DefaultRetryMax))
+		e.step(t, t0.Add(3*time.Hour+defaultRetryMax))
 
 		raw(t, e.raw, map[string][]byte{keyPrefix + dueKey(t0.Add(5*time.Hour), "ldap/creds/app/x"): {}})
 		res, err := e.m.Tidy(ctx)

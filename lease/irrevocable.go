@@ -33,7 +33,7 @@ func (m *Manager) CountIrrevocable(ctx context.Context) (IrrevocableCounts, erro
 		return tx.Scan(irrPrefix, storage.ScanOptions{}, func(key string, value []byte) error {
 			mount, _, err := decodeIrr(value)
 			if err != nil {
-				return fmt.Errorf("irrevocable-index entry %q is corrupt: %w", key, keel.ErrInternal)
+				return fmt.Errorf("irrevocable-index entry %q is corrupt: %w", key, keel.KindInternal)
 			}
 			out.Total++
 			out.ByMount[mount]++
@@ -53,15 +53,15 @@ type IrrevocableLease struct {
 	Error   string // the error of its last revocation attempt (Vault's error)
 }
 
-// DefaultIrrevocableLimit is how many leases a page of ListIrrevocable
+// defaultIrrevocableLimit is how many leases a page of ListIrrevocable
 // holds when its request sets no limit (keel.ListRequest.Limit 0 or
 // less): 10,000, the limit of Vault's list when none is given.
-const DefaultIrrevocableLimit = 10000
+const defaultIrrevocableLimit = 10000
 
 // ListIrrevocable returns one page of the irrevocable leases, with their
 // mount and error, in lease id order, and needs keel.CapSudo on
 // "sys/leases". A page holds at most r.Limit leases
-// (DefaultIrrevocableLimit when r.Limit is 0 or less): those whose id
+// (10,000 when r.Limit is 0 or less): those whose id
 // sorts after r.Cursor, the first ones when it is empty. Its Next is the
 // Cursor of the following page, "" on the last page; it is the last lease
 // id of the page, and stays valid while leases are revoked or become
@@ -80,7 +80,7 @@ func (m *Manager) ListIrrevocable(ctx context.Context, r keel.ListRequest) (keel
 	}
 	limit := r.Limit
 	if limit <= 0 {
-		limit = DefaultIrrevocableLimit
+		limit = defaultIrrevocableLimit
 	}
 	var opts storage.ScanOptions
 	if r.Cursor != "" {
@@ -97,7 +97,7 @@ func (m *Manager) ListIrrevocable(ctx context.Context, r keel.ListRequest) (keel
 			}
 			mount, msg, err := decodeIrr(value)
 			if err != nil {
-				return fmt.Errorf("irrevocable-index entry %q is corrupt: %w", key, keel.ErrInternal)
+				return fmt.Errorf("irrevocable-index entry %q is corrupt: %w", key, keel.KindInternal)
 			}
 			leases = append(leases, IrrevocableLease{LeaseID: key[len(irrPrefix):], Mount: mount, Error: msg})
 			return nil

@@ -152,7 +152,7 @@ func TestListIrrevocableDefaultLimit(t *testing.T) {
 		e := newEnv(t, open, nil, nil)
 		// Write the index directly: 10,001 revocations would be slow.
 		kv := map[string][]byte{}
-		for i := range DefaultIrrevocableLimit + 1 {
+		for i := range defaultIrrevocableLimit + 1 {
 			kv[keyPrefix+irrKey(idOfIndex(i))] = encodeIrr("ldap/", "x")
 		}
 		raw(t, e.raw, kv)

@@ -90,7 +90,7 @@ func (i *Issuer) Update(ctx context.Context, fn func(ctx context.Context, tx sto
 // update is Update; op names the operation in the errors of the store.
 func (i *Issuer) update(ctx context.Context, op string, fn func(ctx context.Context, tx storage.Tx, leases *Tx) error) error {
 	if i.joint == nil {
-		return fmt.Errorf("lease: %s: mount %q was registered without a Store: %w", op, i.mount, keel.ErrInternal)
+		return fmt.Errorf("lease: %s: mount %q was registered without a Store: %w", op, i.mount, keel.KindInternal)
 	}
 	var last *Tx
 	var fnErr error
@@ -132,7 +132,7 @@ func (t *Tx) close() { t.closed = true }
 // open fails once the closure that got t has returned.
 func (t *Tx) open(op string) error {
 	if t.closed {
-		return fmt.Errorf("lease: %s: the lease transaction of mount %q is over: %w", op, t.i.mount, keel.ErrInternal)
+		return fmt.Errorf("lease: %s: the lease transaction of mount %q is over: %w", op, t.i.mount, keel.KindInternal)
 	}
 	return nil
 }
@@ -232,7 +232,7 @@ func (i *Issuer) current() error {
 	me, ok := i.m.mounts[i.mount]
 	i.m.mu.RUnlock()
 	if !ok || me.owner != i {
-		return fmt.Errorf("lease: issue: the mount %q is no longer registered with this Issuer (removed, or its engine rebuilt): %w", i.mount, keel.ErrUnavailable)
+		return fmt.Errorf("lease: issue: the mount %q is no longer registered with this Issuer (removed, or its engine rebuilt): %w", i.mount, keel.KindUnavailable)
 	}
 	return nil
 }

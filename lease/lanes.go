@@ -111,7 +111,7 @@ func (l *lanes) failed(mount string, now, retry time.Time, timedOut bool, backof
 
 // errTimedOut is the error of a revoker call that outlived
 // Options.RevokeTimeout.
-var errTimedOut = fmt.Errorf("the revoker did not return within the revocation timeout: %w", keel.ErrUnavailable)
+var errTimedOut = fmt.Errorf("the revoker did not return within the revocation timeout: %w", keel.KindUnavailable)
 
 // callTimed calls the revoker of l's mount with a context that ends after
 // Options.RevokeTimeout, and returns when it returns or when that context

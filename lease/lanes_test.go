@@ -95,7 +95,7 @@ func TestHungMountDelaysNoOther(t *testing.T) {
 	// Past the backoff, the hung calls still running fill the lane: a Step
 	// makes no call and waits for none.
 	calls := hung.calls.Load()
-	e.step(t, heldUntil.Add(DefaultRetryMax))
+	e.step(t, heldUntil.Add(defaultRetryMax))
 	if got := hung.calls.Load(); got != calls {
 		t.Fatalf("%d new calls of a lane whose calls hang", got-calls)
 	}
@@ -103,12 +103,12 @@ func TestHungMountDelaysNoOther(t *testing.T) {
 	// The directory answers again: the rest are revoked.
 	release()
 	keeltest.Until(t, "the hung calls returned", func() bool { return e.m.lanes.runningOf("slow/") == 0 })
-	at := heldUntil.Add(2 * DefaultRetryMax)
+	at := heldUntil.Add(2 * defaultRetryMax)
 	for range n {
 		if e.step(t, at).IsZero() {
 			break
 		}
-		at = at.Add(DefaultRetryMax)
+		at = at.Add(defaultRetryMax)
 	}
 	for _, l := range slow {
 		if _, ok := e.get(t, l.ID); ok {
@@ -135,8 +135,8 @@ func TestFailingMountBacksOffAlone(t *testing.T) {
 	}
 	up := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
 	e.step(t, t0.Add(time.Minute))
-	if got := calls.Load(); got < laneTrip || got > laneTrip+DefaultRevokeConcurrency-1 {
-		t.Fatalf("%d calls of the failing mount in one Step, want %d to %d", got, laneTrip, laneTrip+DefaultRevokeConcurrency-1)
+	if got := calls.Load(); got < laneTrip || got > laneTrip+defaultRevokeConcurrency-1 {
+		t.Fatalf("%d calls of the failing mount in one Step, want %d to %d", got, laneTrip, laneTrip+defaultRevokeConcurrency-1)
 	}
 	if _, ok := e.get(t, up.ID); ok {
 		t.Fatal("the healthy mount's lease was held by the failing one")

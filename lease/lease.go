@@ -41,7 +41,7 @@ type Lease struct {
 	// Attempts counts the failed revocation attempts.
 	Attempts int
 	// LastError is the error of the last failed attempt, cut to at most
-	// MaxErrorLen bytes of valid UTF-8.
+	// 240 bytes of valid UTF-8.
 	LastError string
 	// Held reports, in Get's answer, that the lease is due but the
 	// worker's revocations are held (see Manager.Hold). It is not stored.

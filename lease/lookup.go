@@ -51,7 +51,7 @@ func (m *Manager) Get(ctx context.Context, leaseID string) (Lease, error) {
 	now := m.now()
 	due := !e.NextAttempt.After(now)
 	if !e.ExpireTime.After(now) && e.Attempts == 0 && !(held && due) {
-		return Lease{}, fmt.Errorf("lease: get: lease %q expired at %s: %w", leaseID, e.ExpireTime.Format(timeFormat), keel.ErrNotFound)
+		return Lease{}, fmt.Errorf("lease: get: lease %q expired at %s: %w", leaseID, e.ExpireTime.Format(timeFormat), keel.KindNotFound)
 	}
 	e.Held = held && due
 	return e.Lease, nil
@@ -79,9 +79,9 @@ func (m *Manager) load(ctx context.Context, id string) (entry, []byte, error) {
 	return e, raw, err
 }
 
-// DefaultListLimit is how many names a page of List holds when its
+// defaultListLimit is how many names a page of List holds when its
 // request sets no limit (keel.ListRequest.Limit 0 or less).
-const DefaultListLimit = 1000
+const defaultListLimit = 1000
 
 // List returns one page of the immediate children of prefix among the
 // stored lease ids, in ascending byte order, as Vault's LIST
@@ -92,7 +92,7 @@ const DefaultListLimit = 1000
 // needs keel.CapSudo on "sys/leases/lookup/"+prefix (prefix as given),
 // for every page.
 //
-// A page holds at most r.Limit names (DefaultListLimit when r.Limit is 0
+// A page holds at most r.Limit names (1,000 when r.Limit is 0
 // or less): those after r.Cursor, the first ones when it is empty. Its
 // Next is the Cursor of the following page, "" on the last page; it is the
 // last name of the page, and stays valid while leases come and go: the
@@ -114,7 +114,7 @@ func (m *Manager) List(ctx context.Context, prefix string, r keel.ListRequest) (
 	}
 	limit := r.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = defaultListLimit
 	}
 	// A cursor is a name of this list: a segment, or a folder ending in
 	// "/". Cut anything after a folder's "/", so that a page never

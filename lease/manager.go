@@ -18,12 +18,12 @@ import (
 // The defaults of Options.
 const (
 	DefaultTTL               = 768 * time.Hour  // system default and max TTL (Vault's 32 days)
-	DefaultRetryBase         = 20 * time.Second // first retry of a failed revocation
-	DefaultRetryMax          = 5 * time.Minute  // cap of the doubling retry delay
-	DefaultMaxAttempts       = 6                // failed attempts before a lease is irrevocable
-	DefaultIrrevocableRetry  = 24 * time.Hour   // retry period of irrevocable leases
-	DefaultRevokeTimeout     = 30 * time.Second // one revoker call of the worker
-	DefaultRevokeConcurrency = 4                // revoker calls at once per mount
+	defaultRetryBase         = 20 * time.Second // first retry of a failed revocation
+	defaultRetryMax          = 5 * time.Minute  // cap of the doubling retry delay
+	defaultMaxAttempts       = 6                // failed attempts before a lease is irrevocable
+	defaultIrrevocableRetry  = 24 * time.Hour   // retry period of irrevocable leases
+	defaultRevokeTimeout     = 30 * time.Second // one revoker call of the worker
+	defaultRevokeConcurrency = 4                // revoker calls at once per mount
 )
 
 // Options configure a Manager. A nil *Options, and every zero (or
@@ -184,8 +184,9 @@ const opsPerLease = 6
 const maxBatch = 256
 
 // Limits are the limits of a Manager that depend on its store. The fixed
-// ones are constants: MaxErrorLen, and the default page sizes
-// DefaultListLimit and DefaultIrrevocableLimit.
+// ones are stated where they apply: an error kept is cut to 240 bytes, and
+// a page holds 1,000 names (List) or 10,000 leases (ListIrrevocable) by
+// default.
 type Limits struct {
 	// Batch is how many leases the operations that touch many (Step,
 	// RevokePrefix, RevokeForce, Tidy) handle per transaction: 256, or
@@ -229,23 +230,23 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 	}
 	o.DefaultTTL = min(o.DefaultTTL, o.MaxTTL)
 	if o.RetryBase <= 0 {
-		o.RetryBase = DefaultRetryBase
+		o.RetryBase = defaultRetryBase
 	}
 	if o.RetryMax <= 0 {
-		o.RetryMax = DefaultRetryMax
+		o.RetryMax = defaultRetryMax
 	}
 	o.RetryMax = max(o.RetryMax, o.RetryBase)
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
+		o.MaxAttempts = defaultMaxAttempts
 	}
 	if o.IrrevocableRetry <= 0 {
-		o.IrrevocableRetry = DefaultIrrevocableRetry
+		o.IrrevocableRetry = defaultIrrevocableRetry
 	}
 	if o.RevokeTimeout <= 0 {
-		o.RevokeTimeout = DefaultRevokeTimeout
+		o.RevokeTimeout = defaultRevokeTimeout
 	}
 	if o.RevokeConcurrency <= 0 {
-		o.RevokeConcurrency = DefaultRevokeConcurrency
+		o.RevokeConcurrency = defaultRevokeConcurrency
 	}
 	o.Clock = keel.ClockOrSystem(o.Clock)
 	if o.Logger == nil {
@@ -499,13 +500,13 @@ func (m *Manager) authorize(ctx context.Context, op string, c keel.Capability, r
 	return nil
 }
 
-// classify gives a kind to an error of an engine: keel.ErrUnavailable
+// classify gives a kind to an error of an engine: keel.KindUnavailable
 // unless it has one already. The result wraps err.
 func classify(err error) error {
 	if keel.KindOf(err) != keel.KindUnknown {
 		return err
 	}
-	return fmt.Errorf("%w: %w", err, keel.ErrUnavailable)
+	return fmt.Errorf("%w: %w", err, keel.KindUnavailable)
 }
 
 // requireID checks that a lease id was given, as the argument leaseID of
@@ -519,5 +520,5 @@ func requireID(id string) error {
 
 // notFound is the error of a lease id that names no stored lease.
 func notFound(id string) error {
-	return fmt.Errorf("lease %q: %w", id, keel.ErrNotFound)
+	return fmt.Errorf("lease %q: %w", id, keel.KindNotFound)
 }

@@ -98,12 +98,12 @@ func TestListPages(t *testing.T) {
 }
 
 // TestListDefaultLimit: a request without a limit (0 or negative) gets
-// pages of DefaultListLimit names, and keel.All walks past them.
+// pages of defaultListLimit names, and keel.All walks past them.
 func TestListDefaultLimit(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		// Write the records directly: List reads the keys only.
-		const n = DefaultListLimit + 5
+		const n = defaultListLimit + 5
 		kv := map[string][]byte{}
 		var want []string
 		for i := range n {
@@ -115,11 +115,11 @@ func TestListDefaultLimit(t *testing.T) {
 		ctx := context.Background()
 		for _, limit := range []int{0, -1} {
 			p, err := e.m.List(ctx, "ldap/creds/app/", keel.ListRequest{Limit: limit})
-			if err != nil || len(p.Items) != DefaultListLimit || p.Next != want[DefaultListLimit-1] {
-				t.Fatalf("limit %d: %d names, next %q, %v; want %d, next %q", limit, len(p.Items), p.Next, err, DefaultListLimit, want[DefaultListLimit-1])
+			if err != nil || len(p.Items) != defaultListLimit || p.Next != want[defaultListLimit-1] {
+				t.Fatalf("limit %d: %d names, next %q, %v; want %d, next %q", limit, len(p.Items), p.Next, err, defaultListLimit, want[defaultListLimit-1])
 			}
 			rest, err := e.m.List(ctx, "ldap/creds/app/", keel.ListRequest{Limit: limit, Cursor: p.Next})
-			if err != nil || !slices.Equal(rest.Items, want[DefaultListLimit:]) || rest.Next != "" {
+			if err != nil || !slices.Equal(rest.Items, want[defaultListLimit:]) || rest.Next != "" {
 				t.Fatalf("limit %d, second page: %q, next %q, %v", limit, rest.Items, rest.Next, err)
 			}
 		}
@@ -313,8 +313,8 @@ func TestLimits(t *testing.T) {
 	if got := lim.Limits(); got.Batch != 60/opsPerLease {
 		t.Fatalf("Limits() = %+v with MaxTxOps 60, want Batch %d", got, 60/opsPerLease)
 	}
-	if got := truncateError(strings.Repeat("é", MaxErrorLen)); len(got) > MaxErrorLen {
-		t.Fatalf("kept %d bytes of an error, want at most MaxErrorLen", len(got))
+	if got := truncateError(strings.Repeat("é", maxErrorLen)); len(got) > maxErrorLen {
+		t.Fatalf("kept %d bytes of an error, want at most maxErrorLen", len(got))
 	}
 }
 

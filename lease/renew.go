@@ -102,7 +102,7 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 	}
 	_, mt, ok := m.mountFor(leaseID)
 	if !ok || mt.revoker == nil {
-		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.ErrUnavailable)
+		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.KindUnavailable)
 	}
 	if rn, ok := mt.revoker.(Renewer); ok {
 		if err := guard(func() error { return rn.Renew(ctx, e.Lease, ttl) }); err != nil {
@@ -126,13 +126,13 @@ func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Dura
 	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		cur, err := tx.Get(idKey(leaseID))
 		if errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("lease %q was revoked during its renewal: %w", leaseID, keel.ErrNotFound)
+			return fmt.Errorf("lease %q was revoked during its renewal: %w", leaseID, keel.KindNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(cur, raw) {
-			return fmt.Errorf("lease %q changed during its renewal; try again: %w", leaseID, keel.ErrConflict)
+			return fmt.Errorf("lease %q changed during its renewal; try again: %w", leaseID, keel.KindConflict)
 		}
 		return putEntry(tx, &e, &ne)
 	})

@@ -247,7 +247,7 @@ func TestRenewAnswersTheRefresherData(t *testing.T) {
 		if m, ok := r.Data.(map[string]any); !ok || m["password"] != "p" || r.TTL != 2*time.Hour {
 			t.Fatalf("renewal %+v, want the refresher's data", r)
 		}
-		rr.err = keel.ErrNotFound
+		rr.err = keel.KindNotFound
 		before := storagetest.Dump(t, e.raw)
 		_, err = e.m.Renew(context.Background(), l.ID, time.Hour)
 		wantKind(t, err, keel.KindNotFound)

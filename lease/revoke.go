@@ -88,7 +88,7 @@ func queueEntry(tx storage.Tx, e *entry, now time.Time) error {
 // revokeNow revokes the lease id through its engine and removes it.
 func (m *Manager) revokeNow(ctx context.Context, id string) error {
 	e, raw, err := m.load(ctx, id)
-	if errors.Is(err, keel.ErrNotFound) {
+	if errors.Is(err, keel.KindNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -109,7 +109,7 @@ func (m *Manager) revokeLoaded(ctx context.Context, e *entry, raw []byte) error 
 	if errors.Is(rerr, errNoRevoker) {
 		// Not a failure of an engine: this process does not serve the
 		// mount (yet). The lease stays as it is.
-		return fmt.Errorf("lease %q: %w: %w", e.ID, rerr, keel.ErrUnavailable)
+		return fmt.Errorf("lease %q: %w: %w", e.ID, rerr, keel.KindUnavailable)
 	}
 	if rerr == nil {
 		err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -462,7 +462,7 @@ func (m *Manager) revokePage(ctx context.Context, page []keyValue, force bool) e
 		if errors.Is(rerr, errNoRevoker) && !force {
 			// No engine failed: this process does not serve the mount
 			// (yet). The lease stays as it is.
-			failure = fmt.Errorf("lease %q: %w: %w", id, rerr, keel.ErrUnavailable)
+			failure = fmt.Errorf("lease %q: %w: %w", id, rerr, keel.KindUnavailable)
 			break
 		}
 		if rerr != nil && !force {

@@ -138,7 +138,7 @@ func TestRevokeSyncFailure(t *testing.T) {
 				if err := e.m.Revoke(context.Background(), l.ID, true); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := e.m.Get(context.Background(), l.ID); !errors.Is(err, keel.ErrNotFound) {
+				if _, err := e.m.Get(context.Background(), l.ID); !errors.Is(err, keel.KindNotFound) {
 					t.Fatalf("get after the revocation: %v", err)
 				}
 			})

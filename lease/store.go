@@ -191,7 +191,7 @@ func decodeEntry(id string, b []byte) (entry, error) {
 		d.fail()
 	}
 	if d.err != nil {
-		return entry{}, fmt.Errorf("lease %q: stored record is corrupt: %w", id, keel.ErrInternal)
+		return entry{}, fmt.Errorf("lease %q: stored record is corrupt: %w", id, keel.KindInternal)
 	}
 	e.ID = id
 	e.Path = pathOf(id)
@@ -282,19 +282,19 @@ func (d *decoder) string() string {
 	return s
 }
 
-// MaxErrorLen is how many bytes of the error of its last failed
+// maxErrorLen is how many bytes of the error of its last failed
 // revocation a lease keeps (Lease.LastError, IrrevocableLease.Error): a
-// longer error is cut, on a character boundary, to at most MaxErrorLen
+// longer error is cut, on a character boundary, to at most maxErrorLen
 // bytes of valid UTF-8.
-const MaxErrorLen = 240
+const maxErrorLen = 240
 
-// truncateError cuts msg to at most MaxErrorLen bytes on a rune boundary,
-// so that it stays valid UTF-8 and holds at most MaxErrorLen characters.
+// truncateError cuts msg to at most maxErrorLen bytes on a rune boundary,
+// so that it stays valid UTF-8 and holds at most maxErrorLen characters.
 func truncateError(msg string) string {
-	if len(msg) <= MaxErrorLen {
+	if len(msg) <= maxErrorLen {
 		return msg
 	}
-	cut := MaxErrorLen
+	cut := maxErrorLen
 	for cut > 0 && !utf8.RuneStart(msg[cut]) {
 		cut--
 	}

@@ -389,7 +389,7 @@ type failingView struct {
 
 func (f *failingView) View(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
 	if f.fail.Load() {
-		return fmt.Errorf("test: store down: %w", keel.ErrUnavailable)
+		return fmt.Errorf("test: store down: %w", keel.KindUnavailable)
 	}
 	return f.Store.View(ctx, fn)
 }

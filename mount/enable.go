@@ -100,7 +100,7 @@ func (t *Table) Enable(ctx context.Context, req EnableRequest) (_ Entry, err err
 // checkOpen fails once the table is closed.
 func (t *Table) checkOpen() error {
 	if t.isClosed() {
-		return fmt.Errorf("mount: the table is closed: %w", keel.ErrUnavailable)
+		return fmt.Errorf("mount: the table is closed: %w", keel.KindUnavailable)
 	}
 	return nil
 }
@@ -135,7 +135,7 @@ func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (_ Entry
 	old, ok := t.mounts[path]
 	t.mu.RUnlock()
 	if !ok || !old.Served() {
-		return Entry{}, fmt.Errorf("mount: no mount at %q: %w", path, keel.ErrNotFound)
+		return Entry{}, fmt.Errorf("mount: no mount at %q: %w", path, keel.KindNotFound)
 	}
 	e := old.Entry
 	if req.Description != nil {
@@ -157,7 +157,7 @@ func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (_ Entry
 				return entries, nil
 			}
 		}
-		return nil, fmt.Errorf("mount: no mount at %q: %w", path, keel.ErrNotFound)
+		return nil, fmt.Errorf("mount: no mount at %q: %w", path, keel.KindNotFound)
 	})
 	if err != nil {
 		return Entry{}, errPrefix.Wrapf(err, "tune %q", path)

@@ -75,7 +75,7 @@ func OptionField(k string) string { return "Options[" + strconv.Quote(k) + "]" }
 // KV returns the type of the kv mounts: keel's kv engine, version 1, with
 // the options "version" ("1", the default) and "leased_passthrough" (a
 // boolean: each read issues a lease, as Vault's option does).
-func KV() EngineType {
+func kvEngineType() EngineType {
 	return EngineType{
 		Options: func(in map[string]string) (map[string]string, error) {
 			var v keel.Validation
@@ -111,7 +111,7 @@ func KV() EngineType {
 // openldap mounts: package ldapengine's engine, reaching the directory
 // through dir (nil: ldapengine.LDAP{}) and generating passwords with the
 // policies (nil: none). They take no option.
-func LDAP(flavor ldapengine.Flavor, dir ldapengine.Directory, policies *passwordpolicy.Policies) EngineType {
+func ldapEngineType(flavor ldapengine.Flavor, dir ldapengine.Directory, policies *passwordpolicy.Policies) EngineType {
 	return EngineType{
 		Build: func(env Env) (Engine, error) {
 			return ldapengine.New(env.Store, flavor, trimSlash(env.Entry.Path), &ldapengine.Options{
@@ -156,7 +156,7 @@ func (t *Table) build(m *Mount) error {
 		Authorizer: t.auth, Clock: t.clock, Logger: t.log, Leader: t.leader(leaderName(m.Entry)),
 	})
 	if err == nil && eng == nil {
-		err = fmt.Errorf("mount: %q: the %s engine type built no engine: %w", m.Path, m.Type, keel.ErrInternal)
+		err = fmt.Errorf("mount: %q: the %s engine type built no engine: %w", m.Path, m.Type, keel.KindInternal)
 	}
 	if err != nil {
 		t.leases.Unregister(m.Path)

@@ -122,7 +122,7 @@ type Options struct {
 	// ending in "/". Mounts stored at such a path stay served. Nil: none.
 	Reserved []string
 	// Types are the engine types the table mounts besides the built-in
-	// "kv" (KV), "ldap" and "openldap" (LDAP, with Directory); a type
+	// "kv", "ldap" and "openldap" (these two through Directory); a type
 	// of one of these names replaces the built-in one. Nil: the built-in
 	// types only.
 	Types map[string]EngineType
@@ -244,9 +244,9 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (_ *Table, er
 		log:      o.Logger,
 		leader:   o.Leader,
 		types: map[string]EngineType{
-			"kv":                              KV(),
-			string(ldapengine.FlavorLDAP):     LDAP(ldapengine.FlavorLDAP, o.Directory, policies),
-			string(ldapengine.FlavorOpenLDAP): LDAP(ldapengine.FlavorOpenLDAP, o.Directory, policies),
+			"kv":                              kvEngineType(),
+			string(ldapengine.FlavorLDAP):     ldapEngineType(ldapengine.FlavorLDAP, o.Directory, policies),
+			string(ldapengine.FlavorOpenLDAP): ldapEngineType(ldapengine.FlavorOpenLDAP, o.Directory, policies),
 		},
 		mounts:  make(map[string]*Mount),
 		changed: make(chan struct{}, 1),
@@ -481,7 +481,7 @@ func (t *Table) Get(ctx context.Context, path string) (_ Mount, err error) {
 	defer t.mu.RUnlock()
 	m, ok := t.mounts[path]
 	if !ok {
-		return Mount{}, fmt.Errorf("mount: no mount at %q: %w", path, keel.ErrNotFound)
+		return Mount{}, fmt.Errorf("mount: no mount at %q: %w", path, keel.KindNotFound)
 	}
 	return *m, nil
 }
@@ -522,7 +522,7 @@ var usableCapabilities = []keel.Capability{keel.CapRead, keel.CapList, keel.CapC
 // so that the answer does not reveal which mounts exist.
 func (t *Table) MountFor(ctx context.Context, p string) (_ Mount, err error) {
 	defer errPrefix.Set(&err)
-	forbidden := fmt.Errorf("mount: no mount the caller may use lies above %q: %w", p, keel.ErrForbidden)
+	forbidden := fmt.Errorf("mount: no mount the caller may use lies above %q: %w", p, keel.KindForbidden)
 	m, _, ok := t.Route(p)
 	if !ok {
 		return Mount{}, forbidden
@@ -564,7 +564,7 @@ func putTable(tx storage.Tx, entries []Entry) error {
 	}
 	raw, err := json.Marshal(entries)
 	if err != nil {
-		return fmt.Errorf("mount: encode the table: %v: %w", err, keel.ErrInternal)
+		return fmt.Errorf("mount: encode the table: %v: %w", err, keel.KindInternal)
 	}
 	return tx.Put(tableKey, raw)
 }
@@ -607,7 +607,7 @@ func readEntries(tx storage.Tx) ([]Entry, error) {
 	}
 	var entries []Entry
 	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, fmt.Errorf("mount: stored table: %v: %w", err, keel.ErrInternal)
+		return nil, fmt.Errorf("mount: stored table: %v: %w", err, keel.KindInternal)
 	}
 	return entries, nil
 }

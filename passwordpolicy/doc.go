@@ -28,11 +28,11 @@
 //
 // # Errors
 //
-// Errors wrap the kinds of package keel: keel.ErrInvalid, with the field
+// Errors wrap the kinds of package keel: keel.KindInvalid, with the field
 // "Name", "Policy" or "Store" (see keel.FieldErrors), for a broken name or
 // policy, or a store New cannot use (nil, or a view claimed for another
-// component, see storage.CheckClaim); keel.ErrNotFound for a missing
-// policy; keel.ErrForbidden from the Authorizer; keel.ErrInternal for a
+// component, see storage.CheckClaim); keel.KindNotFound for a missing
+// policy; keel.KindForbidden from the Authorizer; keel.KindInternal for a
 // failing random source or a stored record that cannot be read.
 //
 // # Rights

@@ -37,24 +37,24 @@ func putN(t *testing.T, store storage.Store, n int) []string {
 	return names
 }
 
-// TestListPaged: List walks more policies than DefaultListLimit in pages
+// TestListPaged: List walks more policies than defaultListLimit in pages
 // of at most the limit, sorted, each name once; Next is empty on the last
 // page; a page past the end is empty.
 func TestListPaged(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		ctx := context.Background()
 		store := open(t)
-		want := putN(t, store, passwordpolicy.DefaultListLimit+5)
+		want := putN(t, store, defaultListLimit+5)
 		p, err := passwordpolicy.New(store, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		first, err := p.List(ctx, keel.ListRequest{})
-		if err != nil || len(first.Items) != passwordpolicy.DefaultListLimit || first.Next != first.Items[len(first.Items)-1] {
+		if err != nil || len(first.Items) != defaultListLimit || first.Next != first.Items[len(first.Items)-1] {
 			t.Fatalf("first page of the default limit: %d items, Next %q, %v", len(first.Items), first.Next, err)
 		}
 		rest, err := p.List(ctx, keel.ListRequest{Cursor: first.Next})
-		if err != nil || !slices.Equal(rest.Items, want[passwordpolicy.DefaultListLimit:]) || rest.Next != "" {
+		if err != nil || !slices.Equal(rest.Items, want[defaultListLimit:]) || rest.Next != "" {
 			t.Fatalf("second page: %v, Next %q, %v", rest.Items, rest.Next, err)
 		}
 		for _, limit := range []int{1, 7, 1000, 2000} {
@@ -122,3 +122,6 @@ func TestListDeleteBetweenPages(t *testing.T) {
 		}
 	})
 }
+
+// defaultListLimit is List's documented page size when Limit is 0.
+const defaultListLimit = 1000

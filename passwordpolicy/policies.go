@@ -36,7 +36,7 @@ type Policies struct {
 // New returns the policies kept in store, which its caller has scoped to
 // them (package mount gives it the view "ldapengine/password-policies/" of
 // its store): each policy is the key NAME, holding the JSON object
-// {"policy": TEXT}. A nil store is an error of kind keel.ErrInvalid (field
+// {"policy": TEXT}. A nil store is an error of kind keel.KindInvalid (field
 // "Store").
 func New(store storage.Store, opts *Options) (_ *Policies, err error) {
 	defer errPrefix.Set(&err)
@@ -71,7 +71,7 @@ func checkName(name string) error {
 
 // Put creates or replaces the policy name with the text policy, which must
 // parse (Parse). It needs update on "sys/policies/password/NAME". An
-// invalid name or policy is an error of kind keel.ErrInvalid (field "Name"
+// invalid name or policy is an error of kind keel.KindInvalid (field "Name"
 // or "Policy").
 func (p *Policies) Put(ctx context.Context, name, policy string) (err error) {
 	defer errPrefix.Set(&err)
@@ -92,7 +92,7 @@ func (p *Policies) Put(ctx context.Context, name, policy string) (err error) {
 
 // Get returns the text of the policy name. It needs read on
 // "sys/policies/password/NAME". A missing policy is an error of kind
-// keel.ErrNotFound.
+// keel.KindNotFound.
 func (p *Policies) Get(ctx context.Context, name string) (_ string, err error) {
 	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
@@ -112,14 +112,14 @@ func (p *Policies) get(ctx context.Context, name string) (string, error) {
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return "", fmt.Errorf("passwordpolicy: password policy %q: %w", name, keel.ErrNotFound)
+		return "", fmt.Errorf("passwordpolicy: password policy %q: %w", name, keel.KindNotFound)
 	}
 	if err != nil {
 		return "", err
 	}
 	var sp storedPolicy
 	if err := json.Unmarshal(raw, &sp); err != nil {
-		return "", fmt.Errorf("passwordpolicy: password policy %q: stored record: %v: %w", name, err, keel.ErrInternal)
+		return "", fmt.Errorf("passwordpolicy: password policy %q: stored record: %v: %w", name, err, keel.KindInternal)
 	}
 	return sp.Policy, nil
 }
@@ -139,13 +139,13 @@ func (p *Policies) Delete(ctx context.Context, name string) (err error) {
 	})
 }
 
-// DefaultListLimit is how many names a page of List holds when the request
+// defaultListLimit is how many names a page of List holds when the request
 // asks for no limit (ListRequest.Limit of 0 or less).
-const DefaultListLimit = 1000
+const defaultListLimit = 1000
 
 // List returns one page of the names of the policies, sorted: the names
 // after r.Cursor (empty: from the first), at most r.Limit of them
-// (DefaultListLimit when r.Limit is 0 or less). Next is the cursor of the
+// (1,000 when r.Limit is 0 or less). Next is the cursor of the
 // following page, empty on the last; a page past the end is empty, as is
 // the list of a store that holds no policy. The cursor is the last name
 // given, so a walk (keel.All) goes on after it while policies come and
@@ -157,7 +157,7 @@ func (p *Policies) List(ctx context.Context, r keel.ListRequest) (_ keel.Page[st
 	}
 	limit := r.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = defaultListLimit
 	}
 	var names []string
 	err = p.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -183,7 +183,7 @@ func (p *Policies) List(ctx context.Context, r keel.ListRequest) (_ keel.Page[st
 // Generate returns a password from the policy name (Vault's
 // sys/policies/password/:name/generate). It needs read on
 // "sys/policies/password/NAME/generate". A missing policy is an error of
-// kind keel.ErrNotFound.
+// kind keel.KindNotFound.
 func (p *Policies) Generate(ctx context.Context, name string) (_ string, err error) {
 	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
@@ -201,8 +201,8 @@ func (p *Policies) Generate(ctx context.Context, name string) (_ string, err err
 // dynamic credential) from the policy their configuration names, after
 // checking the caller's right on their own operation; never call it on a
 // caller's request for a password. A missing policy is an error of kind
-// keel.ErrNotFound; a stored text that no longer parses is of kind
-// keel.ErrInvalid.
+// keel.KindNotFound; a stored text that no longer parses is of kind
+// keel.KindInvalid.
 func (p *Policies) GenerateUnchecked(ctx context.Context, name string) (_ string, err error) {
 	defer errPrefix.Set(&err)
 	text, err := p.get(ctx, name)

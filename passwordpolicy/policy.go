@@ -25,7 +25,7 @@ const alphanumeric = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 // GenerateAlphanumeric returns n characters drawn uniformly from the 62
 // ASCII letters and digits with crypto/rand: the password of an engine
 // that names no policy. n of zero or less gives "". The only error, of kind
-// keel.ErrInternal, is a failing random source. It is safe for concurrent
+// keel.KindInternal, is a failing random source. It is safe for concurrent
 // use.
 func GenerateAlphanumeric(n int) (_ string, err error) {
 	defer errPrefix.Set(&err)
@@ -40,7 +40,7 @@ func randomFrom(set []rune, n int) (string, error) {
 	for i := range out {
 		j, err := rand.Int(rand.Reader, big.NewInt(int64(len(set))))
 		if err != nil {
-			return "", fmt.Errorf("passwordpolicy: random source: %v: %w", err, keel.ErrInternal)
+			return "", fmt.Errorf("passwordpolicy: random source: %v: %w", err, keel.KindInternal)
 		}
 		out[i] = set[j.Int64()]
 	}
@@ -76,7 +76,7 @@ type Policy struct {
 // length must be 4 to 100; at least one charset rule; each charset not
 // empty; min-chars not negative; the sum of min-chars at most length. Any
 // other rule type or attribute is refused. Errors are of kind
-// keel.ErrInvalid with the field "Policy".
+// keel.KindInvalid with the field "Policy".
 func Parse(policy string) (_ *Policy, err error) {
 	defer errPrefix.Set(&err)
 	// The HCL library also panics while decoding some values it parsed
@@ -188,7 +188,7 @@ func parseHCL(text string) (file *ast.File, err error) {
 // Generate returns a password of p.Length characters that meets every
 // rule (p.Meets holds): the minimum characters of each rule, then
 // characters from the union of all charsets, shuffled with crypto/rand.
-// p must come from Parse. The only error, of kind keel.ErrInternal, is a
+// p must come from Parse. The only error, of kind keel.KindInternal, is a
 // failing random source.
 func (p *Policy) Generate() (_ string, err error) {
 	defer errPrefix.Set(&err)
@@ -217,7 +217,7 @@ func (p *Policy) Generate() (_ string, err error) {
 	for i := len(out) - 1; i > 0; i-- {
 		j, err := rand.Int(rand.Reader, big.NewInt(int64(i+1)))
 		if err != nil {
-			return "", fmt.Errorf("passwordpolicy: random source: %v: %w", err, keel.ErrInternal)
+			return "", fmt.Errorf("passwordpolicy: random source: %v: %w", err, keel.KindInternal)
 		}
 		out[i], out[j.Int64()] = out[j.Int64()], out[i]
 	}

@@ -53,8 +53,8 @@ func TestParseRules(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, keel.ErrInvalid) {
-				t.Fatalf("Parse = %+v, %v; want an error of kind ErrInvalid", p, err)
+			if !errors.Is(err, keel.KindInvalid) {
+				t.Fatalf("Parse = %+v, %v; want an error of kind KindInvalid", p, err)
 			}
 			if fe := keel.FieldErrors(err); len(fe) == 0 || fe[0].Field != "Policy" {
 				t.Fatalf("field errors %v, want field \"Policy\"", fe)
@@ -77,8 +77,8 @@ func TestGenerateAlphanumeric(t *testing.T) {
 }
 
 func TestNewNeedsStore(t *testing.T) {
-	if _, err := passwordpolicy.New(nil, nil); !errors.Is(err, keel.ErrInvalid) {
-		t.Fatalf("New(nil) error %v, want ErrInvalid", err)
+	if _, err := passwordpolicy.New(nil, nil); !errors.Is(err, keel.KindInvalid) {
+		t.Fatalf("New(nil) error %v, want KindInvalid", err)
 	}
 }
 
@@ -87,7 +87,7 @@ type denyAll struct{ asked []string }
 
 func (d *denyAll) Authorize(_ context.Context, _ keel.Principal, c keel.Capability, resource string) error {
 	d.asked = append(d.asked, string(c)+" "+resource)
-	return fmt.Errorf("%s on %s: %w", c, resource, keel.ErrForbidden)
+	return fmt.Errorf("%s on %s: %w", c, resource, keel.KindForbidden)
 }
 
 func TestPoliciesLifecycle(t *testing.T) {
@@ -97,17 +97,17 @@ func TestPoliciesLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Get(ctx, "digits"); !errors.Is(err, keel.ErrNotFound) {
-			t.Fatalf("Get of a missing policy: %v, want ErrNotFound", err)
+		if _, err := p.Get(ctx, "digits"); !errors.Is(err, keel.KindNotFound) {
+			t.Fatalf("Get of a missing policy: %v, want KindNotFound", err)
 		}
-		if _, err := p.GenerateUnchecked(ctx, "digits"); !errors.Is(err, keel.ErrNotFound) {
-			t.Fatalf("GenerateUnchecked of a missing policy: %v, want ErrNotFound", err)
+		if _, err := p.GenerateUnchecked(ctx, "digits"); !errors.Is(err, keel.KindNotFound) {
+			t.Fatalf("GenerateUnchecked of a missing policy: %v, want KindNotFound", err)
 		}
-		if err := p.Put(ctx, "bad name", digits8); !errors.Is(err, keel.ErrInvalid) {
-			t.Fatalf("Put with a bad name: %v, want ErrInvalid", err)
+		if err := p.Put(ctx, "bad name", digits8); !errors.Is(err, keel.KindInvalid) {
+			t.Fatalf("Put with a bad name: %v, want KindInvalid", err)
 		}
-		if err := p.Put(ctx, "digits", "length = 1"); !errors.Is(err, keel.ErrInvalid) {
-			t.Fatalf("Put of a bad policy: %v, want ErrInvalid", err)
+		if err := p.Put(ctx, "digits", "length = 1"); !errors.Is(err, keel.KindInvalid) {
+			t.Fatalf("Put of a bad policy: %v, want KindInvalid", err)
 		}
 		if err := p.Put(ctx, "digits", digits8); err != nil {
 			t.Fatal(err)
@@ -164,8 +164,8 @@ func TestPoliciesRights(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				auth.asked = nil
-				if err := tc.call(); !errors.Is(err, keel.ErrForbidden) {
-					t.Fatalf("error %v, want ErrForbidden", err)
+				if err := tc.call(); !errors.Is(err, keel.KindForbidden) {
+					t.Fatalf("error %v, want KindForbidden", err)
 				}
 				if len(auth.asked) != 1 || auth.asked[0] != tc.want {
 					t.Fatalf("asked %v, want [%s]", auth.asked, tc.want)

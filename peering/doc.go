@@ -66,25 +66,26 @@
 // due; Start and Stop (or Close) run it on the clock. New builds a
 // Service over a store its caller has scoped itself and starts nothing:
 // it is for a program that chooses its own view, or runs Step itself.
-// InProcess is a Transport for tests and examples; the Consul adapter
-// (examples/httpapi/consul) has an HTTP one.
+// peeringtest.Network is a Transport between the Services of one process,
+// for tests and examples; the Consul adapter (examples/httpapi/consul) has
+// an HTTP one.
 //
 // # Errors
 //
 // Every error's message starts with "peering: ", once; an adapter that
 // speaks Consul's words drops it, as Consul's messages name no package.
-// Errors carry keel kinds: keel.ErrInvalid with the Go paths of the
+// Errors carry keel kinds: keel.KindInvalid with the Go paths of the
 // fields of the input (PeerName, Partition, PeeringToken,
 // ServerExternalAddresses, Meta, WaitTime, Services[0].Name; Consul's
 // JSON names them alike) for rule violations, a used or replaced token, a
 // token of this cluster or a name already used by the other role;
-// keel.ErrNotFound for a missing peering (Delete of a missing peering
+// keel.KindNotFound for a missing peering (Delete of a missing peering
 // succeeds, as Consul's delete does, where keel's Delete verb would
-// answer keel.ErrNotFound: the adapters and programs written for Consul
+// answer keel.KindNotFound: the adapters and programs written for Consul
 // rely on it);
-// keel.ErrConflict for a peering being deleted; keel.ErrUnavailable when
+// keel.KindConflict for a peering being deleted; keel.KindUnavailable when
 // the peer cannot be reached; store errors as they come. Open fails with
-// keel.ErrInvalid naming "Store", "Transport" or "Authorizer" when one is
+// keel.KindInvalid naming "Store", "Transport" or "Authorizer" when one is
 // nil: allowing everything, anonymous callers included, is never a
 // default of Open, and a program that does its own access control says so
 // with keel.AllowAll{} (New keeps its nil Authorizer allowing everything).
@@ -121,7 +122,7 @@
 // PutExportedServicesEntry changes every peering concerned in one
 // transaction; on a store that bounds transactions (etcd) an entry may
 // name at most Limits().MaxConsumerPeers peerings (31 on etcd), and a
-// larger one is refused up front with keel.ErrInvalid on "Services",
+// larger one is refused up front with keel.KindInvalid on "Services",
 // naming the limit. The fixed limits are
 // constants: MaxMetaPairs, MaxMetaKeyLen, MaxMetaValueLen (Meta, as
 // Consul's) and MaxWait (a blocking query).

@@ -12,6 +12,7 @@ import (
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/peering/peeringtest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/faultstore"
 	"github.com/keelhq/keel/storage/memstore"
@@ -61,14 +62,14 @@ func TestErrorMessagesPrefix(t *testing.T) {
 	add("Open: nothing given", err, keel.KindInvalid, "Store", "Transport", "Authorizer")
 	unused := memstore.New(nil)
 	t.Cleanup(func() { unused.Close() })
-	_, err = peering.Open(canceled, unused, &peering.InProcess{}, &peering.Options{Authorizer: keel.AllowAll{}})
+	_, err = peering.Open(canceled, unused, &peeringtest.Network{}, &peering.Options{Authorizer: keel.AllowAll{}})
 	add("Open: context canceled", err, keel.KindCanceled)
 	claimed := memstore.New(nil)
 	t.Cleanup(func() { claimed.Close() })
 	if err := storage.Claim(storage.Sub(claimed, "kv/"), "kv"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = peering.New(storage.Sub(claimed, "kv/peering/"), &peering.InProcess{}, nil)
+	_, err = peering.New(storage.Sub(claimed, "kv/peering/"), &peeringtest.Network{}, nil)
 	add("New: a part of another kind", err, keel.KindInvalid, "Store")
 
 	// Reads, deletion and exports, with and without rights.
@@ -153,8 +154,6 @@ func TestErrorMessagesPrefix(t *testing.T) {
 	add("Establish: used token, refused by the peer", w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "again", PeeringToken: used}), keel.KindInvalid, "PeeringToken")
 	w.net.SetDown(w.a.addr, true)
 	add("Establish: peer unreachable", w.b.svc.Establish(ctx, peering.EstablishRequest{PeerName: "down", PeeringToken: own}), keel.KindUnavailable)
-	_, err = w.net.Exchange(ctx, []string{w.a.addr}, &peering.ExchangeRequest{})
-	add("InProcess.Exchange: unreachable", err, keel.KindUnavailable)
 	w.net.SetDown(w.a.addr, false)
 	add("Establish: forbidden", c.svc.Establish(web, peering.EstablishRequest{PeerName: "web"}), keel.KindForbidden)
 
@@ -180,15 +179,12 @@ func TestErrorMessagesPrefix(t *testing.T) {
 	_, err = w.a.svc.HandleHeartbeat(ctx, &peering.HeartbeatRequest{PeerID: pb.ID, StreamSecret: "wrong"})
 	add("HandleHeartbeat: wrong secret", err, keel.KindForbidden)
 	add("HandleTerminate: wrong secret", w.a.svc.HandleTerminate(ctx, &peering.TerminateRequest{PeerID: pb.ID, StreamSecret: "wrong"}), keel.KindForbidden)
-	_, err = w.net.Heartbeat(ctx, []string{w.a.addr}, &peering.HeartbeatRequest{PeerID: pb.ID, StreamSecret: "wrong"})
-	add("InProcess.Heartbeat: the peer's refusal", err, keel.KindForbidden)
-	add("InProcess.Terminate: the peer's refusal", w.net.Terminate(ctx, []string{w.a.addr}, &peering.TerminateRequest{PeerID: pb.ID, StreamSecret: "wrong"}), keel.KindForbidden)
 
 	// A heartbeat to a peering its acceptor deleted: the dialer's worker
 	// gets the acceptor's conflict through the transport.
 	{
 		clock := keel.NewFakeClock(t0)
-		net := &peering.InProcess{}
+		net := &peeringtest.Network{}
 		rec := &recorder{Transport: net}
 		opts := func(dc, addr string) *peering.Options {
 			return &peering.Options{Datacenter: dc, Addresses: []string{addr}, Clock: clock, Logger: quiet()}
@@ -215,7 +211,7 @@ func TestErrorMessagesPrefix(t *testing.T) {
 		if err := acc.Delete(ctx, "d", peering.DeleteRequest{}); err != nil {
 			t.Fatal(err)
 		}
-		clock.Advance(peering.DefaultHeartbeatInterval)
+		clock.Advance(defaultHeartbeatInterval)
 		if _, err := dial.Step(ctx, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +292,7 @@ func wantPrefixOnce(t *testing.T, name string, err error, want keel.Kind, fields
 // on from the store, the context or the Authorizer then names the package
 // too.
 func TestErrorPrefixGuard(t *testing.T) {
-	if checked := keeltest.CheckDeferredPrefix(t); checked < 15 {
+	if checked := keeltest.CheckDeferredPrefix(t); checked < 14 {
 		t.Errorf("%d exported functions returning an error checked, want every one", checked)
 	}
 }

@@ -11,7 +11,7 @@ package peering
 //     message after it; the package's own messages do not start with it;
 //   - context put in front of an error that may already carry the prefix
 //     (an error of another exported function: New's within Open, the
-//     peer's Handle… answer through InProcess within Establish) goes
+//     peer's Handle… answer through the Transport within Establish) goes
 //     through wrapf, which drops the wrapped message's own prefix;
 //   - a broken rule's text (keel.FieldError.Rule) never carries the
 //     prefix: it is what an adapter may show under the field's name.

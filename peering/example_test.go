@@ -7,12 +7,13 @@ import (
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/peering/peeringtest"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
 func Example() {
 	ctx := context.Background()
-	net := &peering.InProcess{}
+	net := &peeringtest.Network{}
 	a, err := peering.New(memstore.New(nil), net, &peering.Options{Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}})
 	if err != nil {
 		panic(err)
@@ -42,7 +43,7 @@ func Example() {
 
 func ExampleOpen() {
 	ctx := context.Background()
-	net := &peering.InProcess{}
+	net := &peeringtest.Network{}
 	storeA, storeB := memstore.New(nil), memstore.New(nil)
 	defer storeA.Close()
 	defer storeB.Close()
@@ -88,7 +89,7 @@ func ExampleOpen() {
 // change was made already, so it returns at once with the newer index.
 func ExampleService_Get() {
 	ctx := context.Background()
-	a, err := peering.New(memstore.New(nil), &peering.InProcess{}, &peering.Options{Addresses: []string{"10.0.0.1:8300"}})
+	a, err := peering.New(memstore.New(nil), &peeringtest.Network{}, &peering.Options{Addresses: []string{"10.0.0.1:8300"}})
 	if err != nil {
 		panic(err)
 	}
@@ -122,7 +123,7 @@ func ExampleService_Get() {
 // MinIndex of the next blocking List.
 func ExampleService_List() {
 	ctx := context.Background()
-	a, err := peering.New(memstore.New(nil), &peering.InProcess{}, &peering.Options{Addresses: []string{"10.0.0.1:8300"}})
+	a, err := peering.New(memstore.New(nil), &peeringtest.Network{}, &peering.Options{Addresses: []string{"10.0.0.1:8300"}})
 	if err != nil {
 		panic(err)
 	}
@@ -150,7 +151,7 @@ func ExampleService_List() {
 // (0: no bound, as on memstore).
 func ExampleService_PutExportedServicesEntry() {
 	ctx := context.Background()
-	a, err := peering.New(memstore.New(nil), &peering.InProcess{}, &peering.Options{Addresses: []string{"10.0.0.1:8300"}})
+	a, err := peering.New(memstore.New(nil), &peeringtest.Network{}, &peering.Options{Addresses: []string{"10.0.0.1:8300"}})
 	if err != nil {
 		panic(err)
 	}
@@ -158,7 +159,7 @@ func ExampleService_PutExportedServicesEntry() {
 		panic(err)
 	}
 	err = a.PutExportedServicesEntry(ctx, &peering.ExportedServicesEntry{
-		Name: peering.ExportedServicesName,
+		Name: "default",
 		Services: []peering.ExportedService{
 			{Name: "web", Consumers: []string{"cluster-b"}},
 			{Name: "api", Consumers: []string{"cluster-b", "cluster-c"}},
@@ -172,7 +173,7 @@ func ExampleService_PutExportedServicesEntry() {
 		panic(err)
 	}
 	fmt.Println(p.StreamStatus.ExportedServices)
-	e, _, err := a.GetExportedServicesEntry(ctx, peering.ExportedServicesName)
+	e, _, err := a.GetExportedServicesEntry(ctx, "default")
 	if err != nil {
 		panic(err)
 	}

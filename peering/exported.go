@@ -13,19 +13,19 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// ExportedServicesName is the only name of the exported-services entry, as
+// exportedServicesName is the only name of the exported-services entry, as
 // in Consul without partitions.
-const ExportedServicesName = "default"
+const exportedServicesName = "default"
 
 // exportedKey is the key of the exported-services entry.
-const exportedKey = "exported-services/" + ExportedServicesName
+const exportedKey = "exported-services/" + exportedServicesName
 
 // ExportedServicesEntry is Consul's config entry of kind
 // "exported-services": which services this cluster exports to which
 // peers. PutExportedServicesEntry takes it, GetExportedServicesEntry
 // returns it; values returned are copies owned by the caller.
 type ExportedServicesEntry struct {
-	// Name is ExportedServicesName; empty means it.
+	// Name is "default", the only name an entry has; empty means it.
 	Name string
 	// Partition must be empty or DefaultPartition, the only partition
 	// served. It is not stored: an entry read has it empty.
@@ -61,9 +61,9 @@ type ExportedService struct {
 // (named by the previous or the new entry). All of it is one transaction,
 // so on a bounded store the entry may name at most
 // Limits().MaxConsumerPeers peerings; a larger one is refused before
-// anything is written, with keel.ErrInvalid on "Services" naming the
+// anything is written, with keel.KindInvalid on "Services" naming the
 // limit. The entry's rules (its Name, Partition, Meta, services and
-// peers) are keel.ErrInvalid naming each field; a nil entry is the empty
+// peers) are keel.KindInvalid naming each field; a nil entry is the empty
 // one, which exports nothing.
 func (s *Service) PutExportedServicesEntry(ctx context.Context, entry *ExportedServicesEntry) (err error) {
 	defer prefixErr(&err)
@@ -91,7 +91,7 @@ func (s *Service) PutExportedServicesEntry(ctx context.Context, entry *ExportedS
 		}
 		for name, svcs := range peers {
 			r, err := getByName(tx, name)
-			if errors.Is(err, keel.ErrNotFound) {
+			if errors.Is(err, keel.KindNotFound) {
 				continue
 			}
 			if err != nil {
@@ -113,7 +113,7 @@ func (s *Service) PutExportedServicesEntry(ctx context.Context, entry *ExportedS
 		e.ModifyIndex = idx
 		raw, err := json.Marshal(e)
 		if err != nil {
-			return false, fmt.Errorf("exported services: encoding: %v: %w", err, keel.ErrInternal)
+			return false, fmt.Errorf("exported services: encoding: %v: %w", err, keel.KindInternal)
 		}
 		return true, tx.Put(exportedKey, raw)
 	})
@@ -125,9 +125,9 @@ func (s *Service) PutExportedServicesEntry(ctx context.Context, entry *ExportedS
 }
 
 // GetExportedServicesEntry returns the exported-services entry named name
-// (ExportedServicesName) and the change index of the read. It needs
+// ("default") and the change index of the read. It needs
 // peering:read on every peering the entry names. A name other than
-// ExportedServicesName, or an entry never set, gives keel.ErrNotFound
+// "default", or an entry never set, gives keel.KindNotFound
 // with the index.
 func (s *Service) GetExportedServicesEntry(ctx context.Context, name string) (_ *ExportedServicesEntry, _ uint64, err error) {
 	defer prefixErr(&err)
@@ -138,14 +138,14 @@ func (s *Service) GetExportedServicesEntry(ctx context.Context, name string) (_ 
 		if idx, err = currentIndex(tx); err != nil {
 			return err
 		}
-		if name != ExportedServicesName {
-			return fmt.Errorf("exported-services entry %q: %w", name, keel.ErrNotFound)
+		if name != exportedServicesName {
+			return fmt.Errorf("exported-services entry %q: %w", name, keel.KindNotFound)
 		}
 		if e, err = getEntry(tx); err != nil {
 			return err
 		}
 		if e.ModifyIndex == 0 {
-			return fmt.Errorf("exported-services entry %q: %w", name, keel.ErrNotFound)
+			return fmt.Errorf("exported-services entry %q: %w", name, keel.KindNotFound)
 		}
 		return nil
 	})
@@ -188,7 +188,7 @@ func (e *ExportedServicesEntry) exports() map[string][]string {
 
 // getEntry returns the stored entry; an empty one when none is stored.
 func getEntry(tx storage.Tx) (*ExportedServicesEntry, error) {
-	e := &ExportedServicesEntry{Name: ExportedServicesName}
+	e := &ExportedServicesEntry{Name: exportedServicesName}
 	raw, err := tx.Get(exportedKey)
 	if errors.Is(err, storage.ErrNotFound) {
 		return e, nil
@@ -197,7 +197,7 @@ func getEntry(tx storage.Tx) (*ExportedServicesEntry, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(raw, e); err != nil {
-		return nil, fmt.Errorf("exported services: decoding: %v: %w", err, keel.ErrInternal)
+		return nil, fmt.Errorf("exported services: decoding: %v: %w", err, keel.KindInternal)
 	}
 	return e, nil
 }
@@ -256,10 +256,10 @@ func normEntry(entry *ExportedServicesEntry, maxPeers int) (*ExportedServicesEnt
 	}
 	e := &ExportedServicesEntry{Name: entry.Name}
 	if e.Name == "" {
-		e.Name = ExportedServicesName
+		e.Name = exportedServicesName
 	}
-	if e.Name != ExportedServicesName {
-		v.Add("Name", "the exported-services entry must be named %q", ExportedServicesName)
+	if e.Name != exportedServicesName {
+		v.Add("Name", "the exported-services entry must be named %q", exportedServicesName)
 	}
 	checkPartition(&v, entry.Partition)
 	checkMeta(&v, entry.Meta)

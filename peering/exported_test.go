@@ -10,6 +10,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/peering/peeringtest"
 )
 
 func entry(svcs ...peering.ExportedService) *peering.ExportedServicesEntry {
@@ -36,7 +37,7 @@ func TestExportedServicesEntry(t *testing.T) {
 			t.Fatalf("a exports %v", got)
 		}
 		// The acceptor's exports reach the dialer at its next heartbeat.
-		w.clock.Advance(peering.DefaultHeartbeatInterval)
+		w.clock.Advance(defaultHeartbeatInterval)
 		w.step(t)
 		if got := read(t, w.b, "a").StreamStatus.ImportedServices; !slices.Equal(got, []string{"api", "web"}) {
 			t.Fatalf("b imports %v", got)
@@ -101,7 +102,7 @@ func TestExportedServicesEntryRules(t *testing.T) {
 
 func TestExportedServicesEntryRights(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
-		w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
+		w := &world{clock: keel.NewFakeClock(t0), net: &peeringtest.Network{}}
 		authz, err := keel.NewRuleAuthorizer(map[string][]keel.Rule{
 			"b-only": {{Path: "peering/b", Capabilities: []keel.Capability{keel.CapPeeringRead, keel.CapPeeringWrite}}},
 		})

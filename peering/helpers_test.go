@@ -13,6 +13,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/peering/peeringtest"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -29,7 +30,7 @@ type cluster struct {
 // one in-process network.
 type world struct {
 	clock *keel.FakeClock
-	net   *peering.InProcess
+	net   *peeringtest.Network
 	a, b  *cluster
 }
 
@@ -39,7 +40,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // (everystore.Mem for a test of one store).
 func newWorld(t testing.TB, open everystore.Open) *world {
 	t.Helper()
-	w := &world{clock: keel.NewFakeClock(t0), net: &peering.InProcess{}}
+	w := &world{clock: keel.NewFakeClock(t0), net: &peeringtest.Network{}}
 	w.a = w.add(t, "dc1", "10.0.0.1:8300", open(t), nil)
 	w.b = w.add(t, "dc2", "10.0.0.2:8300", open(t), nil)
 	return w

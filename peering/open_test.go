@@ -11,6 +11,7 @@ import (
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/peering/peeringtest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/memstore"
 	"github.com/keelhq/keel/storage/storagetest"
@@ -25,7 +26,7 @@ func TestOpenRunsTheWorkerUntilClose(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), keeltest.WaitBound)
 		defer cancel()
 		clock := keel.NewFakeClock(t0)
-		net := &peering.InProcess{}
+		net := &peeringtest.Network{}
 		// The acceptor runs no worker: only the dialer's sends heartbeats.
 		a, err := peering.New(storage.Sub(open(t), "peering/"), net, &peering.Options{
 			Datacenter: "dc1", Addresses: []string{"10.0.0.1:8300"}, Clock: clock, Logger: quiet(),
@@ -59,12 +60,12 @@ func TestOpenRunsTheWorkerUntilClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		clock.Advance(peering.DefaultHeartbeatInterval)
+		clock.Advance(defaultHeartbeatInterval)
 		p, _, err := a.Get(ctx, "b", peering.Query{MinIndex: idx})
 		if err != nil {
 			t.Fatal(err)
 		}
-		beat := t0.Add(peering.DefaultHeartbeatInterval)
+		beat := t0.Add(defaultHeartbeatInterval)
 		if !p.StreamStatus.LastHeartbeat.Equal(beat) {
 			t.Fatalf("last heartbeat %v, want %v", p.StreamStatus.LastHeartbeat, beat)
 		}
@@ -88,7 +89,7 @@ func TestOpenRunsTheWorkerUntilClose(t *testing.T) {
 		if n := clock.Timers(); n != 0 {
 			t.Fatalf("%d timers wait after Close", n)
 		}
-		clock.Advance(peering.DefaultHeartbeatInterval)
+		clock.Advance(defaultHeartbeatInterval)
 		if p := read(t, &cluster{svc: a}, "b"); !p.StreamStatus.LastHeartbeat.Equal(beat) {
 			t.Fatalf("a heartbeat at %v after Close", p.StreamStatus.LastHeartbeat)
 		}
@@ -121,7 +122,7 @@ func TestCloseStopsAStartedWorker(t *testing.T) {
 func TestOpenRefusesMissingFields(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		store := open(t)
-		net := &peering.InProcess{}
+		net := &peeringtest.Network{}
 		allow := &peering.Options{Authorizer: keel.AllowAll{}}
 		tests := []struct {
 			name      string
@@ -177,7 +178,7 @@ func TestNewRefusesWhatItNeeds(t *testing.T) {
 	if err := storage.Claim(storage.Sub(root, "kv/"), "kv"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := peering.New(storage.Sub(root, "kv/x/"), &peering.InProcess{}, nil); !slices.Equal(fields(err), []string{"Store"}) {
+	if _, err := peering.New(storage.Sub(root, "kv/x/"), &peeringtest.Network{}, nil); !slices.Equal(fields(err), []string{"Store"}) {
 		t.Errorf("New inside kv's part: %v, want Invalid naming Store", err)
 	}
 }

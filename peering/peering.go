@@ -32,9 +32,9 @@ const DefaultPartition = "default"
 
 // Defaults of Options, as Consul's.
 const (
-	DefaultHeartbeatInterval = 15 * time.Second
-	DefaultHeartbeatTimeout  = 2 * time.Minute
-	DefaultRetry             = 5 * time.Second
+	defaultHeartbeatInterval = 15 * time.Second
+	defaultHeartbeatTimeout  = 2 * time.Minute
+	defaultRetry             = 5 * time.Second
 	DefaultWait              = 5 * time.Minute
 	MaxWait                  = 10 * time.Minute
 )
@@ -110,15 +110,15 @@ type Options struct {
 	// process leads. Nil: leader.Always.
 	Leader leader.Leader
 	// HeartbeatInterval is the time between two heartbeats of the dialing
-	// side. Zero: DefaultHeartbeatInterval.
+	// side. Zero: 15s.
 	HeartbeatInterval time.Duration
 	// HeartbeatTimeout is how long without a message from the peer turns
 	// an ACTIVE peering FAILING, and how long a deleted peering tries to
 	// tell its peer before it is removed anyway. Zero:
-	// DefaultHeartbeatTimeout.
+	// 2m.
 	HeartbeatTimeout time.Duration
 	// Retry is the delay before the worker tries a failed Step again.
-	// Zero: DefaultRetry.
+	// Zero: 5s.
 	Retry time.Duration
 }
 
@@ -176,13 +176,13 @@ func New(store storage.Store, transport Transport, opts *Options) (_ *Service, e
 		o.ServerName = "server." + o.Datacenter + ".peering.keel"
 	}
 	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = DefaultHeartbeatInterval
+		o.HeartbeatInterval = defaultHeartbeatInterval
 	}
 	if o.HeartbeatTimeout <= 0 {
-		o.HeartbeatTimeout = DefaultHeartbeatTimeout
+		o.HeartbeatTimeout = defaultHeartbeatTimeout
 	}
 	if o.Retry <= 0 {
-		o.Retry = DefaultRetry
+		o.Retry = defaultRetry
 	}
 	o.Addresses = append([]string(nil), o.Addresses...)
 	log := o.Logger

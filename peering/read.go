@@ -78,7 +78,7 @@ func (s *Service) block(ctx context.Context, q Query, read func() (uint64, error
 	for {
 		ch := s.watch()
 		idx, err := read()
-		if err != nil && !errors.Is(err, keel.ErrNotFound) {
+		if err != nil && !errors.Is(err, keel.KindNotFound) {
 			return err
 		}
 		if q.MinIndex == 0 || idx > q.MinIndex {
@@ -120,7 +120,7 @@ func (s *Service) block(ctx context.Context, q Query, read func() (uint64, error
 // Get returns the peering named name and its index (its ModifyIndex, or
 // the index of all peerings when it does not exist). It needs
 // peering:read on "peering/<name>". A missing peering gives
-// keel.ErrNotFound with the index, so that a blocking query can wait for
+// keel.KindNotFound with the index, so that a blocking query can wait for
 // it to appear. With q.MinIndex, it blocks as Query says.
 func (s *Service) Get(ctx context.Context, name string, q Query) (_ *Peering, _ uint64, err error) {
 	defer prefixErr(&err)
@@ -141,7 +141,7 @@ func (s *Service) Get(ctx context.Context, name string, q Query) (_ *Peering, _ 
 				if idx, err = currentIndex(tx); err != nil {
 					return err
 				}
-				return fmt.Errorf("peering %q: %w", name, keel.ErrNotFound)
+				return fmt.Errorf("peering %q: %w", name, keel.KindNotFound)
 			}
 			p, idx = r.peering(), r.ModifyIndex
 			return nil
@@ -149,14 +149,14 @@ func (s *Service) Get(ctx context.Context, name string, q Query) (_ *Peering, _ 
 		return idx, err
 	})
 	if p == nil && err == nil {
-		err = fmt.Errorf("peering %q: %w", name, keel.ErrNotFound)
+		err = fmt.Errorf("peering %q: %w", name, keel.KindNotFound)
 	}
 	return p, max(idx, 1), err
 }
 
 // List returns the peerings the caller may read (peering:read on
 // "peering/<name>" of each), and whether others were left out. A caller
-// with peering:read on no peering at all is refused (keel.ErrForbidden),
+// with peering:read on no peering at all is refused (keel.KindForbidden),
 // as Consul refuses a token without peering:read. With q.MinIndex, it
 // blocks as Query says.
 //
@@ -235,7 +235,7 @@ type DeleteRequest struct {
 // DeletedAt and stays readable; the worker (Step) tells the peer, removes
 // the imported services, then the peering. Deleting a missing peering, or
 // one being deleted, succeeds and changes nothing, as Consul's delete
-// does. A partition other than DefaultPartition is keel.ErrInvalid on
+// does. A partition other than DefaultPartition is keel.KindInvalid on
 // "Partition".
 func (s *Service) Delete(ctx context.Context, name string, req DeleteRequest) (err error) {
 	defer prefixErr(&err)
@@ -250,7 +250,7 @@ func (s *Service) Delete(ctx context.Context, name string, req DeleteRequest) (e
 	now := s.clock.Now()
 	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByName(tx, name)
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return false, nil
 		}
 		if err != nil || !r.DeletedAt.IsZero() {
@@ -272,10 +272,10 @@ func (s *Service) Delete(ctx context.Context, name string, req DeleteRequest) (e
 
 // PutExportedServices replaces the service names this cluster exports to
 // the peer named name with services (kept sorted, without duplicates;
-// an empty name is keel.ErrInvalid on "ExportedServices"). It needs
+// an empty name is keel.KindInvalid on "ExportedServices"). It needs
 // peering:write on "peering/<name>". The peer sees them as imported at
-// the next heartbeat. A missing peering gives keel.ErrNotFound, one being
-// deleted keel.ErrConflict. PutExportedServicesEntry sets the exports of
+// the next heartbeat. A missing peering gives keel.KindNotFound, one being
+// deleted keel.KindConflict. PutExportedServicesEntry sets the exports of
 // every peering from Consul's config entry instead.
 func (s *Service) PutExportedServices(ctx context.Context, name string, services []string) (err error) {
 	defer prefixErr(&err)
@@ -293,7 +293,7 @@ func (s *Service) PutExportedServices(ctx context.Context, name string, services
 			return false, err
 		}
 		if !r.DeletedAt.IsZero() {
-			return false, fmt.Errorf("peering %q is being deleted: %w", name, keel.ErrConflict)
+			return false, fmt.Errorf("peering %q is being deleted: %w", name, keel.KindConflict)
 		}
 		r.Exported = names
 		r.NextHeartbeat = time.Time{} // tell the peer at once

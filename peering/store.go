@@ -94,25 +94,25 @@ func (r *record) peering() *Peering {
 func getByName(tx storage.Tx, name string) (*record, error) {
 	raw, err := tx.Get(namePrefix + name)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("peering %q: %w", name, keel.ErrNotFound)
+		return nil, fmt.Errorf("peering %q: %w", name, keel.KindNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var r record
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("peering %q: decoding: %v: %w", name, err, keel.ErrInternal)
+		return nil, fmt.Errorf("peering %q: decoding: %v: %w", name, err, keel.KindInternal)
 	}
 	return &r, nil
 }
 
 func getByID(tx storage.Tx, id string) (*record, error) {
 	if id == "" {
-		return nil, fmt.Errorf("peering id %q: %w", id, keel.ErrNotFound)
+		return nil, fmt.Errorf("peering id %q: %w", id, keel.KindNotFound)
 	}
 	name, err := tx.Get(idPrefix + id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("peering id %q: %w", id, keel.ErrNotFound)
+		return nil, fmt.Errorf("peering id %q: %w", id, keel.KindNotFound)
 	}
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func put(tx storage.Tx, r *record, idx uint64) error {
 	r.ModifyIndex = idx
 	raw, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("peering %q: encoding: %v: %w", r.Name, err, keel.ErrInternal)
+		return fmt.Errorf("peering %q: encoding: %v: %w", r.Name, err, keel.KindInternal)
 	}
 	if err := tx.Put(namePrefix+r.Name, raw); err != nil {
 		return err
@@ -157,7 +157,7 @@ func currentIndex(tx storage.Tx) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("peering index %q: %v: %w", raw, err, keel.ErrInternal)
+		return 0, fmt.Errorf("peering index %q: %v: %w", raw, err, keel.KindInternal)
 	}
 	return max(n, 1), nil
 }

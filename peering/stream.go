@@ -13,11 +13,11 @@ import (
 
 // HandleHeartbeat is the acceptor's side of the stream: the transport's
 // server calls it with each heartbeat of the dialer. It checks the stream
-// secret (keel.ErrForbidden when it does not match), records the
+// secret (keel.KindForbidden when it does not match), records the
 // services the dialer exports as imported, makes the peering ACTIVE and
 // answers with the services exported to the dialer. A peering that is
-// missing gives keel.ErrNotFound; one that is TERMINATED gives
-// keel.ErrConflict: the dialer then marks its side TERMINATED.
+// missing gives keel.KindNotFound; one that is TERMINATED gives
+// keel.KindConflict: the dialer then marks its side TERMINATED.
 func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (_ *HeartbeatResponse, err error) {
 	defer prefixErr(&err)
 	var resp *HeartbeatResponse
@@ -28,10 +28,10 @@ func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (_
 			return false, err
 		}
 		if !sameSecret(r.StreamSecret, req.StreamSecret) {
-			return false, fmt.Errorf("heartbeat for %q: %w: %w", r.Name, errRefused, keel.ErrForbidden)
+			return false, fmt.Errorf("heartbeat for %q: %w: %w", r.Name, errRefused, keel.KindForbidden)
 		}
 		if r.State == StateTerminated {
-			return false, fmt.Errorf("peering %q is terminated: %w", r.Name, keel.ErrConflict)
+			return false, fmt.Errorf("peering %q is terminated: %w", r.Name, keel.KindConflict)
 		}
 		var v keel.Validation
 		r.Imported = normServices(&v, req.ExportedServices)
@@ -48,21 +48,21 @@ func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (_
 
 // HandleTerminate is the receiving side of the peer's deletion: the
 // transport's server calls it. It checks the stream secret
-// (keel.ErrForbidden when it does not match), makes the peering
+// (keel.KindForbidden when it does not match), makes the peering
 // TERMINATED without DeletedAt and drops the imported services; the
 // record stays until it is deleted here. A missing peering succeeds.
 func (s *Service) HandleTerminate(ctx context.Context, req *TerminateRequest) (err error) {
 	defer prefixErr(&err)
 	return s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByID(tx, req.PeerID)
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
 		if !sameSecret(r.StreamSecret, req.StreamSecret) {
-			return false, fmt.Errorf("terminate %q: %w: %w", r.Name, errRefused, keel.ErrForbidden)
+			return false, fmt.Errorf("terminate %q: %w: %w", r.Name, errRefused, keel.KindForbidden)
 		}
 		return terminated(tx, r, idx)
 	})
@@ -209,7 +209,7 @@ func (s *Service) cleanUp(ctx context.Context, now time.Time, r *record) (time.T
 	}
 	return time.Time{}, s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		c, err := getByName(tx, r.Name)
-		if errors.Is(err, keel.ErrNotFound) || err == nil && c.ID != r.ID {
+		if errors.Is(err, keel.KindNotFound) || err == nil && c.ID != r.ID {
 			return false, nil
 		}
 		if err != nil {
@@ -227,7 +227,7 @@ func (s *Service) cleanUp(ctx context.Context, now time.Time, r *record) (time.T
 func (s *Service) change(ctx context.Context, r *record, fn func(c *record) bool) error {
 	return s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		c, err := getByName(tx, r.Name)
-		if errors.Is(err, keel.ErrNotFound) || err == nil && (c.ID != r.ID || !c.DeletedAt.IsZero()) {
+		if errors.Is(err, keel.KindNotFound) || err == nil && (c.ID != r.ID || !c.DeletedAt.IsZero()) {
 			return false, nil
 		}
 		if err != nil || !fn(c) {

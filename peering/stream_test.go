@@ -61,7 +61,7 @@ func TestStepSchedulesNextHeartbeat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := t0.Add(peering.DefaultHeartbeatInterval); !next.Equal(want) {
+		if want := t0.Add(defaultHeartbeatInterval); !next.Equal(want) {
 			t.Fatalf("next %v, want %v", next, want)
 		}
 	})
@@ -73,13 +73,13 @@ func TestFailingWhenHeartbeatsStop(t *testing.T) {
 		w.peer(t)
 		w.net.SetDown(w.a.addr, true)
 		for range 8 {
-			w.clock.Advance(peering.DefaultHeartbeatInterval)
+			w.clock.Advance(defaultHeartbeatInterval)
 			w.step(t)
 		}
 		wantState(t, read(t, w.a, "b"), peering.StateFailing)
 		wantState(t, read(t, w.b, "a"), peering.StateFailing)
 		w.net.SetDown(w.a.addr, false)
-		w.clock.Advance(peering.DefaultHeartbeatInterval)
+		w.clock.Advance(defaultHeartbeatInterval)
 		w.step(t)
 		wantState(t, read(t, w.a, "b"), peering.StateActive)
 		wantState(t, read(t, w.b, "a"), peering.StateActive)
@@ -151,7 +151,7 @@ func TestDeleteWhilePeerUnreachable(t *testing.T) {
 			t.Fatalf("Step: next %v, %v", next, err)
 		}
 		read(t, w.a, "b") // still there: telling the peer is retried
-		w.clock.Advance(peering.DefaultHeartbeatTimeout)
+		w.clock.Advance(defaultHeartbeatTimeout)
 		w.a.svc.Step(ctx, w.clock.Now())
 		_, _, err = w.a.svc.Get(ctx, "b", peering.Query{})
 		wantKind(t, err, keel.KindNotFound)
@@ -214,7 +214,7 @@ func TestWorkerStartStop(t *testing.T) {
 	if err := w.clock.BlockUntil(ctx, 1); err != nil { // the worker waits
 		t.Fatal(err)
 	}
-	w.clock.Advance(peering.DefaultHeartbeatInterval)
+	w.clock.Advance(defaultHeartbeatInterval)
 	p, _, err := w.b.svc.Get(ctx, "a", peering.Query{MinIndex: idx})
 	if err != nil {
 		t.Fatal(err)
@@ -225,3 +225,10 @@ func TestWorkerStartStop(t *testing.T) {
 	w.b.svc.Stop()
 	w.b.svc.Stop()
 }
+
+// The defaults of Options.HeartbeatInterval and Options.HeartbeatTimeout,
+// as documented.
+const (
+	defaultHeartbeatInterval = 15 * time.Second
+	defaultHeartbeatTimeout  = 2 * time.Minute
+)

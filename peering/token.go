@@ -63,8 +63,8 @@ func newSecret() string {
 // "peering/<name>". A new peering is INITIAL. Generating again for the
 // same name keeps the peering id and replaces the establishment secret,
 // so an earlier unused token stops working. A name established by dialing
-// is refused (keel.ErrInvalid), as is a peering being deleted
-// (keel.ErrConflict).
+// is refused (keel.KindInvalid), as is a peering being deleted
+// (keel.KindConflict).
 func (s *Service) GenerateToken(ctx context.Context, req TokenRequest) (_ string, err error) {
 	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, s.authz, keel.CapPeeringWrite, resource(req.PeerName)); err != nil {
@@ -90,7 +90,7 @@ func (s *Service) GenerateToken(ctx context.Context, req TokenRequest) (_ string
 	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByName(tx, req.PeerName)
 		switch {
-		case errors.Is(err, keel.ErrNotFound):
+		case errors.Is(err, keel.KindNotFound):
 			r = &record{ID: uuid.NewString(), Name: req.PeerName, Role: roleAcceptor, State: StateInitial}
 			if r.Exported, err = exportsFor(tx, r.Name); err != nil {
 				return false, err
@@ -100,7 +100,7 @@ func (s *Service) GenerateToken(ctx context.Context, req TokenRequest) (_ string
 		case r.Role != roleAcceptor:
 			return false, keel.Invalid("PeerName", "peering %q was established with a token of the peer; a token cannot be generated for it", req.PeerName)
 		case !r.DeletedAt.IsZero():
-			return false, fmt.Errorf("peering %q is being deleted: %w", req.PeerName, keel.ErrConflict)
+			return false, fmt.Errorf("peering %q is being deleted: %w", req.PeerName, keel.KindConflict)
 		}
 		r.SecretDigest = digest(secret)
 		if req.Meta != nil {
@@ -153,11 +153,11 @@ func (s *Service) decodeToken(v *keel.Validation, tok string) *token {
 // Establish makes this cluster the dialer of a peering named
 // req.PeerName with the cluster that generated req.PeeringToken. It needs
 // peering:write on "peering/<name>". It validates the request (every
-// problem at once, keel.ErrInvalid), sends the token's secret to the
+// problem at once, keel.KindInvalid), sends the token's secret to the
 // acceptor over the transport, and on success stores the peering ACTIVE;
 // the acceptor's side is ACTIVE too. A used or replaced secret is refused
-// by the acceptor (keel.ErrInvalid); an unreachable acceptor gives
-// keel.ErrUnavailable and changes nothing here. Establishing again under
+// by the acceptor (keel.KindInvalid); an unreachable acceptor gives
+// keel.KindUnavailable and changes nothing here. Establishing again under
 // a name already established by dialing replaces that peering and keeps
 // its id.
 func (s *Service) Establish(ctx context.Context, req EstablishRequest) (err error) {
@@ -180,14 +180,14 @@ func (s *Service) Establish(ctx context.Context, req EstablishRequest) (err erro
 		}
 		r, err := getByName(tx, req.PeerName)
 		switch {
-		case errors.Is(err, keel.ErrNotFound):
+		case errors.Is(err, keel.KindNotFound):
 			return nil
 		case err != nil:
 			return err
 		case r.Role == roleAcceptor:
 			return keel.Invalid("PeerName", "%q is already used by a peering this cluster generated a token for", req.PeerName)
 		case !r.DeletedAt.IsZero():
-			return fmt.Errorf("peering %q is being deleted: %w", req.PeerName, keel.ErrConflict)
+			return fmt.Errorf("peering %q is being deleted: %w", req.PeerName, keel.KindConflict)
 		}
 		id = r.ID
 		return nil
@@ -206,7 +206,7 @@ func (s *Service) Establish(ctx context.Context, req EstablishRequest) (err erro
 	}
 	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByName(tx, req.PeerName)
-		if err != nil && !errors.Is(err, keel.ErrNotFound) {
+		if err != nil && !errors.Is(err, keel.KindNotFound) {
 			return false, err
 		}
 		if err != nil || r.ID != id {
@@ -237,7 +237,7 @@ func (s *Service) Establish(ctx context.Context, req EstablishRequest) (err erro
 // HandleExchange is the acceptor's side of Establish: the transport's
 // server calls it with the dialer's request. It checks the establishment
 // secret against the unused secret of the peering req.PeerID (a used or
-// replaced secret gives keel.ErrInvalid), consumes it, records the
+// replaced secret gives keel.KindInvalid), consumes it, records the
 // dialer and makes the peering ACTIVE. It needs no right: the secret is
 // the credential.
 func (s *Service) HandleExchange(ctx context.Context, req *ExchangeRequest) (_ *ExchangeResponse, err error) {
@@ -247,7 +247,7 @@ func (s *Service) HandleExchange(ctx context.Context, req *ExchangeRequest) (_ *
 	stream := newSecret()
 	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByID(tx, req.PeerID)
-		if errors.Is(err, keel.ErrNotFound) || err == nil && (r.Role != roleAcceptor || !r.DeletedAt.IsZero()) {
+		if errors.Is(err, keel.KindNotFound) || err == nil && (r.Role != roleAcceptor || !r.DeletedAt.IsZero()) {
 			return false, keel.Invalid("PeeringToken", "the peering of this token does not exist any more")
 		}
 		if err != nil {

@@ -53,7 +53,7 @@ func BenchmarkList(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			for b.Loop() {
 				page, err := e.s.List(ctx, "acme", tt.opts)
-				if err != nil || len(page.Items) != DefaultPageSize {
+				if err != nil || len(page.Items) != defaultPageSize {
 					b.Fatal(len(page.Items), err)
 				}
 			}

@@ -118,7 +118,7 @@
 //
 // List returns the policies in name order (case folded), ListSets the
 // sets, as package project's lists do: the request embeds
-// keel.ListRequest (Limit: DefaultPageSize, 20, when not given; a limit
+// keel.ListRequest (Limit: 20, 20, when not given; a limit
 // above MaxPageSize, 100, is cut to it, as HCP Terraform cuts its page sizes),
 // and returns a keel.CountedPage that keel.All walks. Next is the cursor
 // of the following page, the last item's folded name ("" on the last

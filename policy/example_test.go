@@ -50,7 +50,7 @@ func Example() {
 
 	// An unknown organization is not found.
 	_, err = policies.List(ctx, "nope", policy.ListRequest{})
-	fmt.Println(errors.Is(err, keel.ErrNotFound))
+	fmt.Println(errors.Is(err, keel.KindNotFound))
 
 	// Deleting the organization deletes its policies: an organization
 	// of the same name, created again, has none.
@@ -62,7 +62,7 @@ func Example() {
 	}
 	page, _ := policies.List(ctx, "acme", policy.ListRequest{})
 	_, err = policies.Get(ctx, p.ID)
-	fmt.Println(len(page.Items), errors.Is(err, keel.ErrNotFound))
+	fmt.Println(len(page.Items), errors.Is(err, keel.KindNotFound))
 	// Output:
 	// soft-mandatory true
 	// main = rule { true }

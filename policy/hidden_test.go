@@ -36,7 +36,7 @@ func TestSetMembersHidden(t *testing.T) {
 		answer := func(t *testing.T, op func(id string) error, id string) (string, error) {
 			t.Helper()
 			var err error
-			w.unchanged(t, func() error { err = op(id); return err }, keel.ErrInvalid)
+			w.unchanged(t, func() error { err = op(id); return err }, keel.KindInvalid)
 			return strings.ReplaceAll(err.Error(), id, "<id>"), err
 		}
 		tests := []struct {

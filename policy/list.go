@@ -13,7 +13,7 @@ import (
 // ListRequest asks for one page of the policies of an organization.
 type ListRequest struct {
 	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
-	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// the first) and Limit (0 or less: 20; at most
 	// MaxPageSize, a larger limit is cut to it).
 	keel.ListRequest
 	// Offset, when Cursor is empty, starts the page at this position of
@@ -38,7 +38,7 @@ func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err
 	}
-	pg, err := pager.New(r.ListRequest, r.Offset, false, DefaultPageSize, MaxPageSize)
+	pg, err := pager.New(r.ListRequest, r.Offset, false, defaultPageSize, MaxPageSize)
 	if err != nil {
 		return out, err
 	}

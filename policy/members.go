@@ -370,7 +370,7 @@ func (s *Service) checkMember(ctx context.Context, v *keel.Validation, tx storag
 		}
 	}
 	switch {
-	case errors.Is(err, keel.ErrNotFound) || err == nil && memberOrg != org:
+	case errors.Is(err, keel.KindNotFound) || err == nil && memberOrg != org:
 		v.Add(field, "no %s %q in %q", k.one, id, org)
 	case err != nil:
 		return err
@@ -382,7 +382,7 @@ func (s *Service) checkMember(ctx context.Context, v *keel.Validation, tx storag
 // keel.KindNotFound when it may not.
 func (s *Service) readable(ctx context.Context, resource string) error {
 	err := keel.Authorize(ctx, s.authz, keel.CapRead, resource)
-	if errors.Is(err, keel.ErrForbidden) {
+	if errors.Is(err, keel.KindForbidden) {
 		return notFound(resource)
 	}
 	return err
@@ -514,7 +514,7 @@ func (s *Service) leaveAll(tx storage.Tx, member string, kinds ...SetMembers) er
 			return err
 		}
 		rec, err := getSet(tx, e.set)
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			continue
 		}
 		if err != nil {

@@ -135,7 +135,7 @@ func checkNothingVisible(t *testing.T, s services, h held) {
 		_, errs["policy set "+id] = s.pol.GetSet(ctx, id)
 	}
 	for op, err := range errs {
-		if !errors.Is(err, keel.ErrNotFound) {
+		if !errors.Is(err, keel.KindNotFound) {
 			t.Errorf("%s: err = %v, want not found", op, err)
 		}
 	}
@@ -272,16 +272,16 @@ func TestPolicyDeletionStoppedMidway(t *testing.T) {
 	if _, ok := mid["policy/pol/"+h.policies[0]]; ok || len(mid) >= len(before) {
 		t.Fatal("no batch of policies was deleted")
 	}
-	if _, err := s.cat.GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.cat.GetOrganization(ctx, "acme"); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("organization: %v", err)
 	}
-	if _, err := s.pol.List(ctx, "acme", policy.ListRequest{}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.List(ctx, "acme", policy.ListRequest{}); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("list: %v", err)
 	}
-	if _, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: ptr("late"), EnforcementLevel: ptr(policy.Advisory)}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.Create(ctx, "acme", policy.CreateRequest{Name: ptr("late"), EnforcementLevel: ptr(policy.Advisory)}); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("create a policy in the organization being deleted: %v", err)
 	}
-	if _, err := s.pol.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: ptr("late"), PolicyIDs: nil}); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := s.pol.CreateSet(ctx, "acme", policy.CreateSetRequest{Name: ptr("late"), PolicyIDs: nil}); !errors.Is(err, keel.KindNotFound) {
 		t.Fatalf("create a set in the organization being deleted: %v", err)
 	}
 	checkNothingVisible(t, s, h)

@@ -32,9 +32,9 @@ const (
 // Limits.
 const (
 	MaxCodeSize = 10 << 20 // bytes of uploaded code, at most (10 MiB)
-	// DefaultPageSize is the Limit of a page of a list when the request
+	// defaultPageSize is the Limit of a page of a list when the request
 	// gives none (0 or less).
-	DefaultPageSize = 20
+	defaultPageSize = 20
 	// MaxPageSize is the largest Limit of a page of a list: a larger one
 	// is cut to it.
 	MaxPageSize = 100
@@ -223,7 +223,7 @@ func orgSets(org string) string      { return "orgset/" + org + "/" }
 func resource(org string) string     { return "organizations/" + org + "/policies" }
 func fold(name string) string        { return strings.ToLower(name) }
 func validID(id string) bool         { return id != "" && !strings.Contains(id, "/") }
-func notFound(what string) error     { return fmt.Errorf("no %s: %w", what, keel.ErrNotFound) }
+func notFound(what string) error     { return fmt.Errorf("no %s: %w", what, keel.KindNotFound) }
 func ms(t time.Time) time.Time       { return t.UTC().Truncate(time.Millisecond) }
 func isNotFound(err error) bool      { return errors.Is(err, storage.ErrNotFound) }
 func decode(raw []byte, v any) error { return json.Unmarshal(raw, v) }
@@ -256,7 +256,7 @@ func (s *Service) allowed(ctx context.Context, org string) error {
 		return notFound(fmt.Sprintf("organization %q", org))
 	}
 	if err := keel.Authorize(ctx, s.authz, keel.CapManagePolicies, resource(org)); err != nil {
-		if errors.Is(err, keel.ErrForbidden) {
+		if errors.Is(err, keel.KindForbidden) {
 			return notFound(fmt.Sprintf("organization %q", org))
 		}
 		return err
@@ -290,7 +290,7 @@ func getRecord(tx storage.Tx, id string) (*record, error) {
 	}
 	var rec record
 	if err := decode(raw, &rec); err != nil || rec.ID != id {
-		return nil, fmt.Errorf("record of policy %q is corrupt (%v): %w", id, err, keel.ErrInternal)
+		return nil, fmt.Errorf("record of policy %q is corrupt (%v): %w", id, err, keel.KindInternal)
 	}
 	return &rec, nil
 }
@@ -298,7 +298,7 @@ func getRecord(tx storage.Tx, id string) (*record, error) {
 func putRecord(tx storage.Tx, rec *record) error {
 	raw, err := encode(rec)
 	if err != nil {
-		return fmt.Errorf("encode policy %q: %v: %w", rec.ID, err, keel.ErrInternal)
+		return fmt.Errorf("encode policy %q: %v: %w", rec.ID, err, keel.KindInternal)
 	}
 	return tx.Put(polKey(rec.ID), raw)
 }
@@ -312,7 +312,7 @@ func (s *Service) visible(ctx context.Context, tx storage.Tx, live exists, id st
 		return nil, err
 	}
 	if err := keel.Authorize(ctx, s.authz, keel.CapManagePolicies, resource(rec.Org)); err != nil {
-		if errors.Is(err, keel.ErrForbidden) {
+		if errors.Is(err, keel.KindForbidden) {
 			return nil, notFound(fmt.Sprintf("policy %q", id))
 		}
 		return nil, err
@@ -355,7 +355,7 @@ func count(tx storage.Tx, org string) (int, error) {
 	}
 	n, err := strconv.Atoi(string(raw))
 	if err != nil {
-		return 0, fmt.Errorf("policy count of %q is corrupt (%v): %w", org, err, keel.ErrInternal)
+		return 0, fmt.Errorf("policy count of %q is corrupt (%v): %w", org, err, keel.KindInternal)
 	}
 	return n, nil
 }

@@ -46,21 +46,21 @@ func TestCreateRules(t *testing.T) {
 			{"other extension uses hard-mandatory", "acme", CreateRequest{Name: ptr("s3"), Enforce: one("s3.hcl", Advisory)}, nil, nil, HardMandatory},
 			{"enforcement-level alone", "acme", CreateRequest{Name: ptr("e"), EnforcementLevel: ptr(SoftMandatory)}, nil, nil, SoftMandatory},
 			{"opa with query", "acme", CreateRequest{Name: ptr("f"), Kind: ptr(OPA), Query: ptr("data.x"), EnforcementLevel: ptr(Mandatory)}, nil, nil, Mandatory},
-			{"name required", "acme", CreateRequest{Enforce: one(".policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
-			{"name with space", "acme", CreateRequest{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.ErrInvalid, []string{"Name"}, ""},
-			{"two enforce elements", "acme", CreateRequest{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.ErrInvalid, []string{"Enforce"}, ""},
-			{"no enforce element", "acme", CreateRequest{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.ErrInvalid, []string{"Enforce"}, ""},
-			{"enforce missing", "acme", CreateRequest{Name: ptr("g")}, keel.ErrInvalid, []string{"Enforce"}, ""},
-			{"bad mode", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.ErrInvalid, []string{"Enforce[0].Mode"}, ""},
-			{"bad kind", "acme", CreateRequest{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.ErrInvalid, []string{"Kind"}, ""},
-			{"opa without query", "acme", CreateRequest{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.ErrInvalid, []string{"Query"}, ""},
-			{"enforce path required", "acme", CreateRequest{Name: ptr("g"), Enforce: one("", Advisory)}, keel.ErrInvalid, []string{"Enforce[0].Path"}, ""},
-			{"bad enforcement level", "acme", CreateRequest{Name: ptr("g"), EnforcementLevel: ptr("strict")}, keel.ErrInvalid, []string{"EnforcementLevel"}, ""},
-			{"every problem at once", "acme", CreateRequest{Name: ptr("a b"), Kind: ptr(OPA), Enforce: one("x.policy", "hard-mandatory")}, keel.ErrInvalid, []string{"Name", "Query", "Enforce[0].Mode"}, ""},
-			{"unknown policy set", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[0]"}, ""},
-			{"second policy set unknown", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{set.ID, "polset-x"}}, keel.ErrInvalid, []string{"PolicySetIDs[1]"}, ""},
-			{"name taken ignoring case", "acme", CreateRequest{Name: ptr("TAKEN"), Enforce: one("TAKEN.policy", "")}, keel.ErrAlreadyExists, nil, ""},
-			{"unknown organization", "nope", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", "")}, keel.ErrNotFound, nil, ""},
+			{"name required", "acme", CreateRequest{Enforce: one(".policy", "")}, keel.KindInvalid, []string{"Name"}, ""},
+			{"name with space", "acme", CreateRequest{Name: ptr("a b"), Enforce: one("a b.policy", "")}, keel.KindInvalid, []string{"Name"}, ""},
+			{"two enforce elements", "acme", CreateRequest{Name: ptr("g"), Enforce: &[]Enforce{{Path: "g.policy"}, {Path: "g.policy"}}}, keel.KindInvalid, []string{"Enforce"}, ""},
+			{"no enforce element", "acme", CreateRequest{Name: ptr("g"), Enforce: &[]Enforce{}}, keel.KindInvalid, []string{"Enforce"}, ""},
+			{"enforce missing", "acme", CreateRequest{Name: ptr("g")}, keel.KindInvalid, []string{"Enforce"}, ""},
+			{"bad mode", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", "strict")}, keel.KindInvalid, []string{"Enforce[0].Mode"}, ""},
+			{"bad kind", "acme", CreateRequest{Name: ptr("g"), Kind: ptr("rego"), Enforce: one("g.policy", "")}, keel.KindInvalid, []string{"Kind"}, ""},
+			{"opa without query", "acme", CreateRequest{Name: ptr("g"), Kind: ptr(OPA), EnforcementLevel: ptr(Advisory)}, keel.KindInvalid, []string{"Query"}, ""},
+			{"enforce path required", "acme", CreateRequest{Name: ptr("g"), Enforce: one("", Advisory)}, keel.KindInvalid, []string{"Enforce[0].Path"}, ""},
+			{"bad enforcement level", "acme", CreateRequest{Name: ptr("g"), EnforcementLevel: ptr("strict")}, keel.KindInvalid, []string{"EnforcementLevel"}, ""},
+			{"every problem at once", "acme", CreateRequest{Name: ptr("a b"), Kind: ptr(OPA), Enforce: one("x.policy", "hard-mandatory")}, keel.KindInvalid, []string{"Name", "Query", "Enforce[0].Mode"}, ""},
+			{"unknown policy set", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{"polset-x"}}, keel.KindInvalid, []string{"PolicySetIDs[0]"}, ""},
+			{"second policy set unknown", "acme", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", ""), PolicySetIDs: []string{set.ID, "polset-x"}}, keel.KindInvalid, []string{"PolicySetIDs[1]"}, ""},
+			{"name taken ignoring case", "acme", CreateRequest{Name: ptr("TAKEN"), Enforce: one("TAKEN.policy", "")}, keel.KindAlreadyExists, nil, ""},
+			{"unknown organization", "nope", CreateRequest{Name: ptr("g"), Enforce: one("g.policy", "")}, keel.KindNotFound, nil, ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -101,8 +101,8 @@ func TestUpdateReplacesEnforceAndKeepsName(t *testing.T) {
 			{"enforce replaced", UpdateRequest{Enforce: &[]Enforce{{Path: "pol.policy", Mode: Advisory}}}, Advisory, "d", nil},
 			{"path checked against original name", UpdateRequest{Enforce: &[]Enforce{{Path: "new.policy", Mode: Advisory}}}, HardMandatory, "d", nil},
 			{"enforcement-level", UpdateRequest{EnforcementLevel: ptr(SoftMandatory)}, SoftMandatory, "d", nil},
-			{"two elements refused", UpdateRequest{Enforce: &[]Enforce{{}, {}}}, "", "", keel.ErrInvalid},
-			{"query on sentinel refused", UpdateRequest{Query: ptr("q")}, "", "", keel.ErrInvalid},
+			{"two elements refused", UpdateRequest{Enforce: &[]Enforce{{}, {}}}, "", "", keel.KindInvalid},
+			{"query on sentinel refused", UpdateRequest{Query: ptr("q")}, "", "", keel.KindInvalid},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestUpdateRulesNameGoFields(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := e.s.Update(root(), tt.id, tt.in)
-				if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+				if !errors.Is(err, keel.KindInvalid) || !slices.Equal(fields(err), tt.fields) {
 					t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
 				}
 			})
@@ -186,7 +186,7 @@ func TestCreateSetRules(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := e.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr(tt.set), PolicyIDs: tt.policyIDs})
-				if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+				if !errors.Is(err, keel.KindInvalid) || !slices.Equal(fields(err), tt.fields) {
 					t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
 				}
 			})
@@ -201,7 +201,7 @@ func TestUploadDownload(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		p := e.mk(t, "pol")
-		if _, err := e.s.Download(root(), p.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.s.Download(root(), p.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("download before upload: %v", err)
 		}
 		// 10 MiB, or what one value of the store holds (etcd: 1,396 KiB).
@@ -216,7 +216,7 @@ func TestUploadDownload(t *testing.T) {
 		}{
 			{"small", []byte("main = rule { true }"), nil},
 			{"exactly MaxCodeBytes", bytes.Repeat([]byte("x"), most), nil},
-			{"one byte more", bytes.Repeat([]byte("y"), most+1), keel.ErrTooLarge},
+			{"one byte more", bytes.Repeat([]byte("y"), most+1), keel.KindTooLarge},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -271,7 +271,7 @@ func TestNotFoundInsteadOfForbidden(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				if err := tt.op(); !errors.Is(err, keel.ErrNotFound) {
+				if err := tt.op(); !errors.Is(err, keel.KindNotFound) {
 					t.Fatalf("err = %v, want not found", err)
 				}
 			})
@@ -419,7 +419,7 @@ func TestDownloadReservesLargeCode(t *testing.T) {
 		ctx := keel.WithReserver(root(), func(ctx context.Context, n int64) error {
 			asked = append(asked, n)
 			if refuse {
-				return fmt.Errorf("no room: %w", keel.ErrUnavailable)
+				return fmt.Errorf("no room: %w", keel.KindUnavailable)
 			}
 			return nil
 		})

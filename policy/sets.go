@@ -16,9 +16,9 @@ import (
 
 // Defaults of a policy set's settings, as HCP Terraform's.
 const (
-	// DefaultPolicyToolVersion is a set's PolicyToolVersion when none is
+	// defaultPolicyToolVersion is a set's PolicyToolVersion when none is
 	// sent.
-	DefaultPolicyToolVersion = "latest"
+	defaultPolicyToolVersion = "latest"
 )
 
 // PolicySet is a policy set as read.
@@ -38,7 +38,7 @@ type PolicySet struct {
 	// AgentEnabled is false for Sentinel sets and true for OPA sets
 	// unless sent.
 	AgentEnabled bool
-	// PolicyToolVersion is DefaultPolicyToolVersion unless sent.
+	// PolicyToolVersion is "latest" unless sent.
 	PolicyToolVersion string
 	// PolicyUpdatePatterns is empty, not nil, unless sent.
 	PolicyUpdatePatterns []string
@@ -127,7 +127,7 @@ func getSet(tx storage.Tx, id string) (*setRecord, error) {
 	}
 	var rec setRecord
 	if err := decode(raw, &rec); err != nil || rec.ID != id {
-		return nil, fmt.Errorf("record of policy set %q is corrupt (%v): %w", id, err, keel.ErrInternal)
+		return nil, fmt.Errorf("record of policy set %q is corrupt (%v): %w", id, err, keel.KindInternal)
 	}
 	return &rec, nil
 }
@@ -135,7 +135,7 @@ func getSet(tx storage.Tx, id string) (*setRecord, error) {
 func putSet(tx storage.Tx, rec *setRecord) error {
 	raw, err := encode(rec)
 	if err != nil {
-		return fmt.Errorf("encode policy set %q: %v: %w", rec.ID, err, keel.ErrInternal)
+		return fmt.Errorf("encode policy set %q: %v: %w", rec.ID, err, keel.KindInternal)
 	}
 	return tx.Put(setKey(rec.ID), raw)
 }
@@ -199,7 +199,7 @@ func (s *Service) maxMemberSets() int {
 func (s *Service) tooLarge(what string, n, most int) error {
 	l := s.store.Limits()
 	return fmt.Errorf("%s: %d, at most %d fit in one transaction of this store (storage.Limits MaxTxOps %d, MaxTxReads %d): %w",
-		what, n, most, l.MaxTxOps, l.MaxTxReads, keel.ErrTooLarge)
+		what, n, most, l.MaxTxOps, l.MaxTxReads, keel.KindTooLarge)
 }
 
 // visibleSet returns the record of the set id, checking the caller's
@@ -212,7 +212,7 @@ func (s *Service) visibleSet(ctx context.Context, tx storage.Tx, live exists, id
 		return nil, err
 	}
 	if err := keel.Authorize(ctx, s.authz, keel.CapManagePolicies, resource(rec.Org)); err != nil {
-		if errors.Is(err, keel.ErrForbidden) {
+		if errors.Is(err, keel.KindForbidden) {
 			return nil, notFound(fmt.Sprintf("policy set %q", id))
 		}
 		return nil, err
@@ -244,7 +244,7 @@ func setOf(rec *setRecord) PolicySet {
 		out.AgentEnabled = *rec.AgentEnabled
 	}
 	if out.PolicyToolVersion == "" {
-		out.PolicyToolVersion = DefaultPolicyToolVersion
+		out.PolicyToolVersion = defaultPolicyToolVersion
 	}
 	if out.PolicyUpdatePatterns == nil {
 		out.PolicyUpdatePatterns = []string{}
@@ -343,7 +343,7 @@ func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest
 			}
 			key := setNames(org) + fold(name)
 			if _, err := tx.Get(key); err == nil {
-				return fmt.Errorf("policy set name %q is taken in %q: %w", name, org, keel.ErrAlreadyExists)
+				return fmt.Errorf("policy set name %q is taken in %q: %w", name, org, keel.KindAlreadyExists)
 			} else if !isNotFound(err) {
 				return err
 			}
@@ -464,7 +464,7 @@ func (s *Service) rename(tx storage.Tx, rec *setRecord, name string) error {
 	old, key := setNames(rec.Org)+fold(rec.Name), setNames(rec.Org)+fold(name)
 	if key != old {
 		if _, err := tx.Get(key); err == nil {
-			return fmt.Errorf("policy set name %q is taken in %q: %w", name, rec.Org, keel.ErrAlreadyExists)
+			return fmt.Errorf("policy set name %q is taken in %q: %w", name, rec.Org, keel.KindAlreadyExists)
 		} else if !isNotFound(err) {
 			return err
 		}
@@ -520,7 +520,7 @@ func (s *Service) DeleteSet(ctx context.Context, id string) (err error) {
 // organization.
 type ListSetsRequest struct {
 	// ListRequest is the page: Cursor (a Next of an earlier page, "" for
-	// the first) and Limit (0 or less: DefaultPageSize; at most
+	// the first) and Limit (0 or less: 20; at most
 	// MaxPageSize, a larger limit is cut to it).
 	keel.ListRequest
 	// Offset, when Cursor is empty, starts the page at this position of
@@ -541,7 +541,7 @@ func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err
 	}
-	pg, err := pager.New(r.ListRequest, r.Offset, false, DefaultPageSize, MaxPageSize)
+	pg, err := pager.New(r.ListRequest, r.Offset, false, defaultPageSize, MaxPageSize)
 	if err != nil {
 		return out, err
 	}

@@ -115,24 +115,24 @@ func TestSetCreateRules(t *testing.T) {
 			want   error
 			fields []string
 		}{
-			{"name required", CreateSetRequest{}, keel.ErrInvalid, []string{"Name"}},
-			{"name empty", CreateSetRequest{Name: ptr("")}, keel.ErrInvalid, []string{"Name"}},
-			{"name characters", CreateSetRequest{Name: ptr("a b")}, keel.ErrInvalid, []string{"Name"}},
-			{"name taken, case folded", CreateSetRequest{Name: ptr("taken")}, keel.ErrAlreadyExists, nil},
-			{"kind", CreateSetRequest{Name: ptr("k"), Kind: ptr("rego")}, keel.ErrInvalid, []string{"Kind"}},
-			{"global attached", CreateSetRequest{Name: ptr("g"), Global: ptr(true), WorkspaceIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"Global"}},
-			{"tool version empty", CreateSetRequest{Name: ptr("t"), PolicyToolVersion: ptr("")}, keel.ErrInvalid, []string{"PolicyToolVersion"}},
-			{"several at once", CreateSetRequest{Name: ptr("a b"), Kind: ptr("x")}, keel.ErrInvalid, []string{"Name", "Kind"}},
+			{"name required", CreateSetRequest{}, keel.KindInvalid, []string{"Name"}},
+			{"name empty", CreateSetRequest{Name: ptr("")}, keel.KindInvalid, []string{"Name"}},
+			{"name characters", CreateSetRequest{Name: ptr("a b")}, keel.KindInvalid, []string{"Name"}},
+			{"name taken, case folded", CreateSetRequest{Name: ptr("taken")}, keel.KindAlreadyExists, nil},
+			{"kind", CreateSetRequest{Name: ptr("k"), Kind: ptr("rego")}, keel.KindInvalid, []string{"Kind"}},
+			{"global attached", CreateSetRequest{Name: ptr("g"), Global: ptr(true), WorkspaceIDs: []string{w.ws1}}, keel.KindInvalid, []string{"Global"}},
+			{"tool version empty", CreateSetRequest{Name: ptr("t"), PolicyToolVersion: ptr("")}, keel.KindInvalid, []string{"PolicyToolVersion"}},
+			{"several at once", CreateSetRequest{Name: ptr("a b"), Kind: ptr("x")}, keel.KindInvalid, []string{"Name", "Kind"}},
 			{"members unknown or of another organization", CreateSetRequest{
 				Name:                  ptr("m"),
 				PolicyIDs:             []string{p.ID, "pol-x", w.betaPol},
 				WorkspaceIDs:          []string{w.ws1, w.betaWS, "a/b"},
 				ProjectIDs:            []string{"prj-x", w.prj},
 				WorkspaceExclusionIDs: []string{w.betaWS},
-			}, keel.ErrInvalid, []string{"PolicyIDs[1]", "PolicyIDs[2]", "WorkspaceIDs[1]", "WorkspaceIDs[2]", "ProjectIDs[0]", "WorkspaceExclusionIDs[0]"}},
-			{"policy of another kind", CreateSetRequest{Name: ptr("o"), PolicyIDs: []string{p.ID, w.opa}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
-			{"opa set, sentinel policy", CreateSetRequest{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa, p.ID}}, keel.ErrInvalid, []string{"PolicyIDs[1]"}},
-			{"workspace as a project", CreateSetRequest{Name: ptr("wp"), ProjectIDs: []string{w.ws1}}, keel.ErrInvalid, []string{"ProjectIDs[0]"}},
+			}, keel.KindInvalid, []string{"PolicyIDs[1]", "PolicyIDs[2]", "WorkspaceIDs[1]", "WorkspaceIDs[2]", "ProjectIDs[0]", "WorkspaceExclusionIDs[0]"}},
+			{"policy of another kind", CreateSetRequest{Name: ptr("o"), PolicyIDs: []string{p.ID, w.opa}}, keel.KindInvalid, []string{"PolicyIDs[1]"}},
+			{"opa set, sentinel policy", CreateSetRequest{Name: ptr("o"), Kind: ptr(OPA), PolicyIDs: []string{w.opa, p.ID}}, keel.KindInvalid, []string{"PolicyIDs[1]"}},
+			{"workspace as a project", CreateSetRequest{Name: ptr("wp"), ProjectIDs: []string{w.ws1}}, keel.KindInvalid, []string{"ProjectIDs[0]"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -140,7 +140,7 @@ func TestSetCreateRules(t *testing.T) {
 			})
 		}
 		// Unknown organization first, whatever the body.
-		if _, err := w.s.CreateSet(root(), "nope", CreateSetRequest{Name: ptr("a b")}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := w.s.CreateSet(root(), "nope", CreateSetRequest{Name: ptr("a b")}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("unknown organization: %v", err)
 		}
 	})
@@ -160,7 +160,7 @@ func TestSetCreateDefaultsAndMembers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if set.Kind != Sentinel || set.Global || set.Overridable || set.AgentEnabled || set.PolicyToolVersion != DefaultPolicyToolVersion ||
+		if set.Kind != Sentinel || set.Global || set.Overridable || set.AgentEnabled || set.PolicyToolVersion != defaultPolicyToolVersion ||
 			set.PolicyUpdatePatterns == nil || len(set.PolicyUpdatePatterns) != 0 || set.Description != nil || set.PoliciesPath != nil {
 			t.Fatalf("defaults %+v", set)
 		}
@@ -220,9 +220,9 @@ func TestSetUpdate(t *testing.T) {
 		w.unchanged(t, func() error {
 			_, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Name: ptr("OTHER")})
 			return err
-		}, keel.ErrAlreadyExists)
-		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Name: ptr("a/b")}); return err }, keel.ErrInvalid, "Name")
-		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Global: ptr(true)}); return err }, keel.ErrInvalid, "Global")
+		}, keel.KindAlreadyExists)
+		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Name: ptr("a/b")}); return err }, keel.KindInvalid, "Name")
+		w.unchanged(t, func() error { _, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{Global: ptr(true)}); return err }, keel.KindInvalid, "Global")
 		w.clock.Advance(time.Minute)
 		got, err := w.s.UpdateSet(root(), set.ID, UpdateSetRequest{
 			Name: ptr("renamed"), Description: ptr("d"), Overridable: ptr(true), AgentEnabled: ptr(true),
@@ -240,7 +240,7 @@ func TestSetUpdate(t *testing.T) {
 		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("s")}); err != nil {
 			t.Fatalf("old name: %v", err)
 		}
-		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("Renamed")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := w.s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("Renamed")}); !errors.Is(err, keel.KindAlreadyExists) {
 			t.Fatalf("new name: %v", err)
 		}
 		if err := w.s.RemoveSetMembers(root(), set.ID, SetWorkspaces, []string{w.ws1}); err != nil {
@@ -277,11 +277,11 @@ func TestSetMembers(t *testing.T) {
 			!slices.Equal(got.WorkspaceExclusionIDs, []string{w.ws2}) || !got.UpdatedAt.Equal(t0.Add(time.Second)) {
 			t.Fatalf("members %+v", got)
 		}
-		w.unchanged(t, func() error { return add(SetPolicies, a.ID, "pol-x", w.betaPol, w.opa) }, keel.ErrInvalid, "IDs[1]", "IDs[2]", "IDs[3]")
-		w.unchanged(t, func() error { return add(SetWorkspaces, w.ws2, w.betaWS) }, keel.ErrInvalid, "IDs[1]")
-		w.unchanged(t, func() error { return add(SetProjects, w.ws1) }, keel.ErrInvalid, "IDs[0]")
-		w.unchanged(t, func() error { return add(SetWorkspaces) }, keel.ErrInvalid, "IDs")
-		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), "polset-x", SetWorkspaces, []string{w.ws1}) }, keel.ErrNotFound)
+		w.unchanged(t, func() error { return add(SetPolicies, a.ID, "pol-x", w.betaPol, w.opa) }, keel.KindInvalid, "IDs[1]", "IDs[2]", "IDs[3]")
+		w.unchanged(t, func() error { return add(SetWorkspaces, w.ws2, w.betaWS) }, keel.KindInvalid, "IDs[1]")
+		w.unchanged(t, func() error { return add(SetProjects, w.ws1) }, keel.KindInvalid, "IDs[0]")
+		w.unchanged(t, func() error { return add(SetWorkspaces) }, keel.KindInvalid, "IDs")
+		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), "polset-x", SetWorkspaces, []string{w.ws1}) }, keel.KindNotFound)
 
 		// Removing: members go, ids that are not members are ignored.
 		if err := w.s.RemoveSetMembers(root(), set.ID, SetPolicies, []string{a.ID, "pol-x", w.opa}); err != nil {
@@ -303,8 +303,8 @@ func TestSetMembers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetWorkspaces, []string{w.ws1}) }, keel.ErrInvalid, "IDs")
-		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetProjects, []string{w.prj}) }, keel.ErrInvalid, "IDs")
+		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetWorkspaces, []string{w.ws1}) }, keel.KindInvalid, "IDs")
+		w.unchanged(t, func() error { return w.s.AddSetMembers(root(), g.ID, SetProjects, []string{w.prj}) }, keel.KindInvalid, "IDs")
 		if err := w.s.AddSetMembers(root(), g.ID, SetWorkspaceExclusions, []string{w.ws1}); err != nil {
 			t.Fatalf("exclusion of a global set: %v", err)
 		}
@@ -329,7 +329,7 @@ func TestSetDelete(t *testing.T) {
 				t.Errorf("key left: %s", k)
 			}
 		}
-		if _, err := w.s.GetSet(root(), set.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := w.s.GetSet(root(), set.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("read deleted: %v", err)
 		}
 		if p, err := w.s.Get(root(), a.ID); err != nil || len(p.PolicySetIDs) != 0 {
@@ -420,7 +420,7 @@ func TestSetHidden(t *testing.T) {
 			"add":    func() error { return w.s.AddSetMembers(ctx, set.ID, SetWorkspaces, nil) },
 			"remove": func() error { return w.s.RemoveSetMembers(ctx, set.ID, SetWorkspaces, []string{w.ws1}) },
 		} {
-			t.Run(name, func(t *testing.T) { w.unchanged(t, op, keel.ErrNotFound) })
+			t.Run(name, func(t *testing.T) { w.unchanged(t, op, keel.KindNotFound) })
 		}
 	})
 }
@@ -524,7 +524,7 @@ func TestSetLimitsEtcd(t *testing.T) {
 			e.unchanged(t, func() error {
 				_, err := s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("big"), PolicyIDs: ids})
 				return err
-			}, keel.ErrTooLarge)
+			}, keel.KindTooLarge)
 			_, err = s.CreateSet(root(), "acme", CreateSetRequest{Name: ptr("x"), PolicyIDs: ids})
 			if err == nil || !strings.Contains(err.Error(), "at most 62") || !strings.Contains(err.Error(), "MaxTxOps 128") {
 				t.Fatalf("the refusal does not name the limit: %v", err)
@@ -536,11 +536,11 @@ func TestSetLimitsEtcd(t *testing.T) {
 			if err := s.AddSetMembers(root(), set.ID, SetPolicies, ids[61:62]); err != nil {
 				t.Fatal(err)
 			}
-			e.unchanged(t, func() error { return s.AddSetMembers(root(), set.ID, SetPolicies, ids[62:]) }, keel.ErrTooLarge)
+			e.unchanged(t, func() error { return s.AddSetMembers(root(), set.ID, SetPolicies, ids[62:]) }, keel.KindTooLarge)
 			// A removal reads every id it names: more than a set holds is
 			// refused up front, naming the limit (twice as many would not
 			// fit one transaction).
-			e.unchanged(t, func() error { return s.RemoveSetMembers(root(), set.ID, SetPolicies, ids) }, keel.ErrTooLarge)
+			e.unchanged(t, func() error { return s.RemoveSetMembers(root(), set.ID, SetPolicies, ids) }, keel.KindTooLarge)
 			if err := s.RemoveSetMembers(root(), set.ID, SetPolicies, append(slices.Clone(ids), ids...)); err == nil || !strings.Contains(err.Error(), "at most 62") {
 				t.Fatalf("a removal of 63 ids: %v, want a refusal naming the limit", err)
 			}
@@ -567,7 +567,7 @@ func TestSetLimitsEtcd(t *testing.T) {
 				}
 				sets = append(sets, set.ID)
 			}
-			e.unchanged(t, func() error { return s.Delete(root(), p) }, keel.ErrTooLarge)
+			e.unchanged(t, func() error { return s.Delete(root(), p) }, keel.KindTooLarge)
 			if err := s.RemoveSetMembers(root(), sets[0], SetPolicies, []string{p}); err != nil {
 				t.Fatal(err)
 			}
@@ -578,7 +578,7 @@ func TestSetLimitsEtcd(t *testing.T) {
 			e.unchanged(t, func() error {
 				_, err := s.Create(root(), "acme", CreateRequest{Name: ptr("many"), EnforcementLevel: ptr(Advisory), PolicySetIDs: sets})
 				return err
-			}, keel.ErrTooLarge)
+			}, keel.KindTooLarge)
 		})
 	}
 }

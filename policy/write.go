@@ -137,7 +137,7 @@ func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (_ P
 		}
 		key := nameIx(org) + fold(name)
 		if _, err := tx.Get(key); err == nil {
-			return fmt.Errorf("policy name %q is taken in %q: %w", name, org, keel.ErrAlreadyExists)
+			return fmt.Errorf("policy name %q is taken in %q: %w", name, org, keel.KindAlreadyExists)
 		} else if !isNotFound(err) {
 			return err
 		}
@@ -282,11 +282,11 @@ func (s *Service) Upload(ctx context.Context, id string, code []byte) (err error
 	defer prefixErr(&err)
 	if most := s.maxCodeBytes(); len(code) > most {
 		if most == MaxCodeSize {
-			return fmt.Errorf("policy code of %d bytes, at most %d (MaxCodeSize): %w", len(code), most, keel.ErrTooLarge)
+			return fmt.Errorf("policy code of %d bytes, at most %d (MaxCodeSize): %w", len(code), most, keel.KindTooLarge)
 		}
 		l := s.store.Limits()
 		return fmt.Errorf("policy code of %d bytes, at most %d on this store (storage.Limits MaxValueSize %d, MaxTxBytes %d): %w",
-			len(code), most, l.MaxValueSize, l.MaxTxBytes, keel.ErrTooLarge)
+			len(code), most, l.MaxValueSize, l.MaxTxBytes, keel.KindTooLarge)
 	}
 	now := ms(s.clock.Now())
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
@@ -367,7 +367,7 @@ func (s *Service) joinSets(tx storage.Tx, rec *record, ids []string) error {
 		field := fmt.Sprintf("PolicySetIDs[%d]", i)
 		ps, err := getSet(tx, id)
 		switch {
-		case errors.Is(err, keel.ErrNotFound) || err == nil && ps.Org != rec.Org:
+		case errors.Is(err, keel.KindNotFound) || err == nil && ps.Org != rec.Org:
 			v.Add(field, "no policy set %q in %q", id, rec.Org)
 		case err != nil:
 			return err

@@ -167,8 +167,8 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 			return err
 		}
 		if _, err := getOrg(tx, name); err == nil {
-			return fmt.Errorf("organization %q: %w", name, keel.ErrAlreadyExists)
-		} else if !errors.Is(err, keel.ErrNotFound) {
+			return fmt.Errorf("organization %q: %w", name, keel.KindAlreadyExists)
+		} else if !errors.Is(err, keel.KindNotFound) {
 			return err
 		}
 		if err := putJSON(tx, orgKey(name), rec); err != nil {
@@ -196,7 +196,7 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 		}
 		err = c.store.Update(ctx, create)
 		if err == nil && pending != nil {
-			err = fmt.Errorf("organization %q is being deleted: %w", name, keel.ErrConflict)
+			err = fmt.Errorf("organization %q is being deleted: %w", name, keel.KindConflict)
 		}
 	}
 	if err != nil {
@@ -239,8 +239,8 @@ func (c *Catalog) visibleOrg(ctx context.Context, tx storage.Tx, name string, ca
 // ("project") and id, with the message of a missing record (getJSON's), so
 // that existence does not leak; other errors pass unchanged.
 func hide(err error, kind, id string) error {
-	if errors.Is(err, keel.ErrForbidden) {
-		return fmt.Errorf("no %s %q: %w", kind, id, keel.ErrNotFound)
+	if errors.Is(err, keel.KindForbidden) {
+		return fmt.Errorf("no %s %q: %w", kind, id, keel.KindNotFound)
 	}
 	return err
 }

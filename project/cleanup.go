@@ -65,13 +65,13 @@ func (c *Catalog) finishCleanup(ctx context.Context, kind, org, id string) error
 				if err := putJSON(tx, prjKey(p.ID), p); err != nil {
 					return err
 				}
-			case !errors.Is(err, keel.ErrNotFound): // a project deleted meanwhile: its own cleanup
+			case !errors.Is(err, keel.KindNotFound): // a project deleted meanwhile: its own cleanup
 				return err
 			}
 			return tx.Delete(key)
 		})
 	default:
-		err = fmt.Errorf("unknown kind %q: %w", kind, keel.ErrInternal)
+		err = fmt.Errorf("unknown kind %q: %w", kind, keel.KindInternal)
 	}
 	if err == nil {
 		err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -93,7 +93,7 @@ func (c *Catalog) finishCleanups(ctx context.Context) error {
 		return tx.Scan(cleanupPrefix, storage.ScanOptions{}, func(key string, v []byte) error {
 			kind, id, ok := strings.Cut(key[len(cleanupPrefix):], "/")
 			if !ok {
-				return fmt.Errorf("pending cleanup %q: malformed key: %w", key, keel.ErrInternal)
+				return fmt.Errorf("pending cleanup %q: malformed key: %w", key, keel.KindInternal)
 			}
 			all = append(all, pending{kind, string(v), id})
 			return nil
@@ -105,7 +105,7 @@ func (c *Catalog) finishCleanups(ctx context.Context) error {
 	var errs []error
 	for _, p := range all {
 		if !validID(p.org) {
-			errs = append(errs, fmt.Errorf("pending cleanup of %s %q: organization %q: %w", p.kind, p.id, p.org, keel.ErrInternal))
+			errs = append(errs, fmt.Errorf("pending cleanup of %s %q: organization %q: %w", p.kind, p.id, p.org, keel.KindInternal))
 			continue
 		}
 		errs = append(errs, c.finishCleanup(ctx, p.kind, p.org, p.id))

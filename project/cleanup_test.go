@@ -90,7 +90,7 @@ func TestDeletionsOfTeamsAndProjectsAtScale(t *testing.T) {
 		if left := e.accessKeys(t, wide.ID); len(left) > 0 {
 			t.Errorf("keys left of the deleted project: %v", left)
 		}
-		if _, err := e.c.GetTeamAccess(root(), wide.ID, teams[0].ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeamAccess(root(), wide.ID, teams[0].ID); !errors.Is(err, keel.KindNotFound) {
 			t.Errorf("access to the deleted project: %v", err)
 		}
 	})
@@ -124,13 +124,13 @@ func TestAccessCleanupStoppedMidway(t *testing.T) {
 	if err := e.c.Delete(root(), b.ID); !errors.Is(err, boom) {
 		t.Fatalf("Delete with its access undeletable: %v", err)
 	}
-	if _, err := e.c.GetTeam(root(), devs.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := e.c.GetTeam(root(), devs.ID); !errors.Is(err, keel.KindNotFound) {
 		t.Errorf("the deleted team: %v", err)
 	}
 	if list, err := teamAccesses(e.c, root(), a.ID); err != nil || len(list) != 1 || list[0].TeamID != ops.ID {
 		t.Errorf("access to apps: %v, %v; want only ops", list, err)
 	}
-	if _, err := e.c.GetTeamAccess(root(), a.ID, devs.ID); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := e.c.GetTeamAccess(root(), a.ID, devs.ID); !errors.Is(err, keel.KindNotFound) {
 		t.Errorf("access of the deleted team: %v", err)
 	}
 	if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: a.ID, TeamID: devs.ID}); keel.KindOf(err) != keel.KindInvalid {

@@ -74,7 +74,7 @@ func checkGone(t *testing.T, c *Catalog, o old) {
 	notFound["delete workspace"] = c.DeleteWorkspace(ctx, o.workspace)
 	notFound["move workspaces"] = c.MoveWorkspaces(ctx, o.defaultProject, []string{o.workspace})
 	for op, err := range notFound {
-		if !errors.Is(err, keel.ErrNotFound) {
+		if !errors.Is(err, keel.KindNotFound) {
 			t.Errorf("%s: err = %v, want not found", op, err)
 		}
 	}
@@ -89,7 +89,7 @@ func checkNothingOld(t *testing.T, c *Catalog, o old) {
 	if err != nil || page.Total != 1 || len(page.Items) != 1 || page.Items[0].ID == o.defaultProject || page.Items[0].WorkspaceCount != 0 {
 		t.Fatalf("projects of the new acme = %+v, %v", page, err)
 	}
-	if _, err := c.GetWorkspaceByName(ctx, "acme", o.workspaceName); !errors.Is(err, keel.ErrNotFound) {
+	if _, err := c.GetWorkspaceByName(ctx, "acme", o.workspaceName); !errors.Is(err, keel.KindNotFound) {
 		t.Errorf("workspace by its old name: %v", err)
 	}
 	// The old names are free.
@@ -151,7 +151,7 @@ func TestRefusedDeletionLeavesStore(t *testing.T) {
 		e := newEnv(t, open, authz, func(s storage.Store) storage.Store { fs = faultstore.New(s); return fs })
 		o := populate(t, e.c, 2)
 		before := storagetest.Dump(t, e.raw)
-		if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.ErrNotFound) {
+		if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("delete without the right: %v", err)
 		}
 		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
@@ -164,7 +164,7 @@ func TestRefusedDeletionLeavesStore(t *testing.T) {
 			t.Fatalf("delete: %v", err)
 		}
 		before = storagetest.Dump(t, e.raw)
-		if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.ErrNotFound) {
+		if err := e.c.DeleteOrganization(as("u", "reader"), "acme"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("finish without the right: %v", err)
 		}
 		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
@@ -258,13 +258,13 @@ func TestDeletionStoppedMidway(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			fs, mem, c, o := stopMidway(t)
 			ctx := root()
-			if _, err := c.GetOrganization(ctx, "acme"); !errors.Is(err, keel.ErrNotFound) {
+			if _, err := c.GetOrganization(ctx, "acme"); !errors.Is(err, keel.KindNotFound) {
 				t.Fatalf("organization: %v", err)
 			}
 			if orgs, err := allOrganizations(c, ctx); err != nil || len(orgs) != 0 {
 				t.Fatalf("organizations = %v, %v", orgs, err)
 			}
-			if _, err := c.List(ctx, "acme", ListRequest{}); !errors.Is(err, keel.ErrNotFound) {
+			if _, err := c.List(ctx, "acme", ListRequest{}); !errors.Is(err, keel.KindNotFound) {
 				t.Fatalf("list: %v", err)
 			}
 			checkGone(t, c, o)
@@ -273,7 +273,7 @@ func TestDeletionStoppedMidway(t *testing.T) {
 			_, adds["team"] = c.CreateTeam(ctx, "acme", TeamRequest{Name: new("late")})
 			_, adds["project"] = c.Create(ctx, "acme", ProjectRequest{Name: ptr("late")})
 			for what, err := range adds {
-				if !errors.Is(err, keel.ErrNotFound) {
+				if !errors.Is(err, keel.KindNotFound) {
 					t.Errorf("create %s in the organization being deleted: %v", what, err)
 				}
 			}
@@ -408,7 +408,7 @@ func TestPendingDeletionWaitsForItsServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := restarted.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); !errors.Is(err, keel.ErrConflict) {
+		if _, err := restarted.CreateOrganization(root(), OrganizationRequest{Name: new("acme"), Email: new("")}); !errors.Is(err, keel.KindConflict) {
 			t.Fatalf("create without the service: %v", err)
 		}
 		if _, err := restarted.Register(svc, purge); err != nil {

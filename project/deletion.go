@@ -63,7 +63,7 @@ func getDeletion(tx storage.Tx, name string) (*deletion, error) {
 	}
 	var d deletion
 	if err := json.Unmarshal(raw, &d); err != nil || d.ID == "" {
-		return nil, fmt.Errorf("pending deletion of organization %q is corrupt (%v): %w", name, err, keel.ErrInternal)
+		return nil, fmt.Errorf("pending deletion of organization %q is corrupt (%v): %w", name, err, keel.KindInternal)
 	}
 	return &d, nil
 }
@@ -112,7 +112,7 @@ type Orgs struct {
 func (o Orgs) Exists(name string) (_ bool, err error) {
 	defer prefixErr(&err)
 	_, err = getOrg(o.tx, name)
-	if errors.Is(err, keel.ErrNotFound) {
+	if errors.Is(err, keel.KindNotFound) {
 		return false, nil
 	}
 	return err == nil, err
@@ -247,7 +247,7 @@ func (c *Catalog) startDeletion(ctx context.Context, name string) (deletion, err
 		d = fresh
 		raw, err := json.Marshal(d)
 		if err != nil {
-			return fmt.Errorf("encode deletion: %v: %w", err, keel.ErrInternal)
+			return fmt.Errorf("encode deletion: %v: %w", err, keel.KindInternal)
 		}
 		if err := tx.Delete(orgKey(name)); err != nil {
 			return err
@@ -269,7 +269,7 @@ func (c *Catalog) finish(ctx context.Context, name string, d deletion) error {
 	for _, p := range slices.Compact(prefixes) {
 		r, ok := services[p]
 		if !ok {
-			return fmt.Errorf("organization %q is being deleted and the data under %q is left: the service that keeps it is not registered with this Catalog (build it over this Catalog, then retry): %w", name, p, keel.ErrConflict)
+			return fmt.Errorf("organization %q is being deleted and the data under %q is left: the service that keeps it is not registered with this Catalog (build it over this Catalog, then retry): %w", name, p, keel.KindConflict)
 		}
 		err := r.purge(ctx, name, c.guard(r.base, r.prefix, name, d.ID))
 		if errors.Is(err, errDeletionOver) {

@@ -37,7 +37,7 @@ func Example() {
 
 	// A project that holds workspaces cannot be deleted.
 	err = cat.Delete(ctx, prj.ID)
-	fmt.Println(errors.Is(err, keel.ErrConflict))
+	fmt.Println(errors.Is(err, keel.KindConflict))
 
 	// Move the workspace to the default project; then it can.
 	if err := cat.MoveWorkspaces(ctx, org.DefaultProjectID, []string{ws.ID}); err != nil {

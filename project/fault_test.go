@@ -106,7 +106,7 @@ func TestWritesAreRetrySafe(t *testing.T) {
 		if err := e.c.Delete(root(), src.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.Get(root(), src.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.Get(root(), src.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("deleted project: %v", err)
 		}
 	})

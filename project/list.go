@@ -227,7 +227,7 @@ func (c *Catalog) matching(ctx context.Context, tx storage.Tx, org string, r Lis
 func (c *Catalog) allowedAll(ctx context.Context, org, id string, opts ListRequest) (bool, error) {
 	check := func(capability keel.Capability, resource string) (bool, error) {
 		err := keel.Authorize(ctx, c.authz, capability, resource)
-		if errors.Is(err, keel.ErrForbidden) {
+		if errors.Is(err, keel.KindForbidden) {
 			return false, nil
 		}
 		return err == nil, err

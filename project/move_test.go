@@ -79,13 +79,13 @@ func TestMoveWorkspacesRules(t *testing.T) {
 			wantErr error
 			wantIDs []string // listed in the error
 		}{
-			{"unknown destination", "mover", "prj-nope", []string{a.ID}, keel.ErrNotFound, nil},
-			{"destination without move right", "reader", dst.ID, []string{a.ID}, keel.ErrNotFound, nil},
-			{"destination not visible", "", dst.ID, []string{a.ID}, keel.ErrNotFound, nil},
-			{"unknown workspace", "mover", dst.ID, []string{a.ID, "ws-nope"}, keel.ErrForbidden, []string{"ws-nope"}},
-			{"source without move right", "mover", dst.ID, []string{a.ID, l.ID}, keel.ErrForbidden, []string{l.ID}},
-			{"workspace of another organization", "mover", dst.ID, []string{foreign.ID}, keel.ErrForbidden, []string{foreign.ID}},
-			{"several refused", "mover", dst.ID, []string{"ws-x", l.ID, a.ID}, keel.ErrForbidden, []string{"ws-x", l.ID}},
+			{"unknown destination", "mover", "prj-nope", []string{a.ID}, keel.KindNotFound, nil},
+			{"destination without move right", "reader", dst.ID, []string{a.ID}, keel.KindNotFound, nil},
+			{"destination not visible", "", dst.ID, []string{a.ID}, keel.KindNotFound, nil},
+			{"unknown workspace", "mover", dst.ID, []string{a.ID, "ws-nope"}, keel.KindForbidden, []string{"ws-nope"}},
+			{"source without move right", "mover", dst.ID, []string{a.ID, l.ID}, keel.KindForbidden, []string{l.ID}},
+			{"workspace of another organization", "mover", dst.ID, []string{foreign.ID}, keel.KindForbidden, []string{foreign.ID}},
+			{"several refused", "mover", dst.ID, []string{"ws-x", l.ID, a.ID}, keel.KindForbidden, []string{"ws-x", l.ID}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func TestCreateWorkspaceHidesProject(t *testing.T) {
 		_, errHidden = e.c.CreateWorkspace(orgOnly, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new(hidden.ID)})
 		_, errMissing = e.c.CreateWorkspace(orgOnly, "acme", WorkspaceRequest{Name: new("web"), ProjectID: new("prj-nope")})
 		sameAnswer(t, errHidden, hidden.ID, errMissing, "prj-nope")
-		if !errors.Is(errHidden, keel.ErrInvalid) || !slices.Equal(fields(errHidden), []string{"ProjectID"}) {
+		if !errors.Is(errHidden, keel.KindInvalid) || !slices.Equal(fields(errHidden), []string{"ProjectID"}) {
 			t.Fatalf("hidden project: %v", errHidden)
 		}
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
@@ -91,10 +91,10 @@ func TestMoveWorkspacesHidesWorkspaces(t *testing.T) {
 		errHidden := e.c.MoveWorkspaces(ctx, dst.ID, []string{hidden.ID})
 		errMissing := e.c.MoveWorkspaces(ctx, dst.ID, []string{"ws-nope"})
 		sameAnswer(t, errHidden, hidden.ID, errMissing, "ws-nope")
-		if !errors.Is(errHidden, keel.ErrForbidden) || !strings.Contains(errHidden.Error(), hidden.ID) {
+		if !errors.Is(errHidden, keel.KindForbidden) || !strings.Contains(errHidden.Error(), hidden.ID) {
 			t.Fatalf("hidden workspace: %v", errHidden)
 		}
-		if err := e.c.MoveWorkspaces(ctx, dst.ID, []string{seen.ID, hidden.ID}); !errors.Is(err, keel.ErrForbidden) || strings.Contains(err.Error(), seen.ID) {
+		if err := e.c.MoveWorkspaces(ctx, dst.ID, []string{seen.ID, hidden.ID}); !errors.Is(err, keel.KindForbidden) || strings.Contains(err.Error(), seen.ID) {
 			t.Fatalf("move of a readable and a hidden workspace: %v", err)
 		}
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
@@ -129,7 +129,7 @@ func TestTeamAccessHidesTeam(t *testing.T) {
 		_, errHidden := e.c.PutTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
 		_, errMissing := e.c.PutTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "write"})
 		sameAnswer(t, errHidden, team.ID, errMissing, "team-nope")
-		if !errors.Is(errHidden, keel.ErrInvalid) || !slices.Equal(fields(errHidden), []string{"TeamID"}) {
+		if !errors.Is(errHidden, keel.KindInvalid) || !slices.Equal(fields(errHidden), []string{"TeamID"}) {
 			t.Fatalf("set access of a hidden team: %v", errHidden)
 		}
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
@@ -142,7 +142,7 @@ func TestTeamAccessHidesTeam(t *testing.T) {
 		_, errHidden = e.c.UpdateTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "write"})
 		_, errMissing = e.c.UpdateTeamAccess(ctx, TeamAccess{ProjectID: p.ID, TeamID: "team-nope", Access: "write"})
 		sameAnswer(t, errHidden, team.ID, errMissing, "team-nope")
-		if !errors.Is(errHidden, keel.ErrNotFound) {
+		if !errors.Is(errHidden, keel.KindNotFound) {
 			t.Fatalf("update access of a hidden team: %v", errHidden)
 		}
 		if after := storagetest.Dump(t, e.raw); !maps.Equal(after, before) {
@@ -187,7 +187,7 @@ func TestRemoveTeamAccessHidesTeam(t *testing.T) {
 		errWithout := e.c.DeleteTeamAccess(ctx, p.ID, without.ID)
 		errMissing := e.c.DeleteTeamAccess(ctx, p.ID, "team-nope")
 		for _, err := range []error{errWith, errWithout, errMissing} {
-			if !errors.Is(err, keel.ErrNotFound) {
+			if !errors.Is(err, keel.KindNotFound) {
 				t.Fatalf("remove access of a hidden team: %v, want not found", err)
 			}
 		}
@@ -203,13 +203,13 @@ func TestRemoveTeamAccessHidesTeam(t *testing.T) {
 			t.Fatalf("project after a refused remove: %+v, %v", got, err)
 		}
 		reader := as("m", "manager", "teams")
-		if err := e.c.DeleteTeamAccess(reader, p.ID, without.ID); !errors.Is(err, keel.ErrNotFound) {
+		if err := e.c.DeleteTeamAccess(reader, p.ID, without.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("remove access of a readable team without access: %v", err)
 		}
 		if err := e.c.DeleteTeamAccess(reader, p.ID, with.ID); err != nil {
 			t.Fatalf("remove by a caller who reads the team: %v", err)
 		}
-		if _, err := e.c.GetTeamAccess(reader, p.ID, with.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeamAccess(reader, p.ID, with.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("access after its removal: %v", err)
 		}
 	})
@@ -278,7 +278,7 @@ func TestHiddenAnswersAsMissing(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				errHidden, errMissing := tc.call(tc.hiddenID), tc.call(tc.missing)
-				if !errors.Is(errHidden, keel.ErrNotFound) {
+				if !errors.Is(errHidden, keel.KindNotFound) {
 					t.Fatalf("hidden: %v, want not found", errHidden)
 				}
 				sameAnswer(t, errHidden, tc.hiddenID, errMissing, tc.missing)

@@ -244,7 +244,7 @@ func (c *Catalog) orgPermissions(ctx context.Context, rec *orgRecord) (Organizat
 // is false, any other error of the Authorizer is returned.
 func (c *Catalog) may(ctx context.Context, capability keel.Capability, resource string) (bool, error) {
 	err := keel.Authorize(ctx, c.authz, capability, resource)
-	if errors.Is(err, keel.ErrForbidden) {
+	if errors.Is(err, keel.KindForbidden) {
 		return false, nil
 	}
 	return err == nil, err

@@ -82,7 +82,7 @@ func TestOrganizationSettingsRules(t *testing.T) {
 		in.CostEstimationEnabled = ptr(false)
 		_, err := e.c.UpdateOrganization(root(), "acme", in)
 		want := []string{"Name", "CollaboratorAuthPolicy", "SessionTimeout", "SessionRemember", "DefaultExecutionMode", "AggregatedCommitStatusEnabled"}
-		if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), want) {
+		if !errors.Is(err, keel.KindInvalid) || !slices.Equal(fields(err), want) {
 			t.Fatalf("err = %v (fields %q)", err, fields(err))
 		}
 		if o, _ := e.c.GetOrganization(root(), "acme"); !*o.Settings.CostEstimationEnabled {
@@ -91,7 +91,7 @@ func TestOrganizationSettingsRules(t *testing.T) {
 		if _, err := e.c.CreateOrganization(root(), OrganizationRequest{Name: new("beta"), Email: new(""), OrganizationSettings: OrganizationSettings{CollaboratorAuthPolicy: ptr("sso")}}); !slices.Equal(fields(err), []string{"CollaboratorAuthPolicy"}) {
 			t.Fatalf("create: %v", err)
 		}
-		if _, err := e.c.GetOrganization(root(), "beta"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetOrganization(root(), "beta"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("a refused create created: %v", err)
 		}
 	})
@@ -112,10 +112,10 @@ func TestOrganizationRights(t *testing.T) {
 		}
 		reader, admin, nobody := as("r", "reader"), as("a", "admin"), as("n")
 		bad := OrganizationRequest{OrganizationSettings: OrganizationSettings{CollaboratorAuthPolicy: ptr("sso")}}
-		if _, err := e.c.UpdateOrganization(reader, "acme", OrganizationRequest{}); !errors.Is(err, keel.ErrForbidden) {
+		if _, err := e.c.UpdateOrganization(reader, "acme", OrganizationRequest{}); !errors.Is(err, keel.KindForbidden) {
 			t.Fatalf("reader update: %v", err)
 		}
-		if _, err := e.c.UpdateOrganization(reader, "hidden", bad); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.UpdateOrganization(reader, "hidden", bad); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("update of an organization the caller cannot read: %v", err)
 		}
 		if _, err := e.c.UpdateOrganization(admin, "acme", OrganizationRequest{Email: ptr("x@y.test")}); err != nil {

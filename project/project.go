@@ -109,7 +109,7 @@ func (c *Catalog) permissions(ctx context.Context, org, id string) (Permissions,
 		switch {
 		case err == nil:
 			*ch.out = true
-		case !errors.Is(err, keel.ErrForbidden):
+		case !errors.Is(err, keel.KindForbidden):
 			return p, err
 		}
 	}
@@ -187,7 +187,7 @@ func claimName(tx storage.Tx, org, name, id string) error {
 		return err
 	}
 	if old != "" && old != id {
-		return fmt.Errorf("project name %q is taken in organization %q: %w", name, org, keel.ErrAlreadyExists)
+		return fmt.Errorf("project name %q is taken in organization %q: %w", name, org, keel.KindAlreadyExists)
 	}
 	return tx.Put(key, []byte(id))
 }
@@ -269,14 +269,14 @@ func (c *Catalog) Delete(ctx context.Context, id string) (err error) {
 			return err
 		}
 		if rec.WorkspaceCount > 0 {
-			return fmt.Errorf("project %q contains %d workspaces: %w", id, rec.WorkspaceCount, keel.ErrConflict)
+			return fmt.Errorf("project %q contains %d workspaces: %w", id, rec.WorkspaceCount, keel.KindConflict)
 		}
 		o, err := getOrg(tx, rec.Org)
 		if err != nil {
 			return err
 		}
 		if o.DefaultProject == id {
-			return fmt.Errorf("project %q is the default project of %q: %w", id, rec.Org, keel.ErrConflict)
+			return fmt.Errorf("project %q is the default project of %q: %w", id, rec.Org, keel.KindConflict)
 		}
 		o.ProjectCount--
 		if err := putJSON(tx, orgKey(rec.Org), o); err != nil {
@@ -334,7 +334,7 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 		allowed := map[string]bool{} // source project id -> caller may move out of it
 		for _, id := range ids {
 			w, err := getWorkspace(tx, id)
-			if errors.Is(err, keel.ErrNotFound) || (err == nil && w.Org != dest.Org) {
+			if errors.Is(err, keel.KindNotFound) || (err == nil && w.Org != dest.Org) {
 				bad = append(bad, id)
 				continue
 			}
@@ -352,7 +352,7 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 			ok, seen := allowed[w.ProjectID]
 			if !seen {
 				err := keel.Authorize(ctx, c.authz, keel.CapMoveWorkspaces, projectResource(w.Org, w.ProjectID))
-				if err != nil && !errors.Is(err, keel.ErrForbidden) {
+				if err != nil && !errors.Is(err, keel.KindForbidden) {
 					return err
 				}
 				ok = err == nil
@@ -367,7 +367,7 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 			}
 		}
 		if len(bad) > 0 {
-			return fmt.Errorf("cannot move workspaces: %s: %w", strings.Join(bad, ", "), keel.ErrForbidden)
+			return fmt.Errorf("cannot move workspaces: %s: %w", strings.Join(bad, ", "), keel.KindForbidden)
 		}
 		counts := map[string]int{}
 		for _, w := range moving {
@@ -393,7 +393,7 @@ func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceID
 			p := dest // read already
 			if pid != destID {
 				if p, err = getProject(tx, pid); err != nil {
-					return fmt.Errorf("project %q of a moved workspace: %v: %w", pid, err, keel.ErrInternal)
+					return fmt.Errorf("project %q of a moved workspace: %v: %w", pid, err, keel.KindInternal)
 				}
 			}
 			p.WorkspaceCount += delta
@@ -417,10 +417,10 @@ func moveFits(l storage.Limits, n, moving, projects int) error {
 	switch {
 	case l.MaxTxOps > 0 && writes > l.MaxTxOps:
 		return fmt.Errorf("moving %d workspaces out of %d projects writes three keys per workspace and one per project: %d writes, at most %d fit in one transaction of this store (storage.Limits MaxTxOps); move fewer at once: %w",
-			moving, projects-1, writes, l.MaxTxOps, keel.ErrTooLarge)
+			moving, projects-1, writes, l.MaxTxOps, keel.KindTooLarge)
 	case l.MaxTxReads > 0 && reads > l.MaxTxReads:
 		return fmt.Errorf("moving %d workspaces reads each workspace and project: %d reads, at most %d fit in one transaction of this store (storage.Limits MaxTxReads); move fewer at once: %w",
-			n, reads, l.MaxTxReads, keel.ErrTooLarge)
+			n, reads, l.MaxTxReads, keel.KindTooLarge)
 	}
 	return nil
 }

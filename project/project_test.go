@@ -38,10 +38,10 @@ func TestCreateOrganizationRules(t *testing.T) {
 			wantErr error
 		}{
 			{"valid", "beta-co_2", nil},
-			{"taken", "acme", keel.ErrAlreadyExists},
-			{"empty", "", keel.ErrInvalid},
-			{"slash", "a/b", keel.ErrInvalid},
-			{"space", "a b", keel.ErrInvalid},
+			{"taken", "acme", keel.KindAlreadyExists},
+			{"empty", "", keel.KindInvalid},
+			{"slash", "a/b", keel.KindInvalid},
+			{"space", "a b", keel.KindInvalid},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestCatalogRulesNameGoFields(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				err := tt.call()
-				if !errors.Is(err, keel.ErrInvalid) || !slices.Equal(fields(err), tt.fields) {
+				if !errors.Is(err, keel.KindInvalid) || !slices.Equal(fields(err), tt.fields) {
 					t.Fatalf("err = %v, fields %v, want %v", err, fields(err), tt.fields)
 				}
 				if fe := keel.FieldErrors(err); tt.rule != "" && fe[0].Rule != tt.rule {
@@ -168,7 +168,7 @@ func TestDeleteOrganizationRemovesEverything(t *testing.T) {
 		if left := storagetest.Dump(t, e.raw); len(left) != 0 {
 			t.Fatalf("keys left: %v", left)
 		}
-		if _, err := e.c.GetOrganization(root(), "acme"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetOrganization(root(), "acme"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("read deleted organization: %v", err)
 		}
 	})
@@ -221,11 +221,11 @@ func TestProjectCreateRules(t *testing.T) {
 			wantErr error
 			fields  []string
 		}{
-			{"name required", "acme", ProjectRequest{}, keel.ErrInvalid, []string{"Name"}},
-			{"description 257", "acme", ProjectRequest{Name: ptr("abc"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Description"}},
-			{"every problem at once", "acme", ProjectRequest{Name: ptr("x"), Description: ptr(strings.Repeat("d", 257))}, keel.ErrInvalid, []string{"Name", "Description"}},
-			{"name taken ignoring case", "acme", ProjectRequest{Name: ptr("INFRA")}, keel.ErrAlreadyExists, nil},
-			{"unknown organization", "nope", ProjectRequest{Name: ptr("abc")}, keel.ErrNotFound, nil},
+			{"name required", "acme", ProjectRequest{}, keel.KindInvalid, []string{"Name"}},
+			{"description 257", "acme", ProjectRequest{Name: ptr("abc"), Description: ptr(strings.Repeat("d", 257))}, keel.KindInvalid, []string{"Description"}},
+			{"every problem at once", "acme", ProjectRequest{Name: ptr("x"), Description: ptr(strings.Repeat("d", 257))}, keel.KindInvalid, []string{"Name", "Description"}},
+			{"name taken ignoring case", "acme", ProjectRequest{Name: ptr("INFRA")}, keel.KindAlreadyExists, nil},
+			{"unknown organization", "nope", ProjectRequest{Name: ptr("abc")}, keel.KindNotFound, nil},
 			{"description 256", "acme", ProjectRequest{Name: ptr("docs"), Description: ptr(strings.Repeat("d", 256))}, nil, nil},
 		}
 		for _, tt := range tests {
@@ -293,7 +293,7 @@ func TestProjectUpdateKeepsFieldsNotSent(t *testing.T) {
 		}
 		// The old name is free again; the new one is taken.
 		e.mkProject(t, "infra")
-		if _, err := e.c.Create(root(), "acme", ProjectRequest{Name: ptr("platform")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.Create(root(), "acme", ProjectRequest{Name: ptr("platform")}); !errors.Is(err, keel.KindAlreadyExists) {
 			t.Fatalf("create with renamed name: %v", err)
 		}
 	})
@@ -302,10 +302,10 @@ func TestProjectUpdateKeepsFieldsNotSent(t *testing.T) {
 func TestProjectUpdateUnknownIsNotFound(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
-		if _, err := e.c.Update(root(), "prj-nope", ProjectRequest{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.Update(root(), "prj-nope", ProjectRequest{}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := e.c.Get(root(), "a/b"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.Get(root(), "a/b"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -340,7 +340,7 @@ func TestProjectCounts(t *testing.T) {
 		if got.WorkspaceCount != 1 || got.TeamCount != 0 {
 			t.Fatalf("counts after removal = %d %d", got.WorkspaceCount, got.TeamCount)
 		}
-		if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"}); !errors.Is(err, keel.ErrInvalid) {
+		if _, err := e.c.PutTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "owner"}); !errors.Is(err, keel.KindInvalid) {
 			t.Fatalf("bad access level: %v", err)
 		}
 	})
@@ -362,13 +362,13 @@ func TestProjectDeleteRules(t *testing.T) {
 			id      string
 			wantErr error
 		}{
-			{"unknown", "", "prj-nope", keel.ErrNotFound},
-			{"no read right", "", empty.ID, keel.ErrNotFound},
-			{"no force-delete right", "reader", empty.ID, keel.ErrForbidden},
-			{"contains workspaces", "deleter", full.ID, keel.ErrConflict},
-			{"default project", "deleter", e.org.DefaultProjectID, keel.ErrConflict},
+			{"unknown", "", "prj-nope", keel.KindNotFound},
+			{"no read right", "", empty.ID, keel.KindNotFound},
+			{"no force-delete right", "reader", empty.ID, keel.KindForbidden},
+			{"contains workspaces", "deleter", full.ID, keel.KindConflict},
+			{"default project", "deleter", e.org.DefaultProjectID, keel.KindConflict},
 			{"empty", "deleter", empty.ID, nil},
-			{"already deleted", "deleter", empty.ID, keel.ErrNotFound},
+			{"already deleted", "deleter", empty.ID, keel.KindNotFound},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -398,11 +398,11 @@ func TestProjectRights(t *testing.T) {
 			{"create without manage-projects", "reader", func(pol string) error {
 				_, err := e.c.Create(as("u", pol), "acme", ProjectRequest{Name: ptr("abc")})
 				return err
-			}, keel.ErrForbidden},
+			}, keel.KindForbidden},
 			{"create in an unreadable organization", "", func(pol string) error {
 				_, err := e.c.Create(as("u"), "acme", ProjectRequest{Name: ptr("abc")})
 				return err
-			}, keel.ErrNotFound},
+			}, keel.KindNotFound},
 			{"create with manage-projects", "manager", func(pol string) error {
 				_, err := e.c.Create(as("u", pol), "acme", ProjectRequest{Name: ptr("abc")})
 				return err
@@ -410,15 +410,15 @@ func TestProjectRights(t *testing.T) {
 			{"update without update", "reader", func(pol string) error {
 				_, err := e.c.Update(as("u", pol), p.ID, ProjectRequest{})
 				return err
-			}, keel.ErrForbidden},
+			}, keel.KindForbidden},
 			{"show without read", "", func(string) error {
 				_, err := e.c.Get(as("u"), p.ID)
 				return err
-			}, keel.ErrNotFound},
+			}, keel.KindNotFound},
 			{"list without list", "manager", func(pol string) error {
 				_, err := e.c.List(as("u", pol), "acme", ListRequest{})
 				return err
-			}, keel.ErrNotFound},
+			}, keel.KindNotFound},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

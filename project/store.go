@@ -107,13 +107,13 @@ type teamRecord struct {
 func getJSON(tx storage.Tx, key, what string, v any) error {
 	raw, err := tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("no %s: %w", what, keel.ErrNotFound)
+		return fmt.Errorf("no %s: %w", what, keel.KindNotFound)
 	}
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("record of %s is corrupt (%v): %w", what, err, keel.ErrInternal)
+		return fmt.Errorf("record of %s is corrupt (%v): %w", what, err, keel.KindInternal)
 	}
 	return nil
 }
@@ -121,7 +121,7 @@ func getJSON(tx storage.Tx, key, what string, v any) error {
 func putJSON(tx storage.Tx, key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode %q: %v: %w", key, err, keel.ErrInternal)
+		return fmt.Errorf("encode %q: %v: %w", key, err, keel.KindInternal)
 	}
 	return tx.Put(key, raw)
 }
@@ -131,7 +131,7 @@ func validID(id string) bool { return id != "" && !strings.Contains(id, "/") }
 
 func getOrg(tx storage.Tx, name string) (*orgRecord, error) {
 	if !validID(name) {
-		return nil, fmt.Errorf("no organization %q: %w", name, keel.ErrNotFound)
+		return nil, fmt.Errorf("no organization %q: %w", name, keel.KindNotFound)
 	}
 	var rec orgRecord
 	if err := getJSON(tx, orgKey(name), fmt.Sprintf("organization %q", name), &rec); err != nil {
@@ -142,7 +142,7 @@ func getOrg(tx storage.Tx, name string) (*orgRecord, error) {
 
 func getProject(tx storage.Tx, id string) (*prjRecord, error) {
 	if !validID(id) {
-		return nil, fmt.Errorf("no project %q: %w", id, keel.ErrNotFound)
+		return nil, fmt.Errorf("no project %q: %w", id, keel.KindNotFound)
 	}
 	var rec prjRecord
 	if err := getJSON(tx, prjKey(id), fmt.Sprintf("project %q", id), &rec); err != nil {
@@ -153,7 +153,7 @@ func getProject(tx storage.Tx, id string) (*prjRecord, error) {
 
 func getWorkspace(tx storage.Tx, id string) (*wsRecord, error) {
 	if !validID(id) {
-		return nil, fmt.Errorf("no workspace %q: %w", id, keel.ErrNotFound)
+		return nil, fmt.Errorf("no workspace %q: %w", id, keel.KindNotFound)
 	}
 	var rec wsRecord
 	if err := getJSON(tx, wsKey(id), fmt.Sprintf("workspace %q", id), &rec); err != nil {
@@ -164,7 +164,7 @@ func getWorkspace(tx storage.Tx, id string) (*wsRecord, error) {
 
 func getTeam(tx storage.Tx, id string) (*teamRecord, error) {
 	if !validID(id) {
-		return nil, fmt.Errorf("no team %q: %w", id, keel.ErrNotFound)
+		return nil, fmt.Errorf("no team %q: %w", id, keel.KindNotFound)
 	}
 	var rec teamRecord
 	if err := getJSON(tx, teamKey(id), fmt.Sprintf("team %q", id), &rec); err != nil {
@@ -185,8 +185,8 @@ func liveOrg(tx storage.Tx, org, kind, id string) error {
 // liveOrgRecord is liveOrg that returns the organization's record.
 func liveOrgRecord(tx storage.Tx, org, kind, id string) (*orgRecord, error) {
 	o, err := getOrg(tx, org)
-	if errors.Is(err, keel.ErrNotFound) {
-		return nil, fmt.Errorf("no %s %q: %w", kind, id, keel.ErrNotFound)
+	if errors.Is(err, keel.KindNotFound) {
+		return nil, fmt.Errorf("no %s %q: %w", kind, id, keel.KindNotFound)
 	}
 	return o, err
 }

@@ -193,7 +193,7 @@ func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (_ 
 		if id, err := lookup(tx, teamNames(org)+fold(name)); err != nil {
 			return err
 		} else if id != "" {
-			return fmt.Errorf("team %q: %w", name, keel.ErrAlreadyExists)
+			return fmt.Errorf("team %q: %w", name, keel.KindAlreadyExists)
 		}
 		if err := putJSON(tx, teamKey(rec.ID), rec); err != nil {
 			return err
@@ -276,7 +276,7 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (_ 
 			if other, err := lookup(tx, key); err != nil {
 				return err
 			} else if other != "" && other != id {
-				return fmt.Errorf("team %q: %w", *in.Name, keel.ErrAlreadyExists)
+				return fmt.Errorf("team %q: %w", *in.Name, keel.KindAlreadyExists)
 			}
 			if err := tx.Delete(teamNames(rec.Org) + fold(rec.Name)); err != nil {
 				return err
@@ -315,7 +315,7 @@ func (c *Catalog) DeleteTeam(ctx context.Context, id string) (err error) {
 			return err
 		}
 		if rec.Owners {
-			return fmt.Errorf("team %q is the owners team of %q, which cannot be deleted: %w", id, rec.Org, keel.ErrConflict)
+			return fmt.Errorf("team %q is the owners team of %q, which cannot be deleted: %w", id, rec.Org, keel.KindConflict)
 		}
 		org = rec.Org
 		if err := tx.Delete(teamNames(rec.Org) + fold(rec.Name)); err != nil {
@@ -503,7 +503,7 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 		}
 		t, err := getTeam(tx, in.TeamID)
 		if err == nil && t.Org != p.Org {
-			err = keel.ErrNotFound
+			err = keel.KindNotFound
 		}
 		if err == nil {
 			// A team the caller may not read (read on the teams of
@@ -511,12 +511,12 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 			// one, so that the answer tells nothing of it.
 			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(p.Org)), "team", t.ID)
 		}
-		if err != nil && !errors.Is(err, keel.ErrNotFound) {
+		if err != nil && !errors.Is(err, keel.KindNotFound) {
 			return err
 		}
 		if err != nil {
 			if existing {
-				return fmt.Errorf("team %q has no access to project %q: %w", in.TeamID, p.ID, keel.ErrNotFound)
+				return fmt.Errorf("team %q has no access to project %q: %w", in.TeamID, p.ID, keel.KindNotFound)
 			}
 			return keel.Invalid("TeamID", "no team %q in organization %q", in.TeamID, p.Org)
 		}
@@ -525,12 +525,12 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 		switch {
 		case err == nil:
 			if mode == accessAdd {
-				return fmt.Errorf("team %q has access to project %q already: %w", t.ID, p.ID, keel.ErrAlreadyExists)
+				return fmt.Errorf("team %q has access to project %q already: %w", t.ID, p.ID, keel.KindAlreadyExists)
 			}
 		case !isMissing(err):
 			return err
 		case existing:
-			return fmt.Errorf("team %q has no access to project %q: %w", in.TeamID, p.ID, keel.ErrNotFound)
+			return fmt.Errorf("team %q has no access to project %q: %w", in.TeamID, p.ID, keel.KindNotFound)
 		default:
 			p.TeamCount++
 			if err := putJSON(tx, prjKey(p.ID), p); err != nil {
@@ -573,13 +573,13 @@ func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (
 		}
 		raw, err := tx.Get(prjAccess(p.Org, p.ID) + teamID)
 		if isMissing(err) || !validID(teamID) {
-			return fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.ErrNotFound)
+			return fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.KindNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if _, err := tx.Get(cleanupKey(cleanupTeam, teamID)); err == nil {
-			return fmt.Errorf("team %q has no access to project %q (deleted): %w", teamID, projectID, keel.ErrNotFound)
+			return fmt.Errorf("team %q has no access to project %q (deleted): %w", teamID, projectID, keel.KindNotFound)
 		} else if !isMissing(err) {
 			return err
 		}
@@ -606,17 +606,17 @@ func (c *Catalog) DeleteTeamAccess(ctx context.Context, projectID, teamID string
 		if err := keel.Authorize(ctx, c.authz, keel.CapManageProjects, projectResource(p.Org, p.ID)); err != nil {
 			return err
 		}
-		noAccess := fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.ErrNotFound)
+		noAccess := fmt.Errorf("team %q has no access to project %q: %w", teamID, projectID, keel.KindNotFound)
 		t, err := getTeam(tx, teamID)
 		if err == nil && t.Org != p.Org {
-			err = keel.ErrNotFound
+			err = keel.KindNotFound
 		}
 		if err == nil {
 			// A team the caller may not read answers as one without
 			// access, as in setTeamAccess.
 			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, teamsResource(p.Org)), "team", t.ID)
 		}
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return noAccess
 		}
 		if err != nil {
@@ -740,7 +740,7 @@ func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest)
 			}
 			rec, err := getTeam(tx, string(v))
 			if err != nil {
-				return fmt.Errorf("team index of %q: %v: %w", org, err, keel.ErrInternal)
+				return fmt.Errorf("team index of %q: %v: %w", org, err, keel.KindInternal)
 			}
 			t, err := c.publicTeam(ctx, rec)
 			if err != nil {

@@ -45,7 +45,7 @@ func TestTeamSettings(t *testing.T) {
 		if _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("DEVS")}); err != nil {
 			t.Fatalf("the old name is not free: %v", err)
 		}
-		if _, err := e.c.UpdateTeam(root(), team.ID, TeamRequest{Name: ptr("devs")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.UpdateTeam(root(), team.ID, TeamRequest{Name: ptr("devs")}); !errors.Is(err, keel.KindAlreadyExists) {
 			t.Fatalf("taken name: %v", err)
 		}
 	})
@@ -85,16 +85,16 @@ func TestDeleteTeamRemovesItsAccess(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := e.c.DeleteTeam(as("r", "reader"), team.ID); !errors.Is(err, keel.ErrForbidden) {
+		if err := e.c.DeleteTeam(as("r", "reader"), team.ID); !errors.Is(err, keel.KindForbidden) {
 			t.Fatalf("reader delete: %v", err)
 		}
-		if err := e.c.DeleteTeam(as("n"), team.ID); !errors.Is(err, keel.ErrNotFound) {
+		if err := e.c.DeleteTeam(as("n"), team.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("delete by a caller who cannot read: %v", err)
 		}
 		if err := e.c.DeleteTeam(root(), team.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.GetTeam(root(), team.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeam(root(), team.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("read deleted team: %v", err)
 		}
 		for _, prj := range []string{p.ID, e.org.DefaultProjectID} {
@@ -150,10 +150,10 @@ func TestCustomTeamAccess(t *testing.T) {
 		if err := e.c.DeleteTeamAccess(root(), p.ID, team.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.GetTeamAccess(root(), p.ID, team.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetTeamAccess(root(), p.ID, team.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("read removed access: %v", err)
 		}
-		if _, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.UpdateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "read"}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("update of no access: %v", err)
 		}
 		if got, _ := e.c.Get(root(), p.ID); got.TeamCount != 0 {
@@ -202,10 +202,10 @@ func TestListTeams(t *testing.T) {
 		e.c.authz = rules(t, map[string][]keel.Rule{
 			"org": {{Path: "organizations/acme", Capabilities: []keel.Capability{keel.CapRead}}},
 		})
-		if _, err := e.c.ListTeams(as("o", "org"), "acme", ListTeamsRequest{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.ListTeams(as("o", "org"), "acme", ListTeamsRequest{}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("list by a caller who reads the organization but not its teams: %v", err)
 		}
-		if _, err := e.c.ListTeams(as("n"), "acme", ListTeamsRequest{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.ListTeams(as("n"), "acme", ListTeamsRequest{}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("list by a caller who cannot read the organization: %v", err)
 		}
 		if _, err := e.c.ListTeams(root(), "acme", ListTeamsRequest{Offset: -1}); !slices.Equal(fields(err), []string{"Offset"}) {
@@ -238,7 +238,7 @@ func TestOwnersTeam(t *testing.T) {
 		if other.Owners || !other.CanDestroy {
 			t.Fatalf("another team %+v", other)
 		}
-		if _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("Owners")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.CreateTeam(root(), "acme", TeamRequest{Name: new("Owners")}); !errors.Is(err, keel.KindAlreadyExists) {
 			t.Fatalf("a second owners team: %v", err)
 		}
 		before := storagetest.Dump(t, e.raw)
@@ -277,7 +277,7 @@ func TestAddTeamAccess(t *testing.T) {
 			t.Fatalf("add: %+v, %v", a, err)
 		}
 		before := storagetest.Dump(t, e.raw)
-		if _, err := e.c.CreateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.CreateTeamAccess(root(), TeamAccess{ProjectID: p.ID, TeamID: team.ID, Access: "admin"}); !errors.Is(err, keel.KindAlreadyExists) {
 			t.Fatalf("add again: %v", err)
 		}
 		if !maps.Equal(before, storagetest.Dump(t, e.raw)) {
@@ -343,7 +343,7 @@ func TestListTeamAccesses(t *testing.T) {
 			t.Fatalf("after a team's deletion: %q %+v", teams(pg), pg)
 		}
 		e.c.authz = rules(t, map[string][]keel.Rule{})
-		if _, err := e.c.ListTeamAccesses(as("n"), p.ID, ListTeamAccessesRequest{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.ListTeamAccesses(as("n"), p.ID, ListTeamAccessesRequest{}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("a caller who cannot read the project: %v", err)
 		}
 		if _, err := e.c.ListTeamAccesses(root(), p.ID, ListTeamAccessesRequest{Offset: -1}); !slices.Equal(fields(err), []string{"Offset"}) {

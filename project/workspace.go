@@ -335,14 +335,14 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRe
 		}
 		p, err := getProject(tx, rec.ProjectID)
 		if err == nil && p.Org != org {
-			err = keel.ErrNotFound
+			err = keel.KindNotFound
 		}
 		if err == nil && projectID != "" {
 			// A project named that the caller may not read answers as
 			// a missing one, so that the answer tells nothing of it.
 			err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(org, p.ID)), "project", p.ID)
 		}
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return keel.Invalid("ProjectID", "no project %q in organization %q", rec.ProjectID, org)
 		}
 		if err != nil {
@@ -354,7 +354,7 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRe
 		if id, err := lookup(tx, wsNames(org)+fold(name)); err != nil {
 			return err
 		} else if id != "" {
-			return fmt.Errorf("workspace %q: %w", name, keel.ErrAlreadyExists)
+			return fmt.Errorf("workspace %q: %w", name, keel.KindAlreadyExists)
 		}
 		p.WorkspaceCount++
 		if err := putJSON(tx, prjKey(p.ID), p); err != nil {
@@ -417,7 +417,7 @@ func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRe
 			if other, err := lookup(tx, key); err != nil {
 				return err
 			} else if other != "" && other != id {
-				return fmt.Errorf("workspace %q: %w", *in.Name, keel.ErrAlreadyExists)
+				return fmt.Errorf("workspace %q: %w", *in.Name, keel.KindAlreadyExists)
 			}
 			if err := tx.Delete(wsNames(w.Org) + fold(w.Name)); err != nil {
 				return err
@@ -448,12 +448,12 @@ func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRe
 func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest string) error {
 	p, err := getProject(tx, dest)
 	if err == nil && p.Org != w.Org {
-		err = keel.ErrNotFound
+		err = keel.KindNotFound
 	}
 	if err == nil {
 		err = hide(keel.Authorize(ctx, c.authz, keel.CapRead, projectResource(p.Org, p.ID)), "project", dest)
 	}
-	if errors.Is(err, keel.ErrNotFound) {
+	if errors.Is(err, keel.KindNotFound) {
 		return keel.Invalid("ProjectID", "no project %q in organization %q", dest, w.Org)
 	}
 	if err != nil {
@@ -466,7 +466,7 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 	}
 	src, err := getProject(tx, w.ProjectID)
 	if err != nil {
-		return fmt.Errorf("project of workspace %q: %v: %w", w.ID, err, keel.ErrInternal)
+		return fmt.Errorf("project of workspace %q: %v: %w", w.ID, err, keel.KindInternal)
 	}
 	src.WorkspaceCount--
 	p.WorkspaceCount++
@@ -512,7 +512,7 @@ func (c *Catalog) GetWorkspaceByName(ctx context.Context, org, name string) (_ W
 			return err
 		}
 		rec, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
-		if errors.Is(err, keel.ErrNotFound) {
+		if errors.Is(err, keel.KindNotFound) {
 			return noWorkspaceNamed(org, name)
 		}
 		if err != nil {
@@ -541,7 +541,7 @@ func (c *Catalog) workspaceID(tx storage.Tx, org, name string) (string, error) {
 // noWorkspaceNamed is the answer for a workspace of org named name that
 // does not exist or that the caller may not read.
 func noWorkspaceNamed(org, name string) error {
-	return fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.ErrNotFound)
+	return fmt.Errorf("no workspace %q in organization %q: %w", name, org, keel.KindNotFound)
 }
 
 // visibleWorkspace returns the workspace id and its organization, or
@@ -642,7 +642,7 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspac
 			}
 			w, err := getWorkspace(tx, id)
 			if err != nil {
-				return fmt.Errorf("workspace index of %q: %v: %w", org, err, keel.ErrInternal)
+				return fmt.Errorf("workspace index of %q: %v: %w", org, err, keel.KindInternal)
 			}
 			if r.ProjectID != "" && w.ProjectID != r.ProjectID || !pg.Take(name) {
 				return nil
@@ -678,7 +678,7 @@ func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) (err error) {
 		}
 		p, err := getProject(tx, w.ProjectID)
 		if err != nil {
-			return fmt.Errorf("project of workspace %q: %v: %w", id, err, keel.ErrInternal)
+			return fmt.Errorf("project of workspace %q: %v: %w", id, err, keel.KindInternal)
 		}
 		p.WorkspaceCount--
 		if err := putJSON(tx, prjKey(p.ID), p); err != nil {

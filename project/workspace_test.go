@@ -83,10 +83,10 @@ func TestWorkspaceRename(t *testing.T) {
 		if byName, err := e.c.GetWorkspaceByName(root(), "acme", "FRONTEND"); err != nil || byName.ID != w.ID {
 			t.Fatalf("by new name: %+v, %v", byName, err)
 		}
-		if _, err := e.c.GetWorkspaceByName(root(), "acme", "web"); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetWorkspaceByName(root(), "acme", "web"); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("old name still found: %v", err)
 		}
-		if _, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{Name: ptr("DB")}); !errors.Is(err, keel.ErrAlreadyExists) {
+		if _, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{Name: ptr("DB")}); !errors.Is(err, keel.KindAlreadyExists) {
 			t.Fatalf("taken name: %v", err)
 		}
 		if got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{Name: ptr("Frontend")}); err != nil || got.Name != "Frontend" {
@@ -109,7 +109,7 @@ func TestWorkspaceUpdateMoves(t *testing.T) {
 		if _, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{ProjectID: ptr("prj-nope")}); !slices.Equal(fields(err), []string{"ProjectID"}) {
 			t.Fatalf("unknown project: %v", err)
 		}
-		if _, err := e.c.UpdateWorkspace(as("d", "dev"), w.ID, WorkspaceRequest{ProjectID: &p.ID}); !errors.Is(err, keel.ErrForbidden) {
+		if _, err := e.c.UpdateWorkspace(as("d", "dev"), w.ID, WorkspaceRequest{ProjectID: &p.ID}); !errors.Is(err, keel.KindForbidden) {
 			t.Fatalf("move without move-workspaces: %v", err)
 		}
 		got, err := e.c.UpdateWorkspace(root(), w.ID, WorkspaceRequest{ProjectID: &p.ID})
@@ -144,17 +144,17 @@ func TestWorkspacePermissionsAndHiding(t *testing.T) {
 		if got, err := e.c.GetWorkspace(reader, w.ID); err != nil || got.Permissions != (WorkspacePermissions{}) {
 			t.Fatalf("reader: %+v, %v", got.Permissions, err)
 		}
-		if err := e.c.DeleteWorkspace(reader, w.ID); !errors.Is(err, keel.ErrForbidden) {
+		if err := e.c.DeleteWorkspace(reader, w.ID); !errors.Is(err, keel.KindForbidden) {
 			t.Fatalf("reader delete: %v", err)
 		}
 		nobody := as("n")
-		if _, err := e.c.UpdateWorkspace(nobody, w.ID, WorkspaceRequest{Name: ptr("x y")}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.UpdateWorkspace(nobody, w.ID, WorkspaceRequest{Name: ptr("x y")}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("update by a caller who cannot read: %v", err)
 		}
-		if _, err := e.c.CreateWorkspace(nobody, "acme", WorkspaceRequest{Name: new("new")}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.CreateWorkspace(nobody, "acme", WorkspaceRequest{Name: new("new")}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("create in an organization the caller cannot read: %v", err)
 		}
-		if _, err := e.c.ListWorkspaces(nobody, "acme", ListWorkspacesRequest{}); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.ListWorkspaces(nobody, "acme", ListWorkspacesRequest{}); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("list of an organization the caller cannot read: %v", err)
 		}
 		other := e.mkWorkspace(t, "db", "")
@@ -171,7 +171,7 @@ func TestWorkspacePermissionsAndHiding(t *testing.T) {
 		if list, err := projectWorkspaces(e.c, one, e.org.DefaultProjectID); err != nil || len(list) != 1 || list[0].ID != w.ID {
 			t.Fatalf("project's workspaces: %+v, %v", list, err)
 		}
-		if _, err := e.c.GetWorkspace(one, other.ID); !errors.Is(err, keel.ErrNotFound) {
+		if _, err := e.c.GetWorkspace(one, other.ID); !errors.Is(err, keel.KindNotFound) {
 			t.Fatalf("a workspace the caller cannot read: %v", err)
 		}
 	})

@@ -38,11 +38,11 @@
 // # Errors
 //
 // The errors of this package wrap keel kinds: a missing key is ErrNotFound
-// (keel.ErrNotFound) from every store alike; an empty key is ErrEmptyKey
-// (keel.ErrInvalid); a key, value or transaction beyond the store's Limits
-// is keel.ErrTooLarge; misuse of a Tx (after its closure, a write in a
-// View, a nested transaction) is keel.ErrInternal; a closed store is
-// ErrClosed (keel.ErrUnavailable). A canceled context gives the context's
+// (keel.KindNotFound) from every store alike; an empty key is ErrEmptyKey
+// (keel.KindInvalid); a key, value or transaction beyond the store's Limits
+// is keel.KindTooLarge; misuse of a Tx (after its closure, a write in a
+// View, a nested transaction) is keel.KindInternal; a closed store is
+// ErrClosed (keel.KindUnavailable). A canceled context gives the context's
 // error. A failed Update leaves the store as it was.
 //
 // # Concurrency

@@ -35,7 +35,7 @@ type guard struct {
 func checkGuards(tx Tx, guards []guard) error {
 	for _, g := range guards {
 		if _, err := tx.Get(g.key); errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("%s: %w", g.gone, keel.ErrNotFound)
+			return fmt.Errorf("%s: %w", g.gone, keel.KindNotFound)
 		} else if err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ func TestReserving(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	refused := fmt.Errorf("no room: %w", keel.ErrUnavailable)
+	refused := fmt.Errorf("no room: %w", keel.KindUnavailable)
 	for _, tc := range []struct {
 		name     string
 		sized    bool

@@ -49,7 +49,7 @@ type Store interface {
 // instead of deadlocking. Name it ctx, so that it shadows the outer one.
 type Tx interface {
 	// Get returns a copy of the value at key, or an error that wraps
-	// ErrNotFound (and so keel.ErrNotFound) when there is none.
+	// ErrNotFound (and so keel.KindNotFound) when there is none.
 	Get(key string) ([]byte, error)
 
 	// Put stores a copy of value at key. It fails with ErrReadOnly in a
@@ -116,26 +116,26 @@ func DefaultLimits() Limits {
 // The errors of stores. Each wraps a keel kind, so callers test them with
 // errors.Is on either the storage error or the kind.
 var (
-	// ErrNotFound: no value at the key (keel.ErrNotFound).
-	ErrNotFound = fmt.Errorf("storage: key not found: %w", keel.ErrNotFound)
-	// ErrEmptyKey: a key must not be empty (keel.ErrInvalid).
-	ErrEmptyKey = fmt.Errorf("storage: empty key: %w", keel.ErrInvalid)
-	// ErrKeyTooLarge: the key exceeds Limits.MaxKeySize (keel.ErrTooLarge).
-	ErrKeyTooLarge = fmt.Errorf("storage: key too large: %w", keel.ErrTooLarge)
-	// ErrValueTooLarge: the value exceeds Limits.MaxValueSize (keel.ErrTooLarge).
-	ErrValueTooLarge = fmt.Errorf("storage: value too large: %w", keel.ErrTooLarge)
+	// ErrNotFound: no value at the key (keel.KindNotFound).
+	ErrNotFound = fmt.Errorf("storage: key not found: %w", keel.KindNotFound)
+	// ErrEmptyKey: a key must not be empty (keel.KindInvalid).
+	ErrEmptyKey = fmt.Errorf("storage: empty key: %w", keel.KindInvalid)
+	// ErrKeyTooLarge: the key exceeds Limits.MaxKeySize (keel.KindTooLarge).
+	ErrKeyTooLarge = fmt.Errorf("storage: key too large: %w", keel.KindTooLarge)
+	// ErrValueTooLarge: the value exceeds Limits.MaxValueSize (keel.KindTooLarge).
+	ErrValueTooLarge = fmt.Errorf("storage: value too large: %w", keel.KindTooLarge)
 	// ErrTxTooLarge: the transaction exceeds Limits.MaxTxOps,
-	// MaxTxBytes or MaxTxReads (keel.ErrTooLarge).
-	ErrTxTooLarge = fmt.Errorf("storage: transaction too large: %w", keel.ErrTooLarge)
-	// ErrReadOnly: a write in a View (keel.ErrInternal).
-	ErrReadOnly = fmt.Errorf("storage: write in a read-only transaction: %w", keel.ErrInternal)
-	// ErrTxDone: a Tx used after its closure returned (keel.ErrInternal).
-	ErrTxDone = fmt.Errorf("storage: transaction used after its closure returned: %w", keel.ErrInternal)
+	// MaxTxBytes or MaxTxReads (keel.KindTooLarge).
+	ErrTxTooLarge = fmt.Errorf("storage: transaction too large: %w", keel.KindTooLarge)
+	// ErrReadOnly: a write in a View (keel.KindInternal).
+	ErrReadOnly = fmt.Errorf("storage: write in a read-only transaction: %w", keel.KindInternal)
+	// ErrTxDone: a Tx used after its closure returned (keel.KindInternal).
+	ErrTxDone = fmt.Errorf("storage: transaction used after its closure returned: %w", keel.KindInternal)
 	// ErrNestedTx: a transaction started with the ctx of a running
-	// transaction of the same store (keel.ErrInternal).
-	ErrNestedTx = fmt.Errorf("storage: transaction started inside another transaction of the same store: %w", keel.ErrInternal)
-	// ErrClosed: the store is closed (keel.ErrUnavailable).
-	ErrClosed = fmt.Errorf("storage: store is closed: %w", keel.ErrUnavailable)
+	// transaction of the same store (keel.KindInternal).
+	ErrNestedTx = fmt.Errorf("storage: transaction started inside another transaction of the same store: %w", keel.KindInternal)
+	// ErrClosed: the store is closed (keel.KindUnavailable).
+	ErrClosed = fmt.Errorf("storage: store is closed: %w", keel.KindUnavailable)
 )
 
 // CheckKey returns ErrEmptyKey or ErrKeyTooLarge (with the key's size) when

@@ -349,7 +349,7 @@ func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
 			if err != nil {
 				return err
 			}
-			idKey, dueKey = leaseKeys(rawPrefix+leaseData, leasePath, time.Now().Add(ldapengine.DefaultLibraryTTL))
+			idKey, dueKey = leaseKeys(rawPrefix+leaseData, leasePath, time.Now().Add(24*time.Hour))
 			return commit(ctx, client, unchanged(keys, revs),
 				clientv3.OpPut(acctKey, lent), clientv3.OpPut(dueKey, ""), clientv3.OpPut(idKey, record))
 		},

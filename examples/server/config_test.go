@@ -157,7 +157,7 @@ func TestNoConfig(t *testing.T) {
 	if !ok || authz.Authorize(context.Background(), p, keel.CapRead, "secret/x") != nil {
 		t.Errorf("without a config the root token is %+v (%v), want a working root", p, ok)
 	}
-	if err := authz.Authorize(context.Background(), keel.Principal{}, keel.CapRead, "secret/x"); !errors.Is(err, keel.ErrForbidden) {
+	if err := authz.Authorize(context.Background(), keel.Principal{}, keel.CapRead, "secret/x"); !errors.Is(err, keel.KindForbidden) {
 		t.Errorf("anonymous read: %v, want forbidden", err)
 	}
 }

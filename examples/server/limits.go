@@ -365,7 +365,7 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 }
 
 // errValuesFull is the error of a keel.Reserver that got no room.
-var errValuesFull = fmt.Errorf("the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later: %w", keel.ErrUnavailable)
+var errValuesFull = fmt.Errorf("the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later: %w", keel.KindUnavailable)
 
 // countedBody counts the bytes read from a body of unknown length beyond
 // the bytes reserved for it, as they arrive, and refuses those that would
@@ -396,7 +396,7 @@ func (c *countedBody) Read(p []byte) (int, error) {
 
 // errBodiesFull is the read error of a body of unknown length that would
 // pass the bound on the bodies in flight.
-var errBodiesFull = fmt.Errorf("request body: the server holds as many bodies as it may (-max-inflight-bytes): %w", keel.ErrTooLarge)
+var errBodiesFull = fmt.Errorf("request body: the server holds as many bodies as it may (-max-inflight-bytes): %w", keel.KindTooLarge)
 
 // rateBody cuts a request body off when it arrives slower than
 // minBodyRate after bodyGrace, counted from its first read (a request

@@ -222,10 +222,10 @@ func TestConfigTokens(t *testing.T) {
 	if err := authz.Authorize(ctx, p, keel.CapRead, "secret/app/db"); err != nil {
 		t.Errorf("alice cannot read secret/app/db: %v", err)
 	}
-	if err := authz.Authorize(ctx, p, keel.CapUpdate, "secret/app/db"); !errors.Is(err, keel.ErrForbidden) {
+	if err := authz.Authorize(ctx, p, keel.CapUpdate, "secret/app/db"); !errors.Is(err, keel.KindForbidden) {
 		t.Errorf("alice updating secret/app/db: %v, want forbidden", err)
 	}
-	if err := authz.Authorize(ctx, keel.Principal{}, keel.CapRead, "secret/app/db"); !errors.Is(err, keel.ErrForbidden) {
+	if err := authz.Authorize(ctx, keel.Principal{}, keel.CapRead, "secret/app/db"); !errors.Is(err, keel.KindForbidden) {
 		t.Errorf("anonymous reading secret/app/db: %v, want forbidden", err)
 	}
 }

@@ -21,7 +21,7 @@ func TestPrefixOnce(t *testing.T) {
 		{p.Add(p.Add(inner)), "pkg: " + inner.Error()},
 		{p.Add(errors.New("pkg: own")), "pkg: own"},
 		{p.Wrapf(p.Add(inner), "role %q", "r"), `pkg: role "r": ` + inner.Error()},
-		{p.Wrapf(fmt.Errorf("store: down: %w", keel.ErrUnavailable), "read"), "pkg: read: store: down: unavailable"},
+		{p.Wrapf(fmt.Errorf("store: down: %w", keel.KindUnavailable), "read"), "pkg: read: store: down: unavailable"},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("message %q, want %q", got, tc.want)

@@ -34,7 +34,7 @@ func (r *Recorder) Authorize(_ context.Context, _ keel.Principal, c keel.Capabil
 	defer r.mu.Unlock()
 	r.asks = append(r.asks, Ask{c, resource})
 	if r.deny.Load() {
-		return errors.Join(errors.New("denied by test"), keel.ErrForbidden)
+		return errors.Join(errors.New("denied by test"), keel.KindForbidden)
 	}
 	return nil
 }

@@ -14,9 +14,9 @@
 // # Errors
 //
 // Errors wrap the kinds of package keel, as ldapengine.Directory states:
-// keel.ErrUnavailable when down or told to fail, keel.ErrUnauthenticated
-// for a refused bind, keel.ErrNotFound, keel.ErrConflict and
-// keel.ErrAlreadyExists.
+// keel.KindUnavailable when down or told to fail, keel.KindUnauthenticated
+// for a refused bind, keel.KindNotFound, keel.KindConflict and
+// keel.KindAlreadyExists.
 //
 // # Concurrency
 //
@@ -66,15 +66,15 @@ func (f *Directory) Attr(dn, name string) ([]string, bool) { return f.d.Attr(dn,
 func (f *Directory) DNs() []string { return f.d.DNs() }
 
 // SetDown makes every later call fail as if no server answered (down
-// true, keel.ErrUnavailable), or lets them through again.
+// true, keel.KindUnavailable), or lets them through again.
 func (f *Directory) SetDown(down bool) { f.d.SetDown(down) }
 
 // FailSetPassword makes SetPassword of dn fail with err (nil: succeed
-// again). The error is wrapped with keel.ErrUnavailable.
+// again). The error is wrapped with keel.KindUnavailable.
 func (f *Directory) FailSetPassword(dn string, err error) { f.d.FailSetPassword(dn, err) }
 
 // FailApply makes every change of Apply on the entry dn fail with err
-// (nil: succeed again). The error is wrapped with keel.ErrUnavailable.
+// (nil: succeed again). The error is wrapped with keel.KindUnavailable.
 func (f *Directory) FailApply(dn string, err error) { f.d.FailApply(dn, err) }
 
 // SetLatency makes every later password change take d more (a server's
@@ -83,7 +83,7 @@ func (f *Directory) SetLatency(d time.Duration) { f.d.SetLatency(d) }
 
 // LoseReplies makes SetPassword of dn change the password and then fail
 // as if its reply were lost (lose true): an error of kind
-// keel.ErrUnavailable without ldapengine.ErrNotApplied, so that the
+// keel.KindUnavailable without ldapengine.ErrNotApplied, so that the
 // engine cannot know whether the change was made. LoseReplies(dn, false)
 // ends it.
 func (f *Directory) LoseReplies(dn string, lose bool) { f.d.LoseReplies(dn, lose) }

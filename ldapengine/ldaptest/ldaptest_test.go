@@ -62,8 +62,8 @@ func TestApplyErrors(t *testing.T) {
 			var got []int
 			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 				var ce *ldapengine.ChangeError
-				if !errors.As(e, &ce) || !errors.Is(ce, keel.ErrNotFound) || ce.Type != ldapengine.ChangeDelete {
-					t.Fatalf("error %v is not a ChangeError of kind ErrNotFound", e)
+				if !errors.As(e, &ce) || !errors.Is(ce, keel.KindNotFound) || ce.Type != ldapengine.ChangeDelete {
+					t.Fatalf("error %v is not a ChangeError of kind KindNotFound", e)
 				}
 				got = append(got, ce.Index)
 			}
@@ -75,18 +75,18 @@ func TestApplyErrors(t *testing.T) {
 	// The managing account refused is the configuration's fault, not the
 	// caller's: a conflict, and certainly nothing was changed.
 	if err := d.Apply(ctx, ldapengine.Conn{BindDN: adminDN, BindPass: "wrong"}, nil, false); keel.KindOf(err) != keel.KindConflict || !errors.Is(err, ldapengine.ErrNotApplied) {
-		t.Fatalf("Apply with a wrong bind: %v, want ErrConflict and ErrNotApplied", err)
+		t.Fatalf("Apply with a wrong bind: %v, want KindConflict and ErrNotApplied", err)
 	}
 	d.LoseReplies("uid=x,dc=x", true)
 	d.Add("uid=x,dc=x", "old")
-	if err := d.SetPassword(ctx, conn, "uid=x,dc=x", "new"); !errors.Is(err, keel.ErrUnavailable) || errors.Is(err, ldapengine.ErrNotApplied) {
-		t.Fatalf("SetPassword with its reply lost: %v, want ErrUnavailable without ErrNotApplied", err)
+	if err := d.SetPassword(ctx, conn, "uid=x,dc=x", "new"); !errors.Is(err, keel.KindUnavailable) || errors.Is(err, ldapengine.ErrNotApplied) {
+		t.Fatalf("SetPassword with its reply lost: %v, want KindUnavailable without ErrNotApplied", err)
 	}
 	if pw, _ := d.Password("uid=x,dc=x"); pw != "new" {
 		t.Fatalf("a change whose reply is lost was not made: password %q", pw)
 	}
 	d.SetDown(true)
-	if err := d.SetPassword(ctx, conn, adminDN, "new"); !errors.Is(err, keel.ErrUnavailable) || !errors.Is(err, ldapengine.ErrNotApplied) {
-		t.Fatalf("SetPassword while down: %v, want ErrUnavailable and ErrNotApplied", err)
+	if err := d.SetPassword(ctx, conn, adminDN, "new"); !errors.Is(err, keel.KindUnavailable) || !errors.Is(err, ldapengine.ErrNotApplied) {
+		t.Fatalf("SetPassword while down: %v, want KindUnavailable and ErrNotApplied", err)
 	}
 }

@@ -170,7 +170,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("boltstore: open %s: file is locked by another process: %w", path, keel.ErrUnavailable)
+			return nil, fmt.Errorf("boltstore: open %s: file is locked by another process: %w", path, keel.KindUnavailable)
 		}
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
@@ -187,9 +187,6 @@ func Open(path string, opts *Options) (*Store, error) {
 
 // Limits returns the store's limits.
 func (s *Store) Limits() storage.Limits { return s.limits }
-
-// Path returns the path of the file.
-func (s *Store) Path() string { return s.db.Path() }
 
 // Close waits for running transactions, then closes the file.
 func (s *Store) Close() error {

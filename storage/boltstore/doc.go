@@ -31,7 +31,7 @@
 //
 // # Errors
 //
-// A file locked by another process past the timeout is keel.ErrUnavailable.
+// A file locked by another process past the timeout is keel.KindUnavailable.
 // The errors of the storage package otherwise.
 //
 // # Concurrency

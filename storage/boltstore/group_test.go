@@ -214,7 +214,7 @@ func TestOpenLockedFileIsUnavailable(t *testing.T) {
 	}
 	defer s.Close()
 	_, err = Open(path, &Options{LockTimeout: 50 * time.Millisecond})
-	if !errors.Is(err, keel.ErrUnavailable) {
+	if !errors.Is(err, keel.KindUnavailable) {
 		t.Fatalf("second Open: err = %v, want kind unavailable", err)
 	}
 }

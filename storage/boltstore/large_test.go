@@ -106,6 +106,6 @@ func TestLargeValues(t *testing.T) {
 		return err
 	})
 	if !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Get of a deleted large value: %v, want ErrNotFound", err)
+		t.Errorf("Get of a deleted large value: %v, want KindNotFound", err)
 	}
 }

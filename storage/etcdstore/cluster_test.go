@@ -22,7 +22,7 @@ type clusterLog struct {
 	mu          sync.Mutex
 	acked       map[string]bool // the item keys of acknowledged Updates
 	afterKill   int             // acknowledged Updates that started after the kill
-	unavailable int             // Updates that failed with keel.ErrUnavailable
+	unavailable int             // Updates that failed with keel.KindUnavailable
 	firstErr    error           // the first of them
 	killedAt    time.Time       // zero before the kill
 }
@@ -32,7 +32,7 @@ type clusterLog struct {
 // killed: no acknowledged write is lost, each Update is applied whole, and
 // writes go on with two members. With a second member killed, the cluster
 // has no quorum: an Update and a View fail within Options.RequestTimeout
-// with keel.ErrUnavailable, and a caller's own deadline keeps its kind.
+// with keel.KindUnavailable, and a caller's own deadline keeps its kind.
 // When both members return, the same Store serves again.
 func TestClusterMemberLoss(t *testing.T) {
 	begin := time.Now()
@@ -195,7 +195,7 @@ func TestClusterMemberLoss(t *testing.T) {
 				case errors.Is(err, context.DeadlineExceeded):
 					t.Errorf("%s without quorum still waited after %v: %v", op.name, guard, err)
 					return
-				case !errors.Is(err, keel.ErrUnavailable) || keel.KindOf(err) != keel.KindUnavailable:
+				case !errors.Is(err, keel.KindUnavailable) || keel.KindOf(err) != keel.KindUnavailable:
 					t.Errorf("%s without quorum = %v (kind %v), want an error of kind unavailable", op.name, err, keel.KindOf(err))
 					return
 				case took > requestTimeout+slack:
@@ -296,7 +296,7 @@ func clusterWriter(t *testing.T, s *etcdstore.Store, w int, log *clusterLog, sto
 			if afterKill {
 				log.afterKill++
 			}
-		case errors.Is(err, keel.ErrUnavailable):
+		case errors.Is(err, keel.KindUnavailable):
 			// Not acknowledged: it may or may not have been applied.
 			if log.unavailable == 0 {
 				log.firstErr = err
@@ -306,7 +306,7 @@ func clusterWriter(t *testing.T, s *etcdstore.Store, w int, log *clusterLog, sto
 			t.Errorf("writer %d: Update: %v, want success or an error of kind unavailable", w, err)
 		}
 		log.mu.Unlock()
-		if err != nil && !errors.Is(err, keel.ErrUnavailable) {
+		if err != nil && !errors.Is(err, keel.KindUnavailable) {
 			return
 		}
 	}

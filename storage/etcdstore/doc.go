@@ -33,23 +33,23 @@
 // storage.ErrTxTooLarge, storage.ErrKeyTooLarge or storage.ErrValueTooLarge
 // (kind keel.KindTooLarge) in the closure, and so before anything is sent;
 // an Update that wrote and read more keys and ranges than Limits().MaxTxReads
-// (MaxCompares by default) fails with storage.ErrTxTooLarge at commit,
+// (128 by default) fails with storage.ErrTxTooLarge at commit,
 // before sending, and leaves etcd as it was. An Update whose
 // closure conflicted more than Options.MaxRetries times fails with
-// keel.ErrConflict. When etcd cannot be reached, operations fail with
-// keel.ErrUnavailable; the errors of the caller's ctx are returned as they
+// keel.KindConflict. When etcd cannot be reached, operations fail with
+// keel.KindUnavailable; the errors of the caller's ctx are returned as they
 // are.
 //
-// Options.RequestTimeout (DefaultRequestTimeout, 5 s, by default) bounds
+// Options.RequestTimeout (5s, 5 s, by default) bounds
 // each etcd call of a transaction, so that a cluster that has lost its
 // quorum, where etcd holds requests while it waits for a leader, fails them
-// with keel.ErrUnavailable, naming that bound, instead of holding the caller
+// with keel.KindUnavailable, naming that bound, instead of holding the caller
 // for as long as its ctx allows. A caller's ctx whose deadline comes first
 // still ends the call with its own error. With one member of three down,
 // etcd serves on: a Store opened with every member's endpoint goes on with
 // the others. The Updates in flight when a member dies (a commit sent to it,
 // or proposed through it to a leader that dies) fail with
-// keel.ErrUnavailable, at once or after RequestTimeout; such a commit may or
+// keel.KindUnavailable, at once or after RequestTimeout; such a commit may or
 // may not have been applied, and running the Update again is safe when its
 // closure reads what it decides on (see storage.Store). An Update that
 // returned nil is committed by a quorum and
@@ -80,7 +80,7 @@
 //
 // etcd bounds a transaction: by default 128 operations and comparisons each,
 // and 1.5 MiB per request. DefaultLimits() states each bound: MaxTxOps and
-// MaxTxBytes for writes, and MaxTxReads (MaxCompares, 128) for the reads of
+// MaxTxBytes for writes, and MaxTxReads (128, 128) for the reads of
 // an Update that writes, each of which its commit compares: a key read by
 // Get, found or not, counts one however often it is read; a Scan counts one
 // for its range and one per key it visited (the key that a callback stopped

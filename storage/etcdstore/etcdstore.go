@@ -23,21 +23,21 @@ import (
 const (
 	// DefaultPrefix is the key prefix of a Store whose Options name none.
 	DefaultPrefix = "keel/"
-	// DefaultMaxRetries is how many times Update runs a closure again
+	// defaultMaxRetries is how many times Update runs a closure again
 	// after a conflict, by default.
-	DefaultMaxRetries = 16
-	// DefaultRequestTimeout bounds each etcd call of a transaction, by
+	defaultMaxRetries = 16
+	// 5s bounds each etcd call of a transaction, by
 	// default (see Options.RequestTimeout).
-	DefaultRequestTimeout = 5 * time.Second
-	// MaxCompares is how many comparisons one commit may carry: etcd's
+	defaultRequestTimeout = 5 * time.Second
+	// maxCompares is how many comparisons one commit may carry: etcd's
 	// default --max-txn-ops, which bounds the comparisons of a Txn as it
 	// bounds its operations. It is the MaxTxReads of DefaultLimits(): an
 	// Update that wrote and read more keys and ranges fails with
 	// storage.ErrTxTooLarge (see the package documentation).
-	MaxCompares = 128
-	// MaxRequestBytes is the size of the largest request a commit may
+	maxCompares = 128
+	// maxRequestBytes is the size of the largest request a commit may
 	// send: etcd's default --max-request-bytes (1.5 MiB).
-	MaxRequestBytes = 3 << 19
+	maxRequestBytes = 3 << 19
 	// pageSize is how many keys one range request of a Scan asks for.
 	pageSize = 256
 )
@@ -52,7 +52,7 @@ func DefaultLimits() storage.Limits {
 		MaxValueSize: 1400<<10 - 4<<10,
 		MaxTxOps:     128,
 		MaxTxBytes:   1400 << 10,
-		MaxTxReads:   MaxCompares,
+		MaxTxReads:   maxCompares,
 	}
 }
 
@@ -62,12 +62,12 @@ type Options struct {
 	// share one etcd. Empty means DefaultPrefix.
 	Prefix string
 	// MaxRetries is how many times Update runs its closure again after
-	// a conflicting commit before it fails with keel.ErrConflict. Zero
-	// means DefaultMaxRetries; a negative value means no retry.
+	// a conflicting commit before it fails with keel.KindConflict. Zero
+	// means 16; a negative value means no retry.
 	MaxRetries int
 	// Limits replaces DefaultLimits() when it has any field set. Raise
 	// them only with the limits of the etcd server. A zero MaxTxReads in
-	// it means MaxCompares: etcd always bounds the comparisons of a
+	// it means 128: etcd always bounds the comparisons of a
 	// commit.
 	Limits storage.Limits
 	// DialTimeout bounds how long Open waits for a first connection.
@@ -79,7 +79,7 @@ type Options struct {
 	// with an error of kind keel.KindUnavailable that names this bound;
 	// a commit that timed out may or may not have been applied. The
 	// caller's ctx still ends a call sooner, with its own error. Zero
-	// means DefaultRequestTimeout; a negative value means no bound but
+	// means 5s; a negative value means no bound but
 	// the caller's ctx.
 	RequestTimeout time.Duration
 }
@@ -146,7 +146,7 @@ func Open(ctx context.Context, endpoints []string, opts *Options) (*Store, error
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("etcdstore: connect to %v: %v: %w", endpoints, serr, keel.ErrUnavailable)
+		return nil, fmt.Errorf("etcdstore: connect to %v: %v: %w", endpoints, serr, keel.KindUnavailable)
 	}
 	s := New(client, opts)
 	s.owned = true
@@ -164,18 +164,18 @@ func New(client *clientv3.Client, opts *Options) *Store {
 		o.Prefix = DefaultPrefix
 	}
 	if o.MaxRetries == 0 {
-		o.MaxRetries = DefaultMaxRetries
+		o.MaxRetries = defaultMaxRetries
 	} else if o.MaxRetries < 0 {
 		o.MaxRetries = 0
 	}
 	if o.RequestTimeout == 0 {
-		o.RequestTimeout = DefaultRequestTimeout
+		o.RequestTimeout = defaultRequestTimeout
 	}
 	limits := DefaultLimits()
 	if o.Limits != (storage.Limits{}) {
 		limits = o.Limits
 		if limits.MaxTxReads <= 0 {
-			limits.MaxTxReads = MaxCompares
+			limits.MaxTxReads = maxCompares
 		}
 	}
 	watches, stopWatches := context.WithCancel(context.Background())
@@ -197,9 +197,6 @@ func (s *Store) Limits() storage.Limits { return s.limits }
 
 // Prefix returns the key prefix of the store.
 func (s *Store) Prefix() string { return s.prefix }
-
-// Client returns the etcd client of the store.
-func (s *Store) Client() *clientv3.Client { return s.client }
 
 // Close waits for running transactions, then closes the client when Open
 // created it.
@@ -236,7 +233,7 @@ var errConflict = errors.New("etcdstore: conflict")
 // Update runs fn against reads of one etcd revision, buffering its writes,
 // then commits them in one etcd Txn whose comparisons check that nothing fn
 // read has changed since. When a comparison fails, fn runs again, up to
-// Options.MaxRetries times, then Update fails with keel.ErrConflict.
+// Options.MaxRetries times, then Update fails with keel.KindConflict.
 func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
 	if err := s.gate.Begin(ctx, s); err != nil {
 		return err
@@ -268,7 +265,7 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 			return err
 		}
 		if attempt >= s.maxRetries {
-			return fmt.Errorf("etcdstore: %d attempts conflicted with other writers: %w", attempt+1, keel.ErrConflict)
+			return fmt.Errorf("etcdstore: %d attempts conflicted with other writers: %w", attempt+1, keel.KindConflict)
 		}
 		// Spread the next attempts of writers that conflicted together.
 		d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))
@@ -404,7 +401,7 @@ func (s *Store) deadlineErr(ctx, rctx context.Context, call, note string, err er
 	}
 	// The etcd error is not wrapped: its context.DeadlineExceeded is not
 	// the caller's.
-	return fmt.Errorf("etcdstore: %s: etcd did not answer within %v (Options.RequestTimeout; has the cluster lost its quorum?)%s: %v: %w", call, s.timeout, note, err, keel.ErrUnavailable)
+	return fmt.Errorf("etcdstore: %s: etcd did not answer within %v (Options.RequestTimeout; has the cluster lost its quorum?)%s: %v: %w", call, s.timeout, note, err, keel.KindUnavailable)
 }
 
 // isDeadline reports whether err says that a deadline passed, as the client
@@ -418,21 +415,21 @@ func isDeadline(err error) bool {
 		st.Code() == codes.Unknown && st.Message() == context.DeadlineExceeded.Error())
 }
 
-// classify wraps err with keel.ErrUnavailable when etcd cannot be reached.
+// classify wraps err with keel.KindUnavailable when etcd cannot be reached.
 func classify(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%v: %w", err, keel.ErrUnavailable)
+		return fmt.Errorf("%v: %w", err, keel.KindUnavailable)
 	}
 	if st, ok := status.FromError(err); ok {
 		switch st.Code() {
 		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
-			return fmt.Errorf("%v: %w", err, keel.ErrUnavailable)
+			return fmt.Errorf("%v: %w", err, keel.KindUnavailable)
 		}
 	}
 	if errors.Is(err, rpctypes.ErrNoLeader) || errors.Is(err, rpctypes.ErrTimeout) ||
 		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail) || errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost) ||
 		errors.Is(err, clientv3.ErrNoAvailableEndpoints) || errors.Is(err, rpctypes.ErrStopped) {
-		return fmt.Errorf("%v: %w", err, keel.ErrUnavailable)
+		return fmt.Errorf("%v: %w", err, keel.KindUnavailable)
 	}
 	return err
 }
@@ -639,8 +636,8 @@ func (t *tx) commit(ctx context.Context) error {
 			size += len(s.prefix) + len(k) + len(w.value) + 8
 		}
 	}
-	if size > MaxRequestBytes-4<<10 {
-		return fmt.Errorf("%w: the commit would send about %d bytes, etcd accepts %d", storage.ErrTxTooLarge, size, MaxRequestBytes)
+	if size > maxRequestBytes-4<<10 {
+		return fmt.Errorf("%w: the commit would send about %d bytes, etcd accepts %d", storage.ErrTxTooLarge, size, maxRequestBytes)
 	}
 	var resp *clientv3.TxnResponse
 	var err error

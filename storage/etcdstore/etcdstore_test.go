@@ -36,12 +36,12 @@ func TestConformanceSmallLimits(t *testing.T) {
 // TestLimits: the default limits state etcd's bound on comparisons, and
 // limits given in Options without MaxTxReads keep it.
 func TestLimits(t *testing.T) {
-	if got := etcdstore.New(nil, nil).Limits(); got != etcdstore.DefaultLimits() || got.MaxTxReads != etcdstore.MaxCompares {
-		t.Errorf("Limits() without Options = %+v, want DefaultLimits with MaxTxReads %d", got, etcdstore.MaxCompares)
+	if got := etcdstore.New(nil, nil).Limits(); got != etcdstore.DefaultLimits() || got.MaxTxReads != 128 {
+		t.Errorf("Limits() without Options = %+v, want DefaultLimits with MaxTxReads %d", got, 128)
 	}
 	given := storage.Limits{MaxTxOps: 64}
 	want := given
-	want.MaxTxReads = etcdstore.MaxCompares
+	want.MaxTxReads = 128
 	if got := etcdstore.New(nil, &etcdstore.Options{Limits: given}).Limits(); got != want {
 		t.Errorf("Limits() with Options.Limits %+v = %+v, want %+v", given, got, want)
 	}

@@ -49,9 +49,9 @@ type Leader struct {
 
 var _ leader.Leader = (*Leader)(nil)
 
-// NewLeader returns a Leader of the election at key (an etcd key prefix,
+// newLeader returns a Leader of the election at key (an etcd key prefix,
 // used as is) among the processes that use client's etcd.
-func NewLeader(client *clientv3.Client, key string, opts *LeaderOptions) *Leader {
+func newLeader(client *clientv3.Client, key string, opts *LeaderOptions) *Leader {
 	var o LeaderOptions
 	if opts != nil {
 		o = *opts
@@ -70,7 +70,7 @@ func NewLeader(client *clientv3.Client, key string, opts *LeaderOptions) *Leader
 // the same etcd and prefix. Its key is "keel-leader/" + prefix + name +
 // "/", outside the keys of the store.
 func (s *Store) Leader(name string, opts *LeaderOptions) *Leader {
-	return NewLeader(s.client, "keel-leader/"+s.prefix+name+"/", opts)
+	return newLeader(s.client, "keel-leader/"+s.prefix+name+"/", opts)
 }
 
 // Acquire campaigns in the election and returns when the caller leads.

@@ -23,9 +23,9 @@ func TestLeaderTakesTurns(t *testing.T) {
 	ctx := context.Background()
 	const ttl = time.Second
 	newPair := func() (a, b *etcdstore.Leader) {
-		key := "keel-leader/" + etcdtest.Prefix()
-		a = etcdstore.NewLeader(etcdtest.Client(t), key, &etcdstore.LeaderOptions{TTL: ttl, ID: "a"})
-		b = etcdstore.NewLeader(etcdtest.Client(t), key, &etcdstore.LeaderOptions{TTL: ttl, ID: "b"})
+		o := &etcdstore.Options{Prefix: etcdtest.Prefix()}
+		a = etcdstore.New(etcdtest.Client(t), o).Leader("worker", &etcdstore.LeaderOptions{TTL: ttl, ID: "a"})
+		b = etcdstore.New(etcdtest.Client(t), o).Leader("worker", &etcdstore.LeaderOptions{TTL: ttl, ID: "b"})
 		return a, b
 	}
 	a, b := newPair()
@@ -107,13 +107,13 @@ func TestLeaderTakesTurns(t *testing.T) {
 // leads after the session TTL.
 func TestLeaderCrashHandsOver(t *testing.T) {
 	t.Parallel()
-	key := "keel-leader/" + etcdtest.Prefix()
+	o := &etcdstore.Options{Prefix: etcdtest.Prefix()}
 	ca, err := etcdtest.NewClient(etcdtest.Endpoints(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := etcdstore.NewLeader(ca, key, &etcdstore.LeaderOptions{TTL: time.Second})
-	b := etcdstore.NewLeader(etcdtest.Client(t), key, &etcdstore.LeaderOptions{TTL: time.Second})
+	a := etcdstore.New(ca, o).Leader("worker", &etcdstore.LeaderOptions{TTL: time.Second})
+	b := etcdstore.New(etcdtest.Client(t), o).Leader("worker", &etcdstore.LeaderOptions{TTL: time.Second})
 	ctx := context.Background()
 	ta, err := a.Acquire(ctx)
 	if err != nil {

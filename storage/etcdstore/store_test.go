@@ -225,7 +225,7 @@ func TestNoConflictOutsideReads(t *testing.T) {
 }
 
 // TestConflictBound: a closure that always conflicts fails with
-// keel.ErrConflict after MaxRetries runs again, and leaves nothing.
+// keel.KindConflict after MaxRetries runs again, and leaves nothing.
 func TestConflictBound(t *testing.T) {
 	t.Parallel()
 	prefix := etcdtest.Prefix()
@@ -240,8 +240,8 @@ func TestConflictBound(t *testing.T) {
 		put(t, b, "k", strconv.Itoa(calls))
 		return tx.Put("mine", []byte("x"))
 	})
-	if !errors.Is(err, keel.ErrConflict) || keel.KindOf(err) != keel.KindConflict {
-		t.Fatalf("Update = %v, want keel.ErrConflict", err)
+	if !errors.Is(err, keel.KindConflict) || keel.KindOf(err) != keel.KindConflict {
+		t.Fatalf("Update = %v, want keel.KindConflict", err)
 	}
 	if calls != 4 {
 		t.Errorf("closure ran %d times, want 1 + MaxRetries (3)", calls)
@@ -257,7 +257,7 @@ func TestTooManyReads(t *testing.T) {
 	t.Parallel()
 	a, _ := newPair(t)
 	var kvs []string
-	for i := range etcdstore.MaxCompares + 10 {
+	for i := range 128 + 10 {
 		kvs = append(kvs, fmt.Sprintf("r/%03d", i), "v")
 	}
 	put(t, a, kvs[:200]...)
@@ -357,12 +357,12 @@ func TestPrefixesIsolated(t *testing.T) {
 }
 
 // TestUnavailable: a store whose etcd cannot be reached fails with
-// keel.ErrUnavailable, without waiting for the caller's ctx.
+// keel.KindUnavailable, without waiting for the caller's ctx.
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, err := etcdstore.Open(ctx, []string{"http://127.0.0.1:1"}, &etcdstore.Options{DialTimeout: 200 * time.Millisecond})
-	if !errors.Is(err, keel.ErrUnavailable) {
-		t.Errorf("Open of a closed port = %v, want keel.ErrUnavailable", err)
+	if !errors.Is(err, keel.KindUnavailable) {
+		t.Errorf("Open of a closed port = %v, want keel.KindUnavailable", err)
 	}
 }

@@ -24,10 +24,10 @@
 //
 // # Errors
 //
-// A value sealed with a key that is not configured is keel.ErrUnavailable,
+// A value sealed with a key that is not configured is keel.KindUnavailable,
 // naming the key id. A value that does not authenticate (wrong key with the
 // same id, altered bytes, a value moved from another key, or a value that
-// was never sealed) is keel.ErrInternal. Garbage is never returned.
+// was never sealed) is keel.KindInternal. Garbage is never returned.
 //
 // # Caveats
 //

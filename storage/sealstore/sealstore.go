@@ -24,8 +24,8 @@ const KeySize = 32
 const (
 	formatV1 = 0x01
 	idSize   = 4
-	// Overhead is how many bytes sealing adds to a value.
-	Overhead = 1 + idSize + 12 + 16
+	// overhead is how many bytes sealing adds to a value.
+	overhead = 1 + idSize + 12 + 16
 )
 
 // Store seals values with AES-256-GCM on their way into an underlying
@@ -171,7 +171,7 @@ func ReadKeyFile(path string) (active []byte, previous [][]byte, err error) {
 }
 
 func (s *Store) seal(key string, value []byte) []byte {
-	out := make([]byte, 1+idSize+12, Overhead+len(value))
+	out := make([]byte, 1+idSize+12, overhead+len(value))
 	out[0] = formatV1
 	copy(out[1:], s.active.id[:])
 	nonce := out[1+idSize:]
@@ -180,19 +180,19 @@ func (s *Store) seal(key string, value []byte) []byte {
 }
 
 func (s *Store) open(key string, sealed []byte) ([]byte, error) {
-	if len(sealed) < Overhead || sealed[0] != formatV1 {
-		return nil, fmt.Errorf("sealstore: value at %q is not a sealed value: %w", key, keel.ErrInternal)
+	if len(sealed) < overhead || sealed[0] != formatV1 {
+		return nil, fmt.Errorf("sealstore: value at %q is not a sealed value: %w", key, keel.KindInternal)
 	}
 	var id [idSize]byte
 	copy(id[:], sealed[1:])
 	k, ok := s.keys[id]
 	if !ok {
-		return nil, fmt.Errorf("sealstore: value at %q was sealed with key %x, which is not configured: %w", key, id, keel.ErrUnavailable)
+		return nil, fmt.Errorf("sealstore: value at %q was sealed with key %x, which is not configured: %w", key, id, keel.KindUnavailable)
 	}
 	nonce := sealed[1+idSize : 1+idSize+12]
 	plain, err := k.aead.Open(nil, nonce, sealed[1+idSize+12:], []byte(key))
 	if err != nil {
-		return nil, fmt.Errorf("sealstore: value at %q does not authenticate with key %x: it was altered or moved from another key: %w", key, id, keel.ErrInternal)
+		return nil, fmt.Errorf("sealstore: value at %q does not authenticate with key %x: it was altered or moved from another key: %w", key, id, keel.KindInternal)
 	}
 	if plain == nil {
 		plain = []byte{}
@@ -216,13 +216,13 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 	})
 }
 
-// Limits are the underlying store's, less Overhead in value size. The
+// Limits are the underlying store's, less overhead in value size. The
 // underlying store counts sealed sizes against MaxTxBytes: each Put of a
-// transaction uses Overhead bytes more of it than the value's size.
+// transaction uses overhead bytes more of it than the value's size.
 func (s *Store) Limits() storage.Limits {
 	l := s.inner.Limits()
 	if l.MaxValueSize > 0 {
-		l.MaxValueSize -= Overhead
+		l.MaxValueSize -= overhead
 	}
 	return l
 }
@@ -312,13 +312,13 @@ func (t *sealTx) Get(key string) ([]byte, error) {
 }
 
 // Size returns the size of the value opened, the sealed one's less
-// Overhead (storage.Sizer).
+// overhead (storage.Sizer).
 func (t *sealTx) Size(key string) (int, error) {
 	n, err := storage.SizeOf(t.tx, key)
 	if err != nil {
 		return 0, err
 	}
-	return max(n-Overhead, 0), nil
+	return max(n-overhead, 0), nil
 }
 
 func (t *sealTx) Put(key string, value []byte) error {

@@ -73,8 +73,8 @@ func TestValuesAreSealedAtRest(t *testing.T) {
 	if bytes.Contains(stored, []byte("hunter2")) {
 		t.Fatalf("the underlying store holds the value in clear: %q", stored)
 	}
-	if len(stored) != len("hunter2-plaintext")+sealstore.Overhead {
-		t.Fatalf("sealed size = %d, want value + Overhead = %d", len(stored), len("hunter2-plaintext")+sealstore.Overhead)
+	if len(stored) != len("hunter2-plaintext")+overhead {
+		t.Fatalf("sealed size = %d, want value + overhead = %d", len(stored), len("hunter2-plaintext")+overhead)
 	}
 	if got, err := get(s, "kv/secret/db"); err != nil || got != "hunter2-plaintext" {
 		t.Fatalf("Get = %q, %v", got, err)
@@ -92,7 +92,7 @@ func TestWrongKeyIsAClearError(t *testing.T) {
 	put(t, mustNew(t, inner, k1), "a", "secret")
 
 	_, err := get(mustNew(t, inner, k2), "a")
-	if !errors.Is(err, keel.ErrUnavailable) {
+	if !errors.Is(err, keel.KindUnavailable) {
 		t.Fatalf("open with another key: err = %v, want kind unavailable", err)
 	}
 	if !strings.Contains(err.Error(), sealstore.KeyID(k1)) || !strings.Contains(err.Error(), "not configured") {
@@ -124,7 +124,7 @@ func TestTamperedOrMovedValueDoesNotOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := get(s, c.key)
-			if !errors.Is(err, keel.ErrInternal) {
+			if !errors.Is(err, keel.KindInternal) {
 				t.Fatalf("Get = %q, %v; want kind internal", got, err)
 			}
 			if got != "" {
@@ -166,7 +166,7 @@ func TestRotationKeepsOldValuesReadableAndResealRewrites(t *testing.T) {
 			t.Fatalf("%s after reseal without old key: %q, %v", k, got, err)
 		}
 	}
-	if _, err := get(onlyNew, "other"); !errors.Is(err, keel.ErrUnavailable) {
+	if _, err := get(onlyNew, "other"); !errors.Is(err, keel.KindUnavailable) {
 		t.Fatalf("value outside the resealed prefix: err = %v, want it still sealed with the old key", err)
 	}
 	if n, err := s2.Reseal(context.Background(), "k/", 64); err != nil || n != 0 {
@@ -177,10 +177,10 @@ func TestRotationKeepsOldValuesReadableAndResealRewrites(t *testing.T) {
 func TestLimitsLeaveRoomForOverhead(t *testing.T) {
 	inner := memstore.New(&memstore.Options{Limits: storage.Limits{MaxKeySize: 64, MaxValueSize: 100}})
 	s := mustNew(t, inner, sealstore.GenerateKey())
-	if got := s.Limits().MaxValueSize; got != 100-sealstore.Overhead {
-		t.Fatalf("MaxValueSize = %d, want %d", got, 100-sealstore.Overhead)
+	if got := s.Limits().MaxValueSize; got != 100-overhead {
+		t.Fatalf("MaxValueSize = %d, want %d", got, 100-overhead)
 	}
-	ok := strings.Repeat("x", 100-sealstore.Overhead)
+	ok := strings.Repeat("x", 100-overhead)
 	put(t, s, "fits", ok)
 	err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.Put("too-big", []byte(ok+"x"))
@@ -192,15 +192,15 @@ func TestLimitsLeaveRoomForOverhead(t *testing.T) {
 
 func TestNewRefusesBadKeys(t *testing.T) {
 	_, err := sealstore.New(memstore.New(nil), make([]byte, 16), nil)
-	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Active" {
+	if fes := keel.FieldErrors(err); !errors.Is(err, keel.KindInvalid) || len(fes) != 1 || fes[0].Field != "Active" {
 		t.Fatalf("16-byte key: err = %v, want kind invalid on Active", err)
 	}
 	_, err = sealstore.New(memstore.New(nil), sealstore.GenerateKey(), &sealstore.Options{Previous: [][]byte{sealstore.GenerateKey(), []byte("short")}})
-	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Options.Previous[1]" {
+	if fes := keel.FieldErrors(err); !errors.Is(err, keel.KindInvalid) || len(fes) != 1 || fes[0].Field != "Options.Previous[1]" {
 		t.Fatalf("short previous key: err = %v, want kind invalid on Options.Previous[1]", err)
 	}
 	_, err = sealstore.New(nil, sealstore.GenerateKey(), nil)
-	if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Store" {
+	if fes := keel.FieldErrors(err); !errors.Is(err, keel.KindInvalid) || len(fes) != 1 || fes[0].Field != "Store" {
 		t.Fatalf("nil store: err = %v, want kind invalid on Store", err)
 	}
 }
@@ -223,7 +223,7 @@ func TestParseKeys(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := sealstore.ParseKeys([]byte(text))
-			if fes := keel.FieldErrors(err); !errors.Is(err, keel.ErrInvalid) || len(fes) != 1 || fes[0].Field != "Text" {
+			if fes := keel.FieldErrors(err); !errors.Is(err, keel.KindInvalid) || len(fes) != 1 || fes[0].Field != "Text" {
 				t.Fatalf("err = %v, want kind invalid on Text", err)
 			}
 		})
@@ -382,3 +382,7 @@ func TestResealTenThousandOnEveryStore(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { everystore.Main(m) }
+
+// overhead is how many bytes sealing adds to a value, as the package doc
+// states: a format byte, the key id, a 12-byte nonce and a 16-byte tag.
+const overhead = 1 + 4 + 12 + 16

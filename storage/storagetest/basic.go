@@ -28,8 +28,8 @@ func testGetPutDelete(t *testing.T, s storage.Store) {
 	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		v, err := tx.Get("missing")
 		wantErr(t, "Get(missing) in View", err, storage.ErrNotFound, keel.KindNotFound)
-		if !errors.Is(err, keel.ErrNotFound) {
-			t.Errorf("Get(missing): %v does not wrap keel.ErrNotFound", err)
+		if !errors.Is(err, keel.KindNotFound) {
+			t.Errorf("Get(missing): %v does not wrap keel.KindNotFound", err)
 		}
 		if v != nil {
 			t.Errorf("Get(missing) = %q with the error, want nil", v)
@@ -83,8 +83,8 @@ func testEmptyKey(t *testing.T, s storage.Store) {
 	check := func(what string, err error) {
 		t.Helper()
 		wantErr(t, what, err, storage.ErrEmptyKey, keel.KindInvalid)
-		if !errors.Is(err, keel.ErrInvalid) {
-			t.Errorf("%s: %v does not wrap keel.ErrInvalid", what, err)
+		if !errors.Is(err, keel.KindInvalid) {
+			t.Errorf("%s: %v does not wrap keel.KindInvalid", what, err)
 		}
 	}
 	view(t, s, func(ctx context.Context, tx storage.Tx) error {
@@ -266,8 +266,8 @@ func testClosed(t *testing.T, s storage.Store) {
 	fn := func(context.Context, storage.Tx) error { called = true; return nil }
 	wantErr(t, "View after Close", s.View(context.Background(), fn), storage.ErrClosed, keel.KindUnavailable)
 	wantErr(t, "Update after Close", s.Update(context.Background(), fn), storage.ErrClosed, keel.KindUnavailable)
-	if err := s.View(context.Background(), fn); !errors.Is(err, keel.ErrUnavailable) {
-		t.Errorf("View after Close: %v does not wrap keel.ErrUnavailable", err)
+	if err := s.View(context.Background(), fn); !errors.Is(err, keel.KindUnavailable) {
+		t.Errorf("View after Close: %v does not wrap keel.KindUnavailable", err)
 	}
 	if called {
 		t.Error("a closure ran after Close")

@@ -66,8 +66,8 @@ func tooLarge(t testing.TB, s storage.Store, what string, sentinel error, write 
 	})
 	wantErr(t, what+" (in the closure)", inner, sentinel, keel.KindTooLarge)
 	wantErr(t, what+" (returned by Update)", err, sentinel, keel.KindTooLarge)
-	if !errors.Is(err, keel.ErrTooLarge) {
-		t.Errorf("%s: %v does not wrap keel.ErrTooLarge", what, err)
+	if !errors.Is(err, keel.KindTooLarge) {
+		t.Errorf("%s: %v does not wrap keel.KindTooLarge", what, err)
 	}
 	wantMissing(t, s, marker)
 }

@@ -34,7 +34,7 @@ func testSize(t *testing.T, s storage.Store) {
 		case errors.Is(err, errors.ErrUnsupported):
 			return nil
 		case want < 0 && !errors.Is(err, storage.ErrNotFound):
-			return fmt.Errorf("Size(%q) = %d, %v; want ErrNotFound", key, n, err)
+			return fmt.Errorf("Size(%q) = %d, %v; want KindNotFound", key, n, err)
 		case want >= 0 && (err != nil || n != want):
 			return fmt.Errorf("Size(%q) = %d, %v; want %d", key, n, err, want)
 		}

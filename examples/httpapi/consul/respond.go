@@ -30,13 +30,13 @@ var statusOf = map[keel.Kind]int{
 
 // kindOf is the reverse of statusOf, for the HTTP transport.
 var kindOf = map[int]error{
-	http.StatusNotFound:              keel.ErrNotFound,
-	http.StatusBadRequest:            keel.ErrInvalid,
-	http.StatusConflict:              keel.ErrConflict,
-	http.StatusForbidden:             keel.ErrForbidden,
-	http.StatusRequestEntityTooLarge: keel.ErrTooLarge,
-	http.StatusServiceUnavailable:    keel.ErrUnavailable,
-	http.StatusGatewayTimeout:        keel.ErrDeadlineExceeded,
+	http.StatusNotFound:              keel.KindNotFound,
+	http.StatusBadRequest:            keel.KindInvalid,
+	http.StatusConflict:              keel.KindConflict,
+	http.StatusForbidden:             keel.KindForbidden,
+	http.StatusRequestEntityTooLarge: keel.KindTooLarge,
+	http.StatusServiceUnavailable:    keel.KindUnavailable,
+	http.StatusGatewayTimeout:        keel.KindDeadlineExceeded,
 }
 
 // answer is an answer the adapter decides itself, worded as Consul words
@@ -219,7 +219,7 @@ const MaxBody = 1 << 20
 // decodeBody reads a JSON value from r into v; an empty body leaves v as
 // it is, data after the JSON value is refused. With strict, a field v
 // does not have is refused, as Consul's decoder refuses it. It fails with
-// keel.ErrTooLarge, or the decoder's error (the client's mistake).
+// keel.KindTooLarge, or the decoder's error (the client's mistake).
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 	if !strict {
 		return emptyOK(jsonbody.Decode(w, r, jsonbody.Options{Max: MaxBody}, v))
@@ -239,14 +239,14 @@ func readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, error) {
 	return raw, err
 }
 
-// emptyOK returns nil for an empty body, keel.ErrTooLarge for one too
+// emptyOK returns nil for an empty body, keel.KindTooLarge for one too
 // large, and err otherwise.
 func emptyOK(err error) error {
 	switch {
 	case errors.Is(err, jsonbody.ErrEmpty):
 		return nil
 	case keel.KindOf(err) == keel.KindTooLarge:
-		return keel.ErrTooLarge
+		return keel.KindTooLarge
 	}
 	return err
 }

@@ -56,13 +56,13 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 	}
 	body, err := json.Marshal(in)
 	if err != nil {
-		return fmt.Errorf("peering message: %v: %w", err, keel.ErrInternal)
+		return fmt.Errorf("peering message: %v: %w", err, keel.KindInternal)
 	}
-	last := fmt.Errorf("no peer server address: %w", keel.ErrUnavailable)
+	last := fmt.Errorf("no peer server address: %w", keel.KindUnavailable)
 	for _, addr := range addrs {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+"://"+addr+path, bytes.NewReader(body))
 		if err != nil {
-			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.KindUnavailable)
 			continue
 		}
 		req.Header.Set("Content-Type", "application/json")
@@ -71,13 +71,13 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.KindUnavailable)
 			continue
 		}
 		msg, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
 		resp.Body.Close()
 		if err != nil {
-			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+			last = fmt.Errorf("peer %s: %v: %w", addr, err, keel.KindUnavailable)
 			continue
 		}
 		if resp.StatusCode == http.StatusForbidden && path == pathExchange {
@@ -88,9 +88,9 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 		if resp.StatusCode != http.StatusOK {
 			kind, ok := kindOf[resp.StatusCode]
 			if !ok {
-				kind = keel.ErrUnavailable
+				kind = keel.KindUnavailable
 			}
-			if kind == keel.ErrInvalid {
+			if kind == keel.KindInvalid {
 				return keel.Invalid("PeeringToken", "peer %s: %s", addr, msg)
 			}
 			return fmt.Errorf("peer %s: %s: %w", addr, msg, kind)
@@ -99,7 +99,7 @@ func (t *HTTPTransport) post(ctx context.Context, addrs []string, path string, i
 			return nil
 		}
 		if err := json.Unmarshal(msg, out); err != nil {
-			return fmt.Errorf("peer %s: %v: %w", addr, err, keel.ErrUnavailable)
+			return fmt.Errorf("peer %s: %v: %w", addr, err, keel.KindUnavailable)
 		}
 		return nil
 	}

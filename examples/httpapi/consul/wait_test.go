@@ -15,6 +15,7 @@ import (
 	"github.com/keelhq/keel/examples/httpapi/consul"
 	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/peering"
+	"github.com/keelhq/keel/peering/peeringtest"
 	"github.com/keelhq/keel/storage/memstore"
 )
 
@@ -33,7 +34,7 @@ func blockingServer(t *testing.T, clock keel.Clock, writeTimeout time.Duration, 
 	t.Helper()
 	store := memstore.New(nil)
 	t.Cleanup(func() { store.Close() })
-	svc, err := peering.New(store, &peering.InProcess{}, &peering.Options{
+	svc, err := peering.New(store, &peeringtest.Network{}, &peering.Options{
 		Datacenter: "dc1", Addresses: []string{"127.0.0.1:1"}, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -180,7 +180,7 @@ func (h *Handler) uploadPolicy(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			err = fmt.Errorf("policy code larger than %d bytes: %w", most, keel.ErrTooLarge)
+			err = fmt.Errorf("policy code larger than %d bytes: %w", most, keel.KindTooLarge)
 		} else {
 			err = keel.Invalid("", "reading the body: %v", err)
 		}

@@ -104,7 +104,7 @@ func accessID(a project.TeamAccess) string { return "tprj_" + a.TeamID + "_" + a
 func parseAccessID(id string) (team, prj string, err error) {
 	parts := strings.Split(id, "_")
 	if len(parts) != 3 || parts[0] != "tprj" {
-		return "", "", keel.ErrNotFound
+		return "", "", keel.KindNotFound
 	}
 	return parts[1], parts[2], nil
 }

@@ -228,7 +228,7 @@ func (h *Handler) workspaceIncluded(r *http.Request, list []project.Workspace) (
 			switch {
 			case err == nil:
 				out = append(out, orgDoc(o))
-			case !errors.Is(err, keel.ErrNotFound): // one the caller may not read is left out
+			case !errors.Is(err, keel.KindNotFound): // one the caller may not read is left out
 				return nil, err
 			}
 		}
@@ -238,7 +238,7 @@ func (h *Handler) workspaceIncluded(r *http.Request, list []project.Workspace) (
 			switch {
 			case err == nil:
 				out = append(out, fullProjectDoc(p))
-			case !errors.Is(err, keel.ErrNotFound):
+			case !errors.Is(err, keel.KindNotFound):
 				return nil, err
 			}
 		}

@@ -32,7 +32,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	case err == nil, errors.Is(err, jsonbody.ErrEmpty):
 		return nil
 	case keel.KindOf(err) == keel.KindTooLarge:
-		return keel.ErrTooLarge
+		return keel.KindTooLarge
 	}
 	return keel.Invalid("", "failed to parse JSON input: %v", err)
 }

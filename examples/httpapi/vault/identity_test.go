@@ -208,7 +208,7 @@ func TestIdentityGroupReaderCannotChangeMembership(t *testing.T) {
 func TestIdentityGroupListsAnswerEveryKey(t *testing.T) {
 	e := newEnv(t, memstore.New(nil))
 	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
-	n := identity.DefaultListLimit + 2
+	n := 1000 + 2
 	var ids, names []string
 	for i := range n {
 		name := fmt.Sprintf("g%05d", i)

@@ -12,7 +12,7 @@ import (
 
 // TestLDAPListAnswersEveryKey: Vault's LIST of roles answers every key in
 // one response, in the engine's order, also when the engine's list has
-// more names than one of its pages (ldapengine.DefaultListLimit).
+// more names than one of its pages (1000).
 func TestLDAPListAnswersEveryKey(t *testing.T) {
 	e := newLDAPEnv(t)
 	root := e.client(t, rootToken)
@@ -24,7 +24,7 @@ func TestLDAPListAnswersEveryKey(t *testing.T) {
 	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
 	creation, deletion := creationLDIF, deletionLDIF
 	var want []string
-	for i := range ldapengine.DefaultListLimit + 2 {
+	for i := range 1000 + 2 {
 		name := fmt.Sprintf("role%05d", i)
 		if err := m.LDAP.PutDynamicRole(ctx, name, ldapengine.DynamicRoleRequest{CreationLDIF: &creation, DeletionLDIF: &deletion}); err != nil {
 			t.Fatal(err)

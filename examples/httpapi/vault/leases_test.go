@@ -108,9 +108,9 @@ func TestIrrevocableListWarning(t *testing.T) {
 
 // TestLeaseListAnswersEveryKey: LIST sys/leases/lookup/… answers every
 // key at once, in order, as Vault does, though lease.Manager.List gives
-// them a page of lease.DefaultListLimit at a time; and sys/leases with the
+// them a page of 1,000 at a time; and sys/leases with the
 // limit "none" lists every irrevocable lease, more than a page of
-// lease.DefaultIrrevocableLimit, where no limit cuts the list at Vault's
+// 10,000 (lease.Manager.ListIrrevocable's default), where no limit cuts the list at Vault's
 // 10,000 with its warning.
 func TestLeaseListAnswersEveryKey(t *testing.T) {
 	e := newEnv(t, memstore.New(nil))
@@ -119,7 +119,7 @@ func TestLeaseListAnswersEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = lease.DefaultIrrevocableLimit + 3 // more than a page of either list
+	const n = 10_000 + 3 // more than a page of either list
 	var want []string
 	for range n {
 		l, err := iss.Issue(ctx, lease.IssueRequest{Path: "test/creds/app", TTL: time.Minute})

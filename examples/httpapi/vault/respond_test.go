@@ -118,10 +118,10 @@ func TestWriteErrorRetryAfter(t *testing.T) {
 		status int
 		header string
 	}{
-		{keel.WithRetryAfter(fmt.Errorf("settling: %w", keel.ErrUnavailable), 1500*time.Millisecond), http.StatusServiceUnavailable, "2"},
-		{keel.WithRetryAfter(fmt.Errorf("busy: %w", keel.ErrConflict), 3*time.Second), http.StatusBadRequest, "3"},
-		{keel.WithRetryAfter(keel.ErrUnavailable, 0), http.StatusServiceUnavailable, "1"}, // at least a second
-		{fmt.Errorf("down: %w", keel.ErrUnavailable), http.StatusServiceUnavailable, ""},
+		{keel.WithRetryAfter(fmt.Errorf("settling: %w", keel.KindUnavailable), 1500*time.Millisecond), http.StatusServiceUnavailable, "2"},
+		{keel.WithRetryAfter(fmt.Errorf("busy: %w", keel.KindConflict), 3*time.Second), http.StatusBadRequest, "3"},
+		{keel.WithRetryAfter(keel.KindUnavailable, 0), http.StatusServiceUnavailable, "1"}, // at least a second
+		{fmt.Errorf("down: %w", keel.KindUnavailable), http.StatusServiceUnavailable, ""},
 	} {
 		rec := httptest.NewRecorder()
 		writeError(rec, tc.err)
@@ -141,7 +141,7 @@ func TestWriteErrorDropsThePackage(t *testing.T) {
 		`ldap: the directory is down`:                                   `ldap: the directory is down`,
 	} {
 		rec := httptest.NewRecorder()
-		writeError(rec, fmt.Errorf("%s: %w", msg, keel.ErrConflict))
+		writeError(rec, fmt.Errorf("%s: %w", msg, keel.KindConflict))
 		var body errorBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || len(body.Errors) != 1 || body.Errors[0] != want+": conflict" {
 			t.Errorf("%q: %s, want %q", msg, rec.Body.String(), want+": conflict")

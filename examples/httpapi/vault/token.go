@@ -63,7 +63,7 @@ func RequestToken(r *http.Request) string {
 func lookupSelf(w http.ResponseWriter, r *http.Request) {
 	p, ok := keel.PrincipalFrom(r.Context())
 	if !ok || p.ID == "" {
-		writeError(w, keel.ErrUnauthenticated)
+		writeError(w, keel.KindUnauthenticated)
 		return
 	}
 	policies := slices.Clone(p.Policies)

@@ -72,7 +72,7 @@ func TestWireError(t *testing.T) {
 		!slices.Equal(ve.msgs, []string{"member_group_ids: must not be empty", "missing data fields", "config.default_lease_ttl: must not be negative"}) {
 		t.Fatalf("wireError = %#v", err)
 	}
-	for _, other := range []error{nil, keel.ErrNotFound, keel.ErrInvalid} {
+	for _, other := range []error{nil, keel.KindNotFound, keel.KindInvalid} {
 		if got := wireError("", other); got != other {
 			t.Errorf("wireError(%v) = %v, want it as it is", other, got)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/keelhq/keel"
 )
 
-// defaultUsernameTemplate is ldapengine.DefaultUsernameTemplate, a seed.
+// defaultUsernameTemplate is ldapengine's default username template, a seed.
 const defaultUsernameTemplate = "v_{{.DisplayName}}_{{.RoleName}}_{{random 10}}_{{unix_time}}"
 
 // testCreationLDIF is the creation LDIF of the dynamic role tests of

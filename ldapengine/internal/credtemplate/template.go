@@ -3,7 +3,7 @@
 // text/template with the functions of Vault's ldap engine, bounded so that
 // rendering always ends quickly. It also holds the checks on the values
 // that templates put into LDIF. Every error of Render is of kind
-// keel.ErrInvalid for the field it is given. Everything here is safe for
+// keel.KindInvalid for the field it is given. Everything here is safe for
 // concurrent use.
 package credtemplate
 
@@ -260,7 +260,7 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 
 // Render renders text, a template of kind for field, with data (a
 // UsernameData or an LDIFData) at now. Every error is of kind
-// keel.ErrInvalid for field.
+// keel.KindInvalid for field.
 func Render(field, text string, kind Kind, data any, now time.Time) (string, error) {
 	t, err := parseTemplate(field, text, kind, now)
 	if err != nil {

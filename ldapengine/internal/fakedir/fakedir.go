@@ -85,7 +85,7 @@ func (f *Directory) SetDown(down bool) {
 }
 
 // FailSetPassword makes SetPassword of dn fail with err (nil: succeed
-// again). The error is wrapped with keel.ErrUnavailable.
+// again). The error is wrapped with keel.KindUnavailable.
 func (f *Directory) FailSetPassword(dn string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -103,7 +103,7 @@ func (f *Directory) SetLatency(d time.Duration) { f.latency.Store(int64(d)) }
 
 // LoseReplies makes SetPassword of dn change the password and then fail
 // as if its reply were lost (lose true): the error is of kind
-// keel.ErrUnavailable, without ErrNotSent. LoseReplies(dn, false) ends it.
+// keel.KindUnavailable, without ErrNotSent. LoseReplies(dn, false) ends it.
 func (f *Directory) LoseReplies(dn string, lose bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -135,17 +135,17 @@ func (f *Directory) DNs() []string {
 
 func (f *Directory) bindLocked(dn, password string) error {
 	if f.down {
-		return fmt.Errorf("fake directory: no server answers: %w", keel.ErrUnavailable)
+		return fmt.Errorf("fake directory: no server answers: %w", keel.KindUnavailable)
 	}
 	e, ok := f.entries[strings.ToLower(dn)]
 	if !ok || password == "" || e.password != password {
-		return fmt.Errorf("fake directory: bind as %q refused: %w", dn, keel.ErrUnauthenticated)
+		return fmt.Errorf("fake directory: bind as %q refused: %w", dn, keel.KindUnauthenticated)
 	}
 	return nil
 }
 
 // manageLocked binds as the managing account of a change or search: as
-// bindLocked, except that a refused bind is of kind keel.ErrConflict (the
+// bindLocked, except that a refused bind is of kind keel.KindConflict (the
 // configuration is wrong, not the caller), and that every error wraps
 // ErrNotSent.
 func (f *Directory) manageLocked(bindDN, bindPass string) error {
@@ -153,15 +153,15 @@ func (f *Directory) manageLocked(bindDN, bindPass string) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, keel.ErrUnauthenticated):
-		return fmt.Errorf("fake directory: the configured bind account %q is refused: %w: %w", bindDN, keel.ErrConflict, ErrNotSent)
+	case errors.Is(err, keel.KindUnauthenticated):
+		return fmt.Errorf("fake directory: the configured bind account %q is refused: %w: %w", bindDN, keel.KindConflict, ErrNotSent)
 	}
 	return fmt.Errorf("%w: %w", err, ErrNotSent)
 }
 
 // Bind checks that dn binds with password: the entry exists and password
 // is its password, not empty. A refused bind is of kind
-// keel.ErrUnauthenticated; SetDown(true) makes it keel.ErrUnavailable.
+// keel.KindUnauthenticated; SetDown(true) makes it keel.KindUnavailable.
 func (f *Directory) Bind(dn, password string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -170,8 +170,8 @@ func (f *Directory) Bind(dn, password string) error {
 
 // FindDN binds as bindDN with bindPass, then returns the DN of the one
 // entry under base whose attribute attr equals value (without regard to
-// case); none is of kind keel.ErrNotFound, several of kind
-// keel.ErrConflict.
+// case); none is of kind keel.KindNotFound, several of kind
+// keel.KindConflict.
 func (f *Directory) FindDN(bindDN, bindPass, base, attr, value string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -191,15 +191,15 @@ func (f *Directory) FindDN(bindDN, bindPass, base, attr, value string) (string, 
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("fake directory: no entry under %q with %s=%q: %w", base, attr, value, keel.ErrNotFound)
+		return "", fmt.Errorf("fake directory: no entry under %q with %s=%q: %w", base, attr, value, keel.KindNotFound)
 	case 1:
 		return found[0], nil
 	}
-	return "", fmt.Errorf("fake directory: several entries under %q with %s=%q: %w", base, attr, value, keel.ErrConflict)
+	return "", fmt.Errorf("fake directory: several entries under %q with %s=%q: %w", base, attr, value, keel.KindConflict)
 }
 
 // EntryExists binds as bindDN with bindPass, then reports whether the
-// entry dn exists: nil, or an error of kind keel.ErrNotFound.
+// entry dn exists: nil, or an error of kind keel.KindNotFound.
 func (f *Directory) EntryExists(bindDN, bindPass, dn string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -207,13 +207,13 @@ func (f *Directory) EntryExists(bindDN, bindPass, dn string) error {
 		return err
 	}
 	if _, ok := f.entries[strings.ToLower(dn)]; !ok {
-		return fmt.Errorf("fake directory: no entry %q: %w", dn, keel.ErrNotFound)
+		return fmt.Errorf("fake directory: no entry %q: %w", dn, keel.KindNotFound)
 	}
 	return nil
 }
 
 // SetPassword binds as bindDN with bindPass, then sets the password of
-// the entry dn; a missing entry is of kind keel.ErrNotFound.
+// the entry dn; a missing entry is of kind keel.KindNotFound.
 func (f *Directory) SetPassword(bindDN, bindPass, dn, password string) error {
 	if d := f.latency.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
@@ -224,22 +224,22 @@ func (f *Directory) SetPassword(bindDN, bindPass, dn, password string) error {
 		return err
 	}
 	if err := f.fail[strings.ToLower(dn)]; err != nil {
-		return fmt.Errorf("fake directory: password change of %q: %v: %w", dn, err, keel.ErrUnavailable)
+		return fmt.Errorf("fake directory: password change of %q: %v: %w", dn, err, keel.KindUnavailable)
 	}
 	e, ok := f.entries[strings.ToLower(dn)]
 	if !ok {
-		return fmt.Errorf("fake directory: entry %q: %w: %w", dn, keel.ErrNotFound, ErrNotSent)
+		return fmt.Errorf("fake directory: entry %q: %w: %w", dn, keel.KindNotFound, ErrNotSent)
 	}
 	e.password = password
 	f.changes++
 	if f.lose[strings.ToLower(dn)] {
-		return fmt.Errorf("fake directory: password change of %q: reply lost: %w", dn, keel.ErrUnavailable)
+		return fmt.Errorf("fake directory: password change of %q: reply lost: %w", dn, keel.KindUnavailable)
 	}
 	return nil
 }
 
 // FailApply makes every change of Apply on the entry dn fail with err
-// (nil: succeed again). The error is wrapped with keel.ErrUnavailable.
+// (nil: succeed again). The error is wrapped with keel.KindUnavailable.
 func (f *Directory) FailApply(dn string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -272,7 +272,7 @@ func (f *Directory) Applied() int {
 // Failure is the failure of one change of Apply.
 type Failure struct {
 	Index int   // the change's position in the list given to Apply, from 0
-	Err   error // of kind keel.ErrNotFound, keel.ErrAlreadyExists, …
+	Err   error // of kind keel.KindNotFound, keel.KindAlreadyExists, …
 }
 
 // Apply binds as bindDN with bindPass (a failure is err), then runs
@@ -304,13 +304,13 @@ func (f *Directory) Apply(bindDN, bindPass string, changes []ldifparse.Change, k
 func (f *Directory) applyLocked(ch ldifparse.Change) error {
 	key := strings.ToLower(ch.DN)
 	if err := f.failAp[key]; err != nil {
-		return fmt.Errorf("fake directory: %s %q: %v: %w", ch.Type, ch.DN, err, keel.ErrUnavailable)
+		return fmt.Errorf("fake directory: %s %q: %v: %w", ch.Type, ch.DN, err, keel.KindUnavailable)
 	}
 	cur, exists := f.entries[key]
 	switch ch.Type {
 	case ldifparse.ChangeAdd:
 		if exists {
-			return fmt.Errorf("fake directory: entry %q exists: %w: %w", ch.DN, keel.ErrAlreadyExists, ErrNotSent)
+			return fmt.Errorf("fake directory: entry %q exists: %w: %w", ch.DN, keel.KindAlreadyExists, ErrNotSent)
 		}
 		e := &fakeEntry{dn: ch.DN, attrs: map[string][]string{}}
 		for _, a := range ch.Attributes {
@@ -321,12 +321,12 @@ func (f *Directory) applyLocked(ch ldifparse.Change) error {
 		f.entries[key] = e
 	case ldifparse.ChangeDelete:
 		if !exists {
-			return fmt.Errorf("fake directory: entry %q: %w: %w", ch.DN, keel.ErrNotFound, ErrNotSent)
+			return fmt.Errorf("fake directory: entry %q: %w: %w", ch.DN, keel.KindNotFound, ErrNotSent)
 		}
 		delete(f.entries, key)
 	case ldifparse.ChangeModify:
 		if !exists {
-			return fmt.Errorf("fake directory: entry %q: %w: %w", ch.DN, keel.ErrNotFound, ErrNotSent)
+			return fmt.Errorf("fake directory: entry %q: %w: %w", ch.DN, keel.KindNotFound, ErrNotSent)
 		}
 		attrs := maps.Clone(cur.attrs)
 		pwTouched := false
@@ -341,27 +341,27 @@ func (f *Directory) applyLocked(ch ldifparse.Change) error {
 			case ldifparse.ModAdd:
 				for _, v := range m.Values {
 					if has(v) {
-						return fmt.Errorf("fake directory: %q already has %s %q: %w: %w", ch.DN, m.Name, v, keel.ErrAlreadyExists, ErrNotSent)
+						return fmt.Errorf("fake directory: %q already has %s %q: %w: %w", ch.DN, m.Name, v, keel.KindAlreadyExists, ErrNotSent)
 					}
 					vals = append(vals, v)
 				}
 			case ldifparse.ModDelete:
 				if len(vals) == 0 {
-					return fmt.Errorf("fake directory: %q has no %s: %w: %w", ch.DN, m.Name, keel.ErrNotFound, ErrNotSent)
+					return fmt.Errorf("fake directory: %q has no %s: %w: %w", ch.DN, m.Name, keel.KindNotFound, ErrNotSent)
 				}
 				if len(m.Values) == 0 {
 					vals = nil
 				}
 				for _, v := range m.Values {
 					if !has(v) {
-						return fmt.Errorf("fake directory: %q has no %s %q: %w: %w", ch.DN, m.Name, v, keel.ErrNotFound, ErrNotSent)
+						return fmt.Errorf("fake directory: %q has no %s %q: %w: %w", ch.DN, m.Name, v, keel.KindNotFound, ErrNotSent)
 					}
 					vals = slices.DeleteFunc(vals, func(x string) bool { return strings.EqualFold(x, v) })
 				}
 			case ldifparse.ModReplace:
 				vals = slices.Clone(m.Values)
 			default:
-				return fmt.Errorf("fake directory: modify operation %q: %w", m.Op, keel.ErrInvalid)
+				return fmt.Errorf("fake directory: modify operation %q: %w", m.Op, keel.KindInvalid)
 			}
 			if len(vals) == 0 {
 				delete(attrs, k)
@@ -374,7 +374,7 @@ func (f *Directory) applyLocked(ch ldifparse.Change) error {
 			cur.syncPassword()
 		}
 	default:
-		return fmt.Errorf("fake directory: change type %q: %w", ch.Type, keel.ErrInvalid)
+		return fmt.Errorf("fake directory: change type %q: %w", ch.Type, keel.KindInvalid)
 	}
 	return nil
 }

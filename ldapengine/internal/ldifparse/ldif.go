@@ -2,7 +2,7 @@
 // of package ldapengine into the changes it describes, one record at a
 // time with github.com/go-ldap/ldif, refusing what rendered LDIF must not
 // do (read URLs, carry controls). Every error of Parse is of kind
-// keel.ErrInvalid for the field it is given. Everything here is safe for
+// keel.KindInvalid for the field it is given. Everything here is safe for
 // concurrent use.
 package ldifparse
 
@@ -81,7 +81,7 @@ type ldifRecord struct {
 // Parse parses LDIF text (RFC 2849) into the changes it describes, in
 // order. Records with changetype add, modify and delete are kept; a record
 // without changetype (a content record) is an add. Errors are of kind
-// keel.ErrInvalid for field and name the entry (from 1) and the line where
+// keel.KindInvalid for field and name the entry (from 1) and the line where
 // it starts. Values read from URLs (attr:< file://…) and controls are
 // refused: rendered LDIF must not read the service's files or carry
 // controls the parser would drop.

@@ -148,7 +148,7 @@ func join(buf []byte, blocks [][]byte, last []byte) []byte {
 func tooLarge(err error, max int64) error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return fmt.Errorf("body larger than %d bytes: %w", max, keel.ErrTooLarge)
+		return fmt.Errorf("body larger than %d bytes: %w", max, keel.KindTooLarge)
 	}
 	return err
 }

@@ -31,7 +31,7 @@ func TestDecode(t *testing.T) {
 		{body: `   `, want: jsonbody.ErrEmpty},
 		{body: `{"a":"b"}{"c":"d"}`, want: jsonbody.ErrTrailing},
 		{body: `{"a":"b"} x`, want: jsonbody.ErrTrailing},
-		{body: `{"a":"` + strings.Repeat("x", 100) + `"}`, want: keel.ErrTooLarge},
+		{body: `{"a":"` + strings.Repeat("x", 100) + `"}`, want: keel.KindTooLarge},
 		{body: `{"a":`, syntax: true},
 		{body: `{"a":1}`, syntax: true}, // a number into a string
 	} {
@@ -111,7 +111,7 @@ func TestDecodeChunkedObject(t *testing.T) {
 		{body: `{"n":1.0}`},
 		{body: `{"n":1.0}{}`, want: jsonbody.ErrTrailing},
 		{body: ` `, want: jsonbody.ErrEmpty},
-		{body: `{"n":"` + strings.Repeat("x", 100) + `"}`, want: keel.ErrTooLarge},
+		{body: `{"n":"` + strings.Repeat("x", 100) + `"}`, want: keel.KindTooLarge},
 	} {
 		var v map[string]any
 		r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(tc.body)))
@@ -141,7 +141,7 @@ func TestDecodeChunkedLargeObject(t *testing.T) {
 	var v map[string]any
 	r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(`{"pad":"`+strings.Repeat("p", max)+`"}`)))
 	r.ContentLength = -1
-	if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v); !errors.Is(err, keel.ErrTooLarge) {
+	if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: max, UseNumber: true}, &v); !errors.Is(err, keel.KindTooLarge) {
 		t.Errorf("%d bytes over %d: %v, want TooLarge", max+10, max, err)
 	}
 }

@@ -32,7 +32,7 @@ func TestOf(t *testing.T) {
 
 func ExampleOf() {
 	vault := map[keel.Kind]int{keel.KindInvalid: http.StatusBadRequest}
-	err := fmt.Errorf("kv: %w", keel.ErrUnavailable)
+	err := fmt.Errorf("kv: %w", keel.KindUnavailable)
 	fmt.Println(kindstatus.Of(vault, keel.KindInvalid), kindstatus.Of(vault, keel.KindOf(err)))
 	// Output: 400 503
 }
