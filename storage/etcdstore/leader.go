@@ -133,14 +133,20 @@ func (t *term) Lost() <-chan struct{} { return t.lost }
 
 func (t *term) markLost() { t.lostOnce.Do(func() { close(t.lost) }) }
 
-// watch renews the lease every TTL/3 and closes lost when the renewal
-// fails past the margin, or the session ends.
+// watch renews the lease every TTL/3, or sooner when less time is left
+// before the margin (an Acquire slowed by load leaves less of the first
+// TTL), and closes lost when the renewal fails past the margin, or the
+// session ends.
 func (t *term) watch() {
 	defer close(t.done)
 	ttl := time.Duration(t.l.ttl) * time.Second
 	margin := ttl / 4
 	for {
-		wait := time.NewTimer(ttl / 3)
+		next := ttl / 3
+		if half := time.Until(t.deadline.Add(-margin)) / 2; half < next {
+			next = max(half, 0)
+		}
+		wait := time.NewTimer(next)
 		select {
 		case <-t.stop:
 			wait.Stop()

@@ -28,23 +28,40 @@ func TestLeaderTakesTurns(t *testing.T) {
 		b = etcdstore.New(etcdtest.Client(t), o).Leader("worker", &etcdstore.LeaderOptions{TTL: ttl, ID: "b"})
 		return a, b
 	}
-	a, b := newPair()
-	ta, err := a.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = b.Acquire(short)
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Acquire while another leads = %v, want the ctx's deadline", err)
-	}
 	// a keeps leading past its TTL: the term is renewed. (The wait is the
-	// passage of etcd's real TTL that the test is about.)
-	select {
-	case <-ta.Lost():
-		t.Fatal("a term was lost while its process lives")
-	case <-time.After(ttl + ttl/2):
+	// passage of etcd's real TTL that the test is about.) A renewal that a
+	// loaded machine delays past the term's margin rightly loses the term:
+	// the scenario is then made again on a new key, up to three times.
+	var (
+		a, b *etcdstore.Leader
+		ta   leader.Term
+	)
+	for attempt := 1; ; attempt++ {
+		a, b = newPair()
+		var err error
+		if ta, err = a.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, err = b.Acquire(short)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire while another leads = %v, want the ctx's deadline", err)
+		}
+		kept := false
+		select {
+		case <-ta.Lost():
+		case <-time.After(ttl + ttl/2):
+			kept = true
+		}
+		if kept {
+			break
+		}
+		if attempt == 3 {
+			t.Fatal("a term was lost while its process lives, at the third attempt")
+		}
+		t.Logf("attempt %d: a's term was lost while its process lives (a renewal came too late?); again", attempt)
+		ta.Release(ctx)
 	}
 
 	// handover releases a's term ta while b waits in Acquire, and returns
@@ -96,6 +113,7 @@ func TestLeaderTakesTurns(t *testing.T) {
 		}
 		t.Logf("attempt %d: b led %s after a's Release, not sooner than the %s TTL; again", attempt, d.Round(time.Millisecond), ttl)
 		a, b = newPair()
+		var err error
 		if ta, err = a.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
