@@ -275,6 +275,17 @@
 // each background worker (lease expiry, peering heartbeats) has its own
 // election, so that one server of the deployment runs it.
 //
+// # Verifying an audit log
+//
+//	go run ./examples/server audit verify audit.log.1 audit.log
+//
+// verifies the chain of an audit log written by package audit's File
+// device, given as its files oldest first (see audit.Verify), and prints
+// the count of records and the last record's hash. It exits with status 0
+// when the chain is intact, 1 with the line where it breaks otherwise. The
+// server does not write an audit log yet: a program that embeds keel
+// enables devices on an audit.Broker.
+//
 // # Adding an adapter
 //
 // An adapter is a function that registers routes on the server's

@@ -1,0 +1,182 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keelhq/keel"
+)
+
+// Device writes audit records somewhere. Write may block; the Broker
+// bounds how long it waits. File is a Device; a program may add its own.
+type Device interface {
+	Write(r *Record) error
+}
+
+// Broker sends every record to the enabled devices, each record salted
+// with its device's salt, and fails closed: Record returns an error when
+// devices are enabled and none wrote the record, so that the caller
+// refuses the operation (as Vault does). A device that does not answer
+// within Options.Timeout is given up on for that record, and skipped
+// until its blocked write returns, so that a hung device delays no
+// operation by more than the timeout. A Broker is safe for concurrent use.
+type Broker struct {
+	clock   keel.Clock
+	timeout time.Duration
+
+	mu      sync.RWMutex
+	devices map[string]*entry
+}
+
+// entry is an enabled device.
+type entry struct {
+	name string
+	dev  Device
+	salt *Salt
+	// busy is held by the write in progress; a Record that finds it
+	// held while a write is blocked gives the device up at once.
+	busy chan struct{}
+}
+
+// Options configure a Broker. A nil *Options, and each zero field, means
+// the default.
+type Options struct {
+	// Clock times the wait for a device. Nil: keel.SystemClock{}.
+	Clock keel.Clock
+	// Timeout is how long Record waits for one device. Zero: 1s.
+	Timeout time.Duration
+}
+
+const defaultTimeout = time.Second
+
+// NewBroker returns a Broker with no device enabled.
+func NewBroker(opts *Options) *Broker {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = defaultTimeout
+	}
+	return &Broker{clock: keel.ClockOrSystem(o.Clock), timeout: o.Timeout, devices: map[string]*entry{}}
+}
+
+// Enable adds d under name, its records salted with salt. A name already
+// enabled is keel.KindAlreadyExists; an empty name or a nil device or salt
+// is keel.KindInvalid.
+func (b *Broker) Enable(name string, d Device, salt *Salt) error {
+	var v keel.Validation
+	if name == "" {
+		v.Add("Name", "is required")
+	}
+	if d == nil {
+		v.Add("Device", "is required")
+	}
+	if salt == nil {
+		v.Add("Salt", "is required")
+	}
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("audit: enable: %w", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.devices[name]; ok {
+		return fmt.Errorf("audit: device %q is already enabled: %w", name, keel.KindAlreadyExists)
+	}
+	b.devices[name] = &entry{name: name, dev: d, salt: salt, busy: make(chan struct{}, 1)}
+	return nil
+}
+
+// Disable removes the device name and returns it, so that the caller may
+// close it. A name not enabled is keel.KindNotFound.
+func (b *Broker) Disable(name string) (Device, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.devices[name]
+	if !ok {
+		return nil, fmt.Errorf("audit: no device %q is enabled: %w", name, keel.KindNotFound)
+	}
+	delete(b.devices, name)
+	return e.dev, nil
+}
+
+// Devices returns the names of the enabled devices, sorted.
+func (b *Broker) Devices() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	names := make([]string, 0, len(b.devices))
+	for n := range b.devices {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Hash returns value hashed with the salt of the device name, as its
+// records carry it (Vault's sys/audit-hash). A name not enabled is
+// keel.KindNotFound.
+func (b *Broker) Hash(name, value string) (string, error) {
+	b.mu.RLock()
+	e, ok := b.devices[name]
+	b.mu.RUnlock()
+	if !ok {
+		return "", fmt.Errorf("audit: no device %q is enabled: %w", name, keel.KindNotFound)
+	}
+	return e.salt.Hash(value), nil
+}
+
+// Record writes r to every enabled device, side by side. It returns nil
+// when no device is enabled or at least one wrote r, and otherwise an error
+// of kind keel.KindUnavailable naming each device's failure: the caller
+// must then refuse the operation (for a request record) or withhold the
+// answer (for a response record). Record returns within about
+// Options.Timeout, or sooner when ctx ends.
+func (b *Broker) Record(ctx context.Context, r *Record) error {
+	b.mu.RLock()
+	devices := make([]*entry, 0, len(b.devices))
+	for _, e := range b.devices {
+		devices = append(devices, e)
+	}
+	b.mu.RUnlock()
+	if len(devices) == 0 {
+		return nil
+	}
+	results := make(chan error, len(devices))
+	timer := b.clock.NewTimer(b.timeout)
+	defer timer.Stop()
+	for _, e := range devices {
+		select {
+		case e.busy <- struct{}{}:
+		default:
+			results <- fmt.Errorf("device %q: a write is still blocked", e.name)
+			continue
+		}
+		go func() {
+			defer func() { <-e.busy }()
+			if err := e.dev.Write(e.salt.Apply(r)); err != nil {
+				results <- fmt.Errorf("device %q: %w", e.name, err)
+				return
+			}
+			results <- nil
+		}()
+	}
+	var errs []string
+	for range devices {
+		select {
+		case err := <-results:
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, err.Error())
+		case <-timer.C():
+			return fmt.Errorf("audit: no device recorded the %s within %v: %w", r.Type, b.timeout, keel.KindUnavailable)
+		case <-ctx.Done():
+			return fmt.Errorf("audit: record the %s: %w", r.Type, ctx.Err())
+		}
+	}
+	return fmt.Errorf("audit: no device recorded the %s: %s: %w", r.Type, strings.Join(errs, "; "), keel.KindUnavailable)
+}

@@ -1,0 +1,42 @@
+// Package audit records who did what, in the shape of Vault's audit log,
+// so that a log can be searched for a secret without holding it, and shows
+// when it was tampered with.
+//
+// A Record is a request record (written before an operation acts) or a
+// response record (after). A Broker sends each record to every enabled
+// Device, salted with that device's Salt: the secret strings (the client
+// token and accessor, and every string of the request's and response's
+// data) are replaced by their HMAC-SHA256 under the salt, written as Vault
+// writes them ("hmac-sha256:…"); Broker.Hash gives the hash of a value, as
+// Vault's sys/audit-hash does. The salt is the device's to keep (a program
+// keeps it in its sealed store, so that hashes stay comparable across
+// restarts).
+//
+// # Fail closed, never hang
+//
+// Broker.Record returns an error of kind keel.KindUnavailable when devices
+// are enabled and none wrote the record: the caller refuses the operation,
+// as Vault does. A device that does not answer within Options.Timeout (1 s
+// by default) is given up on for that record, and records that find its
+// write still blocked skip it at once: a hung device costs each operation
+// at most the timeout, and never holds it. The write goes on in the
+// background until the device answers.
+//
+// # Tamper evidence
+//
+// File, the file device, appends one JSON object per line, and chains each
+// record to the one before it: Record.Chain carries the record's sequence
+// number (from 1, across files) and the SHA-256 of the previous record's
+// line. Verify reads a log and reports the first line where the chain
+// breaks: an edited, removed, reordered or cut record. The chain is not
+// keyed: it shows edits made by hand or by a tool that does not rewrite
+// every later line; a program that must resist a writer who does keeps the
+// last hash (File.Last) elsewhere, and compares.
+//
+// A File notices that its path names another file (rotated by logrotate,
+// or deleted) at the next write, and opens the path again; Reopen does it
+// at once (the example server calls it on SIGHUP). The chain goes on in
+// the new file, so that the files of a rotation, joined in order, verify
+// as one log. A write that fails cuts the file back to its last whole
+// record.
+package audit

@@ -1,0 +1,220 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/keelhq/keel"
+)
+
+// File is a device that appends records to a file, one JSON object per
+// line, each chained to the one before it (Record.Chain), across the
+// files it writes when the file is rotated. It is safe for concurrent use:
+// records are written one at a time, in the order of Write calls.
+type File struct {
+	path string
+	mode os.FileMode
+
+	mu     sync.Mutex
+	f      *os.File
+	info   os.FileInfo // of f, to notice that path names another file
+	size   int64       // of f after the last whole record
+	seq    uint64      // of the last record written
+	last   string      // hash of the last record's line
+	closed bool
+}
+
+// FileOptions configure a File. A nil *FileOptions means the defaults.
+type FileOptions struct {
+	// Mode is the permission of a file the device creates. Zero: 0600.
+	Mode os.FileMode
+}
+
+// OpenFile opens the file device at path, creating the file if needed.
+// Records are appended: the chain continues from the last record of an
+// existing file. A file that ends within a record (a write cut short, or
+// a file truncated) is refused with keel.KindInvalid: verify it (Verify)
+// and move it aside.
+func OpenFile(path string, opts *FileOptions) (*File, error) {
+	var o FileOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Mode == 0 {
+		o.Mode = 0o600
+	}
+	d := &File{path: path, mode: o.Mode}
+	if err := d.open(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Path returns the path the device writes to.
+func (d *File) Path() string { return d.path }
+
+// Last returns the Seq and the line hash of the last record written (or
+// read at open): what Verify's result must end with when no record was
+// removed from the end of the log.
+func (d *File) Last() (seq uint64, hash string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.seq, d.last
+}
+
+// open opens d.path for appending and reads the chain's state from its
+// last record. Called with d.mu held, or before d is shared.
+func (d *File) open() error {
+	f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, d.mode)
+	if err != nil {
+		return fmt.Errorf("audit: open %s: %w", d.path, unavailable(err))
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("audit: open %s: %w", d.path, unavailable(err))
+	}
+	seq, last, err := lastRecord(f, info.Size())
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("audit: open %s: %w", d.path, err)
+	}
+	if seq == 0 && info.Size() == 0 {
+		// A new file after a rotation continues the chain of the one
+		// before it.
+		seq, last = d.seq, d.last
+	}
+	d.f, d.info, d.size, d.seq, d.last = f, info, info.Size(), seq, last
+	return nil
+}
+
+// lastRecord returns the chain's state after the last record of f, whose
+// size is size: its Seq and its line's hash; zero values for an empty file.
+func lastRecord(f *os.File, size int64) (uint64, string, error) {
+	if size == 0 {
+		return 0, "", nil
+	}
+	// Read back from the end until the line before the last is found.
+	const block = 64 << 10
+	var tail []byte
+	for off := size; ; {
+		n := min(int64(block), off)
+		off -= n
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return 0, "", unavailable(err)
+		}
+		tail = append(buf, tail...)
+		if tail[len(tail)-1] != '\n' {
+			return 0, "", fmt.Errorf("the file ends within a record (truncated, or a write cut short): %w", keel.KindInvalid)
+		}
+		if i := bytes.LastIndexByte(tail[:len(tail)-1], '\n'); i >= 0 || off == 0 {
+			line := tail[i+1 : len(tail)-1]
+			var r Record
+			if err := json.Unmarshal(line, &r); err != nil || r.Chain == nil {
+				return 0, "", fmt.Errorf("its last line is not an audit record: %w", keel.KindInvalid)
+			}
+			return r.Chain.Seq, lineHash(line), nil
+		}
+	}
+}
+
+// lineHash is the hash of a record's line (without its newline) that the
+// next record carries in Chain.Prev.
+func lineHash(line []byte) string {
+	sum := sha256.Sum256(line)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Write appends r, which the caller has salted (Salt.Apply), with its
+// Chain set to follow the last record written. r's Chain is overwritten.
+// When path names another file than the open one (it was rotated or
+// deleted), the device opens path first, and the chain goes on in it.
+// A write that fails leaves no partial record: the file is cut back to
+// its last whole record, and the error is of kind keel.KindUnavailable.
+func (d *File) Write(r *Record) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
+	}
+	if err := d.follow(); err != nil {
+		return err
+	}
+	c := *r
+	c.Chain = &Chain{Seq: d.seq + 1, Prev: d.last}
+	line, err := json.Marshal(&c)
+	if err != nil {
+		return fmt.Errorf("audit: %s: encode a record: %w", d.path, errors.Join(err, keel.KindInvalid))
+	}
+	n, err := d.f.Write(append(line, '\n'))
+	if err != nil {
+		if n > 0 {
+			d.f.Truncate(d.size) // best effort: the next open refuses a partial record
+		}
+		return fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
+	}
+	d.size += int64(n)
+	d.seq, d.last = c.Chain.Seq, lineHash(line)
+	return nil
+}
+
+// follow reopens d.path when it no longer names the open file. Called
+// with d.mu held.
+func (d *File) follow() error {
+	info, err := os.Stat(d.path)
+	if err == nil && os.SameFile(info, d.info) {
+		return nil
+	}
+	return d.reopen()
+}
+
+// Reopen closes the file and opens path again, as after a rotation (the
+// example server calls it on SIGHUP). The chain goes on in the new file.
+func (d *File) Reopen() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
+	}
+	return d.reopen()
+}
+
+func (d *File) reopen() error {
+	old := d.f
+	if err := d.open(); err != nil {
+		return err
+	}
+	old.Close()
+	return nil
+}
+
+// Close closes the file. Writes after Close fail with
+// keel.KindUnavailable.
+func (d *File) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	if err := d.f.Close(); err != nil {
+		return fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
+	}
+	return nil
+}
+
+// unavailable wraps an I/O error with keel.KindUnavailable.
+func unavailable(err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("%w: %w", err, keel.KindUnavailable)
+}
