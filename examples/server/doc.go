@@ -275,16 +275,37 @@
 // each background worker (lease expiry, peering heartbeats) has its own
 // election, so that one server of the deployment runs it.
 //
-// # Verifying an audit log
+// # Audit
+//
+// Vault's audit routes manage file devices (package audit), so that `vault
+// audit enable file file_path=/var/log/keel/audit.log`, `vault audit list`
+// and `vault audit disable file/` work unmodified; each needs sudo on
+// sys/audit. A device's configuration and salt are kept in the store,
+// sealed like every value: the devices come back at the next start, and a
+// value's hash (POST /v1/sys/audit-hash/:path, {"input": …}) stays the
+// same. Once a device is enabled, every request under /v1/ but the status
+// endpoints (sys/health, sys/seal-status, sys/leader) is recorded before it
+// is served and its response after: a request no device records within 1 s
+// is refused with 503 and not served; a response no device records is
+// withheld and 503 answered instead. SIGHUP reopens the files, as after a
+// rotation; a file renamed or deleted is noticed at the next record anyway.
+//
+// Differences from Vault: the one device type is "file", with the options
+// file_path (a path; Vault's "stdout" and "discard" are refused) and mode;
+// other options (log_raw, hmac_accessor, format, prefix…) are refused with
+// 400 naming them. A device whose file cannot be opened at start is logged
+// and left out, instead of failing the start. Each record carries a
+// "chain" object (sequence number and the previous record's hash) that
+// Vault's records do not have; Vault answers 500 where this server answers
+// 503. Devices enabled through another server on the same etcd are served
+// from that server's next start.
 //
 //	go run ./examples/server audit verify audit.log.1 audit.log
 //
-// verifies the chain of an audit log written by package audit's File
-// device, given as its files oldest first (see audit.Verify), and prints
-// the count of records and the last record's hash. It exits with status 0
-// when the chain is intact, 1 with the line where it breaks otherwise. The
-// server does not write an audit log yet: a program that embeds keel
-// enables devices on an audit.Broker.
+// verifies the chain of a log, given as its files oldest first (see
+// audit.Verify), and prints the count of records and the last record's
+// hash. It exits with status 0 when the chain is intact, 1 with the line
+// where it breaks otherwise.
 //
 // # Adding an adapter
 //

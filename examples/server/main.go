@@ -265,6 +265,26 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	if h.mount != nil {
 		h.mount(mux, d)
 	}
+	audits, err := openAudits(ctx, d)
+	if err != nil {
+		return err
+	}
+	audits.register(mux)
+	// SIGHUP reopens the audit files, as after a rotation.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	hupDone := make(chan struct{})
+	defer func() { signal.Stop(hup); close(hupDone) }()
+	go func() {
+		for {
+			select {
+			case <-hup:
+				audits.reopen()
+			case <-hupDone:
+				return
+			}
+		}
+	}()
 
 	if opts.pprofAddr != "" {
 		_, stopPprof, err := startPprof(ctx, opts.pprofAddr, logger)
@@ -299,9 +319,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	requestLog := newLineBuffer(stderr, requestLogDelay)
 	defer requestLog.Close() // after the shutdown, which waits for requests
 	requestLogger := slog.New(slog.NewTextHandler(requestLog, nil))
-	// Every request: its token, its log line, the caps on its path, then
-	// the bound on the bodies in flight (limits.go).
-	var handler http.Handler = mux
+	// Every request: its token, its log line, the caps on its path, the
+	// bound on the bodies in flight (limits.go), then its audit records
+	// (audit.go).
+	var handler http.Handler = audits.middleware(mux)
 	if opts.maxInflight > 0 {
 		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), newBudget(min(opts.maxInflight, anonInflight), inflightWait), handler)
 	}

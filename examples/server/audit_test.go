@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/vault/api"
+	"github.com/keelhq/keel/audit"
+)
+
+// TestAuditFileDevice: a file device enabled through vault/api, as `vault
+// audit enable file file_path=…` does, records a kv write and read of a
+// password as two request and two response records, with the password's
+// HMAC and never its plaintext; sys/audit-hash gives that HMAC; the log
+// verifies; the device is listed. While the file's path cannot be written,
+// a kv write is refused and changes nothing; once it can, the server
+// records again, without a restart. Disabled, the device records nothing
+// more, and the server stays up across a restart with the device kept.
+func TestAuditFileDevice(t *testing.T) {
+	const token = "audit-root-token"
+	dir := t.TempDir()
+	data := filepath.Join(dir, "keel.db")
+	logPath := filepath.Join(dir, "audit.log")
+	ts := start(t, hooks{}, "-data", data, "-root-token", token)
+	c := vaultClient(t, ts, token)
+	sys := c.Sys()
+
+	if err := sys.EnableAuditWithOptions("file", &api.EnableAuditOptions{Type: "file", Options: map[string]string{"file_path": logPath}}); err != nil {
+		t.Fatal(err)
+	}
+	devices, err := sys.ListAudit()
+	if err != nil || devices["file/"] == nil || devices["file/"].Options["file_path"] != logPath || devices["file/"].Type != "file" {
+		t.Fatalf("ListAudit = %+v, %v; want the file device", devices, err)
+	}
+	before := recordsIn(t, logPath)
+	if _, err := c.Logical().Write("secret/app", map[string]any{"password": "hunter2-audited"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.Logical().Read("secret/app"); err != nil || s.Data["password"] != "hunter2-audited" {
+		t.Fatalf("read = %+v, %v", s, err)
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(log, []byte("hunter2-audited")) || bytes.Contains(log, []byte(token)) {
+		t.Fatalf("the audit log holds the password or the token in the clear:\n%s", log)
+	}
+	hash, err := sys.AuditHash("file", "hunter2-audited")
+	if err != nil || !strings.HasPrefix(hash, "hmac-sha256:") {
+		t.Fatalf("AuditHash = %q, %v", hash, err)
+	}
+	recs := recordsIn(t, logPath)[len(before):]
+	var req, resp int
+	for _, r := range recs {
+		if r.Request == nil || r.Request.Path != "secret/app" {
+			continue
+		}
+		switch {
+		case r.Type == audit.TypeRequest && r.Request.Operation == "update" && r.Request.Data["password"] == hash:
+			req++
+		case r.Type == audit.TypeRequest && r.Request.Operation == "read":
+			req++
+		case r.Type == audit.TypeResponse && r.Request.Operation == "update":
+			resp++
+		case r.Type == audit.TypeResponse && r.Request.Operation == "read" && r.Response.Data["password"] == hash:
+			resp++
+		}
+	}
+	if req != 2 || resp != 2 {
+		t.Errorf("records of secret/app: %d requests and %d responses, want 2 and 2:\n%s", req, resp, log)
+	}
+	if _, err := audit.Verify(bytes.NewReader(log)); err != nil {
+		t.Errorf("Verify of the log: %v", err)
+	}
+
+	// The path made unwritable: a directory stands where the file was.
+	if err := os.Rename(logPath, logPath+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(logPath, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Logical().Write("secret/app", map[string]any{"password": "changed"})
+	var re *api.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != 503 {
+		t.Fatalf("write while the audit file cannot be written = %v, want 503", err)
+	}
+	if err := os.Remove(logPath); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.Logical().Read("secret/app"); err != nil || s.Data["password"] != "hunter2-audited" {
+		t.Fatalf("after the refused write, read = %+v, %v; want the password unchanged", s, err)
+	}
+	a, _ := os.ReadFile(logPath + ".1")
+	b, _ := os.ReadFile(logPath)
+	if _, err := audit.Verify(bytes.NewReader(append(a, b...))); err != nil {
+		t.Errorf("Verify across the rotation: %v", err)
+	}
+
+	// Kept across a restart, then disabled.
+	ts.stop()
+	ts = start(t, hooks{}, "-data", data, "-root-token", token)
+	c = vaultClient(t, ts, token)
+	if devices, err := c.Sys().ListAudit(); err != nil || devices["file/"] == nil {
+		t.Fatalf("ListAudit after a restart = %+v, %v", devices, err)
+	}
+	if h, err := c.Sys().AuditHash("file", "hunter2-audited"); err != nil || h != hash {
+		t.Errorf("AuditHash after a restart = %q, %v; want %q (the salt is kept)", h, err, hash)
+	}
+	if err := c.Sys().DisableAudit("file"); err != nil {
+		t.Fatal(err)
+	}
+	n := len(recordsIn(t, logPath))
+	if _, err := c.Logical().Read("secret/app"); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(recordsIn(t, logPath)); got != n {
+		t.Errorf("a disabled device recorded %d more records", got-n)
+	}
+}
+
+// recordsIn reads the records of the log at path.
+func recordsIn(t *testing.T, path string) []audit.Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []audit.Record
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var r audit.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("a line of the log is not a record: %v\n%s", err, line)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
