@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/keelhq/keel"
@@ -52,6 +53,9 @@ type audits struct {
 	mu      sync.Mutex
 	files   map[string]*audit.File
 	devices map[string]auditDevice
+	// active is whether a device is enabled, read by every request
+	// without a lock.
+	active atomic.Bool
 }
 
 // openAudits enables the devices kept in store. A device whose file
@@ -107,6 +111,7 @@ func (a *audits) enable(path string, dev auditDevice) error {
 		return err
 	}
 	a.files[path] = f
+	a.active.Store(true)
 	return nil
 }
 
@@ -267,6 +272,7 @@ func (a *audits) disableLocked(path string) {
 		f.Close()
 		delete(a.files, path)
 	}
+	a.active.Store(len(a.files) > 0)
 }
 
 func (a *audits) serveHash(w http.ResponseWriter, r *http.Request) {
@@ -299,7 +305,7 @@ var unaudited = map[string]bool{"/v1/sys/health": true, "/v1/sys/seal-status": t
 // withholds it (with 500).
 func (a *audits) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(a.broker.Devices()) == 0 || !strings.HasPrefix(r.URL.Path, "/v1/") || unaudited[r.URL.Path] {
+		if !a.active.Load() || !strings.HasPrefix(r.URL.Path, "/v1/") || unaudited[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}
