@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -299,9 +300,43 @@ type failingDevice struct{}
 
 func (failingDevice) Write(*audit.Record) error { return errors.New("disk full") }
 
-type memDevice struct{ got []*audit.Record }
+type memDevice struct {
+	mu  sync.Mutex
+	got []*audit.Record
+}
 
-func (d *memDevice) Write(r *audit.Record) error { d.got = append(d.got, r); return nil }
+func (d *memDevice) Write(r *audit.Record) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got = append(d.got, r)
+	return nil
+}
+
+// TestBrokerConcurrentRecords: records sent at once to one device all
+// succeed: a write in progress is not a blocked one.
+func TestBrokerConcurrentRecords(t *testing.T) {
+	ctx := context.Background()
+	b := audit.NewBroker(nil)
+	mem := &memDevice{}
+	if err := b.Enable("mem/", mem, salt(t)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				if err := b.Record(ctx, record(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(mem.got) != 800 {
+		t.Errorf("the device got %d records, want 800", len(mem.got))
+	}
+}
 
 // TestBrokerFailsClosed: with no device, Record succeeds; with devices of
 // which none writes, it fails with kind unavailable naming them; one that

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -37,9 +38,32 @@ type entry struct {
 	name string
 	dev  Device
 	salt *Salt
-	// busy is held by the write in progress; a Record that finds it
-	// held while a write is blocked gives the device up at once.
-	busy chan struct{}
+	// stuck counts the device's writes that a Record gave up on and that
+	// have not returned yet: while it is not zero, records skip the
+	// device at once.
+	stuck atomic.Int64
+}
+
+// write is one record's write to one device, which either ends (the
+// writer sets done first) or is given up on (Record sets done first, and
+// counts it stuck until it ends).
+type write struct {
+	e    *entry
+	done atomic.Bool
+}
+
+// end is called by the writer when the device's Write has returned.
+func (w *write) end() {
+	if !w.done.CompareAndSwap(false, true) {
+		w.e.stuck.Add(-1) // it had been given up on
+	}
+}
+
+// abandon is called by Record when it stops waiting for w.
+func (w *write) abandon() {
+	if w.done.CompareAndSwap(false, true) {
+		w.e.stuck.Add(1)
+	}
 }
 
 // Options configure a Broker. A nil *Options, and each zero field, means
@@ -87,7 +111,7 @@ func (b *Broker) Enable(name string, d Device, salt *Salt) error {
 	if _, ok := b.devices[name]; ok {
 		return fmt.Errorf("audit: device %q is already enabled: %w", name, keel.KindAlreadyExists)
 	}
-	b.devices[name] = &entry{name: name, dev: d, salt: salt, busy: make(chan struct{}, 1)}
+	b.devices[name] = &entry{name: name, dev: d, salt: salt}
 	return nil
 }
 
@@ -145,34 +169,44 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 	if len(devices) == 0 {
 		return nil
 	}
-	results := make(chan error, len(devices))
+	type result struct {
+		i   int
+		err error
+	}
+	results := make(chan result, len(devices))
+	writes := make([]*write, len(devices))
 	timer := b.clock.NewTimer(b.timeout)
 	defer timer.Stop()
-	for _, e := range devices {
-		select {
-		case e.busy <- struct{}{}:
-		default:
-			results <- fmt.Errorf("device %q: a write is still blocked", e.name)
+	for i, e := range devices {
+		if e.stuck.Load() > 0 {
+			results <- result{i, fmt.Errorf("device %q: an earlier write is still blocked", e.name)}
 			continue
 		}
+		w := &write{e: e}
+		writes[i] = w
 		go func() {
-			defer func() { <-e.busy }()
-			if err := e.dev.Write(e.salt.Apply(r)); err != nil {
-				results <- fmt.Errorf("device %q: %w", e.name, err)
-				return
+			err := e.dev.Write(e.salt.Apply(r))
+			w.end()
+			if err != nil {
+				err = fmt.Errorf("device %q: %w", e.name, err)
 			}
-			results <- nil
+			results <- result{i, err}
 		}()
 	}
 	var errs []string
 	for range devices {
 		select {
-		case err := <-results:
-			if err == nil {
-				return nil
+		case res := <-results:
+			if res.err == nil {
+				return nil // the others write on, unwatched
 			}
-			errs = append(errs, err.Error())
+			errs = append(errs, res.err.Error())
 		case <-timer.C():
+			for _, w := range writes {
+				if w != nil {
+					w.abandon() // no effect on a write that ended
+				}
+			}
 			return fmt.Errorf("audit: no device recorded the %s within %v: %w", r.Type, b.timeout, keel.KindUnavailable)
 		case <-ctx.Done():
 			return fmt.Errorf("audit: record the %s: %w", r.Type, ctx.Err())

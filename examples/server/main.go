@@ -75,6 +75,10 @@ type hooks struct {
 	// shutdown is called when the server has begun to shut down: it
 	// accepts no more connections, but requests in flight go on.
 	shutdown func()
+	// handler, when not nil, is called with the server's whole handler
+	// (token check, request log, limits, audit, routes) before it
+	// serves, so that a benchmark can call it without the network.
+	handler func(http.Handler)
 	// peeringHeartbeat, when not zero, replaces the heartbeat interval of
 	// cluster peering (15 s), so that end-to-end tests see exports fast.
 	peeringHeartbeat time.Duration
@@ -337,6 +341,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	}
 	if h.shutdown != nil {
 		srv.RegisterOnShutdown(h.shutdown)
+	}
+	if h.handler != nil {
+		h.handler(srv.Handler)
 	}
 	served := make(chan error, 1)
 	go func() {

@@ -48,7 +48,7 @@ func (s *syncBuffer) String() string {
 
 // testServer is a server started by serve in a goroutine.
 type testServer struct {
-	t      *testing.T
+	t      testing.TB
 	url    string // http://addr
 	stderr *syncBuffer
 	cancel context.CancelFunc
@@ -61,7 +61,7 @@ type testServer struct {
 // start runs serve with args on 127.0.0.1:0 (args may set another -addr)
 // and returns once it listens. The server is stopped at the end of the
 // test if the test has not stopped it.
-func start(t *testing.T, h hooks, args ...string) *testServer {
+func start(t testing.TB, h hooks, args ...string) *testServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{t: t, stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
