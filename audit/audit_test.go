@@ -173,7 +173,8 @@ func slices(s []string) []string { return append([]string(nil), s...) }
 func TestFileFollowsRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.log")
-	d, err := audit.OpenFile(path, nil)
+	clock := keel.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	d, err := audit.OpenFile(path, &audit.FileOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,10 +190,12 @@ func TestFileFollowsRotation(t *testing.T) {
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(time.Second) // the next write looks at the path
 	write(2)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(time.Second)
 	write(3)
 	write(4)
 	if err := os.Rename(path, path+".2"); err != nil {
@@ -249,12 +252,15 @@ func TestOpenFileContinuesChain(t *testing.T) {
 	}
 }
 
-// TestFileUnwritableThenRecovers: while the path cannot be written (a
-// directory stands there), writes fail with kind unavailable; once it can
-// again, the device writes without being opened anew, and the chain holds.
+// TestFileUnwritableThenRecovers: once the device has looked at its path
+// (a second later, on its clock) and found it cannot be written (a
+// directory stands there), writes fail with kind unavailable, every one;
+// once it can again, the device writes without being opened anew, and the
+// chain holds.
 func TestFileUnwritableThenRecovers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
-	d, err := audit.OpenFile(path, nil)
+	clock := keel.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	d, err := audit.OpenFile(path, &audit.FileOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,8 +274,13 @@ func TestFileUnwritableThenRecovers(t *testing.T) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(time.Second)
 	if err := d.Write(record(1)); keel.KindOf(err) != keel.KindUnavailable {
 		t.Fatalf("Write while the path is a directory = %v, want kind unavailable", err)
+	}
+	// Found unwritable, the path is looked at again at every write.
+	if err := d.Write(record(1)); keel.KindOf(err) != keel.KindUnavailable {
+		t.Fatalf("second Write while the path is a directory, no time passed = %v, want kind unavailable", err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)

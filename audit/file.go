@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/keelhq/keel"
 )
@@ -19,8 +20,9 @@ import (
 // files it writes when the file is rotated. It is safe for concurrent use:
 // records are written one at a time, in the order of Write calls.
 type File struct {
-	path string
-	mode os.FileMode
+	path  string
+	mode  os.FileMode
+	clock keel.Clock
 
 	mu     sync.Mutex
 	f      *os.File
@@ -29,12 +31,23 @@ type File struct {
 	seq    uint64      // of the last record written
 	last   string      // hash of the last record's line
 	closed bool
+	// checked is when path was last found to name the open file: it is
+	// compared again at most once per followEvery, so that a record costs
+	// no stat.
+	checked time.Time
 }
+
+// followEvery is how often a File checks that its path still names the
+// file it writes.
+const followEvery = time.Second
 
 // FileOptions configure a File. A nil *FileOptions means the defaults.
 type FileOptions struct {
 	// Mode is the permission of a file the device creates. Zero: 0600.
 	Mode os.FileMode
+	// Clock times the checks that the path still names the file. Nil:
+	// keel.SystemClock{}.
+	Clock keel.Clock
 }
 
 // OpenFile opens the file device at path, creating the file if needed.
@@ -50,7 +63,7 @@ func OpenFile(path string, opts *FileOptions) (*File, error) {
 	if o.Mode == 0 {
 		o.Mode = 0o600
 	}
-	d := &File{path: path, mode: o.Mode}
+	d := &File{path: path, mode: o.Mode, clock: keel.ClockOrSystem(o.Clock)}
 	if err := d.open(); err != nil {
 		return nil, err
 	}
@@ -136,7 +149,11 @@ func lineHash(line []byte) string {
 // Write appends r, which the caller has salted (Salt.Apply), with its
 // Chain set to follow the last record written. r's Chain is overwritten.
 // When path names another file than the open one (it was rotated or
-// deleted), the device opens path first, and the chain goes on in it.
+// deleted), the device opens path first, and the chain goes on in it. It
+// looks at most once a second (on Options.Clock), so records written
+// within a second of a rename may still go to the renamed file, in the
+// chain's order (Reopen switches at once); once it found the path not
+// writable, it looks again at every write, until it is.
 // A write that fails leaves no partial record: the file is cut back to
 // its last whole record, and the error is of kind keel.KindUnavailable.
 func (d *File) Write(r *Record) error {
@@ -169,11 +186,18 @@ func (d *File) Write(r *Record) error {
 // follow reopens d.path when it no longer names the open file. Called
 // with d.mu held.
 func (d *File) follow() error {
-	info, err := os.Stat(d.path)
-	if err == nil && os.SameFile(info, d.info) {
+	now := d.clock.Now()
+	if now.Sub(d.checked) < followEvery {
 		return nil
 	}
-	return d.reopen()
+	info, err := os.Stat(d.path)
+	if err != nil || !os.SameFile(info, d.info) {
+		if err := d.reopen(); err != nil {
+			return err // checked again at the next write
+		}
+	}
+	d.checked = now
+	return nil
 }
 
 // Reopen closes the file and opens path again, as after a rotation (the
@@ -190,9 +214,11 @@ func (d *File) Reopen() error {
 func (d *File) reopen() error {
 	old := d.f
 	if err := d.open(); err != nil {
+		d.checked = time.Time{}
 		return err
 	}
 	old.Close()
+	d.checked = d.clock.Now()
 	return nil
 }
 

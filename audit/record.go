@@ -7,6 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/keelhq/keel"
@@ -75,7 +78,8 @@ type Chain struct {
 // so that an operator who knows a value can find it (Hash) without the log
 // holding it. A Salt is safe for concurrent use.
 type Salt struct {
-	key []byte
+	key  []byte
+	macs sync.Pool // of hash.Hash: HMAC-SHA256 under key, reset
 }
 
 // SaltSize is the size of the salts GenerateSalt returns.
@@ -86,7 +90,9 @@ func NewSalt(key []byte) (*Salt, error) {
 	if len(key) < 16 {
 		return nil, fmt.Errorf("audit: a salt must hold at least 16 bytes, got %d: %w", len(key), keel.KindInvalid)
 	}
-	return &Salt{key: append([]byte(nil), key...)}, nil
+	s := &Salt{key: append([]byte(nil), key...)}
+	s.macs.New = func() any { return hmac.New(sha256.New, s.key) }
+	return s, nil
 }
 
 // GenerateSalt returns SaltSize random bytes, for NewSalt.
@@ -98,9 +104,17 @@ func GenerateSalt() []byte {
 
 // Hash returns the HMAC of v under the salt, as records carry it.
 func (s *Salt) Hash(v string) string {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(v))
-	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+	m := s.macs.Get().(hash.Hash)
+	m.Reset()
+	io.WriteString(m, v)
+	var sum [sha256.Size]byte
+	b := m.Sum(sum[:0])
+	s.macs.Put(m)
+	const prefix = "hmac-sha256:"
+	out := make([]byte, len(prefix)+hex.EncodedLen(len(b)))
+	copy(out, prefix)
+	hex.Encode(out[len(prefix):], b)
+	return string(out)
 }
 
 // Apply returns a copy of r whose secret strings are replaced by their

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,15 +12,17 @@ import (
 
 	"github.com/hashicorp/vault/api"
 	"github.com/keelhq/keel/audit"
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // TestAuditFileDevice: a file device enabled through vault/api, as `vault
 // audit enable file file_path=…` does, records a kv write and read of a
 // password as two request and two response records, with the password's
 // HMAC and never its plaintext; sys/audit-hash gives that HMAC; the log
-// verifies; the device is listed. While the file's path cannot be written,
-// a kv write is refused and changes nothing; once it can, the server
-// records again, without a restart. Disabled, the device records nothing
+// verifies; the device is listed. Once the device has found that the
+// file's path cannot be written (within a second), a kv write is refused
+// and changes nothing; once it can, the server records again, without a
+// restart. Disabled, the device records nothing
 // more, and the server stays up across a restart with the device kept.
 func TestAuditFileDevice(t *testing.T) {
 	const token = "audit-root-token"
@@ -80,22 +83,31 @@ func TestAuditFileDevice(t *testing.T) {
 	}
 
 	// The path made unwritable: a directory stands where the file was.
+	// The device looks at its path at most once a second: until then,
+	// records still go to the renamed file.
 	if err := os.Rename(logPath, logPath+".1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(logPath, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Logical().Write("secret/app", map[string]any{"password": "changed"})
-	var re *api.ResponseError
-	if !errors.As(err, &re) || re.StatusCode != 503 {
-		t.Fatalf("write while the audit file cannot be written = %v, want 503", err)
+	refused := func(value string) error {
+		_, err := c.Logical().Write("secret/app", map[string]any{"password": value})
+		var re *api.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != 503 {
+			return fmt.Errorf("write while the audit file cannot be written = %v, want 503", err)
+		}
+		return nil
+	}
+	keeltest.Eventually(t, "a kv write refused while the audit file cannot be written", func() error { return refused("during") })
+	if err := refused("refused"); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.Remove(logPath); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.Logical().Read("secret/app"); err != nil || s.Data["password"] != "hunter2-audited" {
-		t.Fatalf("after the refused write, read = %+v, %v; want the password unchanged", s, err)
+	if s, err := c.Logical().Read("secret/app"); err != nil || s.Data["password"] == "refused" {
+		t.Fatalf("after the refused write, read = %+v, %v; want the password not changed by it", s, err)
 	}
 	a, _ := os.ReadFile(logPath + ".1")
 	b, _ := os.ReadFile(logPath)

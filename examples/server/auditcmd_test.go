@@ -34,6 +34,9 @@ func TestAuditVerifyCommand(t *testing.T) {
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
+	if err := d.Reopen(); err != nil { // as the server does on SIGHUP
+		t.Fatal(err)
+	}
 	write()
 	d.Close()
 
