@@ -64,9 +64,10 @@ type QuotaRequest struct {
 // (errors.As finds it in the error of Issuer.Issue, Tx.Issue and
 // Issuer.Update). It wraps keel.KindTooLarge.
 type QuotaError struct {
-	Name string // the quota's name
-	Path string // the quota's path, as set
-	Max  int    // the quota's MaxLeases
+	Name      string // the quota's name
+	Path      string // the quota's path, as set
+	Max       int    // the quota's MaxLeases
+	LeasePath string // the request path of the lease refused
 }
 
 func (e *QuotaError) Error() string {
@@ -209,7 +210,7 @@ func (q *quotaTx) admit(id string) error {
 	}
 	if i := q.applying(pathOf(id)); i >= 0 && q.used(i) >= q.recs[i].Max {
 		r := q.recs[i]
-		return &QuotaError{Name: r.Name, Path: r.Path, Max: r.Max}
+		return &QuotaError{Name: r.Name, Path: r.Path, Max: r.Max, LeasePath: pathOf(id)}
 	}
 	for i := range q.recs {
 		if q.recs[i].counts(id) {

@@ -44,7 +44,7 @@ func wantQuotaError(t testing.TB, err error, name string, maxLeases int) {
 	if !errors.As(err, &qe) {
 		t.Fatalf("error %v: not a *QuotaError", err)
 	}
-	if qe.Name != name || qe.Max != maxLeases {
+	if qe.Name != name || qe.Max != maxLeases || qe.LeasePath == "" {
 		t.Fatalf("QuotaError %+v: want the quota %q of %d", qe, name, maxLeases)
 	}
 	wantKind(t, err, keel.KindTooLarge)
