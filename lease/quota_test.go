@@ -2,8 +2,10 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -449,4 +451,43 @@ func TestQuotaRequests(t *testing.T) {
 	if got := auth.Take(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Fatalf("rights asked: %+v, want %+v", got, want)
 	}
+}
+
+// A count that was interrupted (a quota left counting, its scan past some
+// leases) stays exact while leases come and go on both sides of its
+// cursor, and PutQuota finishes it: an issue or a removal counts in the
+// quota only the leases its scan has passed.
+func TestQuotaCountResumesExactly(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, open everystore.Open) {
+		e := newEnv(t, open, nil, nil)
+		ctx := context.Background()
+		var ids []string
+		for range 10 {
+			ids = append(ids, e.issue(t, IssueRequest{Path: "ldap/creds/app"}).ID)
+		}
+		slices.Sort(ids)
+		// Stored as a count stopped after the first five leases.
+		rec, err := json.Marshal([]quotaRec{{Name: "app", Path: "ldap/", Max: 100, Raw: 5, Counting: true, Cursor: idKey(ids[4])}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw(t, e.raw, map[string][]byte{keyPrefix + quotaKey: rec})
+		if q := e.quotaLeases(t, "app"); q != 5 {
+			t.Fatalf("a quota counting: %d leases so far, want 5", q)
+		}
+		// A counting quota does not apply yet: it refuses nothing.
+		for range 10 {
+			e.issue(t, IssueRequest{Path: "ldap/creds/app"})
+		}
+		for _, id := range []string{ids[0], ids[4], ids[5], ids[9]} {
+			if err := e.m.Revoke(ctx, id, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := e.putQuota(t, "app", "ldap/", 100)
+		stored := len(keysUnder(t, e.raw, keyPrefix+idKey("ldap/")))
+		if q.Counting || q.Leases != stored || stored != 16 {
+			t.Fatalf("quota after the count: %+v, %d leases stored (want 16)", q, stored)
+		}
+	})
 }
