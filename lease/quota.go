@@ -476,3 +476,32 @@ func (m *Manager) DeleteQuota(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// CheckQuota fails with the error Issue would give, a *QuotaError, when the
+// lease-count quota that applies to a lease of the request path is full
+// now, and returns nil otherwise (for a path outside the Issuer's mount
+// too: Issue refuses it). An engine that creates a secret outside the
+// store (a directory account) asks before creating it, so that a full
+// quota refuses the request without touching the backend; the check is
+// advisory, as the quota may fill meanwhile, and Issue, which counts
+// exactly, still decides.
+func (i *Issuer) CheckQuota(ctx context.Context, path string) error {
+	if !i.under(path) {
+		return nil
+	}
+	err := i.m.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		q := newQuotaTx(tx)
+		if err := q.load(); err != nil {
+			return err
+		}
+		if j := q.applying(path); j >= 0 && q.used(j) >= q.recs[j].Max {
+			r := q.recs[j]
+			return &QuotaError{Name: r.Name, Path: r.Path, Max: r.Max, LeasePath: path}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lease: issue for %q: %w", path, err)
+	}
+	return nil
+}

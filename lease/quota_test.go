@@ -90,15 +90,19 @@ func TestQuotaRefusesBeyondMax(t *testing.T) {
 }
 
 // An engine's own transaction (Tx.Issue) is refused by a quota as
-// Issuer.Issue is, with the engine's writes.
+// Issuer.Issue is, with the engine's writes; CheckQuota says so before.
 func TestQuotaRefusesInEngineTx(t *testing.T) {
 	e := newEnv(t, everystore.Mem, nil, nil)
 	iss := engineIssuer(t, e)
 	ctx := context.Background()
 	e.putQuota(t, "db", "db/", 1)
+	if err := iss.CheckQuota(ctx, "db/creds/app"); err != nil {
+		t.Fatalf("CheckQuota under a quota not full: %v", err)
+	}
 	if _, err := iss.Issue(ctx, IssueRequest{Path: "db/creds/app"}); err != nil {
 		t.Fatal(err)
 	}
+	wantQuotaError(t, iss.CheckQuota(ctx, "db/creds/app"), "db", 1)
 	before := storagetest.Dump(t, e.raw)
 	err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *Tx) error {
 		if err := tx.Put("accounts/app", []byte("dn")); err != nil {

@@ -103,3 +103,30 @@ func TestLeaseCountQuotas(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLeaseCountQuotaCreds: an ldap credential beyond a lease-count quota
+// answers 429 in Vault's words, and the engine creates no account for it
+// (it asks the quota before touching the directory).
+func TestLeaseCountQuotaCreds(t *testing.T) {
+	e := newLDAPEnv(t)
+	root := e.client(t, rootToken)
+	c := root.Logical()
+	configure(t, root, "ldap")
+	if _, err := c.Write("ldap/role/dev", map[string]any{"creation_ldif": creationLDIF, "deletion_ldif": deletionLDIF}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write("sys/quotas/lease-count/dev", map[string]any{"path": "ldap/creds/dev", "max_leases": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read("ldap/creds/dev"); err != nil {
+		t.Fatal(err)
+	}
+	applied, dns := e.dir.Applied(), len(e.dir.DNs())
+	status, _, body := do(t, e, http.MethodGet, "/v1/ldap/creds/dev", "X-Vault-Token", rootToken)
+	if wantBody := `{"errors":["1 error occurred:\n\t* request path \"ldap/creds/dev\": lease count quota exceeded\n\n"]}`; status != http.StatusTooManyRequests || body != wantBody+"\n" && body != wantBody {
+		t.Fatalf("creds beyond the quota: %d %s", status, body)
+	}
+	if e.dir.Applied() != applied || len(e.dir.DNs()) != dns {
+		t.Fatalf("creds refused by the quota touched the directory: %d changes applied, then %d", applied, e.dir.Applied())
+	}
+}
