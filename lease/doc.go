@@ -92,11 +92,14 @@
 // them back to the mount's. An issue (Issuer.Issue, Tx.Issue) that would
 // give the applying quota more than its MaxLeases leases is refused
 // before anything is written, with a *QuotaError naming the quota
-// (keel.KindTooLarge).
+// (keel.KindTooLarge). An engine that creates its secret outside the store
+// before the lease (a directory account) asks Issuer.CheckQuota first, so
+// that a full quota refuses it before the backend is touched.
 //
 // Counts are exact across processes on one store: every transaction that
 // stores a new lease or removes one (Revoke, RevokePrefix, RevokeForce,
-// the worker's batches, Tx.End, and so a mount's removal of its leases)
+// the worker's batches, which also remove what Tidy queues, Tx.End, and
+// so a mount's removal of its leases)
 // reads the quota record and updates the counts of the quotas that cover
 // the lease, in that same transaction, so that concurrent issuers conflict
 // on it and the store retries one of them. A quota set over existing
