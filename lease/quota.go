@@ -32,7 +32,8 @@ type Quota struct {
 	// PutQuota: "" every lease; a mount such as "secret/"; or a request
 	// path under one, such as "ldap/creds/app", covering the leases
 	// issued for that path and for the paths under it ("ldap/creds/app/x"),
-	// not "ldap/creds/app2". A trailing "/" changes nothing.
+	// not "ldap/creds/app2". A trailing "/" or "/*" (Vault's glob)
+	// changes nothing.
 	Path string
 	// MaxLeases is the most leases the quota lets exist at once.
 	MaxLeases int
@@ -52,8 +53,8 @@ type QuotaRequest struct {
 	Name string
 	// Path is what the quota covers (see Quota.Path): "", or a path with
 	// no leading "/", no empty, "." or ".." segment and no control
-	// character, with or without a trailing "/". No two quotas have the
-	// same path.
+	// character, with or without a trailing "/" or "/*" (no other glob).
+	// No two quotas have the same path.
 	Path string
 	// MaxLeases is the most leases the quota lets exist at once; it must
 	// be positive.
@@ -88,8 +89,11 @@ type quotaRec struct {
 	Cursor   string `json:"s,omitempty"`
 }
 
-// canon returns the path a quota path stands for: without its trailing "/".
-func canon(p string) string { return strings.TrimSuffix(p, "/") }
+// canon returns the path a quota path stands for: without its trailing
+// "/*" (Vault's glob of the paths under a prefix) or "/".
+func canon(p string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(p, "*"), "/")
+}
 
 // covers reports whether the quota path c (canonical) covers the lease
 // request path or quota path p.
@@ -301,8 +305,12 @@ func (m *Manager) PutQuota(ctx context.Context, req QuotaRequest) (Quota, error)
 	if why := checkQuotaName(req.Name); why != "" {
 		v.Add("Name", "%s", why)
 	}
-	if req.Path != "" {
-		if why := checkPath(canon(req.Path)); why != "" {
+	switch c := canon(req.Path); {
+	case req.Path == "":
+	case strings.Contains(c, "*") || strings.HasSuffix(req.Path, "*") && !strings.HasSuffix(req.Path, "/*"):
+		v.Add("Path", "may hold a glob only as its whole last segment (\"secret/app/*\")")
+	default:
+		if why := checkPath(c); why != "" {
 			v.Add("Path", "%s", why)
 		}
 	}

@@ -428,6 +428,8 @@ func TestQuotaRequests(t *testing.T) {
 		{QuotaRequest{Name: strings.Repeat("n", 129), MaxLeases: 1}, "Name"},
 		{QuotaRequest{Name: "q", Path: "/ldap", MaxLeases: 1}, "Path"},
 		{QuotaRequest{Name: "q", Path: "ldap//x", MaxLeases: 1}, "Path"},
+		{QuotaRequest{Name: "q", Path: "ldap/creds/app*", MaxLeases: 1}, "Path"},
+		{QuotaRequest{Name: "q", Path: "ldap/*/app", MaxLeases: 1}, "Path"},
 		{QuotaRequest{Name: "q", Path: "ldap/"}, "MaxLeases"},
 		{QuotaRequest{Name: "q", Path: "ldap/", MaxLeases: -1}, "MaxLeases"},
 	} {
@@ -438,8 +440,18 @@ func TestQuotaRequests(t *testing.T) {
 		}
 	}
 	e.putQuota(t, "q", "ldap/", 1)
-	_, err := e.m.PutQuota(ctx, QuotaRequest{Name: "r", Path: "ldap", MaxLeases: 1})
-	wantKind(t, err, keel.KindInvalid)
+	for _, same := range []string{"ldap", "ldap/*"} {
+		_, err := e.m.PutQuota(ctx, QuotaRequest{Name: "r", Path: same, MaxLeases: 1})
+		wantKind(t, err, keel.KindInvalid)
+	}
+	_, err := e.m.PutQuota(ctx, QuotaRequest{Name: "r", Path: "ldap/creds/*", MaxLeases: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.issue(t, IssueRequest{Path: "ldap/creds/app"})
+	_, err = e.m.issue(ctx, IssueRequest{Path: "ldap/creds/app"})
+	wantQuotaError(t, err, "r", 1)
+	wantKind(t, e.m.DeleteQuota(ctx, "r"), keel.KindNone)
 	_, err = e.m.GetQuota(ctx, "r")
 	wantKind(t, err, keel.KindNotFound)
 	wantKind(t, e.m.DeleteQuota(ctx, "r"), keel.KindNotFound)

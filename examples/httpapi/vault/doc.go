@@ -351,10 +351,11 @@
 //	                                                                  asks for one path
 //	lease-count quotas                 Enterprise only                served: package lease's quotas; a leased read or a
 //	                                                                  credential beyond one answers 429 as Vault's
-//	lease-count quota path             a namespace, a mount, or a     "", a mount, or a request path under one, which also
-//	                                   mount and an exact path suffix covers the paths under it (keel's leases are counted
-//	                                                                  by their request path); the mount need not exist
-//	                                                                  (another process may mount it)
+//	lease-count quota path             a namespace, a mount, a mount  "", a mount, or a request path under one, which
+//	                                   and an exact path suffix, or   covers that path and the paths under it: Vault's
+//	                                   one ending in a glob ("p/*",   "p" and "p/*" at once (a trailing "/*" is accepted
+//	                                   the paths under the prefix)    and means the same; a glob elsewhere is a 400); the
+//	                                                                  mount need not exist (another process may mount it)
 //	lease-count quota role,            role for auth mounts'          400 naming the field when set: keel serves no auth
 //	  inheritable                      logins; inheritable for        mount and has no namespaces
 //	                                   namespaces
