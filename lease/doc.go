@@ -84,7 +84,8 @@
 // Enterprise lease-count quotas of Vault) names a path and a maximum
 // number of leases: "" (every lease), a mount ("secret/"), or a request
 // path under one ("ldap/creds/app", which covers the leases issued for it
-// and for the paths under it, not "ldap/creds/app2"). As in Vault, the
+// and for the paths under it, not "ldap/creds/app2"; a trailing "/*",
+// Vault's glob, means the same). As in Vault, the
 // most specific quota applies, alone: the one with the longest path that
 // covers the lease's request path. A lease counts for that quota only
 // (Quota.Leases), so that a mount's quota does not count the leases of a
