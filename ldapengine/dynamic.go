@@ -376,6 +376,10 @@ func (e *Engine) CreateDynamicCred(ctx context.Context, name string) (_ DynamicC
 			return DynamicCred{}, wrapf(err, "dynamic role %q", name)
 		}
 	}
+	// A full lease-count quota refuses before the account exists.
+	if err := e.leases.CheckQuota(ctx, e.resource("creds", name)); err != nil {
+		return DynamicCred{}, wrapf(err, "dynamic role %q", name)
+	}
 	conn := cfg.conn()
 	added := addedDNs(creation)
 	if err := e.dir.Apply(ctx, conn, creation, false); err != nil {

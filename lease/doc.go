@@ -65,6 +65,8 @@
 //	                                tries to revoke the lease (Unix ns,
 //	                                big-endian hex: key order is time order)
 //	irrevocable/<lease id>          irrevocable index: mount and error
+//	quotas                          the lease-count quotas, with their
+//	                                counts (one record)
 //
 // Every operation on a lease changes the lease and its index entries in one
 // transaction. Scheduling lives in the store, not in one Go timer per lease:
@@ -75,6 +77,37 @@
 // many leases (Step, RevokePrefix, RevokeForce, Tidy) work in batches of
 // Limits().Batch leases per transaction, a number the store's limits on
 // the writes and reads of a transaction may lower.
+//
+// # Lease-count quotas
+//
+// A lease-count quota (PutQuota, GetQuota, ListQuotas, DeleteQuota; the
+// Enterprise lease-count quotas of Vault) names a path and a maximum
+// number of leases: "" (every lease), a mount ("secret/"), or a request
+// path under one ("ldap/creds/app", which covers the leases issued for it
+// and for the paths under it, not "ldap/creds/app2"; a trailing "/*",
+// Vault's glob, means the same). As in Vault, the
+// most specific quota applies, alone: the one with the longest path that
+// covers the lease's request path. A lease counts for that quota only
+// (Quota.Leases), so that a mount's quota does not count the leases of a
+// role that has a quota of its own, and deleting the role's quota gives
+// them back to the mount's. An issue (Issuer.Issue, Tx.Issue) that would
+// give the applying quota more than its MaxLeases leases is refused
+// before anything is written, with a *QuotaError naming the quota
+// (keel.KindTooLarge). An engine that creates its secret outside the store
+// before the lease (a directory account) asks Issuer.CheckQuota first, so
+// that a full quota refuses it before the backend is touched.
+//
+// Counts are exact across processes on one store: every transaction that
+// stores a new lease or removes one (Revoke, RevokePrefix, RevokeForce,
+// the worker's batches, which also remove what Tidy queues, Tx.End, and
+// so a mount's removal of its leases)
+// reads the quota record and updates the counts of the quotas that cover
+// the lease, in that same transaction, so that concurrent issuers conflict
+// on it and the store retries one of them. A quota set over existing
+// leases counts them first, in batches (see PutQuota), exactly while
+// leases come and go. The quota record is one key: issues under any quota
+// conflict with each other (not with issues under none), and a store
+// holds MaxQuotas quotas at most.
 //
 // # Lists and limits
 //
@@ -102,7 +135,8 @@
 // keel.KindUnavailable: a revoker's or renewer's error that has no kind of
 // its own, and a mount without a revoker. keel.KindInternal: a corrupt
 // record, a Tx used after its closure. keel.KindTooLarge: a lease too
-// large for the store (a path past its key size, say). The store's errors
+// large for the store (a path past its key size, say), and an issue
+// refused by a lease-count quota (a *QuotaError). The store's errors
 // are wrapped with their kinds. The one exception is the error of the
 // closure given to Issuer.Update, which Update returns as the closure
 // returned it. Each operation
@@ -121,7 +155,10 @@
 // "sys/leases/revoke-prefix/<prefix>"; RevokeForce keel.CapSudo on
 // "sys/leases/revoke-force/<prefix>"; Tidy keel.CapUpdate on
 // "sys/leases/tidy"; CountIrrevocable keel.CapRead on "sys/leases/count";
-// ListIrrevocable keel.CapSudo on "sys/leases". Issuer.Issue,
+// ListIrrevocable keel.CapSudo on "sys/leases"; PutQuota keel.CapUpdate,
+// GetQuota keel.CapRead and DeleteQuota keel.CapDelete on
+// "sys/quotas/lease-count/<name>", ListQuotas keel.CapList on
+// "sys/quotas/lease-count". Issuer.Issue,
 // Issuer.Update (Tx.Issue, Tx.End), Step and the worker are the engines'
 // and the program's: they check no right.
 //

@@ -45,7 +45,7 @@ func (m *Manager) issue(ctx context.Context, req IssueRequest) (Lease, error) {
 		return Lease{}, err
 	}
 	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return putEntry(tx, nil, &e)
+		return putNew(tx, &e)
 	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
@@ -105,6 +105,20 @@ func (m *Manager) newEntry(req IssueRequest) (entry, error) {
 		e.Data = append([]byte(nil), req.Data...)
 	}
 	return e, nil
+}
+
+// putNew writes the new lease e through tx, counted by the quotas that
+// cover it, unless the quota that applies to it is full: then it writes
+// nothing and returns a *QuotaError.
+func putNew(tx storage.Tx, e *entry) error {
+	q := newQuotaTx(tx)
+	if err := q.admit(e.ID); err != nil {
+		return err
+	}
+	if err := putEntry(tx, nil, e); err != nil {
+		return err
+	}
+	return q.flush()
 }
 
 // putEntry writes e (with its ID) and its index entries through tx, moving

@@ -150,7 +150,7 @@ func (t *Tx) Issue(req IssueRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	if err := putEntry(t.tx, nil, &e); err != nil {
+	if err := putNew(t.tx, &e); err != nil {
 		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
 	}
 	t.due = append(t.due, e.NextAttempt)
@@ -178,7 +178,11 @@ func (t *Tx) End(leaseID string) error {
 	case !t.i.under(leaseID):
 		return fmt.Errorf("lease: end: %w", keel.Invalid("LeaseID", "%q does not lie under the mount %q", leaseID, t.i.mount))
 	}
-	if err := removeCurrent(t.tx, leaseID, ""); err != nil {
+	q := newQuotaTx(t.tx)
+	if err := removeCurrent(t.tx, q, leaseID, ""); err != nil {
+		return fmt.Errorf("lease: end %q: %w", leaseID, err)
+	}
+	if err := q.flush(); err != nil {
 		return fmt.Errorf("lease: end %q: %w", leaseID, err)
 	}
 	return nil

@@ -254,12 +254,14 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 	}
 	batch := maxBatch
 	if ops := store.Limits().MaxTxOps; ops > 0 {
+		// A batch's writes for its leases leave room for one more: the
+		// quota table (see quotaTx).
 		batch = max(1, min(batch, ops/opsPerLease))
 	}
 	if reads := store.Limits().MaxTxReads; reads > 0 {
 		// A batch reads each lease's record and index entry, plus a
-		// scan or two.
-		batch = max(1, min(batch, (reads-4)/2))
+		// scan or two and the quota table.
+		batch = max(1, min(batch, (reads-5)/2))
 	}
 	m := &Manager{
 		store:  store,

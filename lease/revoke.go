@@ -113,7 +113,11 @@ func (m *Manager) revokeLoaded(ctx context.Context, e *entry, raw []byte) error 
 	}
 	if rerr == nil {
 		err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			return removeCurrent(tx, e.ID, "")
+			q := newQuotaTx(tx)
+			if err := removeCurrent(tx, q, e.ID, ""); err != nil {
+				return err
+			}
+			return q.flush()
 		})
 		if err != nil {
 			return fmt.Errorf("lease %q: revoked, but not removed: %w", e.ID, err)
@@ -138,9 +142,11 @@ func (m *Manager) revokeLoaded(ctx context.Context, e *entry, raw []byte) error 
 }
 
 // removeCurrent deletes the lease id as it is now stored, with its index
-// entries, and the expiry-index entry indexKey if not empty. A missing lease
-// is not an error; an undecodable one loses its record only.
-func removeCurrent(tx storage.Tx, id, indexKey string) error {
+// entries, and the expiry-index entry indexKey if not empty, and uncounts
+// it from the quotas of q (the caller flushes q before its transaction
+// ends). A missing lease is not an error; an undecodable one loses its
+// record only.
+func removeCurrent(tx storage.Tx, q *quotaTx, id, indexKey string) error {
 	if indexKey != "" {
 		if err := tx.Delete(indexKey); err != nil {
 			return err
@@ -151,6 +157,9 @@ func removeCurrent(tx storage.Tx, id, indexKey string) error {
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if err := q.removed(id); err != nil {
 		return err
 	}
 	cur, err := decodeEntry(id, raw)
@@ -477,15 +486,18 @@ func (m *Manager) revokePage(ctx context.Context, page []keyValue, force bool) e
 		removed = append(removed, id)
 	}
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		q := newQuotaTx(tx)
 		for _, id := range removed {
-			if err := removeCurrent(tx, id, ""); err != nil {
+			if err := removeCurrent(tx, q, id, ""); err != nil {
 				return err
 			}
 		}
 		if failedRaw != nil {
-			return putIfUnchanged(tx, &failedEntry, failedRaw, &failedNext)
+			if err := putIfUnchanged(tx, &failedEntry, failedRaw, &failedNext); err != nil {
+				return err
+			}
 		}
-		return nil
+		return q.flush()
 	})
 	if err != nil {
 		if failure != nil {

@@ -182,13 +182,14 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 	}
 	wg.Wait()
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		q := newQuotaTx(tx)
 		for _, it := range items {
 			var err error
 			switch it.outcome {
 			case dropIndex:
 				err = dropIfDangling(tx, it.key, it.id, it.bad)
 			case revoked:
-				err = removeCurrent(tx, it.id, it.key)
+				err = removeCurrent(tx, q, it.id, it.key)
 			case failedAttempt, postponed, heldBack:
 				err = putIfUnchanged(tx, &it.e, it.raw, &it.next)
 			}
@@ -196,7 +197,7 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 				return err
 			}
 		}
-		return nil
+		return q.flush()
 	})
 	if err != nil {
 		return err

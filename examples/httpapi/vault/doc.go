@@ -28,6 +28,10 @@
 //	PUT, POST      /v1/sys/leases/tidy              202 with Vault's warning
 //	GET            /v1/sys/leases/count             type=irrevocable, include_child_namespaces
 //	GET            /v1/sys/leases                   type=irrevocable, include_child_namespaces, limit
+//	GET            /v1/sys/quotas/lease-count/:name read a lease-count quota (with its counter)
+//	POST, PUT      /v1/sys/quotas/lease-count/:name path, max_leases (role "", inheritable false)
+//	DELETE         /v1/sys/quotas/lease-count/:name delete it; 204 for a missing one too
+//	LIST           /v1/sys/quotas/lease-count       (or GET with list=true)
 //	any            /v1/:mount/:path                 kv read (GET), list (LIST or GET list=true),
 //	                                                write (POST, PUT), delete (DELETE)
 //	PATCH          /v1/…                            400, 415 or 405, as Vault (see Status codes)
@@ -345,6 +349,19 @@
 //	                                   mount                          it cannot list a caller's rules
 //	sys/internal/ui/mounts             lists visible mounts           not served (405 "unsupported operation"): the CLI
 //	                                                                  asks for one path
+//	lease-count quotas                 Enterprise only                served: package lease's quotas; a leased read or a
+//	                                                                  credential beyond one answers 429 as Vault's
+//	lease-count quota path             a namespace, a mount, a mount  "", a mount, or a request path under one, which
+//	                                   and an exact path suffix, or   covers that path and the paths under it: Vault's
+//	                                   one ending in a glob ("p/*",   "p" and "p/*" at once (a trailing "/*" is accepted
+//	                                   the paths under the prefix)    and means the same; a glob elsewhere is a 400); the
+//	                                                                  mount need not exist (another process may mount it)
+//	lease-count quota role,            role for auth mounts'          400 naming the field when set: keel serves no auth
+//	  inheritable                      logins; inheritable for        mount and has no namespaces
+//	                                   namespaces
+//	lease-count quota unknown field    ignored                        400 naming the field
+//	more than 100 lease-count quotas   accepted                       413 (lease.MaxQuotas): the counts share one record,
+//	                                                                  written by every issue under a quota
 //	a subtree path without its slash   a listing lists "p/"; other    the same: a listing is served as the listing of "p/",
 //	  (sys/leases/lookup, …)           operations per the path        any other method is 405 (never the mux's redirect)
 //

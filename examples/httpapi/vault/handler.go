@@ -83,6 +83,7 @@ type route struct {
 // /v1/sys/seal-status, /v1/sys/leader, /v1/sys/internal/ui/mounts/…,
 // /v1/sys/mounts, /v1/sys/leases/…, /v1/sys/policies/password/…,
 // /v1/auth/token/lookup-self, /v1/identity/group… (the table's groups, mount.Table.Groups),
+// /v1/sys/quotas/lease-count… (the lease manager's quotas),
 // and every other /v1/ path, which it routes to the mounted engines.
 func (h *Handler) Register(mux *http.ServeMux) {
 	const leases, policies = "/v1/sys/leases", "/v1/sys/policies/password"
@@ -134,6 +135,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		{"LIST GET", policies + "/{$}", listing(mountSystem, "LIST", listPolicies)},
 	}
 	routes = append(routes, h.groupRoutes()...)
+	routes = append(routes, h.quotaRoutes()...)
 	// A path of a route asked with a method the route does not serve, and
 	// the path a subtree pattern ("…/{prefix...}", "…/{$}") names without
 	// its slash, would reach the catch-all /v1/ (404 "no handler") or the

@@ -248,7 +248,9 @@ type errorBody struct {
 // free account to check out, an entry managed by another role): so does
 // KindConflict here.
 // The kinds every adapter answers alike (too large, unavailable, canceled,
-// deadline) are in kindstatus.
+// deadline) are in kindstatus, except a lease-count quota's refusal
+// (*lease.QuotaError, of kind too large): 429, as Vault's (quotaExceeded,
+// which writeError asks first).
 var statusOf = map[keel.Kind]int{
 	keel.KindNotFound:        http.StatusNotFound,
 	keel.KindAlreadyExists:   http.StatusBadRequest,
@@ -279,6 +281,10 @@ func writeError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
 	}
 	ve, ok := err.(*vaultError) // never wrapped
+	if !ok {
+		ve = quotaExceeded(err)
+		ok = ve != nil
+	}
 	if !ok {
 		ve, ok = wireError("", err).(*vaultError)
 	}

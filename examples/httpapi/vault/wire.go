@@ -24,7 +24,7 @@ var wireNames = map[string]string{
 	"Data": "",
 
 	// lease.
-	"LeaseID": "lease_id", "Increment": "increment", "Prefix": "prefix",
+	"LeaseID": "lease_id", "Increment": "increment", "Prefix": "prefix", "MaxLeases": "max_leases",
 
 	// mount.EnableRequest: Vault's TTLs are members of "config".
 	"Description": "description", "Options": "options",
