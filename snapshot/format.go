@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/errprefix"
@@ -117,7 +118,9 @@ type decoder struct {
 	last   string // the previous key
 	keys   int64
 	n      int64 // bytes read
-	done   bool  // the trailer was read and checked
+	// tooLarge is the first key or value beyond the limits, refused once
+	// the checksum holds.
+	tooLarge error
 }
 
 func newDecoder(r io.Reader, limits storage.Limits) *decoder {
@@ -215,14 +218,30 @@ func (d *decoder) next(load bool) (key string, value []byte, size int64, ok bool
 		return "", nil, 0, false, invalid("corrupt stream: record %d has a key of %d bytes", d.keys+1, kn)
 	}
 	if l := d.limits.MaxKeySize; l > 0 && kn > uint64(l) {
-		return "", nil, 0, false, fmt.Errorf("%w: record %d has a key of %d bytes, at most %d", storage.ErrKeyTooLarge, d.keys+1, kn, l)
+		// Not refused yet: a corrupt stream is told as corrupt, so the
+		// checksum is checked first.
+		if d.tooLarge == nil {
+			d.tooLarge = fmt.Errorf("%w: record %d has a key of %d bytes, at most %d", storage.ErrKeyTooLarge, d.keys+1, kn, l)
+		}
+		if err := d.skip(kn); err != nil {
+			return "", nil, 0, false, readErr("key", err)
+		}
+		vn, err := d.uvarint()
+		if err != nil {
+			return "", nil, 0, false, readErr("value length", err)
+		}
+		if err := d.skip(vn); err != nil {
+			return "", nil, 0, false, readErr("value", err)
+		}
+		d.keys++
+		return "", nil, 0, true, nil
 	}
 	kb := make([]byte, kn)
 	if _, err := io.ReadFull(d, kb); err != nil {
 		return "", nil, 0, false, readErr("key", err)
 	}
 	key = string(kb)
-	if d.keys > 0 && key <= d.last {
+	if d.keys > 0 && d.last != "" && key <= d.last {
 		return "", nil, 0, false, invalid("corrupt stream: key %q after %q: keys out of order", key, d.last)
 	}
 	if len(key) < len(d.prefix) || key[:len(d.prefix)] != d.prefix {
@@ -232,18 +251,15 @@ func (d *decoder) next(load bool) (key string, value []byte, size int64, ok bool
 	if err != nil {
 		return "", nil, 0, false, readErr("value length", err)
 	}
-	if l := d.limits.MaxValueSize; l > 0 && vn > uint64(l) {
-		return "", nil, 0, false, fmt.Errorf("%w: %q holds %d bytes, at most %d", storage.ErrValueTooLarge, key, vn, l)
+	if l := d.limits.MaxValueSize; l > 0 && vn > uint64(l) && d.tooLarge == nil {
+		d.tooLarge = fmt.Errorf("%w: %q holds %d bytes, at most %d", storage.ErrValueTooLarge, key, vn, l)
 	}
-	if load {
+	if load && d.tooLarge == nil {
 		value = make([]byte, vn)
 		if _, err := io.ReadFull(d, value); err != nil {
 			return "", nil, 0, false, readErr("value", err)
 		}
-	} else if n, err := io.CopyN(io.Discard, d, int64(vn)); err != nil || n != int64(vn) {
-		if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
+	} else if err := d.skip(vn); err != nil {
 		return "", nil, 0, false, readErr("value", err)
 	}
 	d.last = key
@@ -275,6 +291,19 @@ func (d *decoder) trailer() error {
 		}
 		return invalid("corrupt stream: data after the trailer")
 	}
-	d.done = true
-	return nil
+	// The stream is intact: now a key or value beyond the limits is
+	// refused.
+	return d.tooLarge
+}
+
+// skip reads and hashes n bytes without keeping them.
+func (d *decoder) skip(n uint64) error {
+	if n > math.MaxInt64 {
+		return errVarint
+	}
+	m, err := io.CopyN(io.Discard, d, int64(n))
+	if err == nil && m != int64(n) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }
