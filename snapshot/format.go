@@ -49,7 +49,8 @@ type encoder struct {
 	h    hash.Hash
 	n    int64 // bytes written
 	keys int64
-	buf  [binary.MaxVarintLen64]byte
+	// scratch holds a record's tag, lengths and key, written at once.
+	scratch []byte
 }
 
 func newEncoder(w io.Writer) *encoder {
@@ -63,10 +64,6 @@ func (e *encoder) write(p []byte) error {
 	return err
 }
 
-func (e *encoder) uvarint(v uint64) error {
-	return e.write(e.buf[:binary.PutUvarint(e.buf[:], v)])
-}
-
 func (e *encoder) header(prefix string) error {
 	var b []byte
 	b = append(b, magic...)
@@ -77,16 +74,12 @@ func (e *encoder) header(prefix string) error {
 }
 
 func (e *encoder) record(key string, value []byte) error {
-	if err := e.write([]byte{tagRecord}); err != nil {
-		return err
-	}
-	if err := e.uvarint(uint64(len(key))); err != nil {
-		return err
-	}
-	if err := e.write([]byte(key)); err != nil {
-		return err
-	}
-	if err := e.uvarint(uint64(len(value))); err != nil {
+	b := append(e.scratch[:0], tagRecord)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	e.scratch = b
+	if err := e.write(b); err != nil {
 		return err
 	}
 	e.keys++
