@@ -42,6 +42,7 @@ func BenchmarkSave(b *testing.B) {
 		}
 		defer s.Close()
 		var bytes int64
+		cpu0 := cpuTime()
 		for b.Loop() {
 			res, err := snapshot.Save(context.Background(), s, io.Discard, nil)
 			if err != nil || res.Keys != int64(n) {
@@ -49,11 +50,12 @@ func BenchmarkSave(b *testing.B) {
 			}
 			bytes = res.Bytes
 		}
-		report(b, n, bytes)
+		report(b, cpu0, n, bytes)
 	})
 	b.Run("engine=bbolt-cursor", func(b *testing.B) {
 		db := openBolt(b, path)
 		var bytes int64
+		cpu0 := cpuTime()
 		for b.Loop() {
 			bytes = 0
 			err := db.View(func(tx *bolt.Tx) error {
@@ -73,11 +75,12 @@ func BenchmarkSave(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		report(b, n, bytes)
+		report(b, cpu0, n, bytes)
 	})
 	b.Run("engine=bbolt-writeto", func(b *testing.B) {
 		db := openBolt(b, path)
 		var bytes int64
+		cpu0 := cpuTime()
 		for b.Loop() {
 			err := db.View(func(tx *bolt.Tx) error {
 				var err error
@@ -88,12 +91,15 @@ func BenchmarkSave(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		report(b, n, bytes)
+		report(b, cpu0, n, bytes)
 	})
 }
 
-func report(b *testing.B, keys int, bytes int64) {
+// report reports the rates of b, and the CPU time an operation took
+// since cpu0 (the process's, garbage collection included).
+func report(b *testing.B, cpu0 time.Duration, keys int, bytes int64) {
 	per := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(keys)/per, "keys/s")
 	b.ReportMetric(float64(bytes)/per/(1<<20), "MiB/s")
 	b.ReportMetric(float64(bytes)/(1<<20), "MiB")

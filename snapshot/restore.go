@@ -60,7 +60,7 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 		o = *opts
 	}
 	limits := store.Limits()
-	checkEmpty := func(prefix string) error {
+	refuseNonEmpty := func(prefix string) error {
 		if o.Replace {
 			return nil
 		}
@@ -78,7 +78,7 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Prefix: d.prefix}
-	if err := checkEmpty(d.prefix); err != nil {
+	if err := refuseNonEmpty(d.prefix); err != nil {
 		return res, err
 	}
 	for {
@@ -102,7 +102,7 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 	if err != nil {
 		return res, err
 	}
-	if err := checkEmpty(d.prefix); err != nil {
+	if err := refuseNonEmpty(d.prefix); err != nil {
 		return res, err
 	}
 	if o.Replace {
