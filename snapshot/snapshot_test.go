@@ -410,3 +410,26 @@ func TestRequired(t *testing.T) {
 }
 
 var errDisk = errors.New("disk full")
+
+// failing fails every Write and Read with errDisk.
+type failing struct{}
+
+func (failing) Write([]byte) (int, error) { return 0, errDisk }
+func (failing) Read([]byte) (int, error)  { return 0, errDisk }
+
+// TestIOErrors: an error of the caller's writer or reader is
+// keel.KindUnavailable, and keeps the error it wraps.
+func TestIOErrors(t *testing.T) {
+	ctx := context.Background()
+	src := memstore.New(nil)
+	defer src.Close()
+	put(t, src, sample(100, "k/"))
+	_, err := snapshot.Save(ctx, src, failing{}, nil)
+	if keel.KindOf(err) != keel.KindUnavailable || !errors.Is(err, errDisk) {
+		t.Errorf("Save: %v", err)
+	}
+	_, err = snapshot.Restore(ctx, failing{}, memstore.New(nil), &snapshot.RestoreOptions{TempDir: t.TempDir()})
+	if keel.KindOf(err) != keel.KindUnavailable || !errors.Is(err, errDisk) {
+		t.Errorf("Restore: %v", err)
+	}
+}
