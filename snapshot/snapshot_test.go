@@ -134,6 +134,16 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		equal(t, dump(t, dst), append([]kv{{"a/other", "kept"}}, want[150:]...))
+
+		// The whole stream over it, replacing what it holds.
+		res, err = snapshot.Restore(ctx, bytes.NewReader(stream), dst, &snapshot.RestoreOptions{Replace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Deleted != 151 {
+			t.Errorf("%d deleted, want 151", res.Deleted)
+		}
+		equal(t, dump(t, dst), want)
 	})
 }
 
