@@ -13,7 +13,11 @@
 //
 // Migrate copies from one store to another without a stream, in batches
 // sized from the destination's Limits, reporting its progress; killed
-// halfway, it is run again and continues after the last key copied.
+// halfway, it is run again and continues after the greatest key the
+// destination holds. That is right because of one rule, which the caller
+// keeps: the destination holds nothing under the prefix when the first run
+// begins, or only what earlier runs copied. Migrate checks what it can of
+// it (the source must hold that greatest key with the same value).
 //
 // # The stream
 //
@@ -59,6 +63,19 @@
 // Updates of at most 128 operations. Restore with Replace deletes the
 // keys under the stream's prefix with storage.DeletePrefix, only once the
 // whole stream has been verified.
+//
+// # Errors
+//
+// Errors start with "snapshot: " and wrap a keel kind: keel.KindInvalid
+// for a missing argument (the fields "Store", "Out", "In", "From", "To")
+// and for a stream that is not a whole, intact stream of this version;
+// keel.KindTooLarge for a stream intact but holding a key or value beyond
+// the destination's limits (refused before any write too);
+// keel.KindConflict for a destination that is not empty where Restore or
+// Migrate would write; keel.KindUnavailable for a failure of the
+// caller's reader or writer, or of the temporary file, which stays
+// wrapped. The errors of the stores and of ctx are passed on as they are,
+// behind the prefix.
 //
 // # Caveats
 //

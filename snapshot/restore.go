@@ -84,7 +84,7 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 	for {
 		if d.keys%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return res, err
+				return res, pfx.Add(err)
 			}
 		}
 		_, _, _, ok, err := d.next(false)
