@@ -109,8 +109,8 @@ type decoder struct {
 	limits storage.Limits
 	prefix string
 	last   string // the previous key
+	one    [1]byte
 	keys   int64
-	n      int64 // bytes read
 	// tooLarge is the first key or value beyond the limits, refused once
 	// the checksum holds.
 	tooLarge error
@@ -126,8 +126,8 @@ func (d *decoder) ReadByte() (byte, error) {
 	if err != nil {
 		return 0, err
 	}
-	d.h.Write([]byte{b})
-	d.n++
+	d.one[0] = b
+	d.h.Write(d.one[:])
 	return b, nil
 }
 
@@ -135,7 +135,6 @@ func (d *decoder) ReadByte() (byte, error) {
 func (d *decoder) Read(p []byte) (int, error) {
 	n, err := d.br.Read(p)
 	d.h.Write(p[:n])
-	d.n += int64(n)
 	return n, err
 }
 
@@ -191,24 +190,24 @@ func (d *decoder) header() error {
 // next reads the next record: its key, and its value when load (else
 // the value is skipped and nil). At the trailer it checks the count and
 // the checksum and returns ok false.
-func (d *decoder) next(load bool) (key string, value []byte, size int64, ok bool, err error) {
+func (d *decoder) next(load bool) (key string, value []byte, ok bool, err error) {
 	tag, err := d.ReadByte()
 	if err != nil {
-		return "", nil, 0, false, readErr("record or trailer", err)
+		return "", nil, false, readErr("record or trailer", err)
 	}
 	switch tag {
 	case tagTrailer:
-		return "", nil, 0, false, d.trailer()
+		return "", nil, false, d.trailer()
 	case tagRecord:
 	default:
-		return "", nil, 0, false, invalid("corrupt stream: record %d has tag %#x", d.keys+1, tag)
+		return "", nil, false, invalid("corrupt stream: record %d has tag %#x", d.keys+1, tag)
 	}
 	kn, err := d.uvarint()
 	if err != nil {
-		return "", nil, 0, false, readErr("key length", err)
+		return "", nil, false, readErr("key length", err)
 	}
 	if kn == 0 || kn > maxKeyLen {
-		return "", nil, 0, false, invalid("corrupt stream: record %d has a key of %d bytes", d.keys+1, kn)
+		return "", nil, false, invalid("corrupt stream: record %d has a key of %d bytes", d.keys+1, kn)
 	}
 	if l := d.limits.MaxKeySize; l > 0 && kn > uint64(l) {
 		// Not refused yet: a corrupt stream is told as corrupt, so the
@@ -217,32 +216,32 @@ func (d *decoder) next(load bool) (key string, value []byte, size int64, ok bool
 			d.tooLarge = fmt.Errorf("%w: record %d has a key of %d bytes, at most %d", storage.ErrKeyTooLarge, d.keys+1, kn, l)
 		}
 		if err := d.skip(kn); err != nil {
-			return "", nil, 0, false, readErr("key", err)
+			return "", nil, false, readErr("key", err)
 		}
 		vn, err := d.uvarint()
 		if err != nil {
-			return "", nil, 0, false, readErr("value length", err)
+			return "", nil, false, readErr("value length", err)
 		}
 		if err := d.skip(vn); err != nil {
-			return "", nil, 0, false, readErr("value", err)
+			return "", nil, false, readErr("value", err)
 		}
 		d.keys++
-		return "", nil, 0, true, nil
+		return "", nil, true, nil
 	}
 	kb := make([]byte, kn)
 	if _, err := io.ReadFull(d, kb); err != nil {
-		return "", nil, 0, false, readErr("key", err)
+		return "", nil, false, readErr("key", err)
 	}
 	key = string(kb)
 	if d.keys > 0 && d.last != "" && key <= d.last {
-		return "", nil, 0, false, invalid("corrupt stream: key %q after %q: keys out of order", key, d.last)
+		return "", nil, false, invalid("corrupt stream: key %q after %q: keys out of order", key, d.last)
 	}
 	if len(key) < len(d.prefix) || key[:len(d.prefix)] != d.prefix {
-		return "", nil, 0, false, invalid("corrupt stream: key %q is not under the stream's prefix %q", key, d.prefix)
+		return "", nil, false, invalid("corrupt stream: key %q is not under the stream's prefix %q", key, d.prefix)
 	}
 	vn, err := d.uvarint()
 	if err != nil {
-		return "", nil, 0, false, readErr("value length", err)
+		return "", nil, false, readErr("value length", err)
 	}
 	if l := d.limits.MaxValueSize; l > 0 && vn > uint64(l) && d.tooLarge == nil {
 		d.tooLarge = fmt.Errorf("%w: %q holds %d bytes, at most %d", storage.ErrValueTooLarge, key, vn, l)
@@ -250,14 +249,14 @@ func (d *decoder) next(load bool) (key string, value []byte, size int64, ok bool
 	if load && d.tooLarge == nil {
 		value = make([]byte, vn)
 		if _, err := io.ReadFull(d, value); err != nil {
-			return "", nil, 0, false, readErr("value", err)
+			return "", nil, false, readErr("value", err)
 		}
 	} else if err := d.skip(vn); err != nil {
-		return "", nil, 0, false, readErr("value", err)
+		return "", nil, false, readErr("value", err)
 	}
 	d.last = key
 	d.keys++
-	return key, value, int64(len(key)) + int64(vn), true, nil
+	return key, value, true, nil
 }
 
 // trailer checks the count, the checksum and the end of the stream.
@@ -271,7 +270,6 @@ func (d *decoder) trailer() error {
 	if _, err := io.ReadFull(d.br, got[:]); err != nil {
 		return readErr("checksum", err)
 	}
-	d.n += int64(len(got))
 	if string(got[:]) != string(sum) {
 		return invalid("checksum mismatch: the stream is corrupt")
 	}

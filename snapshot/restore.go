@@ -87,7 +87,7 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 				return res, pfx.Add(err)
 			}
 		}
-		_, _, _, ok, err := d.next(false)
+		_, _, ok, err := d.next(false)
 		if err != nil {
 			return res, pfx.Add(err)
 		}
@@ -122,7 +122,7 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 		return res, fmt.Errorf("%w (the stream changed after it was verified)", err)
 	}
 	for {
-		key, value, _, ok, err := d.next(true)
+		key, value, ok, err := d.next(true)
 		if err != nil {
 			return res, pfx.Wrapf(err, "the stream changed after it was verified, %d keys written", res.Keys)
 		}
