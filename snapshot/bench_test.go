@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -137,4 +138,56 @@ func openBolt(b *testing.B, path string) *bolt.DB {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db
+}
+
+// BenchmarkRestore measures, on -snapshot.keys keys as BenchmarkSave's,
+// in one run: Restore of a saved stream (held in memory) into a fresh
+// boltstore without fsync (engine=restore), and Migrate of the bbolt file
+// into another (engine=migrate); each iteration writes into a new file.
+func BenchmarkRestore(b *testing.B) {
+	n := *benchKeys
+	dir := b.TempDir()
+	path := filepath.Join(dir, "keel.db")
+	fillBolt(b, path, n)
+	src, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	var stream bytes.Buffer
+	if _, err := snapshot.Save(context.Background(), src, &stream, nil); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	fresh := func(b *testing.B) storage.Store {
+		i++
+		s, err := boltstore.Open(filepath.Join(dir, fmt.Sprintf("copy-%d.db", i)), &boltstore.Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}
+	b.Run("engine=restore", func(b *testing.B) {
+		cpu0 := cpuTime()
+		for b.Loop() {
+			res, err := snapshot.Restore(context.Background(), bytes.NewReader(stream.Bytes()), fresh(b), nil)
+			if err != nil || res.Keys != int64(n) {
+				b.Fatal(res, err)
+			}
+		}
+		report(b, cpu0, n, int64(stream.Len()))
+	})
+	b.Run("engine=migrate", func(b *testing.B) {
+		cpu0 := cpuTime()
+		var moved int64
+		for b.Loop() {
+			res, err := snapshot.Migrate(context.Background(), src, fresh(b), nil)
+			if err != nil || res.Keys != int64(n) {
+				b.Fatal(res, err)
+			}
+			moved = res.Bytes
+		}
+		report(b, cpu0, n, moved)
+	})
 }
