@@ -26,7 +26,7 @@ const large = 64 << 10
 // are errors.
 func Decode(raw []byte) (map[string]any, error) {
 	if len(raw) < large {
-		if m, ok := decodeFlat(raw); ok {
+		if m, ok := DecodeFlat(raw); ok {
 			return m, nil
 		}
 		var m map[string]any
@@ -57,14 +57,15 @@ func Decode(raw []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// decodeFlat decodes the common secret without encoding/json: one flat
+// DecodeFlat decodes the common secret without encoding/json: one flat
 // object whose values are strings without escapes, numbers, true, false
 // or null, with white space around tokens and nothing after the object.
 // It reports false for anything else (a nested value, an escape, a control
-// character or invalid UTF-8 in a string, a malformed document), which
-// Decode then hands to encoding/json: what it accepts, it decodes as
-// json.Decoder with UseNumber does (FuzzDecodeFlat).
-func decodeFlat(raw []byte) (map[string]any, bool) {
+// character or invalid UTF-8 in a string, a malformed document, null),
+// which Decode then hands to encoding/json: what it accepts, it decodes as
+// json.Decoder with UseNumber does, and json.Decoder finds nothing after
+// it (FuzzDecodeFlat). The strings are copies: raw may be reused.
+func DecodeFlat(raw []byte) (map[string]any, bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false

@@ -149,7 +149,7 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
-// FuzzDecodeFlat: what decodeFlat accepts, json.Decoder with UseNumber
+// FuzzDecodeFlat: what DecodeFlat accepts, json.Decoder with UseNumber
 // decodes to the same map, with nothing but white space after it.
 func FuzzDecodeFlat(f *testing.F) {
 	for _, s := range []string{
@@ -161,7 +161,7 @@ func FuzzDecodeFlat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok := decodeFlat(raw)
+		got, ok := DecodeFlat(raw)
 		if !ok {
 			return
 		}
@@ -169,13 +169,13 @@ func FuzzDecodeFlat(f *testing.F) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		if err := dec.Decode(&want); err != nil {
-			t.Fatalf("decodeFlat(%q) = %v; the decoder fails: %v", raw, got, err)
+			t.Fatalf("DecodeFlat(%q) = %v; the decoder fails: %v", raw, got, err)
 		}
 		if _, err := dec.Token(); err != io.EOF {
-			t.Fatalf("decodeFlat(%q) accepted data after the object (%v)", raw, err)
+			t.Fatalf("DecodeFlat(%q) accepted data after the object (%v)", raw, err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("decodeFlat(%q) = %#v, want %#v", raw, got, want)
+			t.Fatalf("DecodeFlat(%q) = %#v, want %#v", raw, got, want)
 		}
 	})
 }
@@ -193,8 +193,8 @@ func TestDecodeFlatTakes(t *testing.T) {
 		`{"a":1} x`:      false,
 		`{"a":"\xff"}`:   false,
 	} {
-		if _, ok := decodeFlat([]byte(doc)); ok != want {
-			t.Errorf("decodeFlat(%q): %v, want %v", doc, ok, want)
+		if _, ok := DecodeFlat([]byte(doc)); ok != want {
+			t.Errorf("DecodeFlat(%q): %v, want %v", doc, ok, want)
 		}
 	}
 }
