@@ -77,6 +77,7 @@ type config struct {
 	server     string // keel server binary; "": built from ../examples/server
 	oldServer  string // a second keel binary, target old-mem
 	targets    []string
+	ops        []string // the operations run, in their order
 	profileDir string
 	serveFloor string // internal: serve the floor on this address
 }
@@ -93,7 +94,7 @@ func main() {
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
-	var procs, targets string
+	var procs, targets, ops string
 	fs := flag.NewFlagSet("floorbench", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&procs, "procs", "1,2,all", "comma-separated server `GOMAXPROCS` values; all: the number of cores")
@@ -104,6 +105,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.server, "server", "", "keel example server `binary`; empty: go build ../examples/server")
 	fs.StringVar(&c.oldServer, "old-server", "", "a second keel server `binary` (an older build), target old-mem")
 	fs.StringVar(&targets, "targets", "keel-mem,floor,keel-bolt", "comma-separated targets, in the order of the first repetition: keel-mem, keel-bolt, floor, old-mem")
+	fs.StringVar(&ops, "ops", strings.Join(append(slices.Clone(kvOps), leaseOps...), ","), "comma-separated `operations` to run (read needs write, delete needs write, renew and revoke need leased-read)")
 	fs.StringVar(&c.profileDir, "profile", "", "write CPU and allocation profiles of keel-mem and the floor (first -procs level) into this `directory`")
 	fs.StringVar(&c.serveFloor, "serve-floor", "", "internal: serve the floor on this `address` and nothing else")
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +135,16 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 			}
 		default:
 			return c, fmt.Errorf("-targets: unknown target %q", t)
+		}
+	}
+	for _, op := range strings.Split(ops, ",") {
+		if !slices.Contains(kvOps, op) && !slices.Contains(leaseOps, op) {
+			return c, fmt.Errorf("-ops: unknown operation %q", op)
+		}
+	}
+	for _, op := range append(slices.Clone(kvOps), leaseOps...) { // in their order
+		if slices.Contains(strings.Split(ops, ","), op) {
+			c.ops = append(c.ops, op)
 		}
 	}
 	if c.dur <= 0 || c.reps < 1 || c.workers < 1 || c.listKeys < 1 {
@@ -396,7 +408,7 @@ func (b *bench) level(ctx context.Context, work, self string, procs int, profile
 		}
 		written := map[string]int{}
 		var leases = map[string][]string{}
-		for _, op := range append(slices.Clone(kvOps), leaseOps...) {
+		for _, op := range b.cfg.ops {
 			for _, s := range order {
 				if !s.keel && slices.Contains(leaseOps, op) {
 					continue
@@ -440,6 +452,9 @@ func (b *bench) prepare(ctx context.Context, s *server) error {
 		if err != nil || sec == nil || sec.LeaseID == "" {
 			return fmt.Errorf("reads of %s issue no lease: %v, %v", leasedPath, sec, err)
 		}
+	}
+	if !slices.Contains(b.cfg.ops, "list") {
+		return nil
 	}
 	r := b.drive(ctx, s, b.cfg.listKeys, time.Minute, func(ctx context.Context, i int) error {
 		_, err := s.lg.WriteWithContext(ctx, fmt.Sprintf("%s/key-%05d", listFolder, i), secretData())
@@ -673,7 +688,7 @@ func (b *bench) summary() {
 	fmt.Fprintln(b.out, hdr.String())
 	fmt.Fprintln(b.out, sep.String())
 	for _, p := range b.cfg.procs {
-		for _, op := range append(slices.Clone(kvOps), leaseOps...) {
+		for _, op := range b.cfg.ops {
 			fo, ok1 := med(p, "floor", yardstick(op), opsf)
 			fc, _ := med(p, "floor", yardstick(op), cpuf)
 			name := op
