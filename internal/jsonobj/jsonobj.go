@@ -26,6 +26,9 @@ const large = 64 << 10
 // are errors.
 func Decode(raw []byte) (map[string]any, error) {
 	if len(raw) < large {
+		if m, ok := DecodeFlat(raw); ok {
+			return m, nil
+		}
 		var m map[string]any
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -52,6 +55,147 @@ func Decode(raw []byte) (map[string]any, error) {
 		m[k] = v.v
 	}
 	return m, nil
+}
+
+// DecodeFlat decodes the common secret without encoding/json: one flat
+// object whose values are strings without escapes, numbers, true, false
+// or null, with white space around tokens and nothing after the object.
+// It reports false for anything else (a nested value, an escape, a control
+// character or invalid UTF-8 in a string, a malformed document, null),
+// which Decode then hands to encoding/json: what it accepts, it decodes as
+// json.Decoder with UseNumber does, and json.Decoder finds nothing after
+// it (FuzzDecodeFlat). The strings are copies: raw may be reused.
+func DecodeFlat(raw []byte) (map[string]any, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	m := make(map[string]any, 8)
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return m, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		k, j, ok := flatString(raw, i)
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(raw, j)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+		if i >= len(raw) {
+			return nil, false
+		}
+		var v any
+		switch c := raw[i]; {
+		case c == '"':
+			v, i, ok = flatString(raw, i)
+		case c == 't' && bytes.HasPrefix(raw[i:], []byte("true")):
+			v, i = true, i+4
+		case c == 'f' && bytes.HasPrefix(raw[i:], []byte("false")):
+			v, i = false, i+5
+		case c == 'n' && bytes.HasPrefix(raw[i:], []byte("null")):
+			v, i = nil, i+4
+		case c == '-' || c >= '0' && c <= '9':
+			var n int
+			if n, ok = numberEnd(raw, i); ok {
+				v, i = json.Number(raw[i:n]), n
+			}
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		i = skipSpace(raw, i)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case '}':
+			return m, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte from i that is not JSON
+// white space.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\t' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// flatString decodes the string starting at raw[i] ('"'), and returns the
+// index after it; false when it has an escape, a control character or
+// invalid UTF-8, or no end.
+func flatString(raw []byte, i int) (string, int, bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return "", 0, false
+	}
+	start := i + 1
+	for j := start; j < len(raw); j++ {
+		switch c := raw[j]; {
+		case c == '"':
+			s := raw[start:j]
+			if !utf8.Valid(s) {
+				return "", 0, false
+			}
+			return string(s), j + 1, true
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// numberEnd returns the index after the JSON number starting at raw[i]:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; false when it is not one.
+func numberEnd(raw []byte, i int) (int, bool) {
+	digits := func(i int) int {
+		for i < len(raw) && raw[i] >= '0' && raw[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if i < len(raw) && raw[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(raw) && raw[i] == '0':
+		i++
+	case i < len(raw) && raw[i] >= '1' && raw[i] <= '9':
+		i = digits(i)
+	default:
+		return 0, false
+	}
+	if i < len(raw) && raw[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(raw) && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		if i < len(raw) && (raw[i] == '+' || raw[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
 }
 
 // DecodeOwned is Decode for a raw its caller gives up: raw is never

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -146,4 +147,54 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// FuzzDecodeFlat: what DecodeFlat accepts, json.Decoder with UseNumber
+// decodes to the same map, with nothing but white space after it.
+func FuzzDecodeFlat(f *testing.F) {
+	for _, s := range []string{
+		`{"username":"svc-app-01","password":"p4ssw0rd","url":"https://db:5432/app"}`,
+		` {"a" : -0.5e+3 , "b":true,"c":false,"d":null,"e":"é日本\u2028"}` + "\n",
+		`{}`, `{"a":01}`, `{"a":1.}`, `{"a":"x\"y"}`, `{"a":"\x01"}`, `{"a":"\xff"}`,
+		`{"a":1,"a":2}`, `{"a":[1]}`, `{"a":1} {}`, `{"a":1}}`, `{"a":tru}`, `{"a":1e}`, `{"a":-}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := DecodeFlat(raw)
+		if !ok {
+			return
+		}
+		var want map[string]any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatalf("DecodeFlat(%q) = %v; the decoder fails: %v", raw, got, err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			t.Fatalf("DecodeFlat(%q) accepted data after the object (%v)", raw, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeFlat(%q) = %#v, want %#v", raw, got, want)
+		}
+	})
+}
+
+// TestDecodeFlatTakes: the common secret takes the fast path; escapes
+// and nested values do not.
+func TestDecodeFlatTakes(t *testing.T) {
+	for doc, want := range map[string]bool{
+		`{"username":"u","password":"p","n":12,"ttl":"1h"}`: true,
+		`{}`:             true,
+		`{"a":"<"}`:      true,
+		`{"a":"\u003c"}`: false,
+		`{"a":{}}`:       false,
+		`{"a":[]}`:       false,
+		`{"a":1} x`:      false,
+		`{"a":"\xff"}`:   false,
+	} {
+		if _, ok := DecodeFlat([]byte(doc)); ok != want {
+			t.Errorf("DecodeFlat(%q): %v, want %v", doc, ok, want)
+		}
+	}
 }
