@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -36,5 +37,17 @@ func TestDeadlineErrAfterCallersDeadline(t *testing.T) {
 	defer cancel()
 	if err := s.deadlineErr(early, rctx, "commit", "", etcdErr); err != nil {
 		t.Errorf("before any deadline: deadlineErr = %v, want nil (not a deadline)", err)
+	}
+}
+
+// TestCompactedReadIsConflict: a transaction whose revision etcd compacted
+// away fails with keel.KindConflict (a View may be run again; an Update is,
+// on errors.Is(err, rpctypes.ErrCompacted)), not with an error of no kind.
+func TestCompactedReadIsConflict(t *testing.T) {
+	tx := &tx{rev: 42}
+	tx.Base.Context = context.Background()
+	err := tx.fail(rpctypes.ErrCompacted)
+	if keel.KindOf(err) != keel.KindConflict || !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Errorf("fail(ErrCompacted) = %v (kind %v), want kind conflict wrapping ErrCompacted", err, keel.KindOf(err))
 	}
 }

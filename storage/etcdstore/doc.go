@@ -90,8 +90,9 @@
 // with storage.Batch, which sizes its transactions from these limits.
 //
 // A View or Update that runs longer than etcd keeps old revisions (its
-// compaction) fails with an etcd "compacted" error; an Update then runs its
-// closure again.
+// compaction) fails with an etcd "compacted" error: an Update then runs its
+// closure again; a View returns an error of kind keel.KindConflict, and may
+// be run again.
 //
 // # Compaction
 //

@@ -357,9 +357,9 @@ func (t *tx) fail(err error) error {
 		return cerr
 	}
 	if errors.Is(err, rpctypes.ErrCompacted) {
-		// The revision read was compacted away: in an Update, run
-		// again at a newer one.
-		return fmt.Errorf("etcdstore: revision %d: %w", t.rev, err)
+		// The revision read was compacted away: an Update runs again
+		// at a newer one; a View fails with a conflict, to be run again.
+		return fmt.Errorf("etcdstore: revision %d was compacted away while the transaction read it (run it again): %w: %w", t.rev, err, keel.KindConflict)
 	}
 	return fmt.Errorf("etcdstore: %w", classify(err))
 }
