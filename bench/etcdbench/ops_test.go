@@ -232,10 +232,11 @@ func setupKVWrite(tb testing.TB, client *clientv3.Client) op {
 // DN.
 var leaseDataBytes = []byte("cn=v-app-0123456789,ou=users,dc=example,dc=org")
 
-// setupLeaseIssue: lease.Issuer.Issue, which reads nothing and writes the
-// lease record and its expiry-index entry. The yardstick sends one Txn
-// without comparisons putting two such keys (a fresh lease id each time),
-// with the record keel wrote.
+// setupLeaseIssue: lease.Issuer.Issue, which reads the lease store's quota
+// record (absent here: no quota) and writes the lease record and its
+// expiry-index entry. The yardstick Gets the quota record and sends one Txn
+// comparing it and putting two such keys (a fresh lease id each time), with
+// the record keel wrote.
 func setupLeaseIssue(tb testing.TB, client *clientv3.Client) op {
 	tb.Helper()
 	ctx := context.Background()
@@ -260,8 +261,13 @@ func setupLeaseIssue(tb testing.TB, client *clientv3.Client) op {
 			return err
 		},
 		raw: func(ctx context.Context) error {
+			keys := []string{prefix + "quotas"}
+			revs, _, err := gets(ctx, client, keys...)
+			if err != nil {
+				return err
+			}
 			idKey, dueKey := leaseKeys(prefix, req.Path, time.Now().Add(req.TTL))
-			return commit(ctx, client, nil, clientv3.OpPut(dueKey, ""), clientv3.OpPut(idKey, record))
+			return commit(ctx, client, unchanged(keys, revs), clientv3.OpPut(dueKey, ""), clientv3.OpPut(idKey, record))
 		},
 	}
 }
@@ -279,8 +285,8 @@ const (
 // setupCheckOut: ldapengine.Engine.CheckOut of the one account of a library
 // set, which reads the set and the account and, in the same transaction,
 // writes the account (now lent) and the lease of the check-out (its record
-// and expiry-index entry). The check-in after each check-out is not timed.
-// The yardstick Gets the two keys and sends one Txn comparing both and
+// and expiry-index entry), having read the lease store's quota record. The check-in after each check-out is not timed.
+// The yardstick Gets the three keys and sends one Txn comparing them and
 // putting the account keel wrote and a fresh lease's two keys; it deletes
 // the lease's keys after, not timed.
 func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
@@ -344,7 +350,7 @@ func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
 		keel:      func(context.Context) error { return checkOut(ctx) },
 		keelAfter: func(context.Context) error { return checkIn(ctx) },
 		raw: func(ctx context.Context) error {
-			keys := []string{setKey, acctKey}
+			keys := []string{setKey, acctKey, rawPrefix + leaseData + "quotas"}
 			revs, _, err := gets(ctx, client, keys...)
 			if err != nil {
 				return err
