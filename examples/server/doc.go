@@ -307,6 +307,25 @@
 // hash. It exits with status 0 when the chain is intact, 1 with the line
 // where it breaks otherwise.
 //
+// # Snapshots and migration
+//
+//	go run ./examples/server snapshot save -data keel.db keel.snap
+//	go run ./examples/server snapshot restore -data new.db keel.snap
+//	go run ./examples/server migrate -from bolt:keel.db -to etcd:127.0.0.1:2379
+//
+// save writes a point-in-time copy of a store (package snapshot: a
+// versioned stream with a checksum) of -data, or of -etcd and
+// -etcd-prefix; restore writes one into an empty store (-replace: into one
+// that holds keys), after checking the whole stream: a corrupt or cut copy
+// is refused before anything is written. migrate copies a bbolt file to
+// etcd ("etcd:ENDPOINTS#PREFIX" for another prefix than keel/), or back,
+// showing a progress bar; killed halfway, it is run again and goes on.
+// Values are copied as stored, sealed ones sealed: the server is then
+// started with the seal keys of the one copied. A server locks its bbolt
+// file: stop it first (on etcd, the servers may run). Not yet done: the
+// online routes (Vault's sys/storage/raft/snapshot), and opening the lease
+// manager held after a restore.
+//
 // # Adding an adapter
 //
 // An adapter is a function that registers routes on the server's

@@ -58,8 +58,15 @@ func main() {
 // then shuts down gracefully and returns nil, or returns the first error.
 // Logs, and the generated root token, go to stderr.
 func run(ctx context.Context, args []string, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "audit" {
-		return auditCommand(args[1:], stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "audit":
+			return auditCommand(args[1:], stderr)
+		case "snapshot":
+			return snapshotCommand(ctx, args[1:], stderr)
+		case "migrate":
+			return migrateCommand(ctx, args[1:], stderr)
+		}
 	}
 	return serve(ctx, args, stderr, hooks{})
 }
