@@ -57,6 +57,9 @@
 //	                       active, the others still accepted for reading (see
 //	                       sealstore.ParseKeys). Keys and key names stay in clear.
 //	-config FILE           JSON file of policies and tokens (below)
+//	-hold-leases           start with the lease manager held: no lease is revoked
+//	                       at its time until DELETE /v1/sys/leases/hold (after a
+//	                       snapshot restore; see Snapshots and migration)
 //	-datacenter NAME       this cluster's datacenter, for cluster peering (default dc1)
 //	-advertise HOST:PORT   where peer clusters reach this server (default: -addr)
 //	-max-inflight-bytes N  at most N bytes of request and response bodies in flight
@@ -322,9 +325,12 @@
 // showing a progress bar; killed halfway, it is run again and goes on.
 // Values are copied as stored, sealed ones sealed: the server is then
 // started with the seal keys of the one copied. A server locks its bbolt
-// file: stop it first (on etcd, the servers may run). Not yet done: the
-// online routes (Vault's sys/storage/raft/snapshot), and opening the lease
-// manager held after a restore.
+// file: stop it first (on etcd, the servers may run). Start the server on
+// a restored copy with -hold-leases: the leases that fell due while the
+// copy sat on disk are then kept, their credentials alive, until an
+// operator releases them (DELETE /v1/sys/leases/hold). Not yet done: the
+// online routes (Vault's sys/storage/raft/snapshot), holding by default
+// after a restore, and checking the directory passwords of a restored copy.
 //
 // # Adding an adapter
 //

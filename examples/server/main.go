@@ -108,6 +108,7 @@ type options struct {
 	configFile  string
 	pprofAddr   string
 	maxInflight int64 // -max-inflight-bytes; 0: no bound
+	holdLeases  bool  // -hold-leases
 	cluster     cluster
 	tls         tlsOptions
 }
@@ -131,6 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.rootToken, "root-token", "", "the root `token` (or the environment's "+envRootToken+"); when neither is given, the one generated at the first start over the same data, printed once and kept with the data")
 	fs.StringVar(&o.sealKeyFile, "seal-key-file", "", "encrypt stored values with the keys of this `file` (see sealstore.ParseKeys)")
 	fs.StringVar(&o.configFile, "config", "", "JSON `file` of policies and tokens")
+	fs.BoolVar(&o.holdLeases, "hold-leases", false, "start with the lease manager held: no lease is revoked at its time until DELETE /v1/sys/leases/hold (after a snapshot restore)")
 	fs.StringVar(&o.cluster.datacenter, "datacenter", "dc1", "the `name` of this cluster's datacenter, for cluster peering")
 	fs.StringVar(&o.cluster.advertise, "advertise", "", "the `host:port` peer clusters reach this server at; when empty, -addr")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this `host:port` (a listener of its own, no token); empty: none")
@@ -262,7 +264,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 
 	d := &deps{
 		store: store, authorizer: authz, clock: keel.SystemClock{}, logger: logger, cluster: opts.cluster,
-		leaders: leaders, peeringHeartbeat: h.peeringHeartbeat, tls: opts.tls.enabled(),
+		leaders: leaders, peeringHeartbeat: h.peeringHeartbeat, tls: opts.tls.enabled(), holdLeases: opts.holdLeases,
 		state: state, storageType: storageType(opts),
 	}
 	if d.cluster.advertise == "" {

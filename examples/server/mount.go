@@ -35,6 +35,8 @@ type deps struct {
 	// peeringHeartbeat is the heartbeat interval of cluster peering; zero
 	// is peering's default. Tests shorten it (hooks.peeringHeartbeat).
 	peeringHeartbeat time.Duration
+	// holdLeases starts the lease manager held (-hold-leases).
+	holdLeases bool
 
 	closers []func() error // see onClose
 }

@@ -80,6 +80,7 @@ func snapshotCommand(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "restored %d keys from %s (%d deleted first)\n", res.Keys, file, res.Deleted)
+	fmt.Fprintln(out, "start the server on it with -hold-leases: the copy's leases past their time are then kept until DELETE /v1/sys/leases/hold")
 	return nil
 }
 

@@ -87,3 +87,28 @@ func TestSnapshotAndMigrateCommands(t *testing.T) {
 		t.Errorf("migrate without -to = %v, want a usage error", err)
 	}
 }
+
+// TestHoldLeasesFlag: a server started with -hold-leases has its lease
+// manager held (GET sys/leases/hold) until DELETE sys/leases/hold.
+func TestHoldLeasesFlag(t *testing.T) {
+	const token = "hold-root-token"
+	ts := start(t, hooks{}, "-data", "memory", "-root-token", token, "-hold-leases")
+	c := vaultClient(t, ts, token)
+	held := func() any {
+		t.Helper()
+		s, err := c.Logical().Read("sys/leases/hold")
+		if err != nil || s == nil {
+			t.Fatalf("GET sys/leases/hold = %+v, %v", s, err)
+		}
+		return s.Data["held"]
+	}
+	if h := held(); h != true {
+		t.Fatalf("held = %v with -hold-leases, want true", h)
+	}
+	if _, err := c.Logical().Delete("sys/leases/hold"); err != nil {
+		t.Fatal(err)
+	}
+	if h := held(); h != false {
+		t.Errorf("held = %v after DELETE, want false", h)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/keelhq/keel/examples/httpapi/consul"
 	"github.com/keelhq/keel/examples/httpapi/vault"
+	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/mount"
 )
 
@@ -20,6 +21,7 @@ func mountVault(mux *http.ServeMux, d *deps) error {
 	table, err := mount.Open(context.Background(), d.store, &mount.Options{
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
 		Leader: d.leaders, Defaults: mount.VaultDefaults(),
+		Leases:   &lease.Options{Held: d.holdLeases},
 		Reserved: consul.Prefixes(), // the Consul dialect's paths, served by mountConsul
 	})
 	if err != nil {

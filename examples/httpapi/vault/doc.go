@@ -28,6 +28,9 @@
 //	PUT, POST      /v1/sys/leases/tidy              202 with Vault's warning
 //	GET            /v1/sys/leases/count             type=irrevocable, include_child_namespaces
 //	GET            /v1/sys/leases                   type=irrevocable, include_child_namespaces, limit
+//	GET            /v1/sys/leases/hold              keel's own: {"held": bool}; needs read
+//	PUT, POST      /v1/sys/leases/hold              keel's own: hold the expiry revocations; sudo
+//	DELETE         /v1/sys/leases/hold              keel's own: release them; needs sudo
 //	GET            /v1/sys/quotas/lease-count/:name read a lease-count quota (with its counter)
 //	POST, PUT      /v1/sys/quotas/lease-count/:name path, max_leases (role "", inheritable false)
 //	DELETE         /v1/sys/quotas/lease-count/:name delete it; 204 for a missing one too
@@ -349,6 +352,9 @@
 //	                                   mount                          it cannot list a caller's rules
 //	sys/internal/ui/mounts             lists visible mounts           not served (405 "unsupported operation"): the CLI
 //	                                                                  asks for one path
+//	sys/leases/hold                    no such route: a restored      keel's own (lease.Manager.Hold): held, the expiry
+//	                                   snapshot revokes what fell     worker revokes nothing until released, so that a
+//	                                   due at once                    restored copy kills no credential still in use
 //	lease-count quotas                 Enterprise only                served: package lease's quotas; a leased read or a
 //	                                                                  credential beyond one answers 429 as Vault's
 //	lease-count quota path             a namespace, a mount, a mount  "", a mount, or a request path under one, which

@@ -81,7 +81,9 @@ type route struct {
 
 // Register adds the handler's routes to mux: /v1/sys/health,
 // /v1/sys/seal-status, /v1/sys/leader, /v1/sys/internal/ui/mounts/…,
-// /v1/sys/mounts, /v1/sys/leases/…, /v1/sys/policies/password/…,
+// /v1/sys/mounts, /v1/sys/leases/… (with keel's own /v1/sys/leases/hold:
+// GET whether the lease manager is held, PUT or POST to hold it, DELETE to
+// release it), /v1/sys/policies/password/…,
 // /v1/auth/token/lookup-self, /v1/identity/group… (the table's groups, mount.Table.Groups),
 // /v1/sys/quotas/lease-count… (the lease manager's quotas),
 // and every other /v1/ path, which it routes to the mounted engines.
@@ -116,6 +118,13 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		}},
 		{"POST PUT", leases + "/tidy", h.leaseTidy},
 		{"GET", leases + "/count", h.leaseCount},
+		// keel's own: the hold of the lease manager (lease.Manager.Hold).
+		{"GET", leases + "/hold", func(w http.ResponseWriter, r *http.Request) {
+			held, err := h.leases.Held(r.Context())
+			writeData(w, err, newResponse(mountSystem, map[string]any{"held": held}))
+		}},
+		{"POST PUT", leases + "/hold", func(w http.ResponseWriter, r *http.Request) { writeDone(w, h.leases.Hold(r.Context())) }},
+		{"DELETE", leases + "/hold", func(w http.ResponseWriter, r *http.Request) { writeDone(w, h.leases.Release(r.Context())) }},
 		{"GET", leases, h.leaseIrrevocable},
 		{"POST PUT", policies + "/{name}", func(w http.ResponseWriter, r *http.Request) {
 			writeWith(w, r, r.PathValue("name"), func(f *fields) string { return decodePolicy(f.str("policy")) }, pp.Put)

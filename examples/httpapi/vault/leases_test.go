@@ -229,3 +229,53 @@ func TestLookupShowsRevocationFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseHoldRoutes: PUT sys/leases/hold holds the expiry revocations (a
+// lease past its time stays, and GET says held); DELETE releases them, and
+// the next Step revokes it. Without sudo, holding is refused.
+func TestLeaseHoldRoutes(t *testing.T) {
+	e := newEnv(t, memstore.New(nil))
+	ctx := keel.WithPrincipal(context.Background(), principals[rootToken])
+	var revoked []string
+	iss, err := e.leases.Register(lease.Mount{Path: "held/", Revoker: lease.RevokerFunc(func(_ context.Context, l lease.Lease) error {
+		revoked = append(revoked, l.ID)
+		return nil
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := iss.Issue(ctx, lease.IssueRequest{Path: "held/creds/app", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client(t, readerToken).Logical().Write("sys/leases/hold", nil); statusOf(err) != http.StatusForbidden {
+		t.Fatalf("hold without sudo = %v, want 403", err)
+	}
+	c := e.client(t, rootToken)
+	if _, err := c.Logical().Write("sys/leases/hold", nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Logical().Read("sys/leases/hold")
+	if err != nil || s == nil || s.Data["held"] != true {
+		t.Fatalf("GET sys/leases/hold = %+v, %v; want held", s, err)
+	}
+	e.clock.Advance(time.Hour)
+	if _, err := e.leases.Step(ctx, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(revoked) != 0 {
+		t.Fatalf("held, the worker revoked %v", revoked)
+	}
+	if _, err := c.Logical().Delete("sys/leases/hold"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.leases.Step(ctx, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(revoked) != 1 || revoked[0] != l.ID {
+		t.Errorf("released, the worker revoked %v, want %s", revoked, l.ID)
+	}
+	if s, err := c.Logical().Read("sys/leases/hold"); err != nil || s.Data["held"] != false {
+		t.Errorf("GET sys/leases/hold after DELETE = %+v, %v; want not held", s, err)
+	}
+}
