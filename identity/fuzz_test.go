@@ -26,7 +26,7 @@ func FuzzGroupRequest(f *testing.F) {
 		ctx := context.Background()
 		res, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{Name: &name, Metadata: &map[string]string{key: value}})
 		valid := (name == "" || nameRule(name) == "") && key != "" && utf8.ValidString(key) && utf8.ValidString(value) &&
-			utf8.RuneCountInString(key) <= MaxMetadataKeyLen && utf8.RuneCountInString(value) <= MaxMetadataValueLen
+			utf8.RuneCountInString(key) <= maxMetadataKeyLen && utf8.RuneCountInString(value) <= maxMetadataValueLen
 		if !valid {
 			wantKind(t, err, keel.KindInvalid)
 			if len(storagetest.Dump(t, e.raw)) != 0 {

@@ -92,9 +92,8 @@ type GroupRequest struct {
 	// Type is Internal or External. It may be given on an update only
 	// with the group's own type. Nil or "" means Internal on creation.
 	Type *string
-	// Metadata replaces the pairs: at most MaxMetadataPairs, keys of 1
-	// to MaxMetadataKeyLen characters, values of at most
-	// MaxMetadataValueLen.
+	// Metadata replaces the pairs: at most 64, keys of 1 to 128
+	// characters, values of at most 512.
 	Metadata *map[string]string
 	// Policies replaces the policies: trimmed, lower-cased,
 	// de-duplicated, empty names dropped, sorted; "root" is refused.

@@ -125,7 +125,7 @@ func TestRules(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		long := func(n int) string { return strings.Repeat("é", n) }
 		tooMany := map[string]string{}
-		for i := range MaxMetadataPairs + 1 {
+		for i := range maxMetadataPairs + 1 {
 			tooMany[fmt.Sprint("k", i)] = "v"
 		}
 		for name, tc := range map[string]struct {
@@ -262,8 +262,8 @@ func TestRulesAtTheirLimits(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		e := newEnv(t, open, nil, nil)
 		ctx := context.Background()
-		md := map[string]string{strings.Repeat("é", MaxMetadataKeyLen): strings.Repeat("ü", MaxMetadataValueLen)}
-		for i := range MaxMetadataPairs - 1 {
+		md := map[string]string{strings.Repeat("é", maxMetadataKeyLen): strings.Repeat("ü", maxMetadataValueLen)}
+		for i := range maxMetadataPairs - 1 {
 			md[fmt.Sprint("k", i)] = ""
 		}
 		res, err := e.g.CreateOrUpdate(ctx, "", GroupRequest{Metadata: &md, Policies: &[]string{"b", "A", " a", "", "b"}, MemberEntityIDs: &[]string{"e2", "e1", "e2"}})
@@ -271,7 +271,7 @@ func TestRulesAtTheirLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := e.read(t, res.ID)
-		if len(g.Metadata) != MaxMetadataPairs || !slices.Equal(g.Policies, []string{"a", "b"}) || !slices.Equal(g.MemberEntityIDs, []string{"e1", "e2"}) {
+		if len(g.Metadata) != maxMetadataPairs || !slices.Equal(g.Policies, []string{"a", "b"}) || !slices.Equal(g.MemberEntityIDs, []string{"e1", "e2"}) {
 			t.Fatalf("read = %+v", g)
 		}
 		// An external group accepts an empty member list, and its own type.

@@ -12,9 +12,9 @@ import (
 
 // The limits of metadata, as Vault's.
 const (
-	MaxMetadataPairs    = 64  // pairs in a group's metadata
-	MaxMetadataKeyLen   = 128 // characters in a metadata key
-	MaxMetadataValueLen = 512 // characters in a metadata value
+	maxMetadataPairs    = 64  // pairs in a group's metadata
+	maxMetadataKeyLen   = 128 // characters in a metadata key
+	maxMetadataValueLen = 512 // characters in a metadata value
 )
 
 // nameRule returns the rule a group name breaks, or "": a name is
@@ -36,8 +36,8 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // checkMetadata adds to v every rule m breaks.
 func checkMetadata(v *keel.Validation, m map[string]string) {
-	if len(m) > MaxMetadataPairs {
-		v.Add("Metadata", "must hold at most %d pairs, not %d", MaxMetadataPairs, len(m))
+	if len(m) > maxMetadataPairs {
+		v.Add("Metadata", "must hold at most %d pairs, not %d", maxMetadataPairs, len(m))
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
@@ -46,14 +46,14 @@ func checkMetadata(v *keel.Validation, m map[string]string) {
 			v.Add("Metadata", "keys must not be empty")
 		case !utf8.ValidString(k):
 			v.Add("Metadata", "key %q is not valid UTF-8", k)
-		case utf8.RuneCountInString(k) > MaxMetadataKeyLen:
-			v.Add("Metadata", "key %.32q... is longer than %d characters", k, MaxMetadataKeyLen)
+		case utf8.RuneCountInString(k) > maxMetadataKeyLen:
+			v.Add("Metadata", "key %.32q... is longer than %d characters", k, maxMetadataKeyLen)
 		}
 		switch {
 		case !utf8.ValidString(val):
 			v.Add("Metadata", "value of %.32q is not valid UTF-8", k)
-		case utf8.RuneCountInString(val) > MaxMetadataValueLen:
-			v.Add("Metadata", "value of %.32q is longer than %d characters", k, MaxMetadataValueLen)
+		case utf8.RuneCountInString(val) > maxMetadataValueLen:
+			v.Add("Metadata", "value of %.32q is longer than %d characters", k, maxMetadataValueLen)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func BenchmarkStep(b *testing.B) {
 			ctx := context.Background()
 			v := newEnv(b, everystore.Mem, FlavorOpenLDAP, nil)
 			v.configure(b)
-			const due, period = 10, MinRotationPeriod
+			const due, period = 10, minRotationPeriod
 			for i := range total {
 				dn := fmt.Sprintf("uid=u%05d,ou=users,dc=example,dc=org", i)
 				v.dir.Add(dn, "initial")

@@ -13,9 +13,9 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// MaxPasswordLength bounds Config.Length: a generated password is built
+// maxPasswordLength bounds Config.Length: a generated password is built
 // in memory, and a client's length must not decide how much.
-const MaxPasswordLength = 1024
+const maxPasswordLength = 1024
 
 // defaultPasswordLength is the length of passwords generated without a
 // password policy or a configured length.
@@ -102,7 +102,7 @@ type Config struct {
 	TLSMinVersion string
 	TLSMaxVersion string
 	// Length is the number of letters and digits of a generated password,
-	// at most MaxPasswordLength; it may not be set with PasswordPolicy.
+	// at most 1,024; it may not be set with PasswordPolicy.
 	// Zero: 64 (GetConfig returns it when
 	// PasswordPolicy is empty too). Deprecated in Vault: prefer a policy.
 	Length int
@@ -359,8 +359,8 @@ func (e *Engine) validate(c *Config) error {
 	}
 	if c.Length < 0 {
 		v.Add("Length", "must not be negative")
-	} else if c.Length > MaxPasswordLength {
-		v.Add("Length", "must be at most %d", MaxPasswordLength)
+	} else if c.Length > maxPasswordLength {
+		v.Add("Length", "must be at most %d", maxPasswordLength)
 	}
 	if c.PasswordPolicy != "" && !passwordpolicy.ValidName(c.PasswordPolicy) {
 		v.Add("PasswordPolicy", "is not a valid policy name")

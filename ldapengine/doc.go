@@ -68,8 +68,9 @@
 // the caller: a walk goes on after it while names are created and
 // deleted, giving every name that exists throughout once. The size of a
 // library set is bounded by the store's transactions: Engine.Limits
-// reports it (Limits.MaxLibraryAccounts); the fixed limits are constants
-// (MaxNameLen, MaxServiceAccountNameLen, MaxPasswordLength).
+// reports it (Limits.MaxLibraryAccounts); the fixed limits are stated where
+// they apply (names of 512 bytes, service account names of 256, passwords
+// of 1,024).
 //
 // # Outages
 //

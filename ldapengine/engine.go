@@ -23,7 +23,7 @@ const (
 	defaultURL           = "ldap://127.0.0.1"
 	defaultTLSVersion    = "tls12"
 	defaultRetryInterval = 10 * time.Second // retry of a failed rotation
-	MinRotationPeriod    = 5 * time.Second
+	minRotationPeriod    = 5 * time.Second
 )
 
 // Options configure an Engine. A nil *Options, and every zero field, means

@@ -18,9 +18,9 @@ import (
 const (
 	// defaultLibraryTTL is the default ttl and max_ttl of a library set.
 	defaultLibraryTTL = 24 * time.Hour
-	// MaxServiceAccountNameLen is the longest service account name, in
+	// maxServiceAccountNameLen is the longest service account name, in
 	// bytes.
-	MaxServiceAccountNameLen = 256
+	maxServiceAccountNameLen = 256
 )
 
 // Store keys of library sets, relative to the engine's view.
@@ -64,7 +64,7 @@ type LibrarySetRequest struct {
 	// ServiceAccountNames are the accounts of the set, in the order in
 	// which check-outs take them: required (at least one) on create; on
 	// update, when not nil, the new list. At most
-	// Limits().MaxLibraryAccounts, each at most MaxServiceAccountNameLen
+	// Limits().MaxLibraryAccounts, each at most 256 bytes
 	// bytes. Each is searched under Config.UserDN by Config.UserAttr when
 	// it joins the set, must exist there, and must not belong to another
 	// set or to a static role. An account that joins the set gets a new
@@ -153,8 +153,8 @@ func checkAccountNames(v *keel.Validation, names []string) {
 		switch {
 		case n == "":
 			v.Add(field, "must not be empty")
-		case len(n) > MaxServiceAccountNameLen:
-			v.Add(field, "%.40q…: names are at most %d bytes", n, MaxServiceAccountNameLen)
+		case len(n) > maxServiceAccountNameLen:
+			v.Add(field, "%.40q…: names are at most %d bytes", n, maxServiceAccountNameLen)
 		case !utf8.ValidString(n) || strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 			v.Add(field, "%q: names must be UTF-8 without control characters", n)
 		case seen[n]:
@@ -382,7 +382,8 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 
 // Limits are the limits of an Engine that depend on its store (see
 // Engine.Limits). A zero field means no limit. The fixed limits are
-// constants: MaxNameLen, MaxServiceAccountNameLen, MaxPasswordLength.
+// stated where they apply: a name is at most 512 bytes, a service account
+// name 256, a password 1,024.
 type Limits struct {
 	// MaxLibraryAccounts is the most accounts a library set may hold:
 	// the store's storage.Limits.MaxTxReads less 8 (120 on etcdstore's

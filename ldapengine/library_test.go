@@ -89,7 +89,7 @@ func TestLibrarySetRules(t *testing.T) {
 			"empty account name":       {"s", LibrarySetRequest{ServiceAccountNames: []string{""}}, "ServiceAccountNames[0]"},
 			"account named twice":      {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0", "svc0"}}, "ServiceAccountNames[1]"},
 			"control character":        {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc\n0"}}, "ServiceAccountNames[0]"},
-			"name too long":            {"s", LibrarySetRequest{ServiceAccountNames: []string{strings.Repeat("x", MaxServiceAccountNameLen+1)}}, "ServiceAccountNames[0]"},
+			"name too long":            {"s", LibrarySetRequest{ServiceAccountNames: []string{strings.Repeat("x", maxServiceAccountNameLen+1)}}, "ServiceAccountNames[0]"},
 			"account not in directory": {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0", "nobody"}}, "ServiceAccountNames[1]"},
 			"negative ttl":             {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, TTL: libPtr(-time.Second)}, "TTL"},
 			"negative max_ttl":         {"s", LibrarySetRequest{ServiceAccountNames: []string{"svc0"}, MaxTTL: libPtr(-time.Second)}, "MaxTTL"},

@@ -9,8 +9,8 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// MaxNameLen bounds the name of a role or library set, slashes included.
-const MaxNameLen = 512
+// maxNameLen bounds the name of a role or library set, slashes included.
+const maxNameLen = 512
 
 // nameSegment is one segment of a role or set name.
 var nameSegment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
@@ -21,7 +21,7 @@ const nameRule = "must be segments of 1 to 128 letters, digits, '_', '.', '@', '
 // validName reports whether name follows the rule of role and set names:
 // hierarchical, as Vault's ("team/app"), each segment a plain name.
 func validName(name string) bool {
-	if name == "" || len(name) > MaxNameLen {
+	if name == "" || len(name) > maxNameLen {
 		return false
 	}
 	for seg := range strings.SplitSeq(name, "/") {
@@ -185,5 +185,5 @@ func (e *Engine) listChildren(ctx context.Context, resource, prefix, path string
 // of names, so the segment is not checked further.
 func validCursor(c string) bool {
 	seg := strings.TrimSuffix(c, "/")
-	return c == "" || (seg != "" && len(seg) <= MaxNameLen && !strings.Contains(seg, "/"))
+	return c == "" || (seg != "" && len(seg) <= maxNameLen && !strings.Contains(seg, "/"))
 }

@@ -19,7 +19,7 @@ import (
 func TestHierarchicalNames(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, open everystore.Open) {
 		ctx := context.Background()
-		for _, name := range []string{"", "/a", "a/", "a//b", "a/-b", "a b/c", string(make([]byte, MaxNameLen+1))} {
+		for _, name := range []string{"", "/a", "a/", "a//b", "a/-b", "a b/c", string(make([]byte, maxNameLen+1))} {
 			if validName(name) {
 				t.Errorf("name %q accepted", name)
 			}

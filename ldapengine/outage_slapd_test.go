@@ -69,7 +69,7 @@ func TestOutageScheduledRotationSlapdFrozen(t *testing.T) {
 	t.Parallel()
 	o := startOutage(t)
 	ctx := context.Background()
-	o.putRole(t, "alice", "alice", MinRotationPeriod)
+	o.putRole(t, "alice", "alice", minRotationPeriod)
 	r, err := o.e.GetStaticRole(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestOutageScheduledRotationSlapdFrozen(t *testing.T) {
 	// healthy slapd (a worker that stalls after it is caught here).
 	nextRotation := func(what string) {
 		t.Helper()
-		o.within(t, MinRotationPeriod+outBound, what, func() error {
+		o.within(t, minRotationPeriod+outBound, what, func() error {
 			r2, err := o.e.GetStaticRole(ctx, "alice")
 			if err != nil {
 				return err

@@ -73,15 +73,15 @@ func TestRotationEveryFiveSecondsAcrossARestart(t *testing.T) {
 		})
 		slack := time.Second + 20*baseline
 		t.Logf("%s: three passwords in %s (the slack of this run: %s)", phase, d.Round(time.Millisecond), slack.Round(time.Millisecond))
-		if limit := 2*MinRotationPeriod + slack; d > limit {
-			t.Fatalf("%s: three passwords in %s with a %s period, want within %s", phase, d.Round(time.Millisecond), MinRotationPeriod, limit.Round(time.Millisecond))
+		if limit := 2*minRotationPeriod + slack; d > limit {
+			t.Fatalf("%s: three passwords in %s with a %s period, want within %s", phase, d.Round(time.Millisecond), minRotationPeriod, limit.Round(time.Millisecond))
 		}
 	}
 	e := open()
 	if err := e.PutConfig(ctx, Config{BindDN: slapdtest.BindDN, BindPass: slapdtest.BindPW, URL: srv.URL, RequestTimeout: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: slapdtest.AliceDN, RotationPeriod: MinRotationPeriod}); err != nil {
+	if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: slapdtest.AliceDN, RotationPeriod: minRotationPeriod}); err != nil {
 		t.Fatal(err)
 	}
 	measure(e)

@@ -24,7 +24,7 @@ type StaticRoleRequest struct {
 	// cannot change.
 	DN string
 	// RotationPeriod is the time between two rotations of the password,
-	// at least MinRotationPeriod: required on create, kept when zero on
+	// at least 5s: required on create, kept when zero on
 	// update.
 	RotationPeriod time.Duration
 	// SkipImportRotation, on create, leaves the entry's password alone
@@ -110,8 +110,8 @@ func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleReq
 	if err := checkNewName(staticRoleName, name); err != nil {
 		return err
 	}
-	if r.RotationPeriod != 0 && r.RotationPeriod < MinRotationPeriod {
-		v.Add("RotationPeriod", "must be at least %s", MinRotationPeriod)
+	if r.RotationPeriod != 0 && r.RotationPeriod < minRotationPeriod {
+		v.Add("RotationPeriod", "must be at least %s", minRotationPeriod)
 	}
 	if !e.feat.roleByUsername && r.DN == "" {
 		v.Add("DN", "is required")

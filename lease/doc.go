@@ -107,7 +107,7 @@
 // leases counts them first, in batches (see PutQuota), exactly while
 // leases come and go. The quota record is one key: issues under any quota
 // conflict with each other (not with issues under none), and a store
-// holds MaxQuotas quotas at most.
+// holds 100 quotas at most.
 //
 // # Lists and limits
 //

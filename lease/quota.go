@@ -18,8 +18,8 @@ import (
 // writes the lease.
 const quotaKey = "quotas"
 
-// MaxQuotas is how many lease-count quotas a Manager's store holds at most.
-const MaxQuotas = 100
+// maxQuotas is how many lease-count quotas a Manager's store holds at most.
+const maxQuotas = 100
 
 // maxQuotaNameLen bounds the bytes of a quota's name.
 const maxQuotaNameLen = 128
@@ -296,7 +296,7 @@ func checkQuotaName(name string) string {
 // PutQuota fails with an error of kind keel.KindInvalid naming the
 // fields of a malformed request (a bad name or path, MaxLeases not
 // positive, a path another quota has); with keel.KindTooLarge when the
-// store holds MaxQuotas quotas already.
+// store holds 100 quotas already.
 func (m *Manager) PutQuota(ctx context.Context, req QuotaRequest) (Quota, error) {
 	if err := m.authorize(ctx, "put quota", keel.CapUpdate, "sys/quotas/lease-count/"+req.Name); err != nil {
 		return Quota{}, err
@@ -337,8 +337,8 @@ func (m *Manager) PutQuota(ctx context.Context, req QuotaRequest) (Quota, error)
 			q.recs[i].Path = req.Path
 		case i >= 0:
 			q.recs[i] = quotaRec{Name: req.Name, Path: req.Path, Max: req.MaxLeases, Counting: true}
-		case len(q.recs) >= MaxQuotas:
-			return fmt.Errorf("%d quotas are stored, at most %d (MaxQuotas): %w", len(q.recs), MaxQuotas, keel.KindTooLarge)
+		case len(q.recs) >= maxQuotas:
+			return fmt.Errorf("%d quotas are stored, at most %d (maxQuotas): %w", len(q.recs), maxQuotas, keel.KindTooLarge)
 		default:
 			q.recs = append(q.recs, quotaRec{Name: req.Name, Path: req.Path, Max: req.MaxLeases, Counting: true})
 			slices.SortFunc(q.recs, func(a, b quotaRec) int { return strings.Compare(a.Name, b.Name) })
@@ -432,7 +432,7 @@ func (m *Manager) GetQuota(ctx context.Context, name string) (Quota, error) {
 	return out, nil
 }
 
-// ListQuotas returns every lease-count quota, by name (MaxQuotas at most).
+// ListQuotas returns every lease-count quota, by name (100 at most).
 // It needs keel.CapList on "sys/quotas/lease-count".
 func (m *Manager) ListQuotas(ctx context.Context) ([]Quota, error) {
 	if err := m.authorize(ctx, "list quotas", keel.CapList, "sys/quotas/lease-count"); err != nil {

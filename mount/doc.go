@@ -54,7 +54,7 @@
 //
 // # Rules
 //
-// A mount path is at most MaxPathLen (256) bytes of segments made of ASCII
+// A mount path is at most 256 bytes of segments made of ASCII
 // letters, digits and "-", "_", ".", "+", "@", "~", separated by "/"; it
 // holds no "..", no "." segment and no empty one, and does not start with
 // "sys/", "auth/", "identity/" or "cubbyhole/". No mount may be at, above

@@ -16,8 +16,8 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// MaxPathLen is the longest mount path, in bytes, trailing "/" included.
-const MaxPathLen = 256
+// maxPathLen is the longest mount path, in bytes, trailing "/" included.
+const maxPathLen = 256
 
 // reserved are the paths under which nothing can be mounted: Vault's own.
 var reserved = []string{"sys/", "auth/", "identity/", "cubbyhole/"}
@@ -247,15 +247,15 @@ func normPath(path string) string {
 }
 
 // pathRule returns why path, normalised, is not a valid mount path, or "".
-// A mount path is at most MaxPathLen bytes of segments of ASCII letters,
+// A mount path is at most 256 bytes of segments of ASCII letters,
 // digits and "-", "_", ".", "+", "@", "~", separated by "/"; it holds no
 // ".." and no segment ".", and does not lie under a reserved path.
 func pathRule(path string) string {
 	if path == "/" {
 		return "is required"
 	}
-	if len(path) > MaxPathLen {
-		return fmt.Sprintf("must be at most %d bytes, not %d", MaxPathLen, len(path))
+	if len(path) > maxPathLen {
+		return fmt.Sprintf("must be at most %d bytes, not %d", maxPathLen, len(path))
 	}
 	for _, c := range []byte(path) {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.+@~/", c) >= 0

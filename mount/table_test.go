@@ -94,7 +94,7 @@ func TestEnableRefusals(t *testing.T) {
 			"dot segment":                 {Path: "a/./b", Type: "kv"},
 			"empty segment":               {Path: "a//b", Type: "kv"},
 			"empty":                       {Path: "", Type: "kv"},
-			"too long":                    {Path: strings.Repeat("a", mount.MaxPathLen), Type: "kv"},
+			"too long":                    {Path: strings.Repeat("a", 256), Type: "kv"},
 			"reserved":                    {Path: "sys/x", Type: "kv"},
 			"existing":                    {Path: "secret", Type: "kv"},
 			"below a mount":               {Path: "secret/inner", Type: "kv"},

@@ -14,10 +14,10 @@ import (
 
 // The limits of a policy's length (Vault's).
 const (
-	// MinLength is the shortest length a policy may have.
-	MinLength = 4
-	// MaxLength is the longest length a policy may have.
-	MaxLength = 100
+	// minLength is the shortest length a policy may have.
+	minLength = 4
+	// maxLength is the longest length a policy may have.
+	maxLength = 100
 )
 
 const alphanumeric = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -59,7 +59,7 @@ type CharsetRule struct {
 // concurrent use as long as no one changes its fields.
 type Policy struct {
 	// Length is the number of characters (runes) of a password,
-	// MinLength to MaxLength.
+	// 4 to 100.
 	Length int
 	// Rules are the charset rules, at least one, in the order written.
 	Rules []CharsetRule
@@ -154,8 +154,8 @@ func Parse(policy string) (_ *Policy, err error) {
 	}
 	if !sawLength {
 		v.Add("Policy", "length is required")
-	} else if p.Length < MinLength || p.Length > MaxLength {
-		v.Add("Policy", "length must be %d to %d, got %d", MinLength, MaxLength, p.Length)
+	} else if p.Length < minLength || p.Length > maxLength {
+		v.Add("Policy", "length must be %d to %d, got %d", minLength, maxLength, p.Length)
 	}
 	if len(p.Rules) == 0 {
 		v.Add("Policy", "needs at least one charset rule")

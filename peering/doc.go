@@ -124,8 +124,8 @@
 // name at most Limits().MaxConsumerPeers peerings (31 on etcd), and a
 // larger one is refused up front with keel.KindInvalid on "Services",
 // naming the limit. The fixed limits are
-// constants: MaxMetaPairs, MaxMetaKeyLen, MaxMetaValueLen (Meta, as
-// Consul's) and MaxWait (a blocking query).
+// stated where they apply: Meta's (64 pairs, keys of 128 bytes, values of
+// 512, as Consul's), and MaxWait, a constant (a blocking query).
 //
 // # Caveats
 //

@@ -203,8 +203,8 @@ func getEntry(tx storage.Tx) (*ExportedServicesEntry, error) {
 }
 
 // Limits are the limits of a Service that depend on its store, as
-// Service.Limits reports them. The fixed limits are constants:
-// MaxMetaPairs, MaxMetaKeyLen, MaxMetaValueLen, MaxWait.
+// Service.Limits reports them. The fixed limits are stated where they
+// apply (TokenRequest.Meta) and MaxWait is a constant.
 type Limits struct {
 	// MaxConsumerPeers is the most peerings one exported-services entry
 	// may name as consumers, counted once across all its services; 0 when

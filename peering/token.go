@@ -25,8 +25,8 @@ type TokenRequest struct {
 	// ServerExternalAddresses, each host:port, replace Options.Addresses
 	// in the token.
 	ServerExternalAddresses []string
-	// Meta is kept with the peering: at most MaxMetaPairs pairs, keys of at
-	// most MaxMetaKeyLen bytes, values of at most MaxMetaValueLen.
+	// Meta is kept with the peering: at most 64 pairs, keys of at most 128
+	// bytes, values of at most 512.
 	Meta map[string]string
 }
 

@@ -11,9 +11,9 @@ import (
 
 // Limits of Meta, as Consul's.
 const (
-	MaxMetaPairs    = 64
-	MaxMetaKeyLen   = 128
-	MaxMetaValueLen = 512
+	maxMetaPairs    = 64
+	maxMetaKeyLen   = 128
+	maxMetaValueLen = 512
 	maxNameLen      = 63
 )
 
@@ -56,8 +56,8 @@ func checkPartition(v *keel.Validation, p string) {
 }
 
 func checkMeta(v *keel.Validation, meta map[string]string) {
-	if len(meta) > MaxMetaPairs {
-		v.Add("Meta", "at most %d pairs, got %d", MaxMetaPairs, len(meta))
+	if len(meta) > maxMetaPairs {
+		v.Add("Meta", "at most %d pairs, got %d", maxMetaPairs, len(meta))
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range meta {
@@ -70,11 +70,11 @@ func checkMeta(v *keel.Validation, meta map[string]string) {
 		switch {
 		case k == "":
 			v.Add("Meta", "a key is empty")
-		case len(k) > MaxMetaKeyLen:
-			v.Add("Meta", "key %q is longer than %d", k[:16]+"…", MaxMetaKeyLen)
+		case len(k) > maxMetaKeyLen:
+			v.Add("Meta", "key %q is longer than %d", k[:16]+"…", maxMetaKeyLen)
 		}
-		if len(meta[k]) > MaxMetaValueLen {
-			v.Add("Meta", "the value of %q is longer than %d", k, MaxMetaValueLen)
+		if len(meta[k]) > maxMetaValueLen {
+			v.Add("Meta", "the value of %q is longer than %d", k, maxMetaValueLen)
 		}
 	}
 }

@@ -14,9 +14,9 @@ import (
 
 // Limits of the project rules.
 const (
-	MinNameLen        = 3   // characters in a project name, at least
-	MaxNameLen        = 36  // characters in a project name, at most
-	MaxDescriptionLen = 256 // characters in a description, at most
+	minNameLen        = 3   // characters in a project name, at least
+	maxNameLen        = 36  // characters in a project name, at most
+	maxDescriptionLen = 256 // characters in a description, at most
 	// DefaultPageSize is the Limit of a page of any list when the
 	// request gives none (0 or less).
 	DefaultPageSize = 20
@@ -49,11 +49,11 @@ type Project struct {
 // ProjectRequest is the input of Create and Update: a nil field is not
 // given (Update leaves it as it is).
 type ProjectRequest struct {
-	// Name is required by Create: MinNameLen to MaxNameLen letters,
+	// Name is required by Create: 3 to 36 letters,
 	// digits, spaces, "-" and "_", unique in the organization ignoring
 	// case.
 	Name *string
-	// Description is at most MaxDescriptionLen characters.
+	// Description is at most 256 characters.
 	Description *string
 }
 
@@ -68,8 +68,8 @@ func validateInput(in ProjectRequest, create bool) error {
 			v.Add("Name", "%s", msg)
 		}
 	}
-	if in.Description != nil && utf8.RuneCountInString(*in.Description) > MaxDescriptionLen {
-		v.Add("Description", "must be at most %d characters", MaxDescriptionLen)
+	if in.Description != nil && utf8.RuneCountInString(*in.Description) > maxDescriptionLen {
+		v.Add("Description", "must be at most %d characters", maxDescriptionLen)
 	}
 	return v.Err()
 }
@@ -77,8 +77,8 @@ func validateInput(in ProjectRequest, create bool) error {
 // nameProblem returns what is wrong with a project name, or "".
 func nameProblem(name string) string {
 	n := utf8.RuneCountInString(name)
-	if n < MinNameLen || n > MaxNameLen {
-		return fmt.Sprintf("must be %d to %d characters", MinNameLen, MaxNameLen)
+	if n < minNameLen || n > maxNameLen {
+		return fmt.Sprintf("must be %d to %d characters", minNameLen, maxNameLen)
 	}
 	for _, r := range name {
 		if !isWordRune(r) && r != ' ' {

@@ -366,7 +366,7 @@
 //	  inheritable                      logins; inheritable for        mount and has no namespaces
 //	                                   namespaces
 //	lease-count quota unknown field    ignored                        400 naming the field
-//	more than 100 lease-count quotas   accepted                       413 (lease.MaxQuotas): the counts share one record,
+//	more than 100 lease-count quotas   accepted                       413 (a store holds 100 at most): the counts share one record,
 //	                                                                  written by every issue under a quota
 //	a subtree path without its slash   a listing lists "p/"; other    the same: a listing is served as the listing of "p/",
 //	  (sys/leases/lookup, …)           operations per the path        any other method is 405 (never the mux's redirect)
