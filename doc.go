@@ -71,6 +71,19 @@
 // resource path. Without one, everything is allowed (AllowAll);
 // RuleAuthorizer grants capabilities from named policies of path globs.
 //
+// # Observing
+//
+// Every operation a service is told to report goes through one seam: the
+// service calls Begin with its Observer before the operation acts, and the
+// Op's End when it returns, with the caller, the resource, the outcome,
+// the duration and the request and result. Audit devices, metrics, traces
+// and logs are Observers; Observers joins several, and a program adds its
+// own. An Observer may refuse an operation (an audit device that cannot
+// record it): the operation then fails with that error and acts on
+// nothing. The domain that owns a value marks its secret fields with the
+// struct tag `keel:"secret"`; a consumer shows them only through Redact.
+// Without an Observer the seam costs a nil check.
+//
 // # Time
 //
 // Services read time only from the Clock given to them. FakeClock moves only

@@ -29,6 +29,12 @@ type Options struct {
 	// Authorizer decides the caller's rights on each operation. Nil
 	// allows everything.
 	Authorizer keel.Authorizer
+	// Observer is told of every operation (see keel.Observer): a read's
+	// and a write's data are secret. Nil: none.
+	Observer keel.Observer
+	// Clock times the operations the Observer is told of. Nil:
+	// keel.SystemClock{}.
+	Clock keel.Clock
 	// DefaultTTL is the mount's default lease duration, reported on a
 	// read of a secret without a usable "ttl" key. Zero means
 	// 768h; a negative value is refused by New.
@@ -49,7 +55,7 @@ type Secret struct {
 	// Data holds every pair stored at the path, decoded from JSON:
 	// strings, json.Number for numbers (exactly as written), bool,
 	// nil, []any and map[string]any. It belongs to the caller.
-	Data map[string]any
+	Data map[string]any `keel:"secret"`
 	// LeaseDuration is the value of the "ttl" key (else of the "lease"
 	// key), or the mount's default when there is none or it cannot be
 	// parsed; in a leased mount a zero value is replaced by the default.
@@ -65,7 +71,7 @@ type Secret struct {
 	// bytes, but for the order of the members of objects that came from
 	// Go structs). An adapter that answers in JSON may copy it out
 	// instead of encoding Data again. It belongs to the caller.
-	JSON []byte
+	JSON []byte `keel:"secret"`
 }
 
 // Engine is a key-value secrets engine, version 1, mounted at one path.
@@ -78,6 +84,8 @@ type Engine struct {
 	authz      keel.Authorizer
 	defaultTTL time.Duration
 	leases     *lease.Issuer
+	obs        keel.Observer
+	clock      keel.Clock
 }
 
 // New returns an Engine that keeps its secrets in store, at keys equal to
@@ -125,6 +133,8 @@ func New(store storage.Store, mount string, opts *Options) (*Engine, error) {
 		authz:      o.Authorizer,
 		defaultTTL: o.DefaultTTL,
 		leases:     o.Leases,
+		obs:        o.Observer,
+		clock:      o.Clock,
 	}
 	if e.leases != nil {
 		e.leases.SetRevoker(leaseEnds{e})
@@ -179,7 +189,18 @@ func (e *Engine) Mount() string { return e.mount }
 // for another, as Vault checks the right first. An error of the lease
 // manager is returned with its kind, or with keel.KindUnavailable when it
 // has none.
-func (e *Engine) Read(ctx context.Context, path string) (Secret, error) {
+func (e *Engine) Read(ctx context.Context, path string) (s Secret, err error) {
+	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Read", e.resource(path), nil)
+	if err != nil {
+		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
+	}
+	if op != nil {
+		defer func() { op.End(s, err) }()
+	}
+	return e.read(ctx, path)
+}
+
+func (e *Engine) read(ctx context.Context, path string) (Secret, error) {
 	if folder, ok := strings.CutSuffix(path, "/"); path == "" || ok && pathRule(folder) == "" {
 		if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
 			return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
@@ -264,7 +285,18 @@ const defaultListLimit = 1000
 // keel.KindNotFound when the folder has no children: a missing folder, or
 // a path that holds a secret but nothing below it. A page after the last
 // child is empty, not an error.
-func (e *Engine) List(ctx context.Context, path string, r keel.ListRequest) (keel.Page[string], error) {
+func (e *Engine) List(ctx context.Context, path string, r keel.ListRequest) (page keel.Page[string], err error) {
+	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.List", e.resource(path), r)
+	if err != nil {
+		return keel.Page[string]{}, fmt.Errorf("kv: list %q: %w", path, err)
+	}
+	if op != nil {
+		defer func() { op.End(page, err) }()
+	}
+	return e.list(ctx, path, r)
+}
+
+func (e *Engine) list(ctx context.Context, path string, r keel.ListRequest) (keel.Page[string], error) {
 	folder, err := folderOf(path)
 	if err != nil {
 		return keel.Page[string]{}, fmt.Errorf("kv: list: %w", err)
@@ -357,7 +389,23 @@ func (c *collector) all() []string {
 // encoded as JSON; keel.KindForbidden without the right; keel.KindTooLarge
 // when the path or the encoded data exceeds the store's limits. On any
 // error nothing is written.
-func (e *Engine) Write(ctx context.Context, path string, data map[string]any) error {
+func (e *Engine) Write(ctx context.Context, path string, data map[string]any) (err error) {
+	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Write", e.resource(path), writeInput{data})
+	if err != nil {
+		return fmt.Errorf("kv: write %q: %w", path, err)
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return e.write(ctx, path, data)
+}
+
+// writeInput is the Input of a kv.Write an Observer is told of.
+type writeInput struct {
+	Data map[string]any `keel:"secret"`
+}
+
+func (e *Engine) write(ctx context.Context, path string, data map[string]any) error {
 	if err := checkPath(path); err != nil {
 		return fmt.Errorf("kv: write: %w", err)
 	}
@@ -392,7 +440,18 @@ func (e *Engine) Write(ctx context.Context, path string, data map[string]any) er
 //
 // It needs keel.CapDelete on mount/path. It fails with keel.KindInvalid
 // for a malformed path and keel.KindForbidden without the right.
-func (e *Engine) Delete(ctx context.Context, path string) error {
+func (e *Engine) Delete(ctx context.Context, path string) (err error) {
+	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Delete", e.resource(path), nil)
+	if err != nil {
+		return fmt.Errorf("kv: delete %q: %w", path, err)
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return e.delete(ctx, path)
+}
+
+func (e *Engine) delete(ctx context.Context, path string) error {
 	if err := checkPath(path); err != nil {
 		return fmt.Errorf("kv: delete: %w", err)
 	}

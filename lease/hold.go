@@ -19,7 +19,18 @@ const holdKey = "hold"
 // time while their credentials are still in use. Revocations asked for
 // by a caller (Revoke, RevokePrefix, RevokeForce) still run. Hold needs
 // keel.CapSudo on "sys/leases/hold"; holding a held store changes nothing.
-func (m *Manager) Hold(ctx context.Context) error {
+func (m *Manager) Hold(ctx context.Context) (err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Hold", "sys/leases/hold", nil)
+	if err != nil {
+		return err
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return m.hold(ctx)
+}
+
+func (m *Manager) hold(ctx context.Context) error {
 	if err := m.authorize(ctx, "hold", keel.CapSudo, "sys/leases/hold"); err != nil {
 		return err
 	}
@@ -37,7 +48,18 @@ func (m *Manager) Hold(ctx context.Context) error {
 // Options.Held; the worker then revokes what is due (this process's at
 // once, another's within Options.RetryBase). It needs keel.CapSudo on
 // "sys/leases/hold"; releasing a store that is not held changes nothing.
-func (m *Manager) Release(ctx context.Context) error {
+func (m *Manager) Release(ctx context.Context) (err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Release", "sys/leases/hold", nil)
+	if err != nil {
+		return err
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return m.release(ctx)
+}
+
+func (m *Manager) release(ctx context.Context) error {
 	if err := m.authorize(ctx, "release", keel.CapSudo, "sys/leases/hold"); err != nil {
 		return err
 	}

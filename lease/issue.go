@@ -30,7 +30,7 @@ type IssueRequest struct {
 	Token bool
 	// Data is the engine's private data, given back to its Revoker and
 	// Renewer (the DNs to delete, say). The manager keeps a copy.
-	Data []byte
+	Data []byte `keel:"secret"`
 }
 
 // idRandLen is the number of random base62 characters of a lease id.

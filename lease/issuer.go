@@ -52,7 +52,18 @@ func (i *Issuer) Manager() *Manager { return i.m }
 // TTL is negative; with keel.KindUnavailable once the Issuer's mount was
 // unregistered or registered again; with the store's error when the store
 // fails.
-func (i *Issuer) Issue(ctx context.Context, req IssueRequest) (Lease, error) {
+func (i *Issuer) Issue(ctx context.Context, req IssueRequest) (l Lease, err error) {
+	ctx, op, err := keel.Begin(ctx, i.m.obs, i.m.clock, "lease.Issue", req.Path, req)
+	if err != nil {
+		return Lease{}, err
+	}
+	if op != nil {
+		defer func() { op.End(l, err) }()
+	}
+	return i.issue(ctx, req)
+}
+
+func (i *Issuer) issue(ctx context.Context, req IssueRequest) (Lease, error) {
 	if i.joint != nil {
 		// In a transaction of the joined views, so that a guard of the
 		// engine's view (storage.Guard) holds for the lease too.

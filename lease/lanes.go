@@ -141,6 +141,20 @@ func (m *Manager) callTimed(ctx context.Context, l Lease) error {
 	}
 }
 
+// expire revokes the due lease l through its mount's revoker (callTimed),
+// telling the Observer of it as the operation "lease.Expire". An Observer
+// that refuses it puts the lease off, as a mount without a revoker does.
+func (m *Manager) expire(ctx context.Context, l Lease) (err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Expire", l.ID, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNoRevoker, err)
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return m.callTimed(ctx, l)
+}
+
 // revokeLane revokes the due leases of one mount, in index order, at most
 // Options.RevokeConcurrency at a time, and sets each item's outcome. Once
 // the lane closes (see lanes) no further call is made: the leases not
@@ -177,7 +191,7 @@ func (m *Manager) revokeLane(ctx context.Context, now time.Time, mount string, i
 	for range min(m.opts.RevokeConcurrency, len(items)) {
 		wg.Go(func() {
 			for it := take(); it != nil; it = take() {
-				it.err = m.callTimed(ctx, it.e.Lease)
+				it.err = m.expire(ctx, it.e.Lease)
 				switch {
 				case it.err != nil && ctx.Err() != nil:
 					it.outcome = leave

@@ -33,7 +33,7 @@ type Lease struct {
 	Token bool
 	// Data is the engine's private data, given back to its Revoker and
 	// Renewer; nil when empty.
-	Data []byte
+	Data []byte `keel:"secret"`
 	// Irrevocable reports that revoking the lease failed for good (after
 	// Options.MaxAttempts attempts, or a Permanent error). The worker
 	// still tries every Options.IrrevocableRetry; RevokeForce removes it.

@@ -21,7 +21,18 @@ import (
 // succeeds, as in Vault: expired, with its Attempts, LastError and
 // NextAttempt, so that its owner can see why the secret still exists. So
 // does a due lease while revocations are held (see Hold), with Held set.
-func (m *Manager) Get(ctx context.Context, leaseID string) (Lease, error) {
+func (m *Manager) Get(ctx context.Context, leaseID string) (l Lease, err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Get", leaseID, nil)
+	if err != nil {
+		return Lease{}, err
+	}
+	if op != nil {
+		defer func() { op.End(l, err) }()
+	}
+	return m.get(ctx, leaseID)
+}
+
+func (m *Manager) get(ctx context.Context, leaseID string) (Lease, error) {
 	if err := m.authorize(ctx, "get", keel.CapUpdate, "sys/leases/lookup"); err != nil {
 		return Lease{}, err
 	}

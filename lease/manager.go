@@ -62,6 +62,10 @@ type Options struct {
 	// RevokeConcurrency is how many revoker calls of one mount the worker
 	// makes at once; the mounts' calls run side by side. Zero: 4.
 	RevokeConcurrency int
+	// Observer is told of the Manager's operations and of each
+	// revocation of its worker ("lease.Expire"; see keel.Observer). A
+	// lease's Data is secret. Nil: none.
+	Observer keel.Observer
 	// Held starts this Manager held, as Hold does for every Manager of
 	// the store: its Step revokes nothing until Release.
 	Held bool
@@ -153,6 +157,7 @@ type Manager struct {
 	store storage.Store // the store given to New
 	clock keel.Clock
 	auth  keel.Authorizer
+	obs   keel.Observer
 	log   *slog.Logger
 	opts  Options // filled in
 	batch int     // leases per transaction in batched operations
@@ -267,6 +272,7 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 		store:  store,
 		clock:  o.Clock,
 		auth:   o.Authorizer,
+		obs:    o.Observer,
 		log:    o.Logger,
 		opts:   o,
 		batch:  batch,

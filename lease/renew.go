@@ -11,6 +11,11 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
+// renewInput is the Input of a lease.Renew an Observer is told of.
+type renewInput struct {
+	Increment time.Duration
+}
+
 // Renewal is the outcome of Renew.
 type Renewal struct {
 	// Lease is the renewed lease.
@@ -27,7 +32,7 @@ type Renewal struct {
 	Capped bool
 	// Data is what the mount's Refresher answered (a kv secret read
 	// anew); nil without one.
-	Data any
+	Data any `keel:"secret"`
 }
 
 // Renew extends the lease leaseID to now+increment, and needs
@@ -56,7 +61,18 @@ type Renewal struct {
 // kind keel.KindUnavailable when no Revoker is registered for the lease's
 // mount; with the Renewer's error, classified as keel.KindUnavailable
 // unless it has a kind.
-func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Duration) (Renewal, error) {
+func (m *Manager) Renew(ctx context.Context, leaseID string, increment time.Duration) (r Renewal, err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Renew", leaseID, renewInput{increment})
+	if err != nil {
+		return Renewal{}, err
+	}
+	if op != nil {
+		defer func() { op.End(r, err) }()
+	}
+	return m.renew(ctx, leaseID, increment)
+}
+
+func (m *Manager) renew(ctx context.Context, leaseID string, increment time.Duration) (Renewal, error) {
 	if err := m.authorize(ctx, "renew", keel.CapUpdate, "sys/leases/renew"); err != nil {
 		return Renewal{}, err
 	}

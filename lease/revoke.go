@@ -33,7 +33,18 @@ import (
 // As in Vault, revoking an id that names no lease succeeds and does
 // nothing. Revoke fails with an error of kind keel.KindInvalid for an
 // empty id.
-func (m *Manager) Revoke(ctx context.Context, leaseID string, sync bool) error {
+func (m *Manager) Revoke(ctx context.Context, leaseID string, sync bool) (err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Revoke", leaseID, nil)
+	if err != nil {
+		return err
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return m.revoke(ctx, leaseID, sync)
+}
+
+func (m *Manager) revoke(ctx context.Context, leaseID string, sync bool) error {
 	if err := m.authorize(ctx, "revoke", keel.CapUpdate, "sys/leases/revoke"); err != nil {
 		return err
 	}
@@ -282,7 +293,18 @@ func (m *Manager) logFailure(ne *entry, err error) {
 // per batch: when an error stops RevokePrefix, the batches before it are
 // done. Repeating the call is safe. An empty prefix fails with an error of
 // kind keel.KindInvalid; a prefix that matches nothing succeeds.
-func (m *Manager) RevokePrefix(ctx context.Context, prefix string, sync bool) error {
+func (m *Manager) RevokePrefix(ctx context.Context, prefix string, sync bool) (err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.RevokePrefix", prefix, nil)
+	if err != nil {
+		return err
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return m.revokePrefix(ctx, prefix, sync)
+}
+
+func (m *Manager) revokePrefix(ctx context.Context, prefix string, sync bool) error {
 	if err := m.authorize(ctx, "revoke-prefix", keel.CapSudo, "sys/leases/revoke-prefix/"+prefix); err != nil {
 		return err
 	}
@@ -313,7 +335,18 @@ func (m *Manager) RevokePrefix(ctx context.Context, prefix string, sync bool) er
 // "sys/leases/revoke-force/"+prefix (prefix as given). The prefix rules,
 // batches and errors are those of RevokePrefix; the errors left are those
 // of the store.
-func (m *Manager) RevokeForce(ctx context.Context, prefix string) error {
+func (m *Manager) RevokeForce(ctx context.Context, prefix string) (err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.RevokeForce", prefix, nil)
+	if err != nil {
+		return err
+	}
+	if op != nil {
+		defer func() { op.End(nil, err) }()
+	}
+	return m.revokeForce(ctx, prefix)
+}
+
+func (m *Manager) revokeForce(ctx context.Context, prefix string) error {
 	if err := m.authorize(ctx, "revoke-force", keel.CapSudo, "sys/leases/revoke-force/"+prefix); err != nil {
 		return err
 	}

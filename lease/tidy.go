@@ -51,7 +51,18 @@ type TidyResult struct {
 // transaction, so that it never decides on stale data; an error stops it
 // with the batches before done, and the counts up to there. It reads every
 // key of the manager: use it sparingly. Only one Tidy runs at a time.
-func (m *Manager) Tidy(ctx context.Context) (TidyResult, error) {
+func (m *Manager) Tidy(ctx context.Context) (r TidyResult, err error) {
+	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Tidy", "sys/leases/tidy", nil)
+	if err != nil {
+		return TidyResult{}, err
+	}
+	if op != nil {
+		defer func() { op.End(r, err) }()
+	}
+	return m.tidy(ctx)
+}
+
+func (m *Manager) tidy(ctx context.Context) (TidyResult, error) {
 	if err := m.authorize(ctx, "tidy", keel.CapUpdate, "sys/leases/tidy"); err != nil {
 		return TidyResult{}, err
 	}

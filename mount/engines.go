@@ -47,9 +47,10 @@ type Env struct {
 	Leases *lease.Issuer
 	// Authorizer is the table's one Authorizer.
 	Authorizer keel.Authorizer
-	// Clock and Logger are the table's.
-	Clock  keel.Clock
-	Logger *slog.Logger
+	// Clock, Logger and Observer are the table's.
+	Clock    keel.Clock
+	Logger   *slog.Logger
+	Observer keel.Observer
 	// Leader is the leader of the engine's background work (see
 	// Options.Leader).
 	Leader leader.Leader
@@ -98,7 +99,7 @@ func kvEngineType() EngineType {
 			return opts, v.Err()
 		},
 		Build: func(env Env) (Engine, error) {
-			opts := &kv.Options{Authorizer: env.Authorizer, DefaultTTL: env.Entry.DefaultTTL}
+			opts := &kv.Options{Authorizer: env.Authorizer, Observer: env.Observer, Clock: env.Clock, DefaultTTL: env.Entry.DefaultTTL}
 			if leased, _ := strconv.ParseBool(env.Entry.Options["leased_passthrough"]); leased {
 				opts.Leases = env.Leases
 			}
@@ -153,7 +154,7 @@ func (t *Table) build(m *Mount) error {
 	}
 	eng, err := et.Build(Env{
 		Entry: m.Entry, Store: view, Leases: iss,
-		Authorizer: t.auth, Clock: t.clock, Logger: t.log, Leader: t.leader(leaderName(m.Entry)),
+		Authorizer: t.auth, Clock: t.clock, Logger: t.log, Observer: t.obs, Leader: t.leader(leaderName(m.Entry)),
 	})
 	if err == nil && eng == nil {
 		err = fmt.Errorf("mount: %q: the %s engine type built no engine: %w", m.Path, m.Type, keel.KindInternal)

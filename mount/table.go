@@ -97,6 +97,9 @@ type Options struct {
 	// Logger receives the workers' lines and the mounts not served.
 	// Nil: discard.
 	Logger *slog.Logger
+	// Observer is told of the operations of the lease manager and of
+	// every engine (see keel.Observer). Nil: none.
+	Observer keel.Observer
 	// Entities, when not nil, checks the member entity ids of identity
 	// group writes (see identity.Options). Nil: ids are stored as given.
 	Entities identity.EntityDirectory
@@ -155,6 +158,7 @@ type Table struct {
 	auth     keel.Authorizer
 	clock    keel.Clock
 	log      *slog.Logger
+	obs      keel.Observer
 	leader   func(string) leader.Leader
 	types    map[string]EngineType
 	reserved []string // Options.Reserved, normalised
@@ -230,6 +234,7 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (_ *Table, er
 		lo = *o.Leases
 	}
 	lo.Clock, lo.Authorizer, lo.Logger, lo.Leader = o.Clock, o.Authorizer, o.Logger, o.Leader("lease")
+	lo.Observer = o.Observer
 	leases, err := lease.New(storage.Sub(store, leasePrefix), &lo)
 	if err != nil {
 		return nil, err
@@ -242,6 +247,7 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (_ *Table, er
 		auth:     o.Authorizer,
 		clock:    keel.ClockOrSystem(o.Clock),
 		log:      o.Logger,
+		obs:      o.Observer,
 		leader:   o.Leader,
 		types: map[string]EngineType{
 			"kv":                              kvEngineType(),
