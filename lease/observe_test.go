@@ -79,3 +79,47 @@ func TestRefusedRenewalAndExpiryChangeNothing(t *testing.T) {
 		t.Errorf("the revoker was called %d times", n)
 	}
 }
+
+func TestCountCountsLiveIrrevocableAndDue(t *testing.T) {
+	e := newEnv(t, everystore.Mem, &Options{MaxAttempts: 1}, nil)
+	ctx := context.Background()
+	count := func() Counts {
+		t.Helper()
+		c, err := e.m.Count(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := count(); c != (Counts{}) {
+		t.Fatalf("empty store: %+v", c)
+	}
+	e.issue(t, IssueRequest{TTL: time.Minute})
+	e.issue(t, IssueRequest{TTL: time.Minute})
+	e.issue(t, IssueRequest{TTL: time.Hour})
+	if c := count(); c != (Counts{Live: 3}) {
+		t.Fatalf("three leases, none due: %+v", c)
+	}
+	held := e.m.heldHere.Load()
+	e.m.heldHere.Store(true)
+	e.clock.Advance(time.Minute)
+	if c := count(); c != (Counts{Live: 3, Due: 2}) {
+		t.Fatalf("two due at their instant: %+v", c)
+	}
+	e.m.heldHere.Store(held)
+	e.rev.setFail(func(Lease) error { return Permanent(errors.New("gone wrong")) })
+	if _, err := e.m.Step(ctx, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(); c.Live != 3 || c.Irrevocable != 2 {
+		t.Fatalf("two irrevocable after one failed attempt each: %+v", c)
+	}
+	e.rev.setFail(nil)
+	e.clock.Advance(25 * time.Hour)
+	if _, err := e.m.Step(ctx, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(); c != (Counts{}) {
+		t.Fatalf("all revoked: %+v", c)
+	}
+}
