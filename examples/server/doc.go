@@ -310,6 +310,20 @@
 // hash. It exits with status 0 when the chain is intact, 1 with the line
 // where it breaks otherwise.
 //
+// # Metrics and traces
+//
+// GET /v1/sys/metrics?format=prometheus (Vault's path; read on sys/metrics)
+// answers the Prometheus text format of what package telemetry measures:
+// the operations of the mount table's engines and lease manager
+// (keel_operation_duration_seconds, by operation and outcome) and the
+// lease counts (vault_expire_num_leases,
+// vault_expire_num_irrevocable_leases, keel_lease_due, counted at each
+// scrape). Vault answers JSON without format=; this server serves the
+// Prometheus format only and answers 400 for another. With
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
+// each operation is also a span exported over OTLP/gRPC, configured by the
+// exporter's OTEL_* variables.
+//
 // # Snapshots and migration
 //
 //	go run ./examples/server snapshot save -data keel.db keel.snap

@@ -272,9 +272,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	}
 	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
 	mux := http.NewServeMux()
+	if err := telemetryOf(ctx, d); err != nil {
+		return err
+	}
 	if err := mountAdapters(mux, d); err != nil {
 		return err
 	}
+	if err := watchLeases(d); err != nil {
+		return err
+	}
+	registerMetrics(mux, d)
 	if h.mount != nil {
 		h.mount(mux, d)
 	}

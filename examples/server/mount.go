@@ -10,6 +10,7 @@ import (
 	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/storage"
+	"github.com/keelhq/keel/telemetry"
 )
 
 // deps is what every adapter is built from. One of each is shared by the
@@ -37,8 +38,22 @@ type deps struct {
 	peeringHeartbeat time.Duration
 	// holdLeases starts the lease manager held (-hold-leases).
 	holdLeases bool
+	// telemetry measures the operations of the mount table, and
+	// metrics serves what it measured (metrics.go); nil until
+	// telemetryOf.
+	telemetry *telemetry.Telemetry
+	metrics   http.Handler
 
 	closers []func() error // see onClose
+}
+
+// observer returns what the components tell of their operations: the
+// telemetry, when there is one.
+func (d *deps) observer() keel.Observer {
+	if d.telemetry == nil {
+		return nil
+	}
+	return d.telemetry
 }
 
 // leader returns the leader of the background worker name, or nil (run

@@ -19,7 +19,7 @@ import (
 // Authorization: Bearer (see requestToken).
 func mountVault(mux *http.ServeMux, d *deps) error {
 	table, err := mount.Open(context.Background(), d.store, &mount.Options{
-		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
+		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger, Observer: d.observer(),
 		Leader: d.leaders, Defaults: mount.VaultDefaults(),
 		Leases:   &lease.Options{Held: d.holdLeases},
 		Reserved: consul.Prefixes(), // the Consul dialect's paths, served by mountConsul
