@@ -29,7 +29,7 @@ type Observer interface {
 // password, a kv value), which consumers show only through Redact.
 type Op struct {
 	Name      string    // the package and method, as "kv.Write" or "lease.Renew"
-	Resource  string    // the resource path the operation acts on, as its Authorizer sees it
+	Resource  string    // what it acts on: a resource path, or the id or name of an object
 	Principal Principal // the caller
 	Start     time.Time // when the operation began, by the service's clock
 	Input     any       // the request; nil when Name and Resource say it all
@@ -80,6 +80,38 @@ func (op *Op) End(output any, err error) {
 		op.Output = output
 	}
 	o.End(op.ctx, op)
+}
+
+// Observe runs fn as the operation name of a service whose Observer is o
+// (see Begin) and returns what fn returned; the Op's Output is fn's
+// result. A refusal of o is returned without calling fn. A nil o calls fn
+// alone.
+func Observe[T any](ctx context.Context, o Observer, c Clock, name, resource string, input any, fn func(context.Context) (T, error)) (T, error) {
+	if o == nil {
+		return fn(ctx)
+	}
+	ctx, op, err := Begin(ctx, o, c, name, resource, input)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	out, err := fn(ctx)
+	op.End(out, err)
+	return out, err
+}
+
+// ObserveErr is Observe for an operation that returns only an error.
+func ObserveErr(ctx context.Context, o Observer, c Clock, name, resource string, input any, fn func(context.Context) error) error {
+	if o == nil {
+		return fn(ctx)
+	}
+	ctx, op, err := Begin(ctx, o, c, name, resource, input)
+	if err != nil {
+		return err
+	}
+	err = fn(ctx)
+	op.End(nil, err)
+	return err
 }
 
 // Observers returns an Observer that tells each of os, in order, of every

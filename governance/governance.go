@@ -29,6 +29,9 @@ type Options struct {
 	Clock keel.Clock
 	// Logger receives the deletions Open could not finish. Nil: discard.
 	Logger *slog.Logger
+	// Observer is told of the operations of the catalog and of the
+	// policies (see keel.Observer). Nil: none.
+	Observer keel.Observer
 }
 
 // Service is the governance family opened over one store: the catalog of
@@ -64,12 +67,12 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (*Service, er
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	catalog, err := project.New(storage.Sub(store, catalogPrefix), &project.Options{Authorizer: o.Authorizer, Clock: o.Clock})
+	catalog, err := project.New(storage.Sub(store, catalogPrefix), &project.Options{Authorizer: o.Authorizer, Clock: o.Clock, Observer: o.Observer})
 	if err != nil {
 		return nil, fmt.Errorf("governance: open: %w", err)
 	}
 	policies, err := policy.New(storage.Sub(store, policyPrefix), &policy.Options{
-		Authorizer: o.Authorizer, Clock: o.Clock, Organizations: catalog,
+		Authorizer: o.Authorizer, Clock: o.Clock, Organizations: catalog, Observer: o.Observer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("governance: open: %w", err)

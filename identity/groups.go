@@ -48,6 +48,9 @@ type Options struct {
 	// GroupRequest.MemberEntityIDs that a write sets. Nil: entity ids
 	// are stored as given.
 	Entities EntityDirectory
+	// Observer is told of every operation (see keel.Observer). Nil:
+	// none.
+	Observer keel.Observer
 }
 
 // Group is an identity group as read: its own fields, and its members and
@@ -123,6 +126,7 @@ type Groups struct {
 	store    storage.Store // the store given to New
 	authz    keel.Authorizer
 	clock    keel.Clock
+	obs      keel.Observer
 	entities EntityDirectory
 	limits   Limits
 }
@@ -159,6 +163,7 @@ func New(store storage.Store, opts *Options) (*Groups, error) {
 		authz:    keel.Fold(o.Authorizer, resourceName, foldName),
 		clock:    keel.ClockOrSystem(o.Clock),
 		entities: o.Entities,
+		obs:      o.Observer,
 		limits:   Limits{MaxMemberGroups: maxMemberGroups(store.Limits())},
 	}, nil
 }
@@ -229,6 +234,12 @@ func nameResource(name string) string { return resourceName + foldName(name) }
 // keel.KindForbidden without the right and keel.KindNotFound when no group
 // has that id.
 func (g *Groups) Get(ctx context.Context, id string) (Group, error) {
+	return keel.Observe(ctx, g.obs, g.clock, "identity.Get", id, nil, func(ctx context.Context) (Group, error) {
+		return g.doGet(ctx, id)
+	})
+}
+
+func (g *Groups) doGet(ctx context.Context, id string) (Group, error) {
 	if err := g.authorize(ctx, keel.CapRead, resourceID+id); err != nil {
 		return Group{}, fmt.Errorf("identity: read group %q: %w", id, err)
 	}
@@ -253,6 +264,12 @@ func (g *Groups) Get(ctx context.Context, id string) (Group, error) {
 // It fails with keel.KindForbidden without the right and keel.KindNotFound
 // when no group has that name.
 func (g *Groups) GetByName(ctx context.Context, name string) (Group, error) {
+	return keel.Observe(ctx, g.obs, g.clock, "identity.GetByName", name, nil, func(ctx context.Context) (Group, error) {
+		return g.getByName(ctx, name)
+	})
+}
+
+func (g *Groups) getByName(ctx context.Context, name string) (Group, error) {
 	if err := g.authorize(ctx, keel.CapRead, nameResource(name)); err != nil {
 		return Group{}, fmt.Errorf("identity: read group named %q: %w", name, err)
 	}
@@ -285,6 +302,12 @@ const defaultListLimit = 1000
 // It needs keel.CapList on "identity/group/id/", for every page. No group
 // is not an error: the page is empty.
 func (g *Groups) List(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+	return keel.Observe(ctx, g.obs, g.clock, "identity.List", "", r, func(ctx context.Context) (keel.Page[string], error) {
+		return g.doList(ctx, r)
+	})
+}
+
+func (g *Groups) doList(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
 	if err := g.authorize(ctx, keel.CapList, resourceID); err != nil {
 		return keel.Page[string]{}, fmt.Errorf("identity: list groups: %w", err)
 	}
@@ -322,6 +345,12 @@ func (g *Groups) List(ctx context.Context, r keel.ListRequest) (keel.Page[string
 // It needs keel.CapList on "identity/group/name/", for every page. No group
 // is not an error: the page is empty.
 func (g *Groups) ListNames(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+	return keel.Observe(ctx, g.obs, g.clock, "identity.ListNames", "", r, func(ctx context.Context) (keel.Page[string], error) {
+		return g.listNames(ctx, r)
+	})
+}
+
+func (g *Groups) listNames(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
 	if err := g.authorize(ctx, keel.CapList, resourceName); err != nil {
 		return keel.Page[string]{}, fmt.Errorf("identity: list group names: %w", err)
 	}
@@ -382,6 +411,12 @@ func page(sorted []string, limit int) keel.Page[string] {
 // unlink (see the package documentation: on etcd, at most 22 parent
 // groups for a group of 30 member groups).
 func (g *Groups) Delete(ctx context.Context, id string) error {
+	return keel.ObserveErr(ctx, g.obs, g.clock, "identity.Delete", id, nil, func(ctx context.Context) error {
+		return g.doDelete(ctx, id)
+	})
+}
+
+func (g *Groups) doDelete(ctx context.Context, id string) error {
 	if err := g.authorize(ctx, keel.CapDelete, resourceID+id); err != nil {
 		return fmt.Errorf("identity: delete group %q: %w", id, err)
 	}
@@ -406,6 +441,12 @@ func (g *Groups) Delete(ctx context.Context, id string) error {
 // It fails with keel.KindForbidden without the right, keel.KindNotFound
 // when no group has that name, and keel.KindTooLarge as Delete.
 func (g *Groups) DeleteByName(ctx context.Context, name string) error {
+	return keel.ObserveErr(ctx, g.obs, g.clock, "identity.DeleteByName", name, nil, func(ctx context.Context) error {
+		return g.deleteByName(ctx, name)
+	})
+}
+
+func (g *Groups) deleteByName(ctx context.Context, name string) error {
 	if err := g.authorize(ctx, keel.CapDelete, nameResource(name)); err != nil {
 		return fmt.Errorf("identity: delete group named %q: %w", name, err)
 	}

@@ -33,6 +33,12 @@ type target struct {
 // keel.KindNotFound as above, and keel.KindTooLarge beyond the store's
 // limits. On any error nothing is written.
 func (g *Groups) CreateOrUpdate(ctx context.Context, id string, r GroupRequest) (Result, error) {
+	return keel.Observe(ctx, g.obs, g.clock, "identity.CreateOrUpdate", id, r, func(ctx context.Context) (Result, error) {
+		return g.createOrUpdate(ctx, id, r)
+	})
+}
+
+func (g *Groups) createOrUpdate(ctx context.Context, id string, r GroupRequest) (Result, error) {
 	t := target{id: id, mustExist: id != "", resource: resourceRoot}
 	if id == "" && r.Name != nil {
 		t.name = *r.Name
@@ -51,6 +57,12 @@ func (g *Groups) CreateOrUpdate(ctx context.Context, id string, r GroupRequest) 
 // has that id. It fails as CreateOrUpdate does, with keel.KindNotFound when
 // no group has that id.
 func (g *Groups) Update(ctx context.Context, id string, r GroupRequest) (Result, error) {
+	return keel.Observe(ctx, g.obs, g.clock, "identity.Update", id, r, func(ctx context.Context) (Result, error) {
+		return g.doUpdate(ctx, id, r)
+	})
+}
+
+func (g *Groups) doUpdate(ctx context.Context, id string, r GroupRequest) (Result, error) {
 	res, err := g.write(ctx, target{id: id, mustExist: true, resource: resourceID + id}, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("identity: update group %q: %w", id, err)
@@ -69,6 +81,12 @@ func (g *Groups) Update(ctx context.Context, id string, r GroupRequest) (Result,
 // the transaction. It fails as CreateOrUpdate does; an invalid name is
 // reported on the field "Name".
 func (g *Groups) CreateOrUpdateByName(ctx context.Context, name string, r GroupRequest) (Result, error) {
+	return keel.Observe(ctx, g.obs, g.clock, "identity.CreateOrUpdateByName", name, r, func(ctx context.Context) (Result, error) {
+		return g.createOrUpdateByName(ctx, name, r)
+	})
+}
+
+func (g *Groups) createOrUpdateByName(ctx context.Context, name string, r GroupRequest) (Result, error) {
 	r.Name = &name
 	t := target{name: name, resource: nameResource(name), byNamePath: true}
 	res, err := g.write(ctx, t, r)

@@ -97,8 +97,9 @@ type Options struct {
 	// Logger receives the workers' lines and the mounts not served.
 	// Nil: discard.
 	Logger *slog.Logger
-	// Observer is told of the operations of the lease manager and of
-	// every engine (see keel.Observer). Nil: none.
+	// Observer is told of the operations of the lease manager, the
+	// password policies, the identity groups and every engine (see
+	// keel.Observer). Nil: none.
 	Observer keel.Observer
 	// Entities, when not nil, checks the member entity ids of identity
 	// group writes (see identity.Options). Nil: ids are stored as given.
@@ -220,12 +221,12 @@ func Open(ctx context.Context, store storage.Store, opts *Options) (_ *Table, er
 	if o.Leader == nil {
 		o.Leader = func(string) leader.Leader { return leader.Always }
 	}
-	policies, err := passwordpolicy.New(storage.Sub(store, passwordPolicies), &passwordpolicy.Options{Authorizer: o.Authorizer})
+	policies, err := passwordpolicy.New(storage.Sub(store, passwordPolicies), &passwordpolicy.Options{Authorizer: o.Authorizer, Observer: o.Observer})
 	if err != nil {
 		return nil, err
 	}
 	groups, err := identity.New(storage.Sub(store, identityPrefix), &identity.Options{
-		Authorizer: o.Authorizer, Clock: o.Clock, Entities: o.Entities})
+		Authorizer: o.Authorizer, Clock: o.Clock, Entities: o.Entities, Observer: o.Observer})
 	if err != nil {
 		return nil, err
 	}

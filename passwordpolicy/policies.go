@@ -23,6 +23,9 @@ type Options struct {
 	// Authorizer decides the caller's rights on each operation (resource
 	// "sys/policies/password/NAME"). Nil allows everything.
 	Authorizer keel.Authorizer
+	// Observer is told of every operation (see keel.Observer). Nil:
+	// none.
+	Observer keel.Observer
 }
 
 // Policies stores password policies by name: Vault's
@@ -31,6 +34,12 @@ type Options struct {
 type Policies struct {
 	store storage.Store
 	auth  keel.Authorizer
+	obs   keel.Observer
+}
+
+// generated is the Output of a password generation an Observer is told of.
+type generated struct {
+	Password string `keel:"secret"`
 }
 
 // New returns the policies kept in store, which its caller has scoped to
@@ -50,7 +59,7 @@ func New(store storage.Store, opts *Options) (_ *Policies, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	return &Policies{store: store, auth: o.Authorizer}, nil
+	return &Policies{store: store, auth: o.Authorizer, obs: o.Observer}, nil
 }
 
 // ClaimKind is the kind of the part of a store a composition root lays
@@ -73,7 +82,13 @@ func checkName(name string) error {
 // parse (Parse). It needs update on "sys/policies/password/NAME". An
 // invalid name or policy is an error of kind keel.KindInvalid (field "Name"
 // or "Policy").
-func (p *Policies) Put(ctx context.Context, name, policy string) (err error) {
+func (p *Policies) Put(ctx context.Context, name, policy string) error {
+	return keel.ObserveErr(ctx, p.obs, nil, "passwordpolicy.Put", name, policy, func(ctx context.Context) error {
+		return p.put(ctx, name, policy)
+	})
+}
+
+func (p *Policies) put(ctx context.Context, name, policy string) (err error) {
 	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return err
@@ -93,7 +108,13 @@ func (p *Policies) Put(ctx context.Context, name, policy string) (err error) {
 // Get returns the text of the policy name. It needs read on
 // "sys/policies/password/NAME". A missing policy is an error of kind
 // keel.KindNotFound.
-func (p *Policies) Get(ctx context.Context, name string) (_ string, err error) {
+func (p *Policies) Get(ctx context.Context, name string) (string, error) {
+	return keel.Observe(ctx, p.obs, nil, "passwordpolicy.Get", name, nil, func(ctx context.Context) (string, error) {
+		return p.doGet(ctx, name)
+	})
+}
+
+func (p *Policies) doGet(ctx context.Context, name string) (_ string, err error) {
 	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return "", err
@@ -126,7 +147,13 @@ func (p *Policies) get(ctx context.Context, name string) (string, error) {
 
 // Delete removes the policy name; a missing policy is not an error. It
 // needs delete on "sys/policies/password/NAME".
-func (p *Policies) Delete(ctx context.Context, name string) (err error) {
+func (p *Policies) Delete(ctx context.Context, name string) error {
+	return keel.ObserveErr(ctx, p.obs, nil, "passwordpolicy.Delete", name, nil, func(ctx context.Context) error {
+		return p.doDelete(ctx, name)
+	})
+}
+
+func (p *Policies) doDelete(ctx context.Context, name string) (err error) {
 	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return err
@@ -150,7 +177,13 @@ const defaultListLimit = 1000
 // the list of a store that holds no policy. The cursor is the last name
 // given, so a walk (keel.All) goes on after it while policies come and
 // go. It needs list on "sys/policies/password/".
-func (p *Policies) List(ctx context.Context, r keel.ListRequest) (_ keel.Page[string], err error) {
+func (p *Policies) List(ctx context.Context, r keel.ListRequest) (keel.Page[string], error) {
+	return keel.Observe(ctx, p.obs, nil, "passwordpolicy.List", "", r, func(ctx context.Context) (keel.Page[string], error) {
+		return p.doList(ctx, r)
+	})
+}
+
+func (p *Policies) doList(ctx context.Context, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer errPrefix.Set(&err)
 	if err := keel.Authorize(ctx, p.auth, keel.CapList, "sys/policies/password/"); err != nil {
 		return keel.Page[string]{}, err
@@ -184,7 +217,20 @@ func (p *Policies) List(ctx context.Context, r keel.ListRequest) (_ keel.Page[st
 // sys/policies/password/:name/generate). It needs read on
 // "sys/policies/password/NAME/generate". A missing policy is an error of
 // kind keel.KindNotFound.
-func (p *Policies) Generate(ctx context.Context, name string) (_ string, err error) {
+func (p *Policies) Generate(ctx context.Context, name string) (string, error) {
+	ctx, op, err := keel.Begin(ctx, p.obs, nil, "passwordpolicy.Generate", name, nil)
+	if err != nil {
+		var zero string
+		return zero, err
+	}
+	out, err := p.generate(ctx, name)
+	if op != nil {
+		op.End(generated{out}, err)
+	}
+	return out, err
+}
+
+func (p *Policies) generate(ctx context.Context, name string) (_ string, err error) {
 	defer errPrefix.Set(&err)
 	if err := checkName(name); err != nil {
 		return "", err
@@ -192,7 +238,7 @@ func (p *Policies) Generate(ctx context.Context, name string) (_ string, err err
 	if err := keel.Authorize(ctx, p.auth, keel.CapRead, "sys/policies/password/"+name+"/generate"); err != nil {
 		return "", err
 	}
-	return p.GenerateUnchecked(ctx, name)
+	return p.generateUnchecked(ctx, name)
 }
 
 // GenerateUnchecked is Generate without the rights check: it asks the
@@ -203,7 +249,20 @@ func (p *Policies) Generate(ctx context.Context, name string) (_ string, err err
 // caller's request for a password. A missing policy is an error of kind
 // keel.KindNotFound; a stored text that no longer parses is of kind
 // keel.KindInvalid.
-func (p *Policies) GenerateUnchecked(ctx context.Context, name string) (_ string, err error) {
+func (p *Policies) GenerateUnchecked(ctx context.Context, name string) (string, error) {
+	ctx, op, err := keel.Begin(ctx, p.obs, nil, "passwordpolicy.GenerateUnchecked", name, nil)
+	if err != nil {
+		var zero string
+		return zero, err
+	}
+	out, err := p.generateUnchecked(ctx, name)
+	if op != nil {
+		op.End(generated{out}, err)
+	}
+	return out, err
+}
+
+func (p *Policies) generateUnchecked(ctx context.Context, name string) (_ string, err error) {
 	defer errPrefix.Set(&err)
 	text, err := p.get(ctx, name)
 	if err != nil {

@@ -67,6 +67,13 @@ type ExportedService struct {
 // one, which exports nothing.
 func (s *Service) PutExportedServicesEntry(ctx context.Context, entry *ExportedServicesEntry) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "peering.PutExportedServicesEntry", "", entry, func(ctx context.Context) error {
+		return s.putExportedServicesEntry(ctx, entry)
+	})
+}
+
+func (s *Service) putExportedServicesEntry(ctx context.Context, entry *ExportedServicesEntry) (err error) {
+	defer prefixErr(&err)
 	e, err := normEntry(entry, s.Limits().MaxConsumerPeers)
 	if err != nil {
 		return err
@@ -130,6 +137,19 @@ func (s *Service) PutExportedServicesEntry(ctx context.Context, entry *ExportedS
 // "default", or an entry never set, gives keel.KindNotFound
 // with the index.
 func (s *Service) GetExportedServicesEntry(ctx context.Context, name string) (_ *ExportedServicesEntry, _ uint64, err error) {
+	defer prefixErr(&err)
+	ctx, op, err := keel.Begin(ctx, s.obs, s.clock, "peering.GetExportedServicesEntry", name, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	e, index, err := s.getExportedServicesEntry(ctx, name)
+	if op != nil {
+		op.End(e, err)
+	}
+	return e, index, err
+}
+
+func (s *Service) getExportedServicesEntry(ctx context.Context, name string) (_ *ExportedServicesEntry, _ uint64, err error) {
 	defer prefixErr(&err)
 	var e *ExportedServicesEntry
 	var idx uint64

@@ -120,6 +120,9 @@ type Options struct {
 	// Retry is the delay before the worker tries a failed Step again.
 	// Zero: 5s.
 	Retry time.Duration
+	// Observer is told of every operation (see keel.Observer). Nil:
+	// none.
+	Observer keel.Observer
 }
 
 // Service is one cluster's side of cluster peering. Create one with New.
@@ -129,6 +132,7 @@ type Service struct {
 	transport Transport
 	authz     keel.Authorizer
 	clock     keel.Clock
+	obs       keel.Observer
 	log       *slog.Logger
 	opts      Options
 
@@ -194,6 +198,7 @@ func New(store storage.Store, transport Transport, opts *Options) (_ *Service, e
 		transport: transport,
 		authz:     o.Authorizer,
 		clock:     keel.ClockOrSystem(o.Clock),
+		obs:       o.Observer,
 		log:       log,
 		opts:      o,
 		changed:   make(chan struct{}),

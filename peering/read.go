@@ -124,6 +124,19 @@ func (s *Service) block(ctx context.Context, q Query, read func() (uint64, error
 // it to appear. With q.MinIndex, it blocks as Query says.
 func (s *Service) Get(ctx context.Context, name string, q Query) (_ *Peering, _ uint64, err error) {
 	defer prefixErr(&err)
+	ctx, op, err := keel.Begin(ctx, s.obs, s.clock, "peering.Get", name, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, index, err := s.doGet(ctx, name, q)
+	if op != nil {
+		op.End(p, err)
+	}
+	return p, index, err
+}
+
+func (s *Service) doGet(ctx context.Context, name string, q Query) (_ *Peering, _ uint64, err error) {
+	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, s.authz, keel.CapPeeringRead, resource(name)); err != nil {
 		return nil, 0, err
 	}
@@ -170,6 +183,13 @@ func (s *Service) Get(ctx context.Context, name string, q Query) (_ *Peering, _ 
 // peering is a stream with a peer cluster, made by a caller with
 // peering:write, and every Step reads all of them in one transaction.
 func (s *Service) List(ctx context.Context, q Query) (_ *List, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "peering.List", "", q, func(ctx context.Context) (*List, error) {
+		return s.doList(ctx, q)
+	})
+}
+
+func (s *Service) doList(ctx context.Context, q Query) (_ *List, err error) {
 	defer prefixErr(&err)
 	o, err := checkQuery(q)
 	if err != nil {
@@ -239,6 +259,13 @@ type DeleteRequest struct {
 // "Partition".
 func (s *Service) Delete(ctx context.Context, name string, req DeleteRequest) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "peering.Delete", name, req, func(ctx context.Context) error {
+		return s.doDelete(ctx, name, req)
+	})
+}
+
+func (s *Service) doDelete(ctx context.Context, name string, req DeleteRequest) (err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	checkPartition(&v, req.Partition)
 	if err := v.Err(); err != nil {
@@ -278,6 +305,13 @@ func (s *Service) Delete(ctx context.Context, name string, req DeleteRequest) (e
 // deleted keel.KindConflict. PutExportedServicesEntry sets the exports of
 // every peering from Consul's config entry instead.
 func (s *Service) PutExportedServices(ctx context.Context, name string, services []string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "peering.PutExportedServices", name, services, func(ctx context.Context) error {
+		return s.putExportedServices(ctx, name, services)
+	})
+}
+
+func (s *Service) putExportedServices(ctx context.Context, name string, services []string) (err error) {
 	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, s.authz, keel.CapPeeringWrite, resource(name)); err != nil {
 		return err

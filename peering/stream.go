@@ -20,6 +20,13 @@ import (
 // keel.KindConflict: the dialer then marks its side TERMINATED.
 func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (_ *HeartbeatResponse, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "peering.HandleHeartbeat", "", req, func(ctx context.Context) (*HeartbeatResponse, error) {
+		return s.handleHeartbeat(ctx, req)
+	})
+}
+
+func (s *Service) handleHeartbeat(ctx context.Context, req *HeartbeatRequest) (_ *HeartbeatResponse, err error) {
+	defer prefixErr(&err)
 	var resp *HeartbeatResponse
 	now := s.clock.Now()
 	err = s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
@@ -52,6 +59,13 @@ func (s *Service) HandleHeartbeat(ctx context.Context, req *HeartbeatRequest) (_
 // TERMINATED without DeletedAt and drops the imported services; the
 // record stays until it is deleted here. A missing peering succeeds.
 func (s *Service) HandleTerminate(ctx context.Context, req *TerminateRequest) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "peering.HandleTerminate", "", req, func(ctx context.Context) error {
+		return s.handleTerminate(ctx, req)
+	})
+}
+
+func (s *Service) handleTerminate(ctx context.Context, req *TerminateRequest) (err error) {
 	defer prefixErr(&err)
 	return s.update(ctx, func(tx storage.Tx, idx uint64) (bool, error) {
 		r, err := getByID(tx, req.PeerID)

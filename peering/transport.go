@@ -9,7 +9,7 @@ import (
 // establish a peering: the one-time secret of the token, and who it is.
 type ExchangeRequest struct {
 	PeerID              string // the acceptor's peering id, from the token
-	EstablishmentSecret string // from the token
+	EstablishmentSecret string `keel:"secret"` // from the token
 	DialerID            string // the dialer's peering id
 	Datacenter          string
 	Partition           string
@@ -19,14 +19,14 @@ type ExchangeRequest struct {
 
 // ExchangeResponse is the acceptor's answer to an ExchangeRequest.
 type ExchangeResponse struct {
-	StreamSecret     string   // authenticates later messages of both sides
+	StreamSecret     string   `keel:"secret"` // authenticates later messages of both sides
 	ExportedServices []string // what the acceptor exports to the dialer
 }
 
 // HeartbeatRequest is a message of the stream, sent by the dialer.
 type HeartbeatRequest struct {
-	PeerID           string // the receiver's peering id
-	StreamSecret     string
+	PeerID           string   // the receiver's peering id
+	StreamSecret     string   `keel:"secret"`
 	ExportedServices []string // what the sender exports to the receiver
 }
 
@@ -38,7 +38,7 @@ type HeartbeatResponse struct {
 // TerminateRequest tells a peer that the sender deleted the peering.
 type TerminateRequest struct {
 	PeerID       string // the receiver's peering id
-	StreamSecret string
+	StreamSecret string `keel:"secret"`
 }
 
 // Transport carries the messages of peering to a peer cluster's server

@@ -33,7 +33,14 @@ type ListRequest struct {
 // end is empty; a negative Offset ("Offset"), or a FilterKind other than
 // Sentinel or OPA ("FilterKind"), is refused once the caller is known to
 // manage the organization's policies.
-func (s *Service) List(ctx context.Context, org string, r ListRequest) (out keel.CountedPage[Policy], err error) {
+func (s *Service) List(ctx context.Context, org string, r ListRequest) (_ keel.CountedPage[Policy], err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.List", org, r, func(ctx context.Context) (keel.CountedPage[Policy], error) {
+		return s.doList(ctx, org, r)
+	})
+}
+
+func (s *Service) doList(ctx context.Context, org string, r ListRequest) (out keel.CountedPage[Policy], err error) {
 	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err

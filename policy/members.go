@@ -396,6 +396,13 @@ func (s *Service) readable(ctx context.Context, resource string) error {
 // Limits().MaxSetMembers members is keel.KindTooLarge.
 func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "policy.AddSetMembers", id, map[string]any{"m": m, "ids": ids}, func(ctx context.Context) error {
+		return s.addSetMembers(ctx, id, m, ids)
+	})
+}
+
+func (s *Service) addSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
+	defer prefixErr(&err)
 	return s.changeMembers(ctx, id, m, ids, true)
 }
 
@@ -405,6 +412,13 @@ func (s *Service) AddSetMembers(ctx context.Context, id string, m SetMembers, id
 // distinct ids than Limits().MaxSetMembers (more than any set holds) are
 // keel.KindTooLarge, refused before anything is written.
 func (s *Service) RemoveSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "policy.RemoveSetMembers", id, map[string]any{"m": m, "ids": ids}, func(ctx context.Context) error {
+		return s.removeSetMembers(ctx, id, m, ids)
+	})
+}
+
+func (s *Service) removeSetMembers(ctx context.Context, id string, m SetMembers, ids []string) (err error) {
 	defer prefixErr(&err)
 	return s.changeMembers(ctx, id, m, ids, false)
 }

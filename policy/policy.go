@@ -55,6 +55,9 @@ type Options struct {
 	// Nil: every organization exists, and nothing deletes an
 	// organization's policies.
 	Organizations *project.Catalog
+	// Observer is told of every operation (see keel.Observer). Nil:
+	// none.
+	Observer keel.Observer
 }
 
 // Service keeps policies and policy sets in a storage.Store. It is safe for
@@ -63,6 +66,7 @@ type Service struct {
 	store storage.Store
 	authz keel.Authorizer
 	clock keel.Clock
+	obs   keel.Observer
 	reg   *project.Registration // nil without Options.Organizations
 }
 
@@ -92,7 +96,7 @@ func New(store storage.Store, opts *Options) (_ *Service, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	s := &Service{store: store, authz: o.Authorizer, clock: keel.ClockOrSystem(o.Clock)}
+	s := &Service{store: store, authz: o.Authorizer, clock: keel.ClockOrSystem(o.Clock), obs: o.Observer}
 	if o.Organizations != nil {
 		reg, err := o.Organizations.Register(store, s.purge)
 		if err != nil {

@@ -285,6 +285,13 @@ func checkIndexed(tx storage.Tx) error {
 // created.
 func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest) (_ PolicySet, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.CreateSet", org, in, func(ctx context.Context) (PolicySet, error) {
+		return s.createSet(ctx, org, in)
+	})
+}
+
+func (s *Service) createSet(ctx context.Context, org string, in CreateSetRequest) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return PolicySet{}, err
 	}
@@ -373,6 +380,13 @@ func (s *Service) CreateSet(ctx context.Context, org string, in CreateSetRequest
 // not manage, or of an organization being deleted, is not found.
 func (s *Service) GetSet(ctx context.Context, id string) (_ PolicySet, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.GetSet", id, nil, func(ctx context.Context) (PolicySet, error) {
+		return s.doGetSet(ctx, id)
+	})
+}
+
+func (s *Service) doGetSet(ctx context.Context, id string) (_ PolicySet, err error) {
+	defer prefixErr(&err)
 	var out PolicySet
 	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visibleSet(ctx, tx, live, id)
@@ -390,6 +404,13 @@ func (s *Service) GetSet(ctx context.Context, id string) (_ PolicySet, err error
 // become true while the set is attached to workspaces or projects
 // ("Global"). It returns the set with its members.
 func (s *Service) UpdateSet(ctx context.Context, id string, in UpdateSetRequest) (_ PolicySet, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.UpdateSet", id, in, func(ctx context.Context) (PolicySet, error) {
+		return s.updateSet(ctx, id, in)
+	})
+}
+
+func (s *Service) updateSet(ctx context.Context, id string, in UpdateSetRequest) (_ PolicySet, err error) {
 	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil && *in.Name == "" {
@@ -493,6 +514,13 @@ func deleteName(tx storage.Tx, rec *setRecord) error {
 // themselves stay.
 func (s *Service) DeleteSet(ctx context.Context, id string) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "policy.DeleteSet", id, nil, func(ctx context.Context) error {
+		return s.deleteSet(ctx, id)
+	})
+}
+
+func (s *Service) deleteSet(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
 	return s.indexed(ctx, func() error {
 		return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 			rec, err := s.visibleSet(ctx, tx, live, id)
@@ -536,7 +564,14 @@ type ListSetsRequest struct {
 
 // ListSets returns a page of the policy sets of org, in name order (case
 // folded), each with its members, as List does for policies.
-func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (out keel.CountedPage[PolicySet], err error) {
+func (s *Service) ListSets(ctx context.Context, org string, r ListSetsRequest) (_ keel.CountedPage[PolicySet], err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.ListSets", org, r, func(ctx context.Context) (keel.CountedPage[PolicySet], error) {
+		return s.listSets(ctx, org, r)
+	})
+}
+
+func (s *Service) listSets(ctx context.Context, org string, r ListSetsRequest) (out keel.CountedPage[PolicySet], err error) {
 	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return out, err

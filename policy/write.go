@@ -97,6 +97,13 @@ func resolveEnforce(v *keel.Validation, name, kind string, enforce *[]Enforce, l
 // otherwise keel.KindNotFound.
 func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (_ Policy, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.Create", org, in, func(ctx context.Context) (Policy, error) {
+		return s.doCreate(ctx, org, in)
+	})
+}
+
+func (s *Service) doCreate(ctx context.Context, org string, in CreateRequest) (_ Policy, err error) {
+	defer prefixErr(&err)
 	if err := s.allowed(ctx, org); err != nil {
 		return Policy{}, err
 	}
@@ -163,6 +170,13 @@ func (s *Service) Create(ctx context.Context, org string, in CreateRequest) (_ P
 // Get returns the policy id; one the caller may not manage is not found.
 func (s *Service) Get(ctx context.Context, id string) (_ Policy, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.Get", id, nil, func(ctx context.Context) (Policy, error) {
+		return s.doGet(ctx, id)
+	})
+}
+
+func (s *Service) doGet(ctx context.Context, id string) (_ Policy, err error) {
+	defer prefixErr(&err)
 	var out Policy
 	err = s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)
@@ -179,6 +193,13 @@ func (s *Service) Get(ctx context.Context, id string) (_ Policy, err error) {
 // replaces the whole map, its path checked against the original name. It
 // sets UpdatedAt.
 func (s *Service) Update(ctx context.Context, id string, in UpdateRequest) (_ Policy, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.Update", id, in, func(ctx context.Context) (Policy, error) {
+		return s.doUpdate(ctx, id, in)
+	})
+}
+
+func (s *Service) doUpdate(ctx context.Context, id string, in UpdateRequest) (_ Policy, err error) {
 	defer prefixErr(&err)
 	now := ms(s.clock.Now())
 	var out Policy
@@ -280,6 +301,13 @@ func (s *Service) maxCodeBytes() int {
 // sets UpdatedAt.
 func (s *Service) Upload(ctx context.Context, id string, code []byte) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "policy.Upload", id, code, func(ctx context.Context) error {
+		return s.upload(ctx, id, code)
+	})
+}
+
+func (s *Service) upload(ctx context.Context, id string, code []byte) (err error) {
+	defer prefixErr(&err)
 	if most := s.maxCodeBytes(); len(code) > most {
 		if most == MaxCodeSize {
 			return fmt.Errorf("policy code of %d bytes, at most %d (MaxCodeSize): %w", len(code), most, keel.KindTooLarge)
@@ -308,6 +336,13 @@ func (s *Service) Upload(ctx context.Context, id string, code []byte) (err error
 // is Download's error.
 func (s *Service) Download(ctx context.Context, id string) (_ []byte, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, s.obs, s.clock, "policy.Download", id, nil, func(ctx context.Context) ([]byte, error) {
+		return s.download(ctx, id)
+	})
+}
+
+func (s *Service) download(ctx context.Context, id string) (_ []byte, err error) {
+	defer prefixErr(&err)
 	var code []byte
 	err = storage.Reserving(ctx, 1, func(ld *storage.Loader) error {
 		return s.view(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
@@ -329,6 +364,13 @@ func (s *Service) Download(ctx context.Context, id string) (_ []byte, err error)
 // transaction; a policy of more than Limits().MaxMemberSets sets is
 // keel.KindTooLarge and stays.
 func (s *Service) Delete(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, s.obs, s.clock, "policy.Delete", id, nil, func(ctx context.Context) error {
+		return s.doDelete(ctx, id)
+	})
+}
+
+func (s *Service) doDelete(ctx context.Context, id string) (err error) {
 	defer prefixErr(&err)
 	return s.update(ctx, func(ctx context.Context, tx storage.Tx, live exists) error {
 		rec, err := s.visible(ctx, tx, live, id)

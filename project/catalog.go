@@ -24,6 +24,9 @@ type Options struct {
 	Authorizer keel.Authorizer
 	// Clock gives creation times. Nil: keel.SystemClock{}.
 	Clock keel.Clock
+	// Observer is told of every operation (see keel.Observer). Nil:
+	// none.
+	Observer keel.Observer
 }
 
 // Catalog keeps organizations, their projects, teams and workspaces in a
@@ -32,6 +35,7 @@ type Catalog struct {
 	store storage.Store
 	authz keel.Authorizer
 	clock keel.Clock
+	obs   keel.Observer
 
 	mu       sync.Mutex
 	services map[string]*Registration // by the prefix of their view
@@ -65,6 +69,7 @@ func New(store storage.Store, opts *Options) (_ *Catalog, err error) {
 		store:    store,
 		authz:    o.Authorizer,
 		clock:    keel.ClockOrSystem(o.Clock),
+		obs:      o.Observer,
 		services: map[string]*Registration{},
 	}, nil
 }
@@ -143,6 +148,13 @@ func isWordRune(c rune) bool {
 // error of that deletion when it cannot finish it.
 func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest) (_ Organization, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.CreateOrganization", "", r, func(ctx context.Context) (Organization, error) {
+		return c.createOrganization(ctx, r)
+	})
+}
+
+func (c *Catalog) createOrganization(ctx context.Context, r OrganizationRequest) (_ Organization, err error) {
+	defer prefixErr(&err)
 	name, email := valueOf(r.Name), valueOf(r.Email)
 	if err := keel.Authorize(ctx, c.authz, keel.CapCreate, orgsResource()); err != nil {
 		return Organization{}, err
@@ -210,6 +222,13 @@ func (c *Catalog) CreateOrganization(ctx context.Context, r OrganizationRequest)
 // organization is not found.
 func (c *Catalog) GetOrganization(ctx context.Context, name string) (_ Organization, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.GetOrganization", name, nil, func(ctx context.Context) (Organization, error) {
+		return c.getOrganization(ctx, name)
+	})
+}
+
+func (c *Catalog) getOrganization(ctx context.Context, name string) (_ Organization, err error) {
+	defer prefixErr(&err)
 	var out Organization
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleOrg(ctx, tx, name, keel.CapRead)
@@ -253,6 +272,13 @@ func hide(err error, kind, id string) error {
 // most r.Limit organizations (DefaultPageSize when 0 or less, at most
 // MaxPageSize).
 func (c *Catalog) ListOrganizations(ctx context.Context, r keel.ListRequest) (_ keel.Page[Organization], err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.ListOrganizations", "", r, func(ctx context.Context) (keel.Page[Organization], error) {
+		return c.listOrganizations(ctx, r)
+	})
+}
+
+func (c *Catalog) listOrganizations(ctx context.Context, r keel.ListRequest) (_ keel.Page[Organization], err error) {
 	defer prefixErr(&err)
 	var out keel.Page[Organization]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -306,6 +332,13 @@ func (c *Catalog) ListOrganizations(ctx context.Context, r keel.ListRequest) (_ 
 // finishes the deletion (as CreateOrganization of the name and
 // FinishDeletions do) and returns nil.
 func (c *Catalog) DeleteOrganization(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, c.obs, c.clock, "project.DeleteOrganization", name, nil, func(ctx context.Context) error {
+		return c.deleteOrganization(ctx, name)
+	})
+}
+
+func (c *Catalog) deleteOrganization(ctx context.Context, name string) (err error) {
 	defer prefixErr(&err)
 	d, err := c.startDeletion(ctx, name)
 	if err != nil {

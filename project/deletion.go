@@ -332,6 +332,13 @@ func purgeIndexKey(org string) func(tx storage.Tx, key string, value []byte) err
 // of a deleted team or project stays stored (read by no one).
 func (c *Catalog) FinishDeletions(ctx context.Context) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, c.obs, c.clock, "project.FinishDeletions", "", nil, func(ctx context.Context) error {
+		return c.finishDeletions(ctx)
+	})
+}
+
+func (c *Catalog) finishDeletions(ctx context.Context) (err error) {
+	defer prefixErr(&err)
 	cleanupErr := c.finishCleanups(ctx)
 	pending := map[string]deletion{}
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {

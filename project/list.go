@@ -49,6 +49,13 @@ type ListRequest struct {
 // records are loaded. The organization's other records are never read.
 func (c *Catalog) List(ctx context.Context, org string, r ListRequest) (_ keel.CountedPage[Project], err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.List", org, r, func(ctx context.Context) (keel.CountedPage[Project], error) {
+		return c.doList(ctx, org, r)
+	})
+}
+
+func (c *Catalog) doList(ctx context.Context, org string, r ListRequest) (_ keel.CountedPage[Project], err error) {
+	defer prefixErr(&err)
 	switch r.Sort {
 	case "", "name", "-name":
 	default:

@@ -183,6 +183,13 @@ func on(b *bool) bool { return b != nil && *b }
 // rename organizations, whose name is their id in every key.
 func (c *Catalog) UpdateOrganization(ctx context.Context, name string, in OrganizationRequest) (_ Organization, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.UpdateOrganization", name, in, func(ctx context.Context) (Organization, error) {
+		return c.updateOrganization(ctx, name, in)
+	})
+}
+
+func (c *Catalog) updateOrganization(ctx context.Context, name string, in OrganizationRequest) (_ Organization, err error) {
+	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil && !strings.EqualFold(*in.Name, name) {
 		v.Add("Name", "cannot be changed: keel does not rename organizations")

@@ -149,6 +149,13 @@ func (c *Catalog) visibleProject(ctx context.Context, tx storage.Tx, id string) 
 // organization ignoring case (keel.KindAlreadyExists).
 func (c *Catalog) Create(ctx context.Context, org string, in ProjectRequest) (_ Project, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.Create", org, in, func(ctx context.Context) (Project, error) {
+		return c.doCreate(ctx, org, in)
+	})
+}
+
+func (c *Catalog) doCreate(ctx context.Context, org string, in ProjectRequest) (_ Project, err error) {
+	defer prefixErr(&err)
 	if err := validateInput(in, true); err != nil {
 		return Project{}, err
 	}
@@ -197,6 +204,13 @@ func claimName(tx storage.Tx, org, name, id string) error {
 // found.
 func (c *Catalog) Update(ctx context.Context, id string, in ProjectRequest) (_ Project, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.Update", id, in, func(ctx context.Context) (Project, error) {
+		return c.doUpdate(ctx, id, in)
+	})
+}
+
+func (c *Catalog) doUpdate(ctx context.Context, id string, in ProjectRequest) (_ Project, err error) {
+	defer prefixErr(&err)
 	if err := validateInput(in, false); err != nil {
 		return Project{}, err
 	}
@@ -237,6 +251,13 @@ func (c *Catalog) Update(ctx context.Context, id string, in ProjectRequest) (_ P
 // found.
 func (c *Catalog) Get(ctx context.Context, id string) (_ Project, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.Get", id, nil, func(ctx context.Context) (Project, error) {
+		return c.doGet(ctx, id)
+	})
+}
+
+func (c *Catalog) doGet(ctx context.Context, id string) (_ Project, err error) {
+	defer prefixErr(&err)
 	var out Project
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleProject(ctx, tx, id)
@@ -258,6 +279,13 @@ func (c *Catalog) Get(ctx context.Context, id string) (_ Project, err error) {
 // as many as the store needs (an interrupted run is finished by
 // FinishDeletions).
 func (c *Catalog) Delete(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, c.obs, c.clock, "project.Delete", id, nil, func(ctx context.Context) error {
+		return c.doDelete(ctx, id)
+	})
+}
+
+func (c *Catalog) doDelete(ctx context.Context, id string) (err error) {
 	defer prefixErr(&err)
 	var org string
 	err = c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
@@ -317,6 +345,13 @@ func (c *Catalog) Delete(ctx context.Context, id string) (err error) {
 // the message (move fewer at once). On etcd's default limits (128
 // writes) that is more than 42 workspaces from one project.
 func (c *Catalog) MoveWorkspaces(ctx context.Context, destID string, workspaceIDs []string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, c.obs, c.clock, "project.MoveWorkspaces", "", map[string]any{"destID": destID, "workspaceIDs": workspaceIDs}, func(ctx context.Context) error {
+		return c.moveWorkspaces(ctx, destID, workspaceIDs)
+	})
+}
+
+func (c *Catalog) moveWorkspaces(ctx context.Context, destID string, workspaceIDs []string) (err error) {
 	defer prefixErr(&err)
 	ids := slices.Clone(workspaceIDs)
 	slices.Sort(ids)

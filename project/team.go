@@ -169,6 +169,13 @@ func ownersTeam(id, org string) teamRecord {
 // holds only the organization permissions of HCP Terraform.
 func (c *Catalog) CreateTeam(ctx context.Context, org string, r TeamRequest) (_ Team, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.CreateTeam", org, r, func(ctx context.Context) (Team, error) {
+		return c.createTeam(ctx, org, r)
+	})
+}
+
+func (c *Catalog) createTeam(ctx context.Context, org string, r TeamRequest) (_ Team, err error) {
+	defer prefixErr(&err)
 	name := valueOf(r.Name)
 	var v keel.Validation
 	if err := slugError(name, 0); err != nil {
@@ -229,6 +236,13 @@ func (c *Catalog) visibleTeam(ctx context.Context, tx storage.Tx, id string) (*t
 // without it the team is not found.
 func (c *Catalog) GetTeam(ctx context.Context, id string) (_ Team, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.GetTeam", id, nil, func(ctx context.Context) (Team, error) {
+		return c.doGetTeam(ctx, id)
+	})
+}
+
+func (c *Catalog) doGetTeam(ctx context.Context, id string) (_ Team, err error) {
+	defer prefixErr(&err)
 	var out Team
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, err := c.visibleTeam(ctx, tx, id)
@@ -247,6 +261,13 @@ func (c *Catalog) GetTeam(ctx context.Context, id string) (_ Team, err error) {
 // a name taken by another team is keel.KindAlreadyExists. The owners team
 // keeps its name ("Name"), so that clients find it by it.
 func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (_ Team, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.UpdateTeam", id, in, func(ctx context.Context) (Team, error) {
+		return c.updateTeam(ctx, id, in)
+	})
+}
+
+func (c *Catalog) updateTeam(ctx context.Context, id string, in TeamRequest) (_ Team, err error) {
 	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil {
@@ -304,6 +325,13 @@ func (c *Catalog) UpdateTeam(ctx context.Context, id string, in TeamRequest) (_ 
 // any number of projects, is deleted after, in as many transactions as
 // the store needs (an interrupted run is finished by FinishDeletions).
 func (c *Catalog) DeleteTeam(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, c.obs, c.clock, "project.DeleteTeam", id, nil, func(ctx context.Context) error {
+		return c.deleteTeam(ctx, id)
+	})
+}
+
+func (c *Catalog) deleteTeam(ctx context.Context, id string) (err error) {
 	defer prefixErr(&err)
 	var org string
 	err = c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -445,6 +473,13 @@ func (r *accessRecord) apply(v *keel.Validation, in TeamAccess) {
 // exists).
 func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.PutTeamAccess", "", in, func(ctx context.Context) (TeamAccess, error) {
+		return c.putTeamAccess(ctx, in)
+	})
+}
+
+func (c *Catalog) putTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessPut)
 }
 
@@ -454,6 +489,13 @@ func (c *Catalog) PutTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAcces
 // left as it is.
 func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.CreateTeamAccess", "", in, func(ctx context.Context) (TeamAccess, error) {
+		return c.createTeamAccess(ctx, in)
+	})
+}
+
+func (c *Catalog) createTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessAdd)
 }
 
@@ -461,6 +503,13 @@ func (c *Catalog) CreateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAc
 // with the rules of PutTeamAccess; a team without access to the project
 // is keel.KindNotFound. An empty in.Access keeps the level.
 func (c *Catalog) UpdateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.UpdateTeamAccess", "", in, func(ctx context.Context) (TeamAccess, error) {
+		return c.updateTeamAccess(ctx, in)
+	})
+}
+
+func (c *Catalog) updateTeamAccess(ctx context.Context, in TeamAccess) (_ TeamAccess, err error) {
 	defer prefixErr(&err)
 	return c.setTeamAccess(ctx, in, accessUpdate)
 }
@@ -565,6 +614,13 @@ func (c *Catalog) setTeamAccess(ctx context.Context, in TeamAccess, mode accessM
 // keel.KindNotFound.
 func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (_ TeamAccess, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.GetTeamAccess", projectID, teamID, func(ctx context.Context) (TeamAccess, error) {
+		return c.getTeamAccess(ctx, projectID, teamID)
+	})
+}
+
+func (c *Catalog) getTeamAccess(ctx context.Context, projectID, teamID string) (_ TeamAccess, err error) {
+	defer prefixErr(&err)
 	var out TeamAccess
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
@@ -597,6 +653,13 @@ func (c *Catalog) GetTeamAccess(ctx context.Context, projectID, teamID string) (
 // that the answer tells nothing of it; so does a team that does not
 // exist, is of another organization or is being deleted.
 func (c *Catalog) DeleteTeamAccess(ctx context.Context, projectID, teamID string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, c.obs, c.clock, "project.DeleteTeamAccess", projectID, teamID, func(ctx context.Context) error {
+		return c.deleteTeamAccess(ctx, projectID, teamID)
+	})
+}
+
+func (c *Catalog) deleteTeamAccess(ctx context.Context, projectID, teamID string) (err error) {
 	defer prefixErr(&err)
 	return c.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		p, err := c.visibleProject(ctx, tx, projectID)
@@ -656,6 +719,13 @@ type ListTeamAccessesRequest struct {
 // being deleted (see DeleteTeam) is not listed.
 func (c *Catalog) ListTeamAccesses(ctx context.Context, projectID string, r ListTeamAccessesRequest) (_ keel.CountedPage[TeamAccess], err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.ListTeamAccesses", projectID, r, func(ctx context.Context) (keel.CountedPage[TeamAccess], error) {
+		return c.listTeamAccesses(ctx, projectID, r)
+	})
+}
+
+func (c *Catalog) listTeamAccesses(ctx context.Context, projectID string, r ListTeamAccessesRequest) (_ keel.CountedPage[TeamAccess], err error) {
+	defer prefixErr(&err)
 	var out keel.CountedPage[TeamAccess]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		out = keel.CountedPage[TeamAccess]{Page: keel.Page[TeamAccess]{Items: []TeamAccess{}}}
@@ -712,6 +782,13 @@ type ListTeamsRequest struct {
 // it, or without read on the organization, the organization is not found.
 // A page past the end is empty.
 func (c *Catalog) ListTeams(ctx context.Context, org string, r ListTeamsRequest) (_ keel.CountedPage[Team], err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.ListTeams", org, r, func(ctx context.Context) (keel.CountedPage[Team], error) {
+		return c.listTeams(ctx, org, r)
+	})
+}
+
+func (c *Catalog) listTeams(ctx context.Context, org string, r ListTeamsRequest) (_ keel.CountedPage[Team], err error) {
 	defer prefixErr(&err)
 	want := map[string]bool{}
 	for _, n := range r.Names {

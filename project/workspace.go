@@ -307,6 +307,13 @@ func (c *Catalog) publicWorkspace(ctx context.Context, r *wsRecord, o *orgRecord
 // set.
 func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRequest) (_ Workspace, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.CreateWorkspace", org, r, func(ctx context.Context) (Workspace, error) {
+		return c.createWorkspace(ctx, org, r)
+	})
+}
+
+func (c *Catalog) createWorkspace(ctx context.Context, org string, r WorkspaceRequest) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	name, projectID, settings := valueOf(r.Name), valueOf(r.ProjectID), &r.WorkspaceSettings
 	var v keel.Validation
 	if err := slugError(name, maxWorkspaceName); err != nil {
@@ -387,6 +394,13 @@ func (c *Catalog) CreateWorkspace(ctx context.Context, org string, r WorkspaceRe
 // SettingOverwrites.ExecutionMode true needing a mode sent or the
 // workspace's own. It sets UpdatedAt.
 func (c *Catalog) UpdateWorkspace(ctx context.Context, id string, in WorkspaceRequest) (_ Workspace, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.UpdateWorkspace", id, in, func(ctx context.Context) (Workspace, error) {
+		return c.updateWorkspace(ctx, id, in)
+	})
+}
+
+func (c *Catalog) updateWorkspace(ctx context.Context, id string, in WorkspaceRequest) (_ Workspace, err error) {
 	defer prefixErr(&err)
 	var v keel.Validation
 	if in.Name != nil {
@@ -487,6 +501,13 @@ func (c *Catalog) moveOne(ctx context.Context, tx storage.Tx, w *wsRecord, dest 
 // found.
 func (c *Catalog) GetWorkspace(ctx context.Context, id string) (_ Workspace, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.GetWorkspace", id, nil, func(ctx context.Context) (Workspace, error) {
+		return c.doGetWorkspace(ctx, id)
+	})
+}
+
+func (c *Catalog) doGetWorkspace(ctx context.Context, id string) (_ Workspace, err error) {
+	defer prefixErr(&err)
 	var out Workspace
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		rec, o, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)
@@ -504,6 +525,13 @@ func (c *Catalog) GetWorkspace(ctx context.Context, id string) (_ Workspace, err
 // missing one, with the same message, which names neither its id nor
 // anything else of it.
 func (c *Catalog) GetWorkspaceByName(ctx context.Context, org, name string) (_ Workspace, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.GetWorkspaceByName", org, name, func(ctx context.Context) (Workspace, error) {
+		return c.getWorkspaceByName(ctx, org, name)
+	})
+}
+
+func (c *Catalog) getWorkspaceByName(ctx context.Context, org, name string) (_ Workspace, err error) {
 	defer prefixErr(&err)
 	var out Workspace
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -617,6 +645,13 @@ func wildcardMatch(pattern, name string) bool {
 // read is not found. A page past the end is empty.
 func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspacesRequest) (_ keel.CountedPage[Workspace], err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, c.obs, c.clock, "project.ListWorkspaces", org, r, func(ctx context.Context) (keel.CountedPage[Workspace], error) {
+		return c.listWorkspaces(ctx, org, r)
+	})
+}
+
+func (c *Catalog) listWorkspaces(ctx context.Context, org string, r ListWorkspacesRequest) (_ keel.CountedPage[Workspace], err error) {
+	defer prefixErr(&err)
 	q := fold(r.Search)
 	var out keel.CountedPage[Workspace]
 	err = c.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -667,6 +702,13 @@ func (c *Catalog) ListWorkspaces(ctx context.Context, org string, r ListWorkspac
 // are both this. The services registered with the Catalog forget the
 // workspace in the same transaction (Registration.OnForget).
 func (c *Catalog) DeleteWorkspace(ctx context.Context, id string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, c.obs, c.clock, "project.DeleteWorkspace", id, nil, func(ctx context.Context) error {
+		return c.deleteWorkspace(ctx, id)
+	})
+}
+
+func (c *Catalog) deleteWorkspace(ctx context.Context, id string) (err error) {
 	defer prefixErr(&err)
 	return c.update(ctx, func(ctx context.Context, tx storage.Tx, forget forgetFunc) error {
 		w, _, err := c.visibleWorkspace(ctx, tx, id, keel.CapRead)

@@ -37,7 +37,7 @@ func mountConsul(mux *http.ServeMux, d *deps) error {
 	}
 	svc, err := peering.Open(context.Background(), d.store, transport, &peering.Options{
 		Datacenter: d.cluster.datacenter, Addresses: addrs,
-		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
+		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger, Observer: d.observer(),
 		Leader: d.leader("peering"), HeartbeatInterval: d.peeringHeartbeat,
 	})
 	if err != nil {

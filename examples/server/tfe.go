@@ -25,7 +25,7 @@ import (
 // Terraform talks to serves TLS (-tls-cert and -tls-key, or -dev-tls).
 func mountTFE(mux *http.ServeMux, d *deps) error {
 	gov, err := governance.Open(context.Background(), d.store, &governance.Options{
-		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
+		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger, Observer: d.observer(),
 	})
 	if err != nil {
 		return fmt.Errorf("tfe: %w", err)
