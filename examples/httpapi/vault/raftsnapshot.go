@@ -25,7 +25,13 @@ import (
 )
 
 // Snapshots serve sys/storage/raft/snapshot: a copy of a store, and its
-// restore into the running server (see Options.Snapshots).
+// restore into the running server (see Options.Snapshots). A restore is
+// not one transaction: requests served while it runs see the store in
+// between, and one that fails midway leaves part of the copy written, its
+// leases held (restore again). After it, the table serves the copy's
+// mounts, and every component that reads the store at each request serves
+// the copy; what a program keeps in memory from the store (its own
+// identity, say) is its own to keep with Keep or reload.
 type Snapshots struct {
 	// Store is the store the mount table was opened on: a snapshot copies
 	// every key of it (the other components' too, when they share it),
