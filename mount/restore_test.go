@@ -185,3 +185,36 @@ func TestMarkRestoredRights(t *testing.T) {
 		t.Fatalf("marked %d times, want 1", n)
 	}
 }
+
+// unwatched is a store that reports no change (no storage.Watcher): a
+// table on it follows only what it is told.
+type unwatched struct{ storage.Store }
+
+// TestMarkRestoredFollowsTheCopy: MarkRestored serves the mounts of the
+// copy and marks their engines though nothing told the table the stored
+// table changed.
+func TestMarkRestoredFollowsTheCopy(t *testing.T) {
+	src := everystore.Mem(t)
+	a := credsTable(t, src, nil, keel.AllowAll{})
+	if _, err := a.Enable(ctx, mount.EnableRequest{Path: "creds/", Type: "creds"}); err != nil {
+		t.Fatal(err)
+	}
+	var saved bytes.Buffer
+	if _, err := snapshot.Save(ctx, src, &saved, nil); err != nil {
+		t.Fatal(err)
+	}
+	dst := unwatched{everystore.Mem(t)}
+	b := credsTable(t, dst, nil, keel.AllowAll{})
+	if _, err := snapshot.Restore(ctx, &saved, dst, &snapshot.RestoreOptions{Replace: true, Prepare: mount.PrepareRestore}); err != nil {
+		t.Fatal(err)
+	}
+	if got := served(t, b); len(got) != 0 {
+		t.Fatalf("served before MarkRestored: %v (the store reports no change)", got)
+	}
+	if err := b.MarkRestored(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := credsOf(t, b, "creds/").marked.Load(); n != 1 {
+		t.Fatalf("the copy's engine marked %d times, want 1", n)
+	}
+}
