@@ -115,6 +115,19 @@
 // Route does not serve it, every other mount is served, and Disable removes
 // it.
 //
+// # After a restore
+//
+// A store restored from a copy (package snapshot) holds leases whose time
+// passed while the copy sat on disk, and credentials its systems may no
+// longer take. A program restores so: it writes the copy with
+// mount.PrepareRestore as snapshot.RestoreOptions.Prepare (the leases are
+// held before the copy's first key is written, so that no table serving
+// the store revokes one), opens the table with lease.Options.Held (or
+// follows the copy in a running one), calls MarkRestored (the lease hold
+// is kept in the store, and every engine that is a Restorer checks its
+// credentials again before serving them), checks what it needs, and
+// releases the leases (lease.Manager.Release).
+//
 // # Concurrency
 //
 // A Table is safe for concurrent use; Enable, Disable and Tune run one at

@@ -18,6 +18,19 @@ type RestoreOptions struct {
 	// verified, before the stream's keys are written. Without it such a
 	// store is refused with keel.KindConflict.
 	Replace bool
+	// Keep names keys Restore leaves as they are: with Replace they are
+	// not deleted, and the stream's records of them are not written (nor
+	// counted in RestoreResult.Keys). A program keeps so what belongs to
+	// the store's holder rather than to its data (its own identity).
+	// Nil: none.
+	Keep func(key string) bool
+	// Prepare, when not nil, is called once the stream has been
+	// verified (and, with Replace, the keys under its prefix deleted),
+	// with a transaction of store that commits before the stream's first
+	// key is written: what it writes is in the store before any of the
+	// copy (mount.PrepareRestore holds the copy's leases so). Its error
+	// ends Restore, with nothing of the stream written.
+	Prepare func(ctx context.Context, tx storage.Tx) error
 	// TempDir is the directory of the temporary file a stream that is
 	// not an io.ReadSeeker is copied to while it is verified. Empty
 	// means os.TempDir().
@@ -106,10 +119,15 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 		return res, err
 	}
 	if o.Replace {
-		n, err := storage.DeletePrefix(ctx, store, d.prefix)
+		n, err := deleteAll(ctx, store, d.prefix, o.Keep)
 		res.Deleted = n
 		if err != nil {
 			return res, pfx.Wrapf(err, "delete the keys under %q", d.prefix)
+		}
+	}
+	if o.Prepare != nil {
+		if err := store.Update(ctx, o.Prepare); err != nil {
+			return res, pfx.Wrapf(err, "prepare")
 		}
 	}
 	b := newBatcher(store)
@@ -129,6 +147,9 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 		if !ok {
 			break
 		}
+		if o.Keep != nil && o.Keep(key) {
+			continue
+		}
 		if err := b.add(ctx, key, value); err != nil {
 			return res, pfx.Wrapf(err, "write")
 		}
@@ -140,6 +161,35 @@ func Restore(ctx context.Context, in io.Reader, store storage.Store, opts *Resto
 		return res, invalid("the stream changed after it was verified: %d records, then %d", verified, d.keys)
 	}
 	return res, nil
+}
+
+// deleteAll deletes the keys under prefix of store but those keep names,
+// in batches sized from the store's limits, and returns how many it
+// deleted.
+func deleteAll(ctx context.Context, store storage.Store, prefix string, keep func(string) bool) (int, error) {
+	if keep == nil {
+		return storage.DeletePrefix(ctx, store, prefix)
+	}
+	n, err := storage.Batch(ctx, store, prefix, &storage.BatchOptions{KeysOnly: true}, func(tx storage.Tx, key string, _ []byte) error {
+		if keep(key) {
+			return nil
+		}
+		return tx.Delete(key)
+	})
+	if err != nil {
+		return 0, err
+	}
+	// What is left under prefix is what keep kept (a batch's closure may
+	// run more than once: counting in it could count a key twice).
+	kept := 0
+	err = store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		kept = 0
+		return tx.Scan(prefix, storage.ScanOptions{KeysOnly: true}, func(string, []byte) error {
+			kept++
+			return nil
+		})
+	})
+	return n - kept, err
 }
 
 // checkEmpty returns an error of kind keel.KindConflict when store holds a

@@ -339,12 +339,18 @@
 // showing a progress bar; killed halfway, it is run again and goes on.
 // Values are copied as stored, sealed ones sealed: the server is then
 // started with the seal keys of the one copied. A server locks its bbolt
-// file: stop it first (on etcd, the servers may run). Start the server on
-// a restored copy with -hold-leases: the leases that fell due while the
-// copy sat on disk are then kept, their credentials alive, until an
-// operator releases them (DELETE /v1/sys/leases/hold). Not yet done: the
-// online routes (Vault's sys/storage/raft/snapshot), holding by default
-// after a restore, and checking the directory passwords of a restored copy.
+// file: stop it first (on etcd, the servers may run). A restore opens
+// held: it holds the copy's leases before it writes the copy's first key,
+// and the next server started on it marks the engines (their credentials
+// are checked again) and serves with the leases that fell due while the
+// copy sat on disk kept, their credentials alive, until an operator
+// releases them (DELETE /v1/sys/leases/hold). Online, vault/api's
+// RaftSnapshot and RaftSnapshotRestore (`vault operator raft snapshot
+// save|restore`) do the same through /v1/sys/storage/raft/snapshot (sudo):
+// the archive holds the store's values in clear (keep it secret), and a
+// restore keeps the running server's identity, root token and audit
+// devices. Uploads are bounded as every Vault request body (32 MiB):
+// restore a larger copy offline.
 //
 // # Adding an adapter
 //

@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/mount"
 	"github.com/keelhq/keel/snapshot"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
@@ -21,7 +24,10 @@ import (
 // it. The store is read and written as it is held, sealed values sealed:
 // no -seal-key-file is needed, and a restored store is opened with the
 // seal keys of the one saved. A bbolt file is locked by a server that runs
-// on it: stop the server first (with -etcd, the servers may run).
+// on it: stop the server first (with -etcd, the servers may run). A
+// restore holds the copy's leases before it writes the copy's first key,
+// and the next server started on it opens held and marks the engines
+// (finishRestore).
 func snapshotCommand(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 || (args[0] != "save" && args[0] != "restore") {
 		fmt.Fprintln(out, "usage: server snapshot save|restore [-data PATH | -etcd ENDPOINTS [-etcd-prefix P]] [-replace] FILE")
@@ -75,13 +81,71 @@ func snapshotCommand(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	res, err := snapshot.Restore(ctx, f, store, &snapshot.RestoreOptions{Replace: *replace})
+	res, err := snapshot.Restore(ctx, f, store, &snapshot.RestoreOptions{Replace: *replace, Prepare: prepareRestore})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "restored %d keys from %s (%d deleted first)\n", res.Keys, file, res.Deleted)
-	fmt.Fprintln(out, "start the server on it with -hold-leases: the copy's leases past their time are then kept until DELETE /v1/sys/leases/hold")
+	fmt.Fprintln(out, "the copy's leases are held: past their time, they are kept until DELETE /v1/sys/leases/hold")
 	return nil
+}
+
+// restoredKey marks a store restored by "snapshot restore" that no server
+// has opened since: the next server to start on it opens the mount table
+// held and marks its engines (finishRestore). Its value is empty: a
+// sealed server finds it by its key alone, as the command writes it
+// without the seal keys.
+const restoredKey = "server/restored"
+
+// prepareRestore is what a restore writes before the copy's first key
+// (snapshot.RestoreOptions.Prepare): the lease hold (mount.PrepareRestore),
+// so that no server running on the store revokes a lease of the copy, and
+// restoredKey. The hold is written as the store holds it: a sealed
+// server's lease manager cannot open it, and revokes nothing either until
+// finishRestore rewrites it.
+func prepareRestore(ctx context.Context, tx storage.Tx) error {
+	if err := mount.PrepareRestore(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Put(restoredKey, nil)
+}
+
+// restoredCopy reports whether store was restored by "snapshot restore"
+// and no server has finished the restore yet.
+func restoredCopy(ctx context.Context, store storage.Store) (bool, error) {
+	found := false
+	err := store.View(ctx, func(_ context.Context, tx storage.Tx) error {
+		found = false
+		return tx.Scan(restoredKey, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
+			found = found || key == restoredKey
+			return nil
+		})
+	})
+	return found, err
+}
+
+// finishRestore readies the table of a restored copy, opened held: it
+// holds the leases in the store (sealed as the server writes) and marks
+// the engines (mount.Table.MarkRestored), then drops restoredKey. A
+// failure is logged, and restoredKey kept for the next start; the leases
+// stay held either way until DELETE /v1/sys/leases/hold.
+func finishRestore(ctx context.Context, table *mount.Table, store storage.Store, logger *slog.Logger) {
+	err := table.MarkRestored(keel.WithPrincipal(ctx, rootPrincipal()))
+	if err == nil {
+		err = store.Update(ctx, func(_ context.Context, tx storage.Tx) error { return tx.Delete(restoredKey) })
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		logger.Error("a restored copy: marking its engines failed; the next start tries again", "error", err)
+		return
+	}
+	logger.Warn("a restored copy: lease revocations are held until DELETE /v1/sys/leases/hold")
+}
+
+// keptOnRestore names the keys a restore through sys/storage/raft/snapshot
+// leaves as they are: the running server's own identity and root token
+// (state.go) and audit devices (audit.go), which it serves from memory.
+func keptOnRestore(key string) bool {
+	return key == stateKey || strings.HasPrefix(key, auditPrefix)
 }
 
 // migrateCommand runs "migrate -from STORE -to STORE": it copies every key

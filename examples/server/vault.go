@@ -18,10 +18,14 @@ import (
 // last three. The token comes in X-Secrets-Token, X-Vault-Token or
 // Authorization: Bearer (see requestToken).
 func mountVault(mux *http.ServeMux, d *deps) error {
+	restored, err := restoredCopy(context.Background(), d.store) // snapshotcmd.go
+	if err != nil {
+		return err
+	}
 	table, err := mount.Open(context.Background(), d.store, &mount.Options{
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger, Observer: d.observer(),
 		Leader: d.leaders, Defaults: mount.VaultDefaults(),
-		Leases:   &lease.Options{Held: d.holdLeases},
+		Leases:   &lease.Options{Held: d.holdLeases || restored},
 		Reserved: consul.Prefixes(), // the Consul dialect's paths, served by mountConsul
 	})
 	if err != nil {
@@ -29,10 +33,14 @@ func mountVault(mux *http.ServeMux, d *deps) error {
 	}
 	d.mounts = table
 	d.onClose(func() error { table.Close(); return nil })
+	if restored {
+		finishRestore(context.Background(), table, d.store, d.logger)
+	}
 	vault.New(table, &vault.Options{
 		Clock: d.clock, Logger: d.logger,
 		Server: vault.Server{Version: keelVersion(), BuildDate: buildDate(),
 			ClusterName: d.state.ClusterName, ClusterID: d.state.ClusterID, StorageType: d.storageType},
+		Snapshots: &vault.Snapshots{Store: d.store, Authorizer: d.authorizer, Keep: keptOnRestore},
 	}).Register(mux)
 	return nil
 }

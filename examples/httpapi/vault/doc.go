@@ -31,6 +31,8 @@
 //	GET            /v1/sys/leases/hold              keel's own: {"held": bool}; needs read
 //	PUT, POST      /v1/sys/leases/hold              keel's own: hold the expiry revocations; sudo
 //	DELETE         /v1/sys/leases/hold              keel's own: release them; needs sudo
+//	GET            /v1/sys/storage/raft/snapshot    a snapshot archive of the store (Options.Snapshots); sudo
+//	POST, PUT      /v1/sys/storage/raft/snapshot    restore one into the running server (also …/snapshot-force); sudo
 //	GET            /v1/sys/quotas/lease-count/:name read a lease-count quota (with its counter)
 //	POST, PUT      /v1/sys/quotas/lease-count/:name path, max_leases (role "", inheritable false)
 //	DELETE         /v1/sys/quotas/lease-count/:name delete it; 204 for a missing one too
@@ -355,6 +357,25 @@
 //	sys/leases/hold                    no such route: a restored      keel's own (lease.Manager.Hold): held, the expiry
 //	                                   snapshot revokes what fell     worker revokes nothing until released, so that a
 //	                                   due at once                    restored copy kills no credential still in use
+//	sys/storage/raft/snapshot          raft's snapshot: meta.json,    the same four entries, gzip'd tar, which vault/api's
+//	  archive                          state.bin (the raft FSM),      RaftSnapshot checks; state.bin is keel's stream
+//	                                   SHA256SUMS, SHA256SUMS.sealed  (package snapshot) of every key of the store, values
+//	                                   sealed by the barrier          as the store serves them (in clear, even over a
+//	                                                                  sealstore: keep the file secret; the restoring
+//	                                                                  server seals them with its own keys);
+//	                                                                  SHA256SUMS.sealed is the SHA-256 of SHA256SUMS, not
+//	                                                                  sealed; meta.json is keel's ("keel_snapshot": 1)
+//	restoring a Vault snapshot         restored                       400 "invalid snapshot: … a Vault raft snapshot cannot
+//	                                                                  be restored into keel"; so is an archive cut short,
+//	                                                                  altered, or with an unknown entry, before any write
+//	restore, snapshot-force            the running cluster's data     the store's keys replaced but those the program keeps
+//	                                   replaced; without force, a     (Snapshots.Keep: the example server keeps its own
+//	                                   snapshot of another cluster    identity, root token and audit devices); force
+//	                                   (other keys) is refused        changes nothing: keel's archive carries no keyring;
+//	                                                                  the leases are held before the first key is
+//	                                                                  written and stay held until DELETE
+//	                                                                  sys/leases/hold; engines are marked to check
+//	                                                                  their credentials (mount.Table.MarkRestored)
 //	lease-count quotas                 Enterprise only                served: package lease's quotas; a leased read or a
 //	                                                                  credential beyond one answers 429 as Vault's
 //	lease-count quota path             a namespace, a mount, a mount  "", a mount, or a request path under one, which
