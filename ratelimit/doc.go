@@ -47,7 +47,8 @@
 // # Memory
 //
 // The counts are kept per quota and client in memory, at most
-// Options.MaxClients of them (100,000 by default; about 150 bytes each). A
+// Options.MaxClients of them (100,000 by default; about 85 bytes each, and
+// the address; BenchmarkClientTable). A
 // client is forgotten once its window has ended and it is not blocked: a
 // new window would start full anyway. Forgotten clients are swept as
 // requests come, about once a minute per part of the table. Past

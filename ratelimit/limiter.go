@@ -101,6 +101,9 @@ type Limiter struct {
 // table is the quotas a Limiter applies, by canonical path.
 type table struct {
 	byPath map[string]*applied
+	global *applied        // the quota of "", or nil
+	first  map[string]bool // the first segments of the paths but ""
+	depth  int             // the most segments of a path
 	closed bool
 }
 
@@ -293,14 +296,22 @@ func (l *Limiter) reload(ctx context.Context) error {
 	if old.closed {
 		return nil
 	}
-	t := &table{byPath: make(map[string]*applied, len(recs))}
+	t := &table{byPath: make(map[string]*applied, len(recs)), first: map[string]bool{}}
 	for _, r := range recs {
 		q := r.quota()
-		a := old.byPath[canon(q.Path)]
+		c := canon(q.Path)
+		a := old.byPath[c]
 		if a == nil || a.q != q {
 			a = &applied{q: q, limit: q.limit(), interval: max(1, int64(q.Interval)), block: int64(q.BlockInterval)}
 		}
-		t.byPath[canon(q.Path)] = a
+		t.byPath[c] = a
+		if c == "" {
+			t.global = a
+		} else {
+			first, _, _ := strings.Cut(c, "/")
+			t.first[first] = true
+			t.depth = max(t.depth, strings.Count(c, "/")+1)
+		}
 	}
 	l.table.Store(t)
 	return nil
@@ -346,11 +357,8 @@ func (l *Limiter) Allow(ctx context.Context, path, client string) error {
 		return nil
 	}
 	path = strings.TrimPrefix(path, "/")
-	if l.exempt(path) {
-		return nil
-	}
 	a := t.match(path)
-	if a == nil {
+	if a == nil || l.exempt(path) {
 		return nil
 	}
 	retry, blocked, ok := l.take(a, client)
@@ -376,9 +384,23 @@ func (l *Limiter) exempt(path string) bool {
 }
 
 // match returns the most specific quota that covers path: the one of the
-// longest path among path and its parents, up to "".
+// longest path among path and its parents, up to "". A path whose first
+// segment starts no quota's path has only the global quota, if any; the
+// others are looked up from the depth of the deepest quota up.
 func (t *table) match(path string) *applied {
 	c := strings.TrimSuffix(path, "/")
+	first, _, _ := strings.Cut(c, "/")
+	if !t.first[first] {
+		return t.global
+	}
+	for i, n := 0, 0; i < len(c); i++ {
+		if c[i] == '/' {
+			if n++; n == t.depth {
+				c = c[:i]
+				break
+			}
+		}
+	}
 	for {
 		if a := t.byPath[c]; a != nil {
 			return a
