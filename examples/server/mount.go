@@ -9,6 +9,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/mount"
+	"github.com/keelhq/keel/ratelimit"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -37,6 +38,8 @@ type deps struct {
 	peeringHeartbeat time.Duration
 	// holdLeases starts the lease manager held (-hold-leases).
 	holdLeases bool
+	// rateLimits are the rate-limit quotas; see ratelimit.go.
+	rateLimits *ratelimit.Limiter
 
 	closers []func() error // see onClose
 }

@@ -29,8 +29,12 @@ func mountVault(mux *http.ServeMux, d *deps) error {
 	}
 	d.mounts = table
 	d.onClose(func() error { table.Close(); return nil })
+	rateLimits, err := openRateLimits(d)
+	if err != nil {
+		return err
+	}
 	vault.New(table, &vault.Options{
-		Clock: d.clock, Logger: d.logger,
+		Clock: d.clock, Logger: d.logger, RateLimits: rateLimits,
 		Server: vault.Server{Version: keelVersion(), BuildDate: buildDate(),
 			ClusterName: d.state.ClusterName, ClusterID: d.state.ClusterID, StorageType: d.storageType},
 	}).Register(mux)
