@@ -47,14 +47,15 @@
 // # Memory
 //
 // The counts are kept per quota and client in memory, at most
-// Options.MaxClients of them (100,000 by default; about 85 bytes each, and
-// the address; BenchmarkClientTable). A
-// client is forgotten once its window has ended and it is not blocked: a
-// new window would start full anyway. Forgotten clients are swept as
-// requests come, about once a minute per part of the table. Past
-// MaxClients, a new client takes the place of another: of a few sampled,
-// the one whose window ended first (such a client, seen again, starts a
-// full window: the bound errs toward allowing).
+// Options.MaxClients of them (100,000 by default; about 85 bytes each,
+// and the address: BenchmarkClientTable), in 32 parts of at most
+// MaxClients/32 each, a client's part chosen by its address. A client is
+// forgotten once its window has ended and it is not blocked: a new window
+// would start full anyway. Forgotten clients are swept as requests come,
+// at most once a minute per part. In a full part, a new client takes the
+// place of another: of a few sampled, the one whose window ended, or ends,
+// first (such a client, seen again, starts a full window: the bound errs
+// toward allowing).
 //
 // # Errors
 //
