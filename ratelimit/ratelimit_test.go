@@ -412,3 +412,45 @@ func TestOpenRefusesBadArguments(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 }
+
+// TestConcurrentAllowAndChanges: requests counted from many goroutines
+// while quotas are put and deleted (run with -race); a client of a quota
+// never gets more than its rate within one window.
+func TestConcurrentAllowAndChanges(t *testing.T) {
+	ctx := context.Background()
+	clock := keel.NewFakeClock(epoch)
+	l := open(t, memstore.New(nil), &Options{Clock: clock, MaxClients: 64})
+	put(t, l, Quota{Name: "kv", Path: "secret/", Rate: 5, Interval: time.Hour})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 50 {
+			put(t, l, Quota{Name: "churn", Path: fmt.Sprint("p", i%3), Rate: 1})
+			if err := l.Delete(ctx, "churn"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	allowed := make(chan int, 8)
+	for g := range 8 {
+		go func() {
+			n := 0
+			for i := range 500 {
+				if l.Allow(ctx, "secret/x", "shared") == nil {
+					n++
+				}
+				l.Allow(ctx, "p1/x", fmt.Sprint(g, "-", i%100))
+			}
+			allowed <- n
+		}()
+	}
+	total := 0
+	for range 8 {
+		total += <-allowed
+	}
+	<-done
+	if total != 5 {
+		t.Fatalf("%d requests of one client allowed in one window of a rate of 5", total)
+	}
+}
