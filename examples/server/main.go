@@ -340,14 +340,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	defer requestLog.Close() // after the shutdown, which waits for requests
 	requestLogger := slog.New(slog.NewTextHandler(requestLog, nil))
 	// Every request: its token, its log line, the caps on its path, the
-	// bound on the bodies in flight (limits.go), then its audit records
-	// (audit.go).
+	// rate-limit quotas of the Vault dialect (ratelimit.go), the bound on
+	// the bodies in flight (limits.go), then its audit records (audit.go).
 	var handler http.Handler = audits.middleware(mux)
 	if opts.maxInflight > 0 {
 		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), newBudget(min(opts.maxInflight, anonInflight), inflightWait), handler)
 	}
 	srv := &http.Server{
-		Handler:           authenticate(tokens, logRequests(requestLogger, checkPath(handler))),
+		Handler:           authenticate(tokens, logRequests(requestLogger, checkPath(limitRate(d.rateLimits, handler)))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -9,6 +9,7 @@ import (
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/leader"
 	"github.com/keelhq/keel/mount"
+	"github.com/keelhq/keel/ratelimit"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/telemetry"
 )
@@ -43,6 +44,8 @@ type deps struct {
 	// telemetryOf.
 	telemetry *telemetry.Telemetry
 	metrics   http.Handler
+	// rateLimits are the rate-limit quotas; see ratelimit.go.
+	rateLimits *ratelimit.Limiter
 
 	closers []func() error // see onClose
 }

@@ -36,8 +36,12 @@ func mountVault(mux *http.ServeMux, d *deps) error {
 	if restored {
 		finishRestore(context.Background(), table, d.store, d.logger)
 	}
+	rateLimits, err := openRateLimits(d)
+	if err != nil {
+		return err
+	}
 	vault.New(table, &vault.Options{
-		Clock: d.clock, Logger: d.logger,
+		Clock: d.clock, Logger: d.logger, RateLimits: rateLimits,
 		Server: vault.Server{Version: keelVersion(), BuildDate: buildDate(),
 			ClusterName: d.state.ClusterName, ClusterID: d.state.ClusterID, StorageType: d.storageType},
 		Snapshots: &vault.Snapshots{Store: d.store, Authorizer: d.authorizer, Keep: keptOnRestore},

@@ -37,6 +37,10 @@
 //	POST, PUT      /v1/sys/quotas/lease-count/:name path, max_leases (role "", inheritable false)
 //	DELETE         /v1/sys/quotas/lease-count/:name delete it; 204 for a missing one too
 //	LIST           /v1/sys/quotas/lease-count       (or GET with list=true)
+//	GET            /v1/sys/quotas/rate-limit/:name  read a rate-limit quota (Options.RateLimits)
+//	POST, PUT      /v1/sys/quotas/rate-limit/:name  path, rate, interval, block_interval (the whole quota)
+//	DELETE         /v1/sys/quotas/rate-limit/:name  delete it; 204 for a missing one too
+//	LIST           /v1/sys/quotas/rate-limit        (or GET with list=true)
 //	any            /v1/:mount/:path                 kv read (GET), list (LIST or GET list=true),
 //	                                                write (POST, PUT), delete (DELETE)
 //	PATCH          /v1/…                            400, 415 or 405, as Vault (see Status codes)
@@ -389,6 +393,17 @@
 //	lease-count quota unknown field    ignored                        400 naming the field
 //	more than 100 lease-count quotas   accepted                       413 (a store holds 100 at most): the counts share one record,
 //	                                                                  written by every issue under a quota
+//	rate-limit quota path              a namespace, a mount, a mount  as lease-count quotas': "", a mount, or a path under
+//	                                   and an exact path, or a glob   one, covering it and the paths under it
+//	                                   ("p/fo*": string prefix); the  (a trailing "/*" means the same); the mount need not
+//	                                   mount must exist               exist; more than 100 quotas is a 413
+//	rate-limit quota headers           Retry-After and X-Ratelimit-*  on every 429 (LimitRate): Retry-After rounded up,
+//	                                   only with sys/quotas/config's  X-Ratelimit-* unless blocked; never on an allowed
+//	                                   response headers, on every     answer (sys/quotas/config is not served, nor its
+//	                                   answer; Retry-After truncated  exempt paths: ratelimit.Options.Exempt, Vault's
+//	                                   (may be 0)                     defaults)
+//	rate-limit quota role, unknown     role for auth mounts; group_by 400 naming the field: keel serves no auth mount;
+//	  field, group_by                  (Enterprise); unknown ignored  clients are grouped by IP, as Vault's CE
 //	a subtree path without its slash   a listing lists "p/"; other    the same: a listing is served as the listing of "p/",
 //	  (sys/leases/lookup, …)           operations per the path        any other method is 405 (never the mux's redirect)
 //

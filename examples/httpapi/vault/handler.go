@@ -12,6 +12,7 @@ import (
 	"github.com/keelhq/keel/identity"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/mount"
+	"github.com/keelhq/keel/ratelimit"
 )
 
 // Options configure a Handler. A nil *Options means defaults.
@@ -24,6 +25,8 @@ type Options struct {
 	// Snapshots, when not nil, serves sys/storage/raft/snapshot (see
 	// Snapshots). Nil: those paths are not served.
 	Snapshots *Snapshots
+	// RateLimits serves sys/quotas/rate-limit (see LimitRate). Nil: none.
+	RateLimits *ratelimit.Limiter
 }
 
 // Handler serves the Vault-style API of a mount table's engines and lease
@@ -36,7 +39,8 @@ type Handler struct {
 	groups *identity.Groups
 	server Server
 
-	snapshots *Snapshots // Options.Snapshots
+	snapshots  *Snapshots // Options.Snapshots
+	rateLimits *ratelimit.Limiter
 }
 
 // New returns a Handler for the mounts of table: every rule, right and
@@ -51,7 +55,7 @@ func New(table *mount.Table, opts *Options) *Handler {
 		o.Server.Version = "dev"
 	}
 	return &Handler{mounts: table, leases: table.Leases(), clock: keel.ClockOrSystem(o.Clock), groups: table.Groups(),
-		server: o.Server, snapshots: o.Snapshots}
+		server: o.Server, snapshots: o.Snapshots, rateLimits: o.RateLimits}
 }
 
 // errNoPolicy is Vault's answer to a read or generate of a missing
@@ -92,6 +96,7 @@ type route struct {
 // /v1/auth/token/lookup-self, /v1/identity/group… (the table's groups, mount.Table.Groups),
 // /v1/sys/quotas/lease-count… (the lease manager's quotas),
 // /v1/sys/storage/raft/snapshot and …/snapshot-force (with Options.Snapshots),
+// /v1/sys/quotas/rate-limit… (Options.RateLimits'),
 // and every other /v1/ path, which it routes to the mounted engines.
 func (h *Handler) Register(mux *http.ServeMux) {
 	const leases, policies = "/v1/sys/leases", "/v1/sys/policies/password"
@@ -152,6 +157,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	routes = append(routes, h.groupRoutes()...)
 	routes = append(routes, h.quotaRoutes()...)
 	routes = append(routes, h.snapshotRoutes()...)
+	routes = append(routes, h.rateLimitRoutes()...)
 	// A path of a route asked with a method the route does not serve, and
 	// the path a subtree pattern ("…/{prefix...}", "…/{$}") names without
 	// its slash, would reach the catch-all /v1/ (404 "no handler") or the

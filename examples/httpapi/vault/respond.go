@@ -303,7 +303,7 @@ func writeError(w http.ResponseWriter, err error) {
 
 // libraryPackages are the keel packages whose errors reach this adapter;
 // each starts its messages with its name and ": ".
-var libraryPackages = []string{"identity", "kv", "ldapengine", "lease", "mount", "passwordpolicy", "storage"}
+var libraryPackages = []string{"identity", "kv", "ldapengine", "lease", "mount", "passwordpolicy", "ratelimit", "storage"}
 
 // vaultWording returns msg without the library packages that start it
 // ("ldapengine: passwordpolicy: …" when one passes on the other's error):

@@ -25,6 +25,7 @@ var wireNames = map[string]string{
 
 	// lease.
 	"LeaseID": "lease_id", "Increment": "increment", "Prefix": "prefix", "MaxLeases": "max_leases",
+	"BlockInterval": "block_interval",
 
 	// mount.EnableRequest: Vault's TTLs are members of "config".
 	"Description": "description", "Options": "options",
