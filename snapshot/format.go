@@ -53,8 +53,9 @@ const (
 
 // encoder writes a stream to w. Records are appended to a chunk; each full
 // chunk is handed to a goroutine that hashes it and writes it to w, so that
-// hashing and writing overlap the reading of the store (see the package
-// documentation). stop ends the goroutine: every encoder must be stopped.
+// hashing and writing overlap the reading of the store (see "Cost" in the
+// package documentation). stop ends the goroutine: every encoder must be
+// stopped.
 type encoder struct {
 	w    io.Writer
 	h    hash.Hash // the goroutine's until it is stopped
