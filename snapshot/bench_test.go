@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -29,7 +30,11 @@ var benchKeys = flag.Int("snapshot.keys", 100_000, "keys of the bbolt file Bench
 //     value, length-prefixed, through a bufio.Writer to io.Discard (the
 //     stream without its checksum);
 //   - engine=bbolt-writeto: bbolt's Tx.WriteTo, the file's pages as they
-//     are (a backup of the file, not of its keys).
+//     are (a backup of the file, not of its keys);
+//   - engine=paired: each iteration runs a Save and then the cursor walk
+//     (of a copy of the file: the store holds the file's lock), and reports the ratios of their summed wall and CPU times
+//     (wall-ratio, cpu-ratio), so that on a busy machine each Save is
+//     compared with a walk run right after it, under the same load.
 //
 // See BENCHMARKS.md at the root of the module for figures.
 func BenchmarkSave(b *testing.B) {
@@ -58,25 +63,36 @@ func BenchmarkSave(b *testing.B) {
 		var bytes int64
 		cpu0 := cpuTime()
 		for b.Loop() {
-			bytes = 0
-			err := db.View(func(tx *bolt.Tx) error {
-				w := bufio.NewWriterSize(io.Discard, 64<<10)
-				c := tx.Bucket([]byte("keel")).Cursor()
-				var lens [8]byte
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					w.Write(lens[:2])
-					w.Write(k)
-					w.Write(lens[:2])
-					w.Write(v)
-					bytes += int64(len(k) + len(v) + 4)
-				}
-				return w.Flush()
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			bytes = cursorWalk(b, db)
 		}
 		report(b, cpu0, n, bytes)
+	})
+	b.Run("engine=paired", func(b *testing.B) {
+		s, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		// The store holds the file's lock: the walk reads a copy.
+		db := openBolt(b, copyFile(b, path))
+		var saveWall, saveCPU, walkWall, walkCPU time.Duration
+		for b.Loop() {
+			t0, c0 := time.Now(), cpuTime()
+			if res, err := snapshot.Save(context.Background(), s, io.Discard, nil); err != nil || res.Keys != int64(n) {
+				b.Fatal(res, err)
+			}
+			t1, c1 := time.Now(), cpuTime()
+			cursorWalk(b, db)
+			saveWall, saveCPU = saveWall+t1.Sub(t0), saveCPU+c1-c0
+			walkWall, walkCPU = walkWall+time.Since(t1), walkCPU+cpuTime()-c1
+		}
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+		b.ReportMetric(ms(saveWall), "save-ms/op")
+		b.ReportMetric(ms(saveCPU), "save-cpu-ms/op")
+		b.ReportMetric(ms(walkWall), "walk-ms/op")
+		b.ReportMetric(ms(walkCPU), "walk-cpu-ms/op")
+		b.ReportMetric(float64(saveWall)/float64(walkWall), "wall-ratio")
+		b.ReportMetric(float64(saveCPU)/float64(walkCPU), "cpu-ratio")
 	})
 	b.Run("engine=bbolt-writeto", func(b *testing.B) {
 		db := openBolt(b, path)
@@ -129,6 +145,42 @@ func fillBolt(b *testing.B, path string, n int) {
 		}
 	}
 	b.Logf("filled %d keys in %s", n, time.Since(start).Round(time.Millisecond))
+}
+
+// cursorWalk is the yardstick: one read transaction of db walking the
+// store's bucket with a cursor, writing each key and value length-prefixed
+// through a bufio.Writer to io.Discard. It returns the bytes written.
+func cursorWalk(b *testing.B, db *bolt.DB) (bytes int64) {
+	err := db.View(func(tx *bolt.Tx) error {
+		w := bufio.NewWriterSize(io.Discard, 64<<10)
+		c := tx.Bucket([]byte("keel")).Cursor()
+		var lens [8]byte
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			w.Write(lens[:2])
+			w.Write(k)
+			w.Write(lens[:2])
+			w.Write(v)
+			bytes += int64(len(k) + len(v) + 4)
+		}
+		return w.Flush()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bytes
+}
+
+// copyFile copies the file at path beside it and returns the copy's path.
+func copyFile(b *testing.B, path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cp := path + ".copy"
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return cp
 }
 
 func openBolt(b *testing.B, path string) *bolt.DB {

@@ -43,61 +43,187 @@ func ioErr(what string, err error) error {
 	return fmt.Errorf("snapshot: %s: %w: %w", what, err, keel.KindUnavailable)
 }
 
-// encoder writes a stream to w, hashing every byte it writes.
+// The encoder's buffers: records are appended to a chunk of chunkSize
+// bytes, and at most chunks chunks are held at once (one being filled, the
+// others waiting to be hashed and written, or being so).
+const (
+	chunkSize = 128 << 10
+	chunks    = 4
+)
+
+// encoder writes a stream to w. Records are appended to a chunk; each full
+// chunk is handed to a goroutine that hashes it and writes it to w, so that
+// hashing and writing overlap the reading of the store (see "Cost" in the
+// package documentation). stop ends the goroutine: every encoder must be
+// stopped.
 type encoder struct {
-	bw   *bufio.Writer
-	h    hash.Hash
-	n    int64 // bytes written
+	w    io.Writer
+	h    hash.Hash // the goroutine's until it is stopped
+	buf  []byte    // the chunk being filled
+	made int       // chunks allocated
+	n    int64     // bytes handed over, or written by trailer
 	keys int64
-	// scratch holds a record's tag, lengths and key, written at once.
-	scratch []byte
+
+	full    chan []byte   // chunks to hash and write
+	free    chan []byte   // chunks hashed and written
+	failed  chan struct{} // closed when a write of w failed
+	done    chan struct{} // closed when the goroutine returns
+	werr    error         // the write error, read after failed or done
+	stopped bool
 }
 
 func newEncoder(w io.Writer) *encoder {
-	return &encoder{bw: bufio.NewWriterSize(w, 64<<10), h: sha256.New()}
+	e := &encoder{
+		w:      w,
+		h:      sha256.New(),
+		full:   make(chan []byte, chunks),
+		free:   make(chan []byte, chunks),
+		failed: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go e.drain()
+	return e
 }
 
-func (e *encoder) write(p []byte) error {
-	e.h.Write(p)
-	e.n += int64(len(p))
-	_, err := e.bw.Write(p)
-	return err
+// drain hashes and writes the chunks handed over, in order, until full is
+// closed. After a write error it discards the rest, so that the encoder
+// never waits on it.
+func (e *encoder) drain() {
+	defer close(e.done)
+	for b := range e.full {
+		if e.werr == nil {
+			e.h.Write(b)
+			if _, err := e.w.Write(b); err != nil {
+				e.werr = err
+				close(e.failed)
+			}
+		}
+		e.free <- b[:0]
+	}
+}
+
+// flush hands the chunk being filled over and takes an empty one.
+func (e *encoder) flush() error {
+	if len(e.buf) > 0 {
+		e.n += int64(len(e.buf))
+		e.full <- e.buf
+		e.buf = nil
+	}
+	select {
+	case <-e.failed:
+		return e.werr
+	default:
+	}
+	if e.buf == nil {
+		if e.made < chunks {
+			select {
+			case e.buf = <-e.free:
+			default:
+				e.made++
+				e.buf = make([]byte, 0, chunkSize)
+			}
+		} else {
+			e.buf = <-e.free
+		}
+	}
+	return nil
+}
+
+// stop ends the goroutine, waiting for the chunks handed over to be
+// written, and returns the first write error. It may be called again.
+func (e *encoder) stop() error {
+	if !e.stopped {
+		e.stopped = true
+		close(e.full)
+		<-e.done
+	}
+	return e.werr
+}
+
+// room makes room for n bytes in the chunk, flushing it if needed; n is at
+// most chunkSize.
+func (e *encoder) room(n int) error {
+	if e.buf == nil || cap(e.buf)-len(e.buf) < n {
+		return e.flush()
+	}
+	return nil
+}
+
+// appendBytes appends p to the stream, over as many chunks as it takes.
+func appendBytes[B string | []byte](e *encoder, p B) error {
+	for {
+		k := min(len(p), cap(e.buf)-len(e.buf))
+		e.buf = append(e.buf, p[:k]...)
+		p = p[k:]
+		if len(p) == 0 {
+			return nil
+		}
+		if err := e.flush(); err != nil {
+			return err
+		}
+	}
 }
 
 func (e *encoder) header(prefix string) error {
-	var b []byte
-	b = append(b, magic...)
-	b = binary.BigEndian.AppendUint16(b, formatVersion)
-	b = binary.AppendUvarint(b, uint64(len(prefix)))
-	b = append(b, prefix...)
-	return e.write(b)
-}
-
-func (e *encoder) record(key string, value []byte) error {
-	b := append(e.scratch[:0], tagRecord)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	b = binary.AppendUvarint(b, uint64(len(value)))
-	e.scratch = b
-	if err := e.write(b); err != nil {
+	if err := e.room(len(magic) + 2 + binary.MaxVarintLen64); err != nil {
 		return err
 	}
-	e.keys++
-	return e.write(value)
+	e.buf = append(e.buf, magic...)
+	e.buf = binary.BigEndian.AppendUint16(e.buf, formatVersion)
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(prefix)))
+	return appendBytes(e, prefix)
 }
 
-// trailer writes the record count and the checksum, and flushes.
+// appendRecord appends a record; key and value are copied into the chunk before
+// it returns, so they may be lent bytes (see lender).
+func appendRecord[K string | []byte](e *encoder, key K, value []byte) error {
+	e.keys++
+	size := 1 + 2*binary.MaxVarintLen64 + len(key) + len(value)
+	if size <= chunkSize {
+		// The common case: the whole record in one chunk, without a loop.
+		if err := e.room(size); err != nil {
+			return err
+		}
+		e.buf = append(e.buf, tagRecord)
+		e.buf = binary.AppendUvarint(e.buf, uint64(len(key)))
+		e.buf = append(e.buf, key...)
+		e.buf = binary.AppendUvarint(e.buf, uint64(len(value)))
+		e.buf = append(e.buf, value...)
+		return nil
+	}
+	if err := e.room(1 + binary.MaxVarintLen64); err != nil {
+		return err
+	}
+	e.buf = append(e.buf, tagRecord)
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(key)))
+	if err := appendBytes(e, key); err != nil {
+		return err
+	}
+	if err := e.room(binary.MaxVarintLen64); err != nil {
+		return err
+	}
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(value)))
+	return appendBytes(e, value)
+}
+
+// trailer writes the record count and the checksum, and stops the
+// encoder.
 func (e *encoder) trailer() error {
-	b := binary.BigEndian.AppendUint64([]byte{tagTrailer}, uint64(e.keys))
-	if err := e.write(b); err != nil {
+	if err := e.room(9); err != nil {
+		return err
+	}
+	e.buf = append(e.buf, tagTrailer)
+	e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(e.keys))
+	e.n += int64(len(e.buf))
+	e.full <- e.buf
+	e.buf = nil
+	if err := e.stop(); err != nil {
 		return err
 	}
 	sum := e.h.Sum(nil)
 	e.n += int64(len(sum))
-	if _, err := e.bw.Write(sum); err != nil {
-		return err
-	}
-	return e.bw.Flush()
+	_, err := e.w.Write(sum)
+	return err
 }
 
 // decoder reads a stream, hashing every byte before the checksum. It

@@ -46,11 +46,23 @@ func Save(ctx context.Context, store storage.Store, out io.Writer, opts *SaveOpt
 	}
 	res := SaveResult{Prefix: o.Prefix}
 	e := newEncoder(out)
+	defer e.stop()
 	// A write error of out is kept apart from the store's errors.
 	var werr error
 	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if werr = e.header(o.Prefix); werr != nil {
 			return werr
+		}
+		if l, ok := tx.(lender); ok {
+			return l.ScanLent(o.Prefix, func(key, value []byte) error {
+				if e.keys%1024 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				werr = appendRecord(e, key, value)
+				return werr
+			})
 		}
 		return tx.Scan(o.Prefix, storage.ScanOptions{}, func(key string, value []byte) error {
 			if e.keys%1024 == 0 {
@@ -58,7 +70,7 @@ func Save(ctx context.Context, store storage.Store, out io.Writer, opts *SaveOpt
 					return err
 				}
 			}
-			werr = e.record(key, value)
+			werr = appendRecord(e, key, value)
 			return werr
 		})
 	})
@@ -73,4 +85,15 @@ func Save(ctx context.Context, store storage.Store, out io.Writer, opts *SaveOpt
 	}
 	res.Keys, res.Bytes = e.keys, e.n
 	return res, nil
+}
+
+// lender is implemented by the transactions of a store that can lend the
+// bytes of its keys and values during a scan (boltstore's, which lend its
+// file's memory map): Save then copies each record once, into its stream,
+// instead of receiving copies from Scan. ScanLent calls fn for each key
+// under prefix, in ascending order, with the key and its value, which are
+// valid only until fn returns and must not be modified; it stops at, and
+// returns, fn's first error.
+type lender interface {
+	ScanLent(prefix string, fn func(key, value []byte) error) error
 }

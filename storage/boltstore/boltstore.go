@@ -517,29 +517,41 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 // scanView is Scan in a read-only transaction: one cursor, one copy per
 // entry visited.
 func (t *tx) scanView(p, seek, after []byte, keysOnly bool, fn func(string, []byte) error) error {
+	var keys keyArena
+	return t.walk(p, seek, after, keysOnly, func(k, v []byte) error {
+		var value []byte
+		if !keysOnly {
+			value = bytes.Clone(v)
+			if value == nil {
+				value = []byte{}
+			}
+		}
+		return fn(keys.string(k), value)
+	})
+}
+
+// walk calls fn with each key from seek (after excluded) that starts with p,
+// and its value (nil when keysOnly), as bbolt's memory holds them: valid
+// until the transaction ends, not to be modified. Nothing may write while
+// it walks. storage.StopScan from fn ends it with nil.
+func (t *tx) walk(p, seek, after []byte, keysOnly bool, fn func(k, v []byte) error) error {
 	c := t.b.Cursor()
 	k, v := c.Seek(seek)
 	if after != nil && bytes.Equal(k, after) {
 		k, v = c.Next()
 	}
-	var keys keyArena
 	for n := 1; k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
 		if n++; n%txbase.ScanCheckEvery == 0 {
 			if err := t.CheckRead(); err != nil {
 				return err
 			}
 		}
-		var value []byte
-		if !keysOnly {
-			if v == nil { // a large value's bucket
-				v = nested(t.b, k)
-			}
-			value = bytes.Clone(v)
-			if value == nil {
-				value = []byte{}
-			}
+		if keysOnly {
+			v = nil
+		} else if v == nil { // a large value's bucket
+			v = nested(t.b, k)
 		}
-		if err := fn(keys.string(k), value); err != nil {
+		if err := fn(k, v); err != nil {
 			if err == storage.StopScan {
 				return nil
 			}
@@ -547,6 +559,30 @@ func (t *tx) scanView(p, seek, after []byte, keysOnly bool, fn func(string, []by
 		}
 	}
 	return nil
+}
+
+// ScanLent calls fn for each key under prefix, in ascending order, with
+// the key and its value as the file maps them, without copying them: they
+// are valid only until fn returns and must not be modified. It stops at,
+// and returns, fn's first error (storage.StopScan stops it with nil, as
+// Scan). Package snapshot finds it by its method set and saves a View
+// through it; in an Update it copies, as Scan does.
+func (t *tx) ScanLent(prefix string, fn func(key, value []byte) error) error {
+	if err := t.CheckRead(); err != nil {
+		return err
+	}
+	if t.Writable() {
+		// fn may write, which would invalidate a live cursor.
+		return t.Scan(prefix, storage.ScanOptions{}, func(key string, value []byte) error {
+			return fn([]byte(key), value)
+		})
+	}
+	return t.walk([]byte(prefix), []byte(prefix), nil, false, func(k, v []byte) error {
+		if v == nil {
+			v = []byte{}
+		}
+		return fn(k, v)
+	})
 }
 
 // keyArena copies the keys of a Scan out of bbolt's memory into chunks of

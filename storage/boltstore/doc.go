@@ -39,6 +39,13 @@
 // A Store is safe for concurrent use. Views run alongside each other and
 // alongside a commit, each on its snapshot.
 //
+// # Snapshots
+//
+// Package snapshot saves a View without the copy of each key and value
+// that Scan makes: the View's transaction lends them from the file's
+// memory map, valid during a callback (a method of the transaction that
+// snapshot finds by its method set, not part of the API).
+//
 // # Caveats
 //
 // Keys are limited to bbolt's 32768 bytes at most (4096 by default). The
