@@ -224,6 +224,10 @@ func errSettling(what string, wait time.Duration) error {
 // keel.KindUnavailable; a role whose password change is pending is left
 // to the worker (keel.KindUnavailable too).
 func (e *Engine) verifyRole(ctx context.Context, name, gen string) error {
+	// One verification of a role at a time, from the first read to the
+	// replacement: a second one waiting meanwhile finds it verified,
+	// rather than replacing the password the first has just served.
+	defer e.entries.lock("verify/role/" + name)()
 	unlock := e.entries.lock("role/" + name)
 	var rec roleRecord
 	var cfg Config
@@ -282,6 +286,7 @@ func (e *Engine) verifyRole(ctx context.Context, name, gen string) error {
 // gets a new one (changePassword, which also checks it in and ends its
 // lease when it was checked out: the borrower's password was dead).
 func (e *Engine) verifyAccount(ctx context.Context, set, name, gen string) error {
+	defer e.entries.lock("verify/library/" + set + "/" + name)() // as verifyRole
 	unlock := e.entries.lock("library/" + set + "/" + name)
 	var a libAccount
 	var cfg Config

@@ -28,11 +28,35 @@ func BenchmarkGetStaticCred(b *testing.B) {
 			}
 		}
 	})
-	b.Run("unmarked", func(b *testing.B) {
+	read := func(b *testing.B) {
 		for b.Loop() {
 			if _, err := v.e.GetStaticCred(ctx, "alice"); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
+	}
+	b.Run("unmarked", read)
+	// After MarkRestored, once the role is verified (the first read
+	// verified it): the mark and the role's verified key are read.
+	if err := v.e.MarkRestored(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := v.e.GetStaticCred(ctx, "alice"); err != nil {
+		b.Fatal(err)
+	}
+	// Such reads do not reach the directory: they succeed while it is
+	// down.
+	v.dir.SetDown(true)
+	b.Run("marked-verified", read)
+	v.dir.SetDown(false)
+	// The worker verified everything and removed the mark.
+	if _, err := v.e.Step(ctx, v.clock.Now()); err != nil {
+		b.Fatal(err)
+	}
+	if marked(b, v.e) {
+		b.Fatal("the mark stays")
+	}
+	v.dir.SetDown(true)
+	b.Run("mark-gone", read)
+	v.dir.SetDown(false)
 }

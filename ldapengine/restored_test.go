@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,10 +18,15 @@ import (
 	"github.com/keelhq/keel/storage/memstore"
 )
 
-// countingDir is a Directory that counts its binds.
+// countingDir is a Directory that counts its binds and password changes.
 type countingDir struct {
 	Directory
-	binds atomic.Int64
+	binds, sets atomic.Int64
+}
+
+func (d *countingDir) SetPassword(ctx context.Context, c Conn, dn, pw string) error {
+	d.sets.Add(1)
+	return d.Directory.SetPassword(ctx, c, dn, pw)
 }
 
 func (d *countingDir) Bind(ctx context.Context, c Conn, dn, pw string) error {
@@ -100,7 +106,7 @@ func (r *restoreEnv) bind(dn, pw string) error {
 }
 
 // marked reports whether e's store holds the mark of MarkRestored.
-func marked(t *testing.T, e *Engine) bool {
+func marked(t testing.TB, e *Engine) bool {
 	t.Helper()
 	var ok bool
 	err := e.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
@@ -451,5 +457,54 @@ func TestRestoredLibraryCheckOutVerifies(t *testing.T) {
 	in, err := e2.CheckIn(borrower, "team", CheckInRequest{})
 	if err != nil || len(in) != 1 || in[0] != "alice" {
 		t.Fatal(in, err)
+	}
+}
+
+// TestRestoredConcurrentReadsOneReplacement: reads of a role whose
+// password no longer binds, made at once after the restore, replace it
+// once and all serve the one new password, which binds: no read serves a
+// password that another read's replacement killed.
+func TestRestoredConcurrentReadsOneReplacement(t *testing.T) {
+	r := newRestoreEnv(t)
+	ctx := context.Background()
+	s := memstore.New(nil)
+	e, _, _ := r.open(s, false)
+	r.configure(e)
+	if err := e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", RotationPeriod: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	buf := r.copyOf(s)
+	if err := e.RotateRole(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	e2, dir, _ := r.open(r.restore(buf), false)
+	if err := e2.MarkRestored(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const readers = 8
+	got := make([]string, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Go(func() {
+			c, err := e2.GetStaticCred(ctx, "alice")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[i] = c.Password
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for i, pw := range got {
+		if err := r.bind(slapdtest.AliceDN, pw); err != nil {
+			t.Fatalf("read %d of %d served a password that does not bind: %v", i+1, readers, err)
+		}
+	}
+	// One bind of the bind account, one of the dead password, one change.
+	if b, n := dir.binds.Load(), dir.sets.Load(); b != 2 || n != 1 {
+		t.Fatalf("%d binds and %d password changes for %d reads, want 2 and 1", b, n, readers)
 	}
 }
