@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/everystore"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/ldapengine/internal/slapdtest"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/snapshot"
@@ -507,4 +509,25 @@ func TestRestoredConcurrentReadsOneReplacement(t *testing.T) {
 	if b, n := dir.binds.Load(), dir.sets.Load(); b != 2 || n != 1 {
 		t.Fatalf("%d binds and %d password changes for %d reads, want 2 and 1", b, n, readers)
 	}
+}
+
+// TestRestoredMarkWakesWorkerOfAnotherProcess: a mark made through one
+// engine of a store wakes the worker of another (storage.Watch), which
+// verifies and removes it, although nothing is due for hours.
+func TestRestoredMarkWakesWorkerOfAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	v := newEnv(t, everystore.Mem, FlavorLDAP, nil)
+	v.configure(t)
+	if err := v.e.PutStaticRole(ctx, "alice", StaticRoleRequest{Username: "alice", DN: aliceDN, RotationPeriod: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	v.e.Start()
+	other, err := New(storage.Sub(v.store, storePrefix("ldap")), FlavorLDAP, "ldap", &Options{Directory: v.dir, Clock: v.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.MarkRestored(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keeltest.Until(t, "the leader's worker verifies and removes the mark", func() bool { return !marked(t, v.e) })
 }
