@@ -257,13 +257,14 @@ func (rec *roleRecord) view(name string, pending bool) StaticRole {
 // loadRole reads the role name, and whether a write-ahead record of it is
 // pending.
 func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, bool, error) {
-	rec, pending, _, err := e.loadRoleState(ctx, name)
+	rec, pending, _, err := e.loadRoleState(ctx, name, false)
 	return rec, pending, err
 }
 
-// loadRoleState is loadRole that also returns the generation of the mark
-// of MarkRestored when the role is not verified for it ("" otherwise).
-func (e *Engine) loadRoleState(ctx context.Context, name string) (roleRecord, bool, string, error) {
+// loadRoleState is loadRole that, with mark, also returns the generation
+// of the mark of MarkRestored when the role is not verified for it (""
+// otherwise).
+func (e *Engine) loadRoleState(ctx context.Context, name string, mark bool) (roleRecord, bool, string, error) {
 	var rec roleRecord
 	var found, pending bool
 	var gen string
@@ -276,6 +277,9 @@ func (e *Engine) loadRoleState(ctx context.Context, name string) (roleRecord, bo
 		pending = err == nil
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
+		}
+		if !mark {
+			return nil
 		}
 		gen, err = unverified(tx, func(g string) string { return verifiedRoleKey(g, name) })
 		return err
@@ -374,7 +378,7 @@ func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, 
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("static-cred", name)); err != nil {
 		return StaticCred{}, err
 	}
-	rec, pending, gen, err := e.loadRoleState(ctx, name)
+	rec, pending, gen, err := e.loadRoleState(ctx, name, true)
 	if err != nil {
 		return StaticCred{}, err
 	}
@@ -389,7 +393,7 @@ func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, 
 			}
 			return StaticCred{}, err
 		}
-		if rec, pending, _, err = e.loadRoleState(ctx, name); err != nil {
+		if rec, pending, _, err = e.loadRoleState(ctx, name, true); err != nil {
 			return StaticCred{}, err
 		}
 	}
