@@ -48,6 +48,7 @@
 //	                DeleteDynamicRole, CreateDynamicCred
 //	library sets    PutLibrarySet, GetLibrarySet, ListLibrarySets,
 //	                DeleteLibrarySet, GetLibraryStatus, CheckOut, CheckIn
+//	after a restore MarkRestored (see After a restore)
 //
 // PutStaticRole, PutDynamicRole and PutLibrarySet create the object at the
 // name the caller gives, or update it, as a write of Vault does: the
@@ -90,6 +91,61 @@
 // succeeds. The same holds for root rotation (the worker keeps whichever
 // password the bind account accepts), check-ins and lease ends (the worker
 // finishes the check-in and removes the lease).
+//
+// # After a restore
+//
+// A copy of the store (package snapshot) holds the passwords of the
+// moment it was taken; the directory may have moved on since (a rotation,
+// a check-in, a root rotation), and an old password handed out does not
+// bind. After restoring a copy, the composition root calls
+// Engine.MarkRestored (package mount's Table.MarkRestored does, for every
+// engine it serves). The mark is one record in the engine's store, so that
+// every process of a shared store, and a restart, sees it; it rewrites no
+// role, so that marking costs one write however many roles there are
+// (rewriting them all in one transaction would exceed etcd's limits).
+// While it lasts:
+//
+//   - GetStaticCred serves a role's stored password only once the role is
+//     verified: the engine binds as the role's entry with it; when the
+//     directory refuses it, the role is rotated through the bind account
+//     (the usual write-ahead change: no second way of changing a password)
+//     and the new password is served. A directory that cannot be reached
+//     is keel.KindUnavailable with keel.RetryAfterOf, never the unverified
+//     password. A role whose password still binds keeps it: nothing live
+//     is changed.
+//   - The bind account is verified by binding with its stored password
+//     (once per stored password). When the directory refuses it (a root
+//     rotation after the copy was taken), every operation that binds as it
+//     (rotations, check-in, check-out's replacement of a dead password,
+//     PutStaticRole, PutLibrarySet, dynamic credentials and their
+//     revocation) fails with keel.KindConflict saying so, before it
+//     changes anything. The operator sets a password of the bind account
+//     in the directory and writes it with PutConfig or UpdateConfig
+//     (BindPass); the worker also binds again at each retry, so that the
+//     old password put back in the directory is found.
+//   - CheckOut lends only a verified account: it verifies the available
+//     accounts of the set in check-out order up to the first one whose
+//     password binds or has been replaced. An account checked out in the
+//     copy whose password still binds stays checked out to its borrower
+//     (and its lease, which a lease manager held after the restore,
+//     lease.Manager.Hold, does not revoke until released);
+//     one whose password no longer binds gets a new password and is
+//     checked in, its lease ended (its borrower's password was dead
+//     already). A check-in needs no verification: it always sets a new
+//     password through the bind account, which is what reconciling would
+//     do.
+//   - The worker (Step) verifies the bind account and every role and
+//     account that nothing read, in batches, and removes the mark once all
+//     are verified; a verification that fails is tried again after
+//     Options.RetryInterval.
+//
+// Each verified role or account is recorded by one key of its own, under
+// the mark's generation (so that a copy taken during a verification does
+// not count what was verified before it); the keys go with the mark. A
+// role or account whose password change is pending is settled first, as
+// after an outage. Without the mark, a read of static-cred or a check-out
+// reads one more key in the transaction it makes anyway (the mark's
+// absence), and binds nothing.
 //
 // # Errors
 //

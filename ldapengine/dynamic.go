@@ -330,7 +330,7 @@ func (e *Engine) CreateDynamicCred(ctx context.Context, name string) (_ DynamicC
 	if err != nil {
 		return DynamicCred{}, err
 	}
-	cfg, err := e.loadConfig(ctx)
+	cfg, err := e.bindConfig(ctx)
 	if err != nil {
 		return DynamicCred{}, err
 	}
@@ -478,7 +478,7 @@ func (e *Engine) revokeCreds(ctx context.Context, l lease.Lease) error {
 	if err != nil {
 		return lease.Permanent(wrapf(err, "lease %q", l.ID))
 	}
-	cfg, err := e.loadConfig(ctx)
+	cfg, err := e.bindConfig(ctx)
 	if err != nil {
 		return wrapf(err, "lease %q", l.ID)
 	}

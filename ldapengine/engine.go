@@ -211,7 +211,14 @@ func (e *Engine) watchDue(ctx context.Context, wakeFor func(time.Time)) (func(),
 		stopDue()
 		return nil, err
 	}
-	return func() { stopDue(); stopPending() }, nil
+	// A mark of MarkRestored, made by any process: verify at once.
+	stopMark, err := storage.Watch(ctx, e.store, keyRestored, func(string) { wakeFor(time.Time{}) })
+	if err != nil {
+		stopDue()
+		stopPending()
+		return nil, err
+	}
+	return func() { stopDue(); stopPending(); stopMark() }, nil
 }
 
 func dueKey(at time.Time, name string) string {

@@ -75,7 +75,10 @@ type checkOutData struct {
 // any write. No available account is ErrNoAccountAvailable
 // (keel.KindConflict); a nil Options.Leases is keel.KindUnavailable.
 // CheckOut is safe for concurrent use: concurrent check-outs never get the
-// same account.
+// same account. After MarkRestored it lends only an account whose stored
+// password was verified against the directory (or replaced); when none
+// could be, the verification's error is returned (keel.KindUnavailable
+// when the directory cannot be reached).
 func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (_ CheckOut, err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
@@ -98,6 +101,12 @@ func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (
 	if e.leases == nil {
 		return CheckOut{}, errNoLeases
 	}
+	// A restored copy: an account is lent once its stored password has
+	// been verified (or replaced).
+	gen, verified, err := e.verifyForCheckOut(ctx, name)
+	if err != nil {
+		return CheckOut{}, wrapf(err, "library set %q: check-out", name)
+	}
 	now := e.clock.Now().UTC()
 	var out CheckOut
 	err = e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
@@ -105,6 +114,13 @@ func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (
 		rec, err := loadSet(tx, name)
 		if err != nil {
 			return err
+		}
+		mark, marked, err := loadMark(tx)
+		if err != nil {
+			return err
+		}
+		if marked && mark.Gen != gen {
+			return fmt.Errorf("ldapengine: library set %q: the store was marked restored during the check-out, try again: %w", name, keel.KindUnavailable)
 		}
 		eff := rec.TTL
 		if ttl > 0 && (eff == 0 || ttl < eff) {
@@ -117,6 +133,9 @@ func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (
 			}
 			if !ok || !a.available() {
 				continue
+			}
+			if marked && !verified[n] {
+				continue // not verified since the restore
 			}
 			data, err := json.Marshal(checkOutData{Set: name, Account: n})
 			if err != nil {
@@ -279,7 +298,7 @@ func (e *Engine) changePassword(ctx context.Context, set, name string, match fun
 	e.rootMu.RLock()
 	defer e.rootMu.RUnlock()
 	defer e.entries.lock("library/" + set + "/" + name)()
-	cfg, err := e.loadConfig(ctx)
+	cfg, err := e.bindConfig(ctx)
 	if err != nil {
 		return false, wrapf(err, "account %q", name)
 	}

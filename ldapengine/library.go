@@ -219,7 +219,7 @@ func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetReq
 	if err := validation(&v); err != nil {
 		return err
 	}
-	cfg, err := e.loadConfig(ctx)
+	cfg, err := e.bindConfig(ctx)
 	if err != nil {
 		return wrapf(err, "library set %q", name)
 	}

@@ -7,7 +7,8 @@ import "sync"
 // record, a directory round trip and a second record, and a round trip
 // held under one engine-wide lock would make every caller wait for every
 // other. Keys are "role/NAME" and "library/SET/ACCOUNT": an entry belongs
-// to one role or one library account at a time. The zero value is ready
+// to one role or one library account at a time; the verifications after a
+// restore take "verify/" and the entry's key first (restored.go). The zero value is ready
 // to use.
 type entryLocks struct {
 	mu sync.Mutex

@@ -119,7 +119,7 @@ func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleReq
 	if err := validation(&v); err != nil {
 		return err
 	}
-	cfg, err := e.loadConfig(ctx)
+	cfg, err := e.bindConfig(ctx)
 	if err != nil {
 		return err
 	}
@@ -257,8 +257,17 @@ func (rec *roleRecord) view(name string, pending bool) StaticRole {
 // loadRole reads the role name, and whether a write-ahead record of it is
 // pending.
 func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, bool, error) {
+	rec, pending, _, err := e.loadRoleState(ctx, name, false)
+	return rec, pending, err
+}
+
+// loadRoleState is loadRole that, with mark, also returns the generation
+// of the mark of MarkRestored when the role is not verified for it (""
+// otherwise).
+func (e *Engine) loadRoleState(ctx context.Context, name string, mark bool) (roleRecord, bool, string, error) {
 	var rec roleRecord
 	var found, pending bool
+	var gen string
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if found, err = getJSON(tx, prefixRole+name, &rec); err != nil || !found {
@@ -266,15 +275,19 @@ func (e *Engine) loadRole(ctx context.Context, name string) (roleRecord, bool, e
 		}
 		_, err = tx.Get(prefixWAL + name)
 		pending = err == nil
-		if errors.Is(err, storage.ErrNotFound) {
-			err = nil
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
 		}
+		if !mark {
+			return nil
+		}
+		gen, err = unverified(tx, func(g string) string { return verifiedRoleKey(g, name) })
 		return err
 	})
 	if err == nil && !found {
 		err = fmt.Errorf("ldapengine: static role %q: %w", name, keel.KindNotFound)
 	}
-	return rec, pending, err
+	return rec, pending, gen, err
 }
 
 // GetStaticRole returns the static role name; a missing role is an error
@@ -353,7 +366,10 @@ func (e *Engine) DeleteStaticRole(ctx context.Context, name string) (err error) 
 // hold either password, and handing out one that does not bind would be
 // worse than a refusal. The worker settles the change (binding with the
 // new password, or setting it again) within Options.RetryInterval of the
-// directory answering.
+// directory answering. After MarkRestored the stored password is served
+// once it binds, or after the role is rotated when it does not; a
+// directory that cannot be reached then is keel.KindUnavailable too (see
+// After a restore in the package documentation).
 func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
@@ -362,9 +378,24 @@ func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, 
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("static-cred", name)); err != nil {
 		return StaticCred{}, err
 	}
-	rec, pending, err := e.loadRole(ctx, name)
+	rec, pending, gen, err := e.loadRoleState(ctx, name, true)
 	if err != nil {
 		return StaticCred{}, err
+	}
+	if gen != "" && !pending {
+		// A restored copy: the stored password is served once it binds
+		// (or has been replaced).
+		if err := e.verifyRole(ctx, name, gen); err != nil {
+			if errors.Is(err, keel.KindUnavailable) {
+				if _, ok := keel.RetryAfterOf(err); !ok {
+					err = keel.WithRetryAfter(err, e.retry)
+				}
+			}
+			return StaticCred{}, err
+		}
+		if rec, pending, _, err = e.loadRoleState(ctx, name, true); err != nil {
+			return StaticCred{}, err
+		}
 	}
 	if pending {
 		// The directory may hold the old password or the new one: handing
@@ -420,7 +451,7 @@ func (e *Engine) rotate(ctx context.Context, name string, now time.Time, onlyDue
 	defer e.rootMu.RUnlock()
 	defer e.entries.lock("role/" + name)()
 	now = now.UTC()
-	cfg, err := e.loadConfig(ctx)
+	cfg, err := e.bindConfig(ctx)
 	if err != nil {
 		return wrapf(err, "static role %q", name)
 	}
@@ -585,7 +616,7 @@ func (e *Engine) RotateRoot(ctx context.Context) (err error) {
 	}
 	e.rootMu.Lock()
 	defer e.rootMu.Unlock()
-	cfg, err := e.loadConfig(ctx)
+	cfg, err := e.bindConfig(ctx)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,9 @@ const stepBatch = 256
 // before now, in order of due time, reading the store's due index only up
 // to the first role due after now (the cost follows the due roles, not all
 // roles), then settles the library accounts whose password change is
-// pending. A rotation that fails is logged, recorded on the role and
+// pending. After MarkRestored it also verifies, before the rotations, the
+// bind account and the static roles and library accounts not verified
+// yet, and removes the mark once all are. A rotation that fails is logged, recorded on the role and
 // retried with a backoff capped at Options.RetryInterval; anything else
 // that fails is tried again after Options.RetryInterval. Step returns when
 // it is next due, or the zero time when nothing is planned; it returns an
@@ -43,6 +45,12 @@ func (e *Engine) Step(ctx context.Context, now time.Time) (_ time.Time, err erro
 			}
 		}
 	}
+	// After a restore: verify what the mark leaves to verify.
+	fail, err := e.sweepRestored(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	failed = failed || fail
 	seen := map[string]bool{}
 	for {
 		if err := ctx.Err(); err != nil {
