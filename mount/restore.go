@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -16,6 +17,9 @@ import (
 type Restorer interface {
 	MarkRestored(ctx context.Context) error
 }
+
+// The directory engines check their passwords again after a restore.
+var _ Restorer = (*ldapengine.Engine)(nil)
 
 // MarkRestored readies a table whose store was just restored from a copy:
 // it holds the lease manager (lease.Manager.Hold: every Manager of the
