@@ -58,7 +58,7 @@ type Config struct {
 	// BindPass is the password of BindDN: required on the first write;
 	// empty on a later write, it keeps the stored one (RotateRoot
 	// changes it, and no one need know it). GetConfig leaves it empty.
-	BindPass string
+	BindPass string `keel:"secret"`
 	// URL is the directory's ldap:// or ldaps:// URL, or several
 	// separated by commas, tried in order. Empty: "ldap://127.0.0.1".
 	URL string
@@ -155,7 +155,7 @@ type Config struct {
 // configuration: BindDN and BindPass are required).
 type ConfigRequest struct {
 	BindDN            *string
-	BindPass          *string
+	BindPass          *string `keel:"secret"`
 	URL               *string
 	PasswordPolicy    *string
 	Schema            *string
@@ -424,6 +424,13 @@ func (e *Engine) validate(c *Config) error {
 // The rules are those of UpdateConfig, which changes only some fields.
 func (e *Engine) PutConfig(ctx context.Context, c Config) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.PutConfig", "", c, func(ctx context.Context) error {
+		return e.putConfig(ctx, c)
+	})
+}
+
+func (e *Engine) putConfig(ctx context.Context, c Config) (err error) {
+	defer prefixErr(&err)
 	return e.writeConfig(ctx, func(Config) Config { return c }, c.BindPass != "")
 }
 
@@ -438,6 +445,13 @@ func (e *Engine) PutConfig(ctx context.Context, c Config) (err error) {
 // configuration as it was. It needs update on "MOUNT/config". A new
 // BindPass drops a pending root rotation record.
 func (e *Engine) UpdateConfig(ctx context.Context, u ConfigRequest) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.UpdateConfig", "", u, func(ctx context.Context) error {
+		return e.updateConfig(ctx, u)
+	})
+}
+
+func (e *Engine) updateConfig(ctx context.Context, u ConfigRequest) (err error) {
 	defer prefixErr(&err)
 	return e.writeConfig(ctx, func(old Config) Config {
 		u.apply(&old)
@@ -484,6 +498,13 @@ func (e *Engine) writeConfig(ctx context.Context, build func(stored Config) Conf
 // "MOUNT/config".
 func (e *Engine) GetConfig(ctx context.Context) (_ Config, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.GetConfig", "", nil, func(ctx context.Context) (Config, error) {
+		return e.getConfig(ctx)
+	})
+}
+
+func (e *Engine) getConfig(ctx context.Context) (_ Config, err error) {
+	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapRead, e.resource("config")); err != nil {
 		return Config{}, err
 	}
@@ -504,6 +525,13 @@ func (e *Engine) GetConfig(ctx context.Context) (_ Config, err error) {
 // configuration is written. Deleting a missing configuration is not an
 // error. It needs delete on "MOUNT/config".
 func (e *Engine) DeleteConfig(ctx context.Context) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.DeleteConfig", "", nil, func(ctx context.Context) error {
+		return e.deleteConfig(ctx)
+	})
+}
+
+func (e *Engine) deleteConfig(ctx context.Context) (err error) {
 	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapDelete, e.resource("config")); err != nil {
 		return err

@@ -66,7 +66,7 @@ type DynamicRole struct {
 // account created for the caller, and the lease whose end deletes it.
 type DynamicCred struct {
 	Username           string
-	Password           string
+	Password           string   `keel:"secret"`
 	DistinguishedNames []string // the DN of every creation_ldif entry, in order
 	Lease              lease.Lease
 }
@@ -194,6 +194,13 @@ func renderLDIF(field, text string, d credtemplate.LDIFData, now time.Time) (str
 // nothing is stored.
 func (e *Engine) PutDynamicRole(ctx context.Context, name string, r DynamicRoleRequest) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.PutDynamicRole", name, r, func(ctx context.Context) error {
+		return e.putDynamicRole(ctx, name, r)
+	})
+}
+
+func (e *Engine) putDynamicRole(ctx context.Context, name string, r DynamicRoleRequest) (err error) {
+	defer prefixErr(&err)
 	if err := checkNewName(dynamicRoleName, name); err != nil {
 		return err
 	}
@@ -255,6 +262,13 @@ func (e *Engine) loadDynRole(ctx context.Context, name string) (dynRoleRecord, e
 // error of kind keel.KindNotFound. It needs read on "MOUNT/role/NAME".
 func (e *Engine) GetDynamicRole(ctx context.Context, name string) (_ DynamicRole, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.GetDynamicRole", name, nil, func(ctx context.Context) (DynamicRole, error) {
+		return e.getDynamicRole(ctx, name)
+	})
+}
+
+func (e *Engine) getDynamicRole(ctx context.Context, name string) (_ DynamicRole, err error) {
+	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return DynamicRole{}, err
 	}
@@ -276,6 +290,13 @@ func (e *Engine) GetDynamicRole(ctx context.Context, name string) (_ DynamicRole
 // "MOUNT/role/PATH".
 func (e *Engine) ListDynamicRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.ListDynamicRoles", "", map[string]any{"path": path, "r": r}, func(ctx context.Context) (keel.Page[string], error) {
+		return e.listDynamicRoles(ctx, path, r)
+	})
+}
+
+func (e *Engine) listDynamicRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
+	defer prefixErr(&err)
 	return e.listChildren(ctx, e.resource("role"), prefixDynRole, path, r)
 }
 
@@ -283,6 +304,13 @@ func (e *Engine) ListDynamicRoles(ctx context.Context, path string, r keel.ListR
 // an error. The leases of its credentials stay, and their revocation still
 // deletes the accounts. It needs delete on "MOUNT/role/NAME".
 func (e *Engine) DeleteDynamicRole(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.DeleteDynamicRole", name, nil, func(ctx context.Context) error {
+		return e.deleteDynamicRole(ctx, name)
+	})
+}
+
+func (e *Engine) deleteDynamicRole(ctx context.Context, name string) (err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return err
@@ -313,6 +341,13 @@ func (e *Engine) DeleteDynamicRole(ctx context.Context, name string) (err error)
 // (github.com/hashicorp/go-multierror); no lease is issued. Revoking or
 // expiring the lease runs the deletion LDIF rendered now.
 func (e *Engine) CreateDynamicCred(ctx context.Context, name string) (_ DynamicCred, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.CreateDynamicCred", name, nil, func(ctx context.Context) (DynamicCred, error) {
+		return e.createDynamicCred(ctx, name)
+	})
+}
+
+func (e *Engine) createDynamicCred(ctx context.Context, name string) (_ DynamicCred, err error) {
 	defer prefixErr(&err)
 	if !e.feat.dynamicCreds {
 		return DynamicCred{}, invalid("", "dynamic credentials (creds) are offered by the ldap engine only, not by %s", e.flavor)

@@ -61,6 +61,9 @@ type Options struct {
 	// (768h, the lease manager's default system maximum; the manager's own
 	// maximum still applies).
 	MaxTTL time.Duration
+	// Observer is told of every operation (see keel.Observer): the bind
+	// password, and every password handed out, are secret. Nil: none.
+	Observer keel.Observer
 }
 
 // Engine is the ldap or openldap secrets engine of one mount. Create one
@@ -74,6 +77,7 @@ type Engine struct {
 	pol    *passwordpolicy.Policies
 	clock  keel.Clock
 	auth   keel.Authorizer
+	obs    keel.Observer
 	log    *slog.Logger
 	retry  time.Duration
 	leases *lease.Issuer // nil without Options.Leases
@@ -147,6 +151,7 @@ func New(store storage.Store, flavor Flavor, mount string, opts *Options) (_ *En
 		pol:    o.Policies,
 		clock:  keel.ClockOrSystem(o.Clock),
 		auth:   o.Authorizer,
+		obs:    o.Observer,
 		log:    o.Logger.With("mount", mount),
 		retry:  o.RetryInterval,
 		maxTTL: max(o.MaxTTL, 0),

@@ -27,7 +27,7 @@ var ErrNoAccountAvailable = fmt.Errorf("ldapengine: no service accounts availabl
 // the lease whose end checks it in.
 type CheckOut struct {
 	ServiceAccountName string
-	Password           string
+	Password           string `keel:"secret"`
 	Lease              lease.Lease
 }
 
@@ -80,6 +80,13 @@ type checkOutData struct {
 // could be, the verification's error is returned (keel.KindUnavailable
 // when the directory cannot be reached).
 func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (_ CheckOut, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.CheckOut", name, r, func(ctx context.Context) (CheckOut, error) {
+		return e.checkOut(ctx, name, r)
+	})
+}
+
+func (e *Engine) checkOut(ctx context.Context, name string, r CheckOutRequest) (_ CheckOut, err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return CheckOut{}, err
@@ -185,6 +192,13 @@ func (e *Engine) CheckOut(ctx context.Context, name string, r CheckOutRequest) (
 // fails, it stays checked out (its lease end tries again), the error is
 // returned with the names checked in before it.
 func (e *Engine) CheckIn(ctx context.Context, name string, r CheckInRequest) (_ []string, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.CheckIn", name, r, func(ctx context.Context) ([]string, error) {
+		return e.checkIn(ctx, name, r)
+	})
+}
+
+func (e *Engine) checkIn(ctx context.Context, name string, r CheckInRequest) (_ []string, err error) {
 	defer prefixErr(&err)
 	serviceAccountNames, manage := r.ServiceAccountNames, r.Manage
 	if err := e.libraryOnly(); err != nil {

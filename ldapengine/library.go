@@ -199,6 +199,13 @@ func loadAccount(tx storage.Tx, set, name string) (libAccount, bool, error) {
 // set frees the rest. PutLibrarySet is safe for concurrent use.
 func (e *Engine) PutLibrarySet(ctx context.Context, name string, r LibrarySetRequest) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.PutLibrarySet", name, r, func(ctx context.Context) error {
+		return e.putLibrarySet(ctx, name, r)
+	})
+}
+
+func (e *Engine) putLibrarySet(ctx context.Context, name string, r LibrarySetRequest) (err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return err
 	}
@@ -600,6 +607,13 @@ func (e *Engine) dropAccount(tx storage.Tx, set, n string, a *libAccount) error 
 // "MOUNT/library/NAME"; a missing set is keel.KindNotFound.
 func (e *Engine) GetLibrarySet(ctx context.Context, name string) (_ LibrarySet, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.GetLibrarySet", name, nil, func(ctx context.Context) (LibrarySet, error) {
+		return e.getLibrarySet(ctx, name)
+	})
+}
+
+func (e *Engine) getLibrarySet(ctx context.Context, name string) (_ LibrarySet, err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return LibrarySet{}, err
 	}
@@ -628,6 +642,13 @@ func (e *Engine) GetLibrarySet(ctx context.Context, name string) (_ LibrarySet, 
 // Items). It needs list on "MOUNT/library/PATH".
 func (e *Engine) ListLibrarySets(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.ListLibrarySets", "", map[string]any{"path": path, "r": r}, func(ctx context.Context) (keel.Page[string], error) {
+		return e.listLibrarySets(ctx, path, r)
+	})
+}
+
+func (e *Engine) listLibrarySets(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
+	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return keel.Page[string]{}, err
 	}
@@ -646,6 +667,13 @@ func (e *Engine) ListLibrarySets(ctx context.Context, path string, r keel.ListRe
 // it (other sets and static roles cannot take them yet); calling
 // DeleteLibrarySet again frees them.
 func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.DeleteLibrarySet", name, nil, func(ctx context.Context) error {
+		return e.deleteLibrarySet(ctx, name)
+	})
+}
+
+func (e *Engine) deleteLibrarySet(ctx context.Context, name string) (err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return err
@@ -697,6 +725,13 @@ func (e *Engine) DeleteLibrarySet(ctx context.Context, name string) (err error) 
 // of them); a missing set is keel.KindNotFound. It needs read on
 // "MOUNT/library/NAME/status".
 func (e *Engine) GetLibraryStatus(ctx context.Context, name string) (_ map[string]AccountStatus, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.GetLibraryStatus", name, nil, func(ctx context.Context) (map[string]AccountStatus, error) {
+		return e.getLibraryStatus(ctx, name)
+	})
+}
+
+func (e *Engine) getLibraryStatus(ctx context.Context, name string) (_ map[string]AccountStatus, err error) {
 	defer prefixErr(&err)
 	if err := e.libraryOnly(); err != nil {
 		return nil, err

@@ -103,6 +103,13 @@ func unverified(tx storage.Tx, verifiedKey func(gen string) string) (string, err
 // again starts the verification over.
 func (e *Engine) MarkRestored(ctx context.Context) (err error) {
 	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.MarkRestored", "", nil, func(ctx context.Context) error {
+		return e.markRestored(ctx)
+	})
+}
+
+func (e *Engine) markRestored(ctx context.Context) (err error) {
+	defer prefixErr(&err)
 	r := restoredRecord{Gen: randid.String(randid.Base62, 16), At: e.clock.Now().UTC()}
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return putJSON(tx, keyRestored, &r)

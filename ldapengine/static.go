@@ -61,8 +61,8 @@ type StaticRole struct {
 type StaticCred struct {
 	DN             string // the entry whose password rotates
 	Username       string
-	Password       string // empty before the first rotation
-	LastPassword   string // the previous password; FlavorLDAP only (empty in FlavorOpenLDAP)
+	Password       string `keel:"secret"` // empty before the first rotation
+	LastPassword   string `keel:"secret"` // the previous password; FlavorLDAP only (empty in FlavorOpenLDAP)
 	LastRotation   time.Time
 	RotationPeriod time.Duration
 	TTL            time.Duration // until the next rotation, at least zero, in whole seconds
@@ -105,6 +105,13 @@ func accountKey(dn string) string { return prefixAccount + strings.ToLower(dn) }
 // fails, the role stays, its rotation is retried by the worker, and the
 // error is returned.
 func (e *Engine) PutStaticRole(ctx context.Context, name string, r StaticRoleRequest) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.PutStaticRole", name, r, func(ctx context.Context) error {
+		return e.putStaticRole(ctx, name, r)
+	})
+}
+
+func (e *Engine) putStaticRole(ctx context.Context, name string, r StaticRoleRequest) (err error) {
 	defer prefixErr(&err)
 	var v keel.Validation
 	if err := checkNewName(staticRoleName, name); err != nil {
@@ -294,6 +301,13 @@ func (e *Engine) loadRoleState(ctx context.Context, name string, mark bool) (rol
 // of kind keel.KindNotFound. It needs read on "MOUNT/static-role/NAME".
 func (e *Engine) GetStaticRole(ctx context.Context, name string) (_ StaticRole, err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.GetStaticRole", name, nil, func(ctx context.Context) (StaticRole, error) {
+		return e.getStaticRole(ctx, name)
+	})
+}
+
+func (e *Engine) getStaticRole(ctx context.Context, name string) (_ StaticRole, err error) {
+	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return StaticRole{}, err
 	}
@@ -327,6 +341,13 @@ func (e *Engine) GetStaticRole(ctx context.Context, name string) (_ StaticRole, 
 // A malformed path is keel.KindInvalid on Path.
 func (e *Engine) ListStaticRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
 	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.ListStaticRoles", "", map[string]any{"path": path, "r": r}, func(ctx context.Context) (keel.Page[string], error) {
+		return e.listStaticRoles(ctx, path, r)
+	})
+}
+
+func (e *Engine) listStaticRoles(ctx context.Context, path string, r keel.ListRequest) (_ keel.Page[string], err error) {
+	defer prefixErr(&err)
 	return e.listChildren(ctx, e.resource("static-role"), prefixRole, path, r)
 }
 
@@ -335,6 +356,13 @@ func (e *Engine) ListStaticRoles(ctx context.Context, path string, r keel.ListRe
 // password it has). A missing role is not an error. It needs delete on
 // "MOUNT/static-role/NAME".
 func (e *Engine) DeleteStaticRole(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.DeleteStaticRole", name, nil, func(ctx context.Context) error {
+		return e.deleteStaticRole(ctx, name)
+	})
+}
+
+func (e *Engine) deleteStaticRole(ctx context.Context, name string) (err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return err
@@ -371,6 +399,13 @@ func (e *Engine) DeleteStaticRole(ctx context.Context, name string) (err error) 
 // directory that cannot be reached then is keel.KindUnavailable too (see
 // After a restore in the package documentation).
 func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, err error) {
+	defer prefixErr(&err)
+	return keel.Observe(ctx, e.obs, e.clock, "ldapengine.GetStaticCred", name, nil, func(ctx context.Context) (StaticCred, error) {
+		return e.getStaticCred(ctx, name)
+	})
+}
+
+func (e *Engine) getStaticCred(ctx context.Context, name string) (_ StaticCred, err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return StaticCred{}, err
@@ -417,6 +452,13 @@ func (e *Engine) GetStaticCred(ctx context.Context, name string) (_ StaticCred, 
 // error and the worker retries, with a backoff from a second up to
 // Options.RetryInterval, until the rotation succeeds.
 func (e *Engine) RotateRole(ctx context.Context, name string) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.RotateRole", name, nil, func(ctx context.Context) error {
+		return e.rotateRole(ctx, name)
+	})
+}
+
+func (e *Engine) rotateRole(ctx context.Context, name string) (err error) {
 	defer prefixErr(&err)
 	if err := checkRoleName(name); err != nil {
 		return err
@@ -607,6 +649,13 @@ func (e *Engine) retryDelay(failures int) time.Duration {
 // that refuses the configured bind account is an error of kind
 // keel.KindConflict that names the directory's answer.
 func (e *Engine) RotateRoot(ctx context.Context) (err error) {
+	defer prefixErr(&err)
+	return keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.RotateRoot", "", nil, func(ctx context.Context) error {
+		return e.rotateRoot(ctx)
+	})
+}
+
+func (e *Engine) rotateRoot(ctx context.Context) (err error) {
 	defer prefixErr(&err)
 	if err := keel.Authorize(ctx, e.auth, keel.CapUpdate, e.resource("rotate-root")); err != nil {
 		return err

@@ -116,7 +116,7 @@ func ldapEngineType(flavor ldapengine.Flavor, dir ldapengine.Directory, policies
 	return EngineType{
 		Build: func(env Env) (Engine, error) {
 			return ldapengine.New(env.Store, flavor, trimSlash(env.Entry.Path), &ldapengine.Options{
-				Directory: dir, Policies: policies, Clock: env.Clock, Authorizer: env.Authorizer, Logger: env.Logger,
+				Directory: dir, Policies: policies, Clock: env.Clock, Authorizer: env.Authorizer, Logger: env.Logger, Observer: env.Observer,
 				Leader: env.Leader, Leases: env.Leases, MaxTTL: env.Entry.MaxTTL,
 			})
 		},
