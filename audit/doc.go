@@ -22,6 +22,15 @@
 // at most the timeout, and never holds it. The write goes on in the
 // background until the device answers.
 //
+// # Operations of the library
+//
+// Broker.Observer makes the Broker a consumer of keel's instrumentation
+// seam (keel.Observer): given to a composition root (mount.Options,
+// governance.Options, peering.Options) or to one service, it records each
+// operation of the library as a request and a response record, and
+// refuses an operation it cannot record. The example server records the
+// HTTP requests instead, in Vault's terms.
+//
 // # Tamper evidence
 //
 // File, the file device, appends one JSON object per line, and chains each

@@ -10,6 +10,9 @@
 // the providers gather; the example server serves the Prometheus text
 // format at Vault's path /v1/sys/metrics.
 //
+// LogTo is the Observer of a log/slog logger: a line per operation, at a
+// level that follows its outcome, without its data.
+//
 // # Names
 //
 // Where Vault has the same metric keel uses its name: the live and

@@ -51,12 +51,15 @@ type deps struct {
 }
 
 // observer returns what the components tell of their operations: the
-// telemetry, when there is one.
+// telemetry, when there is one, and the server's log (a line per
+// operation that failed for want of a dependency, or of a bug; the others
+// at debug level).
 func (d *deps) observer() keel.Observer {
-	if d.telemetry == nil {
-		return nil
+	var tel keel.Observer
+	if d.telemetry != nil {
+		tel = d.telemetry
 	}
-	return d.telemetry
+	return keel.Observers(tel, telemetry.LogTo(d.logger))
 }
 
 // leader returns the leader of the background worker name, or nil (run
