@@ -24,6 +24,13 @@ import (
 // removal; a mount enabled later at the same path never sees the old data.
 func (t *Table) Disable(ctx context.Context, path string) (err error) {
 	defer errPrefix.Set(&err)
+	return keel.ObserveErr(ctx, t.obs, t.clock, "mount.Disable", path, nil, func(ctx context.Context) error {
+		return t.disable(ctx, path)
+	})
+}
+
+func (t *Table) disable(ctx context.Context, path string) (err error) {
+	defer errPrefix.Set(&err)
 	path = normPath(path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapDelete, "sys/mounts/"+path); err != nil {
 		return errPrefix.Wrapf(err, "disable")

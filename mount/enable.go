@@ -53,6 +53,13 @@ type EnableRequest struct {
 // rule, and then the store is as it was.
 func (t *Table) Enable(ctx context.Context, req EnableRequest) (_ Entry, err error) {
 	defer errPrefix.Set(&err)
+	return keel.Observe(ctx, t.obs, t.clock, "mount.Enable", req.Path, req, func(ctx context.Context) (Entry, error) {
+		return t.enable(ctx, req)
+	})
+}
+
+func (t *Table) enable(ctx context.Context, req EnableRequest) (_ Entry, err error) {
+	defer errPrefix.Set(&err)
 	path := normPath(req.Path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapCreate, "sys/mounts/"+path); err != nil {
 		return Entry{}, errPrefix.Wrapf(err, "enable")
@@ -121,6 +128,13 @@ type TuneRequest struct {
 // rebuilt: when the rebuild fails, Tune returns the stored entry with that
 // error, and the mount is listed with it (Mount.Err) and not served.
 func (t *Table) Tune(ctx context.Context, path string, req TuneRequest) (_ Entry, err error) {
+	defer errPrefix.Set(&err)
+	return keel.Observe(ctx, t.obs, t.clock, "mount.Tune", path, req, func(ctx context.Context) (Entry, error) {
+		return t.tune(ctx, path, req)
+	})
+}
+
+func (t *Table) tune(ctx context.Context, path string, req TuneRequest) (_ Entry, err error) {
 	defer errPrefix.Set(&err)
 	path = normPath(path)
 	if err := keel.Authorize(ctx, t.auth, keel.CapUpdate, "sys/mounts/"+path+"tune"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/ldapengine"
 	"github.com/keelhq/keel/storage"
 )
@@ -30,6 +31,13 @@ var _ Restorer = (*ldapengine.Engine)(nil)
 // failing engine does not stop the others: every failure is returned,
 // joined.
 func (t *Table) MarkRestored(ctx context.Context) (err error) {
+	defer errPrefix.Set(&err)
+	return keel.ObserveErr(ctx, t.obs, t.clock, "mount.MarkRestored", "", nil, func(ctx context.Context) error {
+		return t.markRestored(ctx)
+	})
+}
+
+func (t *Table) markRestored(ctx context.Context) (err error) {
 	defer errPrefix.Set(&err)
 	if err := t.leases.Hold(ctx); err != nil {
 		return errPrefix.Wrapf(err, "mark restored")

@@ -97,7 +97,8 @@ type Options struct {
 	// Logger receives the workers' lines and the mounts not served.
 	// Nil: discard.
 	Logger *slog.Logger
-	// Observer is told of the operations of the lease manager, the
+	// Observer is told of the table's Enable, Tune, Disable and
+	// MarkRestored, and of the operations of the lease manager, the
 	// password policies, the identity groups and every engine (see
 	// keel.Observer). Nil: none.
 	Observer keel.Observer
