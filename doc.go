@@ -30,6 +30,10 @@
 //	kv                        the key-value secrets engine, version 1
 //	lease                     the lease manager and its expiry worker
 //	identity                  identity groups, their members and parents
+//	audit                     audit devices: Vault's records, salted, hash-chained files
+//	snapshot                  save, restore and migrate a store
+//	ratelimit                 rate-limit quotas on request paths, per client
+//	telemetry                 OpenTelemetry metrics and traces, and logs, of every operation
 //	examples/httpapi/vault    the Vault-dialect HTTP adapter
 //	examples/httpapi/tfe      the JSON:API (HCP Terraform) HTTP adapter
 //	examples/httpapi/consul   the Consul-dialect HTTP adapter (peering)
