@@ -58,34 +58,90 @@ type audits struct {
 	active atomic.Bool
 }
 
-// openAudits enables the devices kept in store. A device whose file
-// cannot be opened is logged and left disabled: the server still starts,
-// so that an operator can fix or disable it.
+// openAudits enables the devices kept in store, and follows the store:
+// a device enabled or disabled through another server of the same etcd
+// (or by a restore) is enabled or disabled here too, soon after. A device
+// whose file cannot be opened is logged and left disabled: the server
+// still starts, so that an operator can fix or disable it.
 func openAudits(ctx context.Context, d *deps) (*audits, error) {
 	a := &audits{
 		broker: audit.NewBroker(&audit.Options{Clock: d.clock}), clock: keel.ClockOrSystem(d.clock), store: d.store, authorizer: d.authorizer, logger: d.logger,
 		files: map[string]*audit.File{}, devices: map[string]auditDevice{},
 	}
-	err := d.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
+	changed := make(chan struct{}, 1)
+	stopWatch, err := storage.Watch(ctx, d.store, auditPrefix, func(string) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit devices: %w", err)
+	}
+	if err := a.follow(ctx); err != nil {
+		stopWatch()
+		return nil, err
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-changed:
+				if err := a.follow(context.Background()); err != nil {
+					a.logger.Error("audit devices not read again", "err", err)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	d.onClose(func() error {
+		stopWatch()
+		close(done)
+		<-ended
+		return a.close()
+	})
+	return a, nil
+}
+
+// follow brings the enabled devices in line with those kept in the store:
+// it enables those it does not have and disables those no longer kept.
+func (a *audits) follow(ctx context.Context) error {
+	kept := map[string]auditDevice{}
+	err := a.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
+		clear(kept)
 		return tx.Scan(auditPrefix, storage.ScanOptions{}, func(key string, v []byte) error {
 			var dev auditDevice
 			if err := json.Unmarshal(v, &dev); err != nil {
 				return fmt.Errorf("%s: %w", key, err)
 			}
-			a.devices[strings.TrimPrefix(key, auditPrefix)] = dev
+			kept[strings.TrimPrefix(key, auditPrefix)] = dev
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("audit devices: %w", err)
+		return fmt.Errorf("audit devices: %w", err)
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for path, dev := range a.devices {
+		// Gone, or enabled anew (another salt) by another server.
+		if k, ok := kept[path]; !ok || !bytes.Equal(k.Salt, dev.Salt) {
+			delete(a.devices, path)
+			a.disableLocked(path)
+		}
+	}
+	for path, dev := range kept {
+		if _, ok := a.devices[path]; ok {
+			continue
+		}
+		a.devices[path] = dev
 		if err := a.enable(path, dev); err != nil {
 			a.logger.Error("audit device not enabled", "path", path, "err", err)
 		}
 	}
-	d.onClose(a.close)
-	return a, nil
+	return nil
 }
 
 // enable opens dev's file and adds it to the broker under path.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/hashicorp/vault/api"
 	"github.com/keelhq/keel/audit"
 	"github.com/keelhq/keel/internal/keeltest"
+	"github.com/keelhq/keel/storage"
 )
 
 // TestAuditFileDevice: a file device enabled through vault/api, as `vault
@@ -156,4 +159,63 @@ func recordsIn(t *testing.T, path string) []audit.Record {
 		recs = append(recs, r)
 	}
 	return recs
+}
+
+// TestAuditDevicesFollowTheStore: a device kept in the store by another
+// server (here written to the store directly, as another server on the
+// same etcd writes it) is enabled without a restart, and records the
+// requests that follow; removed from the store, it is disabled.
+func TestAuditDevicesFollowTheStore(t *testing.T) {
+	const token = "audit-follow-token"
+	logPath := filepath.Join(t.TempDir(), "other.log")
+	var store storage.Store
+	ts := start(t, hooks{mount: func(_ *http.ServeMux, d *deps) { store = d.store }}, "-data", "memory", "-root-token", token)
+	c := vaultClient(t, ts, token)
+	dev, err := json.Marshal(auditDevice{Type: "file", Options: map[string]string{"file_path": logPath}, Salt: audit.GenerateSalt()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(fn func(tx storage.Tx) error) {
+		t.Helper()
+		if err := store.Update(context.Background(), func(_ context.Context, tx storage.Tx) error { return fn(tx) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(func(tx storage.Tx) error { return tx.Put(auditPrefix+"other/", dev) })
+	keeltest.Eventually(t, "the device enabled through the store records a write", func() error {
+		if _, err := c.Logical().Write("secret/followed", map[string]any{"v": "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(logPath); err != nil {
+			return err
+		}
+		for _, r := range recordsIn(t, logPath) {
+			if r.Request != nil && r.Request.Path == "secret/followed" {
+				return nil
+			}
+		}
+		return errors.New("no record of the write")
+	})
+	devices, err := c.Sys().ListAudit()
+	if err != nil || devices["other/"] == nil {
+		t.Fatalf("ListAudit = %v, %v; want the device kept by the other server", devices, err)
+	}
+	put(func(tx storage.Tx) error { return tx.Delete(auditPrefix + "other/") })
+	keeltest.Eventually(t, "the device removed from the store is disabled", func() error {
+		devices, err := c.Sys().ListAudit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if devices["other/"] != nil {
+			return errors.New("still listed")
+		}
+		return nil
+	})
+	before := len(recordsIn(t, logPath))
+	if _, err := c.Logical().Write("secret/after", map[string]any{"v": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := len(recordsIn(t, logPath)); after != before {
+		t.Errorf("the disabled device wrote %d more records", after-before)
+	}
 }

@@ -300,8 +300,9 @@
 // and left out, instead of failing the start. Each record carries a
 // "chain" object (sequence number and the previous record's hash) that
 // Vault's records do not have; Vault answers 500 where this server answers
-// 503. Devices enabled through another server on the same etcd are served
-// from that server's next start.
+// 503. A server follows the devices kept in the store: one enabled or
+// disabled through another server on the same etcd (or brought by a
+// restore) is enabled or disabled here soon after, without a restart.
 //
 //	go run ./examples/server audit verify audit.log.1 audit.log
 //
