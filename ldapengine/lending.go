@@ -109,14 +109,39 @@ func (e *Engine) checkOut(ctx context.Context, name string, r CheckOutRequest) (
 		return CheckOut{}, errNoLeases
 	}
 	// A restored copy: an account is lent once its stored password has
-	// been verified (or replaced).
-	gen, verified, err := e.verifyForCheckOut(ctx, name)
-	if err != nil {
-		return CheckOut{}, wrapf(err, "library set %q: check-out", name)
+	// been verified (or replaced). The transaction finds the mark; the
+	// accounts are verified outside it, and it runs again. Without a
+	// mark, the check-out reads it once, in its transaction.
+	var (
+		gen      string          // the mark's generation the accounts were verified for
+		verified map[string]bool // the accounts verified (or replaced) for it
+	)
+	for try := 0; ; try++ {
+		out, err := e.lend(ctx, name, ttl, p, gen, verified)
+		if !errors.Is(err, errVerifyFirst) {
+			return out, err
+		}
+		if try == 2 {
+			return CheckOut{}, fmt.Errorf("ldapengine: library set %q: the store was marked restored again during the check-out, try again: %w", name, keel.KindUnavailable)
+		}
+		if gen, verified, err = e.verifyForCheckOut(ctx, name); err != nil {
+			return CheckOut{}, wrapf(err, "library set %q: check-out", name)
+		}
 	}
+}
+
+// errVerifyFirst is lend's answer when the store is marked restored and
+// the set's accounts were not verified for that mark.
+var errVerifyFirst = errors.New("the accounts must be verified first")
+
+// lend checks an available account of the set name out to p, in one
+// transaction with its lease. When the store is marked restored, only the
+// accounts verified for the mark's generation gen are lent, and a mark of
+// another generation is errVerifyFirst.
+func (e *Engine) lend(ctx context.Context, name string, ttl time.Duration, p keel.Principal, gen string, verified map[string]bool) (CheckOut, error) {
 	now := e.clock.Now().UTC()
 	var out CheckOut
-	err = e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
+	err := e.leases.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
 		out = CheckOut{}
 		rec, err := loadSet(tx, name)
 		if err != nil {
@@ -127,7 +152,7 @@ func (e *Engine) checkOut(ctx context.Context, name string, r CheckOutRequest) (
 			return err
 		}
 		if marked && mark.Gen != gen {
-			return fmt.Errorf("ldapengine: library set %q: the store was marked restored during the check-out, try again: %w", name, keel.KindUnavailable)
+			return errVerifyFirst
 		}
 		eff := rec.TTL
 		if ttl > 0 && (eff == 0 || ttl < eff) {

@@ -12,8 +12,9 @@
 //   - LeaseIssue: lease.Issuer.Issue of a lease with 46 bytes of data
 //     (yardstick: one Txn putting a lease record and an expiry-index key);
 //   - CheckOut: ldapengine.Engine.CheckOut of the one account of a library
-//     set, with its lease (yardstick: two Gets, then one Txn comparing
-//     both and putting the account and the lease's two keys); the
+//     set, with its lease (yardstick: Gets of the set, the engine's
+//     restore mark, the account and the lease quotas, then one Txn
+//     comparing them and putting the account and the lease's two keys); the
 //     check-in after each check-out is not timed;
 //   - MoveWorkspaces: project.Catalog.MoveWorkspaces of 10 workspaces
 //     from one project to the other (yardstick: Gets of the 13 keys it

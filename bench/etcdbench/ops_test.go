@@ -283,10 +283,11 @@ const (
 )
 
 // setupCheckOut: ldapengine.Engine.CheckOut of the one account of a library
-// set, which reads the set and the account and, in the same transaction,
+// set, which reads the set, the engine's restore mark (absent) and the
+// account and, in the same transaction,
 // writes the account (now lent) and the lease of the check-out (its record
 // and expiry-index entry), having read the lease store's quota record. The check-in after each check-out is not timed.
-// The yardstick Gets the three keys and sends one Txn comparing them and
+// The yardstick Gets the four keys and sends one Txn comparing them and
 // putting the account keel wrote and a fresh lease's two keys; it deletes
 // the lease's keys after, not timed.
 func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
@@ -341,6 +342,7 @@ func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
 		tb.Fatal(err)
 	}
 	setKey := rawPrefix + ldapData + "library/set/" + libSet
+	restoredKey := rawPrefix + ldapData + "restored" // absent: the store is no restored copy
 	acctKey := rawPrefix + ldapData + "library/acct/" + libSet + "/" + libAcct
 	lent := value(tb, client, acctKey)
 	record := value(tb, client, onlyKey(tb, client, rawPrefix+leaseData+"id/"))
@@ -350,7 +352,7 @@ func setupCheckOut(tb testing.TB, client *clientv3.Client) op {
 		keel:      func(context.Context) error { return checkOut(ctx) },
 		keelAfter: func(context.Context) error { return checkIn(ctx) },
 		raw: func(ctx context.Context) error {
-			keys := []string{setKey, acctKey, rawPrefix + leaseData + "quotas"}
+			keys := []string{setKey, restoredKey, acctKey, rawPrefix + leaseData + "quotas"}
 			revs, _, err := gets(ctx, client, keys...)
 			if err != nil {
 				return err
