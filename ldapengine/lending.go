@@ -132,7 +132,7 @@ func (e *Engine) checkOut(ctx context.Context, name string, r CheckOutRequest) (
 
 // errVerifyFirst is lend's answer when the store is marked restored and
 // the set's accounts were not verified for that mark.
-var errVerifyFirst = errors.New("the accounts must be verified first")
+var errVerifyFirst = errors.New("ldapengine: the accounts must be verified first")
 
 // lend checks an available account of the set name out to p, in one
 // transaction with its lease. When the store is marked restored, only the
