@@ -190,6 +190,9 @@ func (e *Engine) Mount() string { return e.mount }
 // manager is returned with its kind, or with keel.KindUnavailable when it
 // has none.
 func (e *Engine) Read(ctx context.Context, path string) (s Secret, err error) {
+	if e.obs == nil {
+		return e.read(ctx, path)
+	}
 	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Read", e.resource(path), nil)
 	if err != nil {
 		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
@@ -286,6 +289,9 @@ const defaultListLimit = 1000
 // a path that holds a secret but nothing below it. A page after the last
 // child is empty, not an error.
 func (e *Engine) List(ctx context.Context, path string, r keel.ListRequest) (page keel.Page[string], err error) {
+	if e.obs == nil {
+		return e.list(ctx, path, r)
+	}
 	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.List", e.resource(path), r)
 	if err != nil {
 		return keel.Page[string]{}, fmt.Errorf("kv: list %q: %w", path, err)
@@ -390,6 +396,9 @@ func (c *collector) all() []string {
 // when the path or the encoded data exceeds the store's limits. On any
 // error nothing is written.
 func (e *Engine) Write(ctx context.Context, path string, data map[string]any) (err error) {
+	if e.obs == nil {
+		return e.write(ctx, path, data)
+	}
 	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Write", e.resource(path), writeInput{data})
 	if err != nil {
 		return fmt.Errorf("kv: write %q: %w", path, err)
@@ -441,6 +450,9 @@ func (e *Engine) write(ctx context.Context, path string, data map[string]any) er
 // It needs keel.CapDelete on mount/path. It fails with keel.KindInvalid
 // for a malformed path and keel.KindForbidden without the right.
 func (e *Engine) Delete(ctx context.Context, path string) (err error) {
+	if e.obs == nil {
+		return e.delete(ctx, path)
+	}
 	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Delete", e.resource(path), nil)
 	if err != nil {
 		return fmt.Errorf("kv: delete %q: %w", path, err)
