@@ -22,6 +22,19 @@
 // at most the timeout, and never holds it. The write goes on in the
 // background until the device answers.
 //
+// # Devices kept in a store
+//
+// A Table keeps a Broker's devices in a storage.Store, in the fields of
+// Vault's sys/audit (type, description, options, local) with each
+// device's salt, one key per device path: the devices, and the hashes of
+// their records, outlive a restart. A Table watches its keys, so that a
+// device enabled or disabled by another process on the same store (two
+// servers on one etcd), or by a restore, is enabled or disabled in this
+// one soon after; a process that cannot open a kept device's file logs it
+// and lists it, not enabled, so that it still starts and an operator can
+// disable it. "file" is the one device type, with the options file_path
+// (a file: Vault's stdout and discard are not offered) and mode.
+//
 // # Operations of the library
 //
 // Broker.Observer makes the Broker a consumer of keel's instrumentation

@@ -10,16 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/audit"
-	"github.com/keelhq/keel/storage"
 )
 
 // auditPrefix is where the server keeps its audit devices, one key per
@@ -31,165 +26,36 @@ const auditPrefix = "server/audit/"
 // bytes still reach the handler, or the client, whole).
 const auditBodyCap = 1 << 20
 
-// auditDevice is the stored configuration of one device, in Vault's
-// fields.
-type auditDevice struct {
-	Type        string            `json:"type"`
-	Description string            `json:"description"`
-	Options     map[string]string `json:"options"`
-	Local       bool              `json:"local"`
-	Salt        []byte            `json:"salt"`
-}
-
-// audits are the server's audit devices: package audit's Broker, the
-// files it writes, and their configuration in the store.
+// audits are the server's audit devices: package audit's Broker, and
+// the Table of its devices kept in the store.
 type audits struct {
 	broker     *audit.Broker
+	table      *audit.Table
 	clock      keel.Clock
-	store      storage.Store
 	authorizer keel.Authorizer
 	logger     *slog.Logger
-
-	mu      sync.Mutex
-	files   map[string]*audit.File
-	devices map[string]auditDevice
-	// active is whether a device is enabled, read by every request
-	// without a lock.
-	active atomic.Bool
 }
 
-// openAudits enables the devices kept in store, and follows the store:
-// a device enabled or disabled through another server of the same etcd
-// (or by a restore) is enabled or disabled here too, soon after. A device
-// whose file cannot be opened is logged and left disabled: the server
-// still starts, so that an operator can fix or disable it.
+// openAudits enables the devices kept in the store, and follows it (see
+// audit.Table).
 func openAudits(ctx context.Context, d *deps) (*audits, error) {
 	a := &audits{
-		broker: audit.NewBroker(&audit.Options{Clock: d.clock}), clock: keel.ClockOrSystem(d.clock), store: d.store, authorizer: d.authorizer, logger: d.logger,
-		files: map[string]*audit.File{}, devices: map[string]auditDevice{},
+		broker: audit.NewBroker(&audit.Options{Clock: d.clock}), clock: keel.ClockOrSystem(d.clock), authorizer: d.authorizer, logger: d.logger,
 	}
-	changed := make(chan struct{}, 1)
-	stopWatch, err := storage.Watch(ctx, d.store, auditPrefix, func(string) {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	})
+	t, err := audit.OpenTable(ctx, d.store, a.broker, &audit.TableOptions{Prefix: auditPrefix, Clock: d.clock, Logger: d.logger})
 	if err != nil {
-		return nil, fmt.Errorf("audit devices: %w", err)
-	}
-	if err := a.follow(ctx); err != nil {
-		stopWatch()
 		return nil, err
 	}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			select {
-			case <-changed:
-				if err := a.follow(context.Background()); err != nil {
-					a.logger.Error("audit devices not read again", "err", err)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	d.onClose(func() error {
-		stopWatch()
-		close(done)
-		<-ended
-		return a.close()
-	})
+	a.table = t
+	d.onClose(t.Close)
 	return a, nil
-}
-
-// follow brings the enabled devices in line with those kept in the store:
-// it enables those it does not have and disables those no longer kept.
-func (a *audits) follow(ctx context.Context) error {
-	kept := map[string]auditDevice{}
-	err := a.store.View(ctx, func(_ context.Context, tx storage.Tx) error {
-		clear(kept)
-		return tx.Scan(auditPrefix, storage.ScanOptions{}, func(key string, v []byte) error {
-			var dev auditDevice
-			if err := json.Unmarshal(v, &dev); err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
-			kept[strings.TrimPrefix(key, auditPrefix)] = dev
-			return nil
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("audit devices: %w", err)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for path, dev := range a.devices {
-		// Gone, or enabled anew (another salt) by another server.
-		if k, ok := kept[path]; !ok || !bytes.Equal(k.Salt, dev.Salt) {
-			delete(a.devices, path)
-			a.disableLocked(path)
-		}
-	}
-	for path, dev := range kept {
-		if _, ok := a.devices[path]; ok {
-			continue
-		}
-		a.devices[path] = dev
-		if err := a.enable(path, dev); err != nil {
-			a.logger.Error("audit device not enabled", "path", path, "err", err)
-		}
-	}
-	return nil
-}
-
-// enable opens dev's file and adds it to the broker under path.
-func (a *audits) enable(path string, dev auditDevice) error {
-	mode := 0o600
-	if m, ok := dev.Options["mode"]; ok {
-		v, err := strconv.ParseUint(m, 8, 32)
-		if err != nil || v > 0o777 {
-			return keel.Invalid(`Options["mode"]`, "must be an octal file mode such as 0600, got %q", m)
-		}
-		mode = int(v)
-	}
-	f, err := audit.OpenFile(dev.Options["file_path"], &audit.FileOptions{Mode: os.FileMode(mode)})
-	if err != nil {
-		return err
-	}
-	salt, err := audit.NewSalt(dev.Salt)
-	if err == nil {
-		err = a.broker.Enable(path, f, salt)
-	}
-	if err != nil {
-		f.Close()
-		return err
-	}
-	a.files[path] = f
-	a.active.Store(true)
-	return nil
 }
 
 // reopen reopens every file, as after a rotation (SIGHUP).
 func (a *audits) reopen() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for path, f := range a.files {
-		if err := f.Reopen(); err != nil {
-			a.logger.Error("audit device not reopened", "path", path, "err", err)
-		}
+	if err := a.table.Reopen(); err != nil {
+		a.logger.Error("audit devices not reopened", "err", err)
 	}
-}
-
-func (a *audits) close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var errs []error
-	for _, f := range a.files {
-		errs = append(errs, f.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // register adds Vault's audit routes: GET /v1/sys/audit lists the
@@ -227,76 +93,28 @@ func (a *audits) serveList(w http.ResponseWriter, r *http.Request) {
 	if !a.sudo(w, r) {
 		return
 	}
-	a.mu.Lock()
 	data := map[string]any{}
-	for path, dev := range a.devices {
+	for path, dev := range a.table.List() {
 		data[path] = map[string]any{"type": dev.Type, "description": dev.Description, "options": dev.Options, "local": dev.Local, "path": path}
 	}
-	a.mu.Unlock()
 	writeVaultData(w, data, true)
 }
 
+// serveEnable enables a device: 400 for a configuration the table refuses
+// or a path in use (as Vault), 503 when the store cannot keep it.
 func (a *audits) serveEnable(w http.ResponseWriter, r *http.Request) {
 	if !a.sudo(w, r) {
 		return
 	}
-	path := devicePath(r)
-	var body struct {
-		Type        string            `json:"type"`
-		Description string            `json:"description"`
-		Options     map[string]string `json:"options"`
-		Local       bool              `json:"local"`
-	}
+	var body audit.DeviceConfig
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil {
 		refuse(w, r, http.StatusBadRequest, "audit: the body must be a JSON object: "+err.Error())
 		return
 	}
-	var v keel.Validation
-	if path == "" {
-		v.Add("path", "is required")
-	}
-	if body.Type != "file" {
-		v.Add("type", "must be \"file\", the one device type this server has; got %q", body.Type)
-	}
-	for k, val := range body.Options {
-		switch k {
-		case "file_path":
-			if val == "" || val == "stdout" || val == "discard" {
-				v.Add("options.file_path", "must be the path of a file (stdout and discard are not supported), got %q", val)
-			}
-		case "mode":
-		default:
-			v.Add("options."+k, "is not supported (only file_path and mode are)")
-		}
-	}
-	if _, ok := body.Options["file_path"]; !ok {
-		v.Add("options.file_path", "is required")
-	}
-	if err := v.Err(); err != nil {
-		refuse(w, r, http.StatusBadRequest, err.Error())
+	if err := a.table.Enable(r.Context(), devicePath(r), body); err != nil {
+		refuse(w, r, auditStatus(err), err.Error())
 		return
 	}
-	dev := auditDevice{Type: body.Type, Description: body.Description, Options: body.Options, Local: body.Local, Salt: audit.GenerateSalt()}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.devices[path]; ok {
-		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("path already in use at %s", path))
-		return
-	}
-	if err := a.enable(path, dev); err != nil {
-		refuse(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	b, err := json.Marshal(dev)
-	if err == nil {
-		err = a.store.Update(r.Context(), func(_ context.Context, tx storage.Tx) error { return tx.Put(auditPrefix+path, b) })
-	}
-	if err != nil {
-		a.disableLocked(path)
-		refuse(w, r, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	a.devices[path] = dev
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -304,31 +122,22 @@ func (a *audits) serveDisable(w http.ResponseWriter, r *http.Request) {
 	if !a.sudo(w, r) {
 		return
 	}
-	path := devicePath(r)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.devices[path]; !ok {
-		w.WriteHeader(http.StatusNoContent) // as Vault: disabling a missing device succeeds
+	if err := a.table.Disable(r.Context(), devicePath(r)); err != nil {
+		refuse(w, r, auditStatus(err), err.Error())
 		return
 	}
-	if err := a.store.Update(r.Context(), func(_ context.Context, tx storage.Tx) error { return tx.Delete(auditPrefix + path) }); err != nil {
-		refuse(w, r, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	delete(a.devices, path)
-	a.disableLocked(path)
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// disableLocked removes path from the broker and closes its file. Called
-// with a.mu held.
-func (a *audits) disableLocked(path string) {
-	a.broker.Disable(path)
-	if f := a.files[path]; f != nil {
-		f.Close()
-		delete(a.files, path)
+// auditStatus is the status of an error of the device table.
+func auditStatus(err error) int {
+	switch {
+	case errors.Is(err, keel.KindInvalid), errors.Is(err, keel.KindAlreadyExists):
+		return http.StatusBadRequest
+	case errors.Is(err, keel.KindUnavailable):
+		return http.StatusServiceUnavailable
 	}
-	a.active.Store(len(a.files) > 0)
+	return http.StatusInternalServerError
 }
 
 func (a *audits) serveHash(w http.ResponseWriter, r *http.Request) {
@@ -361,7 +170,7 @@ var unaudited = map[string]bool{"/v1/sys/health": true, "/v1/sys/seal-status": t
 // withholds it (with 500).
 func (a *audits) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.active.Load() || !strings.HasPrefix(r.URL.Path, "/v1/") || unaudited[r.URL.Path] {
+		if !a.table.Enabled() || !strings.HasPrefix(r.URL.Path, "/v1/") || unaudited[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}

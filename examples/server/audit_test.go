@@ -171,7 +171,7 @@ func TestAuditDevicesFollowTheStore(t *testing.T) {
 	var store storage.Store
 	ts := start(t, hooks{mount: func(_ *http.ServeMux, d *deps) { store = d.store }}, "-data", "memory", "-root-token", token)
 	c := vaultClient(t, ts, token)
-	dev, err := json.Marshal(auditDevice{Type: "file", Options: map[string]string{"file_path": logPath}, Salt: audit.GenerateSalt()})
+	dev, err := json.Marshal(map[string]any{"type": "file", "options": map[string]string{"file_path": logPath}, "salt": audit.GenerateSalt()})
 	if err != nil {
 		t.Fatal(err)
 	}
