@@ -141,7 +141,10 @@
 // 8 hex digits) of sys/health and sys/seal-status.
 //
 // Logs go to stderr, in slog's text format: one line per request with its
-// method, path, status, size, duration and principal ID. Tokens and query
+// method, path, status, size, duration and principal ID. Each request is
+// an operation of keel's instrumentation seam (keel.Observer), named
+// "http.Request", whose outcome is the kind of its status: the request
+// log is one consumer of it, the metrics and traces below the others. Tokens and query
 // strings are never logged. Request lines are written in batches of 32 KiB,
 // or 100 ms after the first line of a batch, so that under load a request
 // does not pay a write of its own: a server killed with SIGKILL may lose
@@ -315,8 +318,9 @@
 //
 // GET /v1/sys/metrics?format=prometheus (Vault's path; read on sys/metrics)
 // answers the Prometheus text format of what package telemetry measures:
-// the operations of the mount table's engines and lease manager
-// (keel_operation_duration_seconds, by operation and outcome) and the
+// the requests (operation "http.Request") and the operations of the
+// mount table's engines and lease manager (keel_operation_duration_seconds,
+// by operation and outcome) and the
 // lease counts (vault_expire_num_leases,
 // vault_expire_num_irrevocable_leases, keel_lease_due, counted at each
 // scrape). Vault answers JSON without format=; this server serves the

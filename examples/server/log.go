@@ -1,37 +1,131 @@
 package main
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/keelhq/keel"
 )
 
-// logRequests writes one log line per request: method, path, status, size,
-// duration and the ID of the principal (empty for an anonymous caller). It
-// never logs headers, which carry tokens, nor the query string, where some
-// clients put them.
-func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
+// requestOp is the name under which the server reports each request
+// through the instrumentation seam (keel.Observer).
+const requestOp = "http.Request"
+
+// observeRequests reports each request to obs as the operation requestOp:
+// its resource is the method and the path (never the query string, where
+// some clients put tokens), its caller the authenticated principal, and
+// it ends with an *httpResult, its Output when the status is below 400
+// and its Err otherwise (whose kind is the status's, see kindOfStatus).
+// The request log (requestLog), the request metrics and the traces are
+// consumers of it. A request obs refuses is answered 503, unserved.
+func observeRequests(obs keel.Observer, clock keel.Clock, next http.Handler) http.Handler {
+	if obs == nil {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		ctx, op, err := keel.Begin(r.Context(), obs, clock, requestOp, r.Method+" "+r.URL.Path, nil)
+		if err != nil {
+			refuse(w, r, http.StatusServiceUnavailable, "the request was not recorded: "+err.Error())
+			return
+		}
+		if ctx != r.Context() {
+			r = r.WithContext(ctx)
+		}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		p, _ := keel.PrincipalFrom(r.Context())
-		logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status),
-			slog.Int64("bytes", rec.bytes),
-			slog.Duration("duration", time.Since(start)),
-			slog.String("principal", p.ID),
-		)
+		res := &httpResult{Status: rec.status, Bytes: rec.bytes}
+		if res.Status >= 400 {
+			op.End(nil, res)
+		} else {
+			op.End(res, nil)
+		}
 	})
+}
+
+// requestObserver returns what is told of the server's requests: the
+// telemetry, when there is one, and the request log, written to l.
+func (d *deps) requestObserver(l *slog.Logger) keel.Observer {
+	var tel keel.Observer
+	if d.telemetry != nil {
+		tel = d.telemetry
+	}
+	return keel.Observers(tel, requestLog{l})
+}
+
+// httpResult is how a request ended: its status and the bytes of its
+// body. As an error (a status of 400 or more) it wraps the keel.Kind of
+// its status, so that a consumer counts outcomes as for the library's
+// operations.
+type httpResult struct {
+	Status int
+	Bytes  int64
+}
+
+func (r *httpResult) Error() string { return "HTTP status " + strconv.Itoa(r.Status) }
+
+func (r *httpResult) Unwrap() error { return kindOfStatus(r.Status) }
+
+// kindOfStatus is the keel.Kind of an HTTP status of 400 or more.
+func kindOfStatus(status int) keel.Kind {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusMethodNotAllowed:
+		return keel.KindInvalid
+	case http.StatusUnauthorized:
+		return keel.KindUnauthenticated
+	case http.StatusForbidden:
+		return keel.KindForbidden
+	case http.StatusNotFound:
+		return keel.KindNotFound
+	case http.StatusConflict, http.StatusPreconditionFailed:
+		return keel.KindConflict
+	case http.StatusRequestEntityTooLarge:
+		return keel.KindTooLarge
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway:
+		return keel.KindUnavailable
+	case http.StatusGatewayTimeout, http.StatusRequestTimeout:
+		return keel.KindDeadlineExceeded
+	}
+	return keel.KindInternal
+}
+
+// requestLog is the consumer of the seam that writes the request log: one
+// line per request (the operation requestOp; it ignores the others), with
+// its method, path, status, size, duration and the ID of its principal
+// (empty for an anonymous caller). It never logs headers, which carry
+// tokens, nor the query string.
+type requestLog struct{ l *slog.Logger }
+
+func (requestLog) Begin(ctx context.Context, _ *keel.Op) (context.Context, error) { return ctx, nil }
+
+func (rl requestLog) End(ctx context.Context, op *keel.Op) {
+	if op.Name != requestOp {
+		return
+	}
+	res, _ := op.Output.(*httpResult)
+	if res == nil {
+		res, _ = op.Err.(*httpResult)
+	}
+	if res == nil {
+		return
+	}
+	method, path, _ := strings.Cut(op.Resource, " ")
+	rl.l.LogAttrs(ctx, slog.LevelInfo, "request",
+		slog.String("method", method),
+		slog.String("path", path),
+		slog.Int("status", res.Status),
+		slog.Int64("bytes", res.Bytes),
+		slog.Duration("duration", op.Duration),
+		slog.String("principal", op.Principal.ID),
+	)
 }
 
 // statusRecorder remembers the status and counts the body bytes of a

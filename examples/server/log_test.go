@@ -20,7 +20,7 @@ func TestLogRequests(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	tokens := newTokenTable()
 	tokens.add("t-alice-s3cret", keel.Principal{ID: "alice"})
-	h := authenticate(tokens, logRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := authenticate(tokens, observeRequests(requestLog{logger}, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 		io.WriteString(w, "short and stout")
 	})))
@@ -59,7 +59,7 @@ func TestLogRequests(t *testing.T) {
 
 func TestLogRequestsDefaultStatus(t *testing.T) {
 	var buf bytes.Buffer
-	h := logRequests(slog.New(slog.NewJSONHandler(&buf, nil)), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := observeRequests(requestLog{slog.New(slog.NewJSONHandler(&buf, nil))}, nil, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	var line map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {

@@ -339,15 +339,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	requestLog := newLineBuffer(stderr, requestLogDelay)
 	defer requestLog.Close() // after the shutdown, which waits for requests
 	requestLogger := slog.New(slog.NewTextHandler(requestLog, nil))
-	// Every request: its token, its log line, the caps on its path, the
-	// rate-limit quotas of the Vault dialect (ratelimit.go), the bound on
-	// the bodies in flight (limits.go), then its audit records (audit.go).
+	// Every request: its token, its report to the request log and the
+	// telemetry (log.go), the caps on its path, the rate-limit quotas of
+	// the Vault dialect (ratelimit.go), the bound on the bodies in flight
+	// (limits.go), then its audit records (audit.go).
 	var handler http.Handler = audits.middleware(mux)
 	if opts.maxInflight > 0 {
 		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), newBudget(min(opts.maxInflight, anonInflight), inflightWait), handler)
 	}
 	srv := &http.Server{
-		Handler:           authenticate(tokens, logRequests(requestLogger, checkPath(limitRate(d.rateLimits, handler)))),
+		Handler:           authenticate(tokens, observeRequests(d.requestObserver(requestLogger), d.clock, checkPath(limitRate(d.rateLimits, handler)))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

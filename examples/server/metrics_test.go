@@ -13,7 +13,7 @@ import (
 // TestMetricsFollowLeases: /v1/sys/metrics?format=prometheus is read by a
 // Prometheus text parser, and its live lease count rises by one for each
 // leased read and falls by one for each revocation; the operations are
-// counted by name and outcome. Without a token it is refused, as Vault's.
+// counted by name and outcome, the server's requests among them. Without a token it is refused, as Vault's.
 func TestMetricsFollowLeases(t *testing.T) {
 	const token = "metrics-root-token"
 	ts := start(t, hooks{}, "-data", "memory", "-root-token", token)
@@ -86,5 +86,12 @@ func TestMetricsFollowLeases(t *testing.T) {
 	}
 	if status, _ := ts.get("/v1/sys/metrics", "X-Vault-Token", token); status != http.StatusBadRequest {
 		t.Errorf("metrics without format=prometheus: %d, want 400", status)
+	}
+	// The requests themselves are operations of the seam, by outcome.
+	m = scrape()
+	for outcome, least := range map[string]float64{"ok": 10, "forbidden": 1, "invalid": 1} {
+		if got := m["keel_operation_duration_seconds operation=http.Request outcome="+outcome]; got < least {
+			t.Errorf("http.Request %s counted %v times, want at least %v", outcome, got, least)
+		}
 	}
 }
