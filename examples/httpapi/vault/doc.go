@@ -381,7 +381,9 @@
 //	                                                                  sys/leases/hold; engines are marked to check
 //	                                                                  their credentials (mount.Table.MarkRestored)
 //	lease-count quotas                 Enterprise only                served: package lease's quotas; a leased read or a
-//	                                                                  credential beyond one answers 429 as Vault's
+//	                                                                  credential beyond one answers 429 as Vault's,
+//	                                                                  its message followed by the quota's name, max_leases
+//	                                                                  and path, which Vault's does not say
 //	lease-count quota path             a namespace, a mount, a mount  "", a mount, or a request path under one, which
 //	                                   and an exact path suffix, or   covers that path and the paths under it: Vault's
 //	                                   one ending in a glob ("p/*",   "p" and "p/*" at once (a trailing "/*" is accepted

@@ -112,12 +112,13 @@ func (h *Handler) writeQuota(w http.ResponseWriter, r *http.Request) {
 
 // quotaExceeded is Vault's answer to a request refused by a lease-count
 // quota (a *lease.QuotaError anywhere in err): 429, its message in
-// Vault's multierror wording; nil for any other error.
+// Vault's multierror wording, followed by the quota's name, its maximum
+// and its path (Vault names none); nil for any other error.
 func quotaExceeded(err error) *vaultError {
 	var qe *lease.QuotaError
 	if !errors.As(err, &qe) {
 		return nil
 	}
 	return &vaultError{http.StatusTooManyRequests, []string{
-		"1 error occurred:\n\t* request path " + strconv.Quote(qe.LeasePath) + ": lease count quota exceeded\n\n"}}
+		"1 error occurred:\n\t* request path " + strconv.Quote(qe.LeasePath) + ": lease count quota exceeded (quota " + strconv.Quote(qe.Name) + ", max_leases " + strconv.Itoa(qe.Max) + ", path " + strconv.Quote(qe.Path) + ")\n\n"}}
 }

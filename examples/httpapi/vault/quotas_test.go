@@ -60,7 +60,7 @@ func TestLeaseCountQuotas(t *testing.T) {
 		t.Fatalf("a read beyond the quota: %v, want 429", err)
 	}
 	status, _, body := do(t, e, http.MethodGet, "/v1/leased/db", "X-Vault-Token", rootToken)
-	if wantBody := `{"errors":["1 error occurred:\n\t* request path \"leased/db\": lease count quota exceeded\n\n"]}`; status != http.StatusTooManyRequests || body != wantBody+"\n" && body != wantBody {
+	if wantBody := `{"errors":["1 error occurred:\n\t* request path \"leased/db\": lease count quota exceeded (quota \"kv\", max_leases 2, path \"leased/\")\n\n"]}`; status != http.StatusTooManyRequests || body != wantBody+"\n" && body != wantBody {
 		t.Fatalf("a read beyond the quota: %d %s", status, body)
 	}
 
@@ -123,7 +123,7 @@ func TestLeaseCountQuotaCreds(t *testing.T) {
 	}
 	applied, dns := e.dir.Applied(), len(e.dir.DNs())
 	status, _, body := do(t, e, http.MethodGet, "/v1/ldap/creds/dev", "X-Vault-Token", rootToken)
-	if wantBody := `{"errors":["1 error occurred:\n\t* request path \"ldap/creds/dev\": lease count quota exceeded\n\n"]}`; status != http.StatusTooManyRequests || body != wantBody+"\n" && body != wantBody {
+	if wantBody := `{"errors":["1 error occurred:\n\t* request path \"ldap/creds/dev\": lease count quota exceeded (quota \"dev\", max_leases 1, path \"ldap/creds/dev\")\n\n"]}`; status != http.StatusTooManyRequests || body != wantBody+"\n" && body != wantBody {
 		t.Fatalf("creds beyond the quota: %d %s", status, body)
 	}
 	if e.dir.Applied() != applied || len(e.dir.DNs()) != dns {
