@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/keelhq/keel"
 )
@@ -52,13 +53,13 @@ func observeRequests(obs keel.Observer, clock keel.Clock, next http.Handler) htt
 }
 
 // requestObserver returns what is told of the server's requests: the
-// telemetry, when there is one, and the request log, written to l.
-func (d *deps) requestObserver(l *slog.Logger) keel.Observer {
+// telemetry, when there is one, and the request log, written to w.
+func (d *deps) requestObserver(w io.Writer) keel.Observer {
 	var tel keel.Observer
 	if d.telemetry != nil {
 		tel = d.telemetry
 	}
-	return keel.Observers(tel, requestLog{l})
+	return keel.Observers(tel, requestLog{w})
 }
 
 // httpResult is how a request ended: its status and the bytes of its
@@ -101,12 +102,14 @@ func kindOfStatus(status int) keel.Kind {
 // line per request (the operation requestOp; it ignores the others), with
 // its method, path, status, size, duration and the ID of its principal
 // (empty for an anonymous caller). It never logs headers, which carry
-// tokens, nor the query string.
-type requestLog struct{ l *slog.Logger }
+// tokens, nor the query string. The line is the one slog's text handler
+// writes at level INFO with the message "request" (appendLogValue), made
+// by hand: through slog it cost about 5% of a request's CPU.
+type requestLog struct{ w io.Writer }
 
 func (requestLog) Begin(ctx context.Context, _ *keel.Op) (context.Context, error) { return ctx, nil }
 
-func (rl requestLog) End(ctx context.Context, op *keel.Op) {
+func (rl requestLog) End(_ context.Context, op *keel.Op) {
 	if op.Name != requestOp {
 		return
 	}
@@ -118,14 +121,43 @@ func (rl requestLog) End(ctx context.Context, op *keel.Op) {
 		return
 	}
 	method, path, _ := strings.Cut(op.Resource, " ")
-	rl.l.LogAttrs(ctx, slog.LevelInfo, "request",
-		slog.String("method", method),
-		slog.String("path", path),
-		slog.Int("status", res.Status),
-		slog.Int64("bytes", res.Bytes),
-		slog.Duration("duration", op.Duration),
-		slog.String("principal", op.Principal.ID),
-	)
+	bp := linePool.Get().(*[]byte)
+	b := append((*bp)[:0], "time="...)
+	b = op.Start.Add(op.Duration).AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = append(b, " level=INFO msg=request method="...)
+	b = appendLogValue(b, method)
+	b = append(b, " path="...)
+	b = appendLogValue(b, path)
+	b = append(b, " status="...)
+	b = strconv.AppendInt(b, int64(res.Status), 10)
+	b = append(b, " bytes="...)
+	b = strconv.AppendInt(b, res.Bytes, 10)
+	b = append(b, " duration="...)
+	b = append(b, op.Duration.String()...)
+	b = append(b, " principal="...)
+	b = appendLogValue(b, op.Principal.ID)
+	b = append(b, '\n')
+	rl.w.Write(b)
+	*bp = b
+	linePool.Put(bp)
+}
+
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// appendLogValue appends s as a value of the text format: bare when it is
+// not empty and every character is printable and neither a space, '=' nor
+// '"'; quoted (strconv.AppendQuote) otherwise, so that a path cannot add
+// a key of its own to the line.
+func appendLogValue(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, `""`...)
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || r == '=' || r == '"' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	return append(b, s...)
 }
 
 // statusRecorder remembers the status and counts the body bytes of a

@@ -338,7 +338,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	// requestLogDelay late (log.go); the other lines as they come.
 	requestLog := newLineBuffer(stderr, requestLogDelay)
 	defer requestLog.Close() // after the shutdown, which waits for requests
-	requestLogger := slog.New(slog.NewTextHandler(requestLog, nil))
 	// Every request: its token, its report to the request log and the
 	// telemetry (log.go), the caps on its path, the rate-limit quotas of
 	// the Vault dialect (ratelimit.go), the bound on the bodies in flight
@@ -348,7 +347,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), newBudget(min(opts.maxInflight, anonInflight), inflightWait), handler)
 	}
 	srv := &http.Server{
-		Handler:           authenticate(tokens, observeRequests(d.requestObserver(requestLogger), d.clock, checkPath(limitRate(d.rateLimits, handler)))),
+		Handler:           authenticate(tokens, observeRequests(d.requestObserver(requestLog), d.clock, checkPath(limitRate(d.rateLimits, handler)))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
