@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -21,7 +22,10 @@ const stepBatch = 256
 // retried with a backoff capped at Options.RetryInterval; anything else
 // that fails is tried again after Options.RetryInterval. Step returns when
 // it is next due, or the zero time when nothing is planned; it returns an
-// error only for ctx or the store. Steps run one at a time.
+// error only for ctx or the store. Steps run one at a time. Each rotation
+// of a due role is reported to Options.Observer as the operation
+// "ldapengine.Rotate" (its resource the role's name), so that a program
+// counts the worker's rotations and their failures.
 func (e *Engine) Step(ctx context.Context, now time.Time) (_ time.Time, err error) {
 	defer prefixErr(&err)
 	e.stepMu.Lock()
@@ -92,7 +96,10 @@ func (e *Engine) Step(ctx context.Context, now time.Time) (_ time.Time, err erro
 		}
 		for _, name := range due {
 			seen[name] = true
-			if err := e.rotate(ctx, name, now, true); err != nil {
+			err := keel.ObserveErr(ctx, e.obs, e.clock, "ldapengine.Rotate", name, nil, func(ctx context.Context) error {
+				return e.rotate(ctx, name, now, true)
+			})
+			if err != nil {
 				if ctx.Err() != nil {
 					return time.Time{}, ctx.Err()
 				}
