@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/keelhq/keel/storage"
@@ -98,6 +99,7 @@ type outcome uint8
 
 const (
 	leave         outcome = iota // not processed (ctx ended): leave everything
+	pending                      // its lane's run has not settled it yet
 	dropIndex                    // the entry dangles: remove it
 	revoked                      // the lease is revoked: remove it
 	failedAttempt                // record next in place of e
@@ -126,6 +128,8 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 			} else if at.After(now) {
 				next = at
 				return storage.StopScan
+			} else if m.flights.has(id) {
+				return nil // its run, left going by a Step, decides
 			} else {
 				items = append(items, &dueItem{key: key, id: id})
 			}
@@ -155,8 +159,10 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 	return items, next, held, err
 }
 
-// process revokes the leases of items, each mount's in its own lane (see
-// revokeLane), the lanes at once, and commits the outcomes.
+// process revokes the leases of items, each mount's in a run of its lane
+// (see laneRun), the runs at once, and commits the outcomes: all of them
+// in one transaction when every run ends within laneWait; otherwise
+// those settled by then, the runs still going committing the rest.
 func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) error {
 	byMount := make(map[string][]*dueItem)
 	for _, it := range items {
@@ -176,11 +182,75 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		it.outcome = leave // until its lane decides
 		byMount[e.Mount] = append(byMount[e.Mount], it)
 	}
-	var wg sync.WaitGroup
+	var runs []*laneRun
 	for mount, its := range byMount {
-		wg.Go(func() { m.revokeLane(ctx, now, mount, its) })
+		workers, until := m.lanes.acquire(mount, now, m.opts.RevokeConcurrency, m.opts.RetryBase)
+		if workers == 0 {
+			for _, it := range its {
+				it.outcome = heldBack
+				it.next = it.e
+				it.next.NextAttempt = until
+			}
+			continue
+		}
+		runs = append(runs, m.startRun(ctx, now, mount, its, workers))
 	}
-	wg.Wait()
+	if owned := awaitRuns(runs); owned != nil {
+		items = slices.DeleteFunc(slices.Clone(items), func(it *dueItem) bool { return owned[it] })
+	}
+	if err := m.commit(ctx, now, items); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// awaitRuns waits for runs to end, laneWait at most: the runs still going
+// then are detached, and awaitRuns returns the leases they own (nil when
+// none is).
+func awaitRuns(runs []*laneRun) map[*dueItem]bool {
+	if len(runs) == 0 {
+		return nil
+	}
+	timer := time.NewTimer(laneWait)
+	defer timer.Stop()
+	var owned map[*dueItem]bool
+	late := false
+	for _, r := range runs {
+		if !late {
+			select {
+			case <-r.done:
+				continue
+			case <-timer.C:
+				late = true
+			}
+		}
+		its, detached := r.detach()
+		if !detached {
+			continue
+		}
+		if owned == nil {
+			owned = its
+			continue
+		}
+		maps.Copy(owned, its)
+	}
+	return owned
+}
+
+// commit records the outcomes of items in one transaction (the revoked
+// leases removed, the failures and the leases put off stored, the
+// dangling index entries dropped), then logs them.
+func (m *Manager) commit(ctx context.Context, now time.Time, items []*dueItem) error {
+	write := false
+	for _, it := range items {
+		if it.outcome != leave {
+			write = true
+			break
+		}
+	}
+	if !write {
+		return nil
+	}
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		q := newQuotaTx(tx)
 		for _, it := range items {
@@ -229,7 +299,7 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		}
 		m.log.Log(ctx, level, "due leases put off: no engine serves their mount in this process", "leases", waiting, "longest_wait", longest)
 	}
-	return ctx.Err()
+	return nil
 }
 
 // dropIfDangling removes the index entry key unless it is, by now, the
@@ -276,7 +346,10 @@ func (m *Manager) Start() { m.worker.Start() }
 // that revokers see it) and waits for the goroutine to end. Stop does
 // nothing when the worker does not run; concurrent calls all return after
 // the worker has ended.
-func (m *Manager) Stop() { m.worker.Stop() }
+func (m *Manager) Stop() {
+	m.worker.Stop()
+	m.flights.stop()
+}
 
 // idOf returns the lease id of a key of the id/ prefix.
 func idOf(key string) string { return strings.TrimPrefix(key, idPrefix) }
