@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/internal/keeltest"
 )
@@ -312,5 +313,62 @@ func TestStopEndsRunsLeftGoing(t *testing.T) {
 	}
 	if e.m.flights.n.Load() != 0 || !e.m.lanes.idle("wait/") {
 		t.Fatal("Stop left a lease in flight or the lane busy")
+	}
+}
+
+// TestWorkerHungMountDelaysNoOther: the worker (Start) on the real clock,
+// RevokeTimeout at its default. 1,000 leases of a hung mount fall due, and
+// one of another mount with the last of them: the other is revoked and
+// removed while the hung calls hang, before any of them timed out. Once
+// they return, every lease of the hung mount is revoked, once. The delay
+// from the other lease's expiry to its removal is logged.
+func TestWorkerHungMountDelaysNoOther(t *testing.T) {
+	e := newEnv(t, everystore.Mem, &Options{Clock: keel.SystemClock{}, RetryBase: 50 * time.Millisecond}, nil)
+	hung := &hungRevoker{release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	if err := e.m.register("hung/", hung, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.m.Start()
+	const n, ttl = 1000, 2 * time.Second
+	slow := make([]Lease, n)
+	for i := range slow {
+		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: ttl})
+	}
+	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: ttl})
+	keeltest.Until(t, "the other mount's lease removed", func() bool {
+		_, ok := e.get(t, fast.ID)
+		return !ok
+	})
+	late := time.Since(fast.ExpireTime)
+	calls := hung.calls.Load()
+	if calls == 0 || calls > defaultRevokeConcurrency {
+		t.Fatalf("%d calls of the hung mount, want 1 to RevokeConcurrency (%d)", calls, defaultRevokeConcurrency)
+	}
+	for _, l := range slow {
+		got, ok := e.get(t, l.ID)
+		switch {
+		case !ok:
+			t.Fatalf("lease %s of the hung mount lost", l.ID)
+		case got.Attempts != 0:
+			t.Fatalf("lease %s of the hung mount has an attempt (%q): the worker waited for its call", l.ID, got.LastError)
+		}
+	}
+	t.Logf("the other mount's lease removed %s after its expiry (polled at 50ms at most), %d hung calls going", late, calls)
+
+	release()
+	keeltest.Until(t, "every lease of the hung mount revoked", func() bool {
+		for _, l := range slow {
+			if _, ok := e.get(t, l.ID); ok {
+				return false
+			}
+		}
+		return true
+	})
+	e.m.Stop()
+	if got := hung.calls.Load(); got != n {
+		t.Fatalf("%d calls of the hung mount's revoker for %d leases", got, n)
 	}
 }
