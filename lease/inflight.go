@@ -13,8 +13,8 @@ import (
 const laneWait = 500 * time.Millisecond
 
 // laneRun is one mount's share of a batch of Step: its due leases,
-// revoked through the mount's revoker by workers calls at once, in index
-// order, until the lane closes (see lanes). The Step waits for the run
+// revoked through the mount's revoker, a few calls at once (see
+// lanes.acquire), in index order, until the lane closes (see lanes). The Step waits for the run
 // and commits its outcomes with the batch's; a run still going after
 // laneWait is detached: the leases it has not settled become its own, in
 // flight (later Steps skip them), and it commits their outcomes itself,

@@ -17,7 +17,8 @@ import (
 // backend, and do not count); it stays closed for a backoff, and while
 // its revoker holds Options.RevokeConcurrency calls that timed out and
 // have not returned. The due leases of a closed lane are put off to its
-// end without a call.
+// end without a call; so are those of a lane whose run (see laneRun) a
+// Step left going.
 type lanes struct {
 	mu sync.Mutex
 	m  map[string]*lane

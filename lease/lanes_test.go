@@ -372,3 +372,60 @@ func TestWorkerHungMountDelaysNoOther(t *testing.T) {
 		t.Fatalf("%d calls of the hung mount's revoker for %d leases", got, n)
 	}
 }
+
+// TestRunLeftGoingCommitsTimeouts: with RevokeTimeout above laneWait, the
+// Step leaves the hung mount's run going; when its calls time out, the run
+// commits them itself as failed attempts, closes the lane and puts the
+// leases it had not tried off to the lane's backoff, with no attempt
+// counted, and wakes the worker for them. None is lost.
+func TestRunLeftGoingCommitsTimeouts(t *testing.T) {
+	e := newEnv(t, everystore.Mem, &Options{RevokeTimeout: 2 * laneWait}, nil)
+	hung := &hungRevoker{release: make(chan struct{})}
+	t.Cleanup(func() { close(hung.release) })
+	if err := e.m.register("hung/", hung, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	slow := make([]Lease, n)
+	for i := range slow {
+		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: time.Minute})
+	}
+	due := t0.Add(time.Minute)
+	select {
+	case <-e.m.wake: // Issue's wake-up: the worker does not run
+	default:
+	}
+	e.step(t, due)
+	keeltest.Until(t, "the run left going ended", func() bool { return !e.m.lanes.activeOf("hung/") && e.m.flights.n.Load() == 0 })
+	select {
+	case <-e.m.wake:
+	default:
+		t.Fatal("the run put leases off without waking the worker")
+	}
+	attempted, held := 0, 0
+	for _, l := range slow {
+		got, ok := e.get(t, l.ID)
+		switch {
+		case !ok:
+			t.Fatalf("lease %s of the hung mount lost", l.ID)
+		case !got.NextAttempt.After(due):
+			t.Fatalf("lease %s is due at %s, not after the Step's %s", l.ID, got.NextAttempt, due)
+		case got.Attempts == 1 && strings.Contains(got.LastError, "timeout"):
+			attempted++
+		case got.Attempts == 0:
+			held++
+		default:
+			t.Fatalf("lease %s: %d attempts, %q", l.ID, got.Attempts, got.LastError)
+		}
+	}
+	if calls := int(hung.calls.Load()); attempted != calls || calls == 0 || calls > defaultRevokeConcurrency || attempted+held != n {
+		t.Fatalf("%d attempted, %d put off, %d calls; want the calls attempted (1 to %d) and the rest put off", attempted, held, calls, defaultRevokeConcurrency)
+	}
+}
+
+// activeOf reports whether mount's lane has a run going.
+func (l *lanes) activeOf(mount string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.get(mount).active
+}

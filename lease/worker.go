@@ -23,6 +23,15 @@ import (
 // entries and records the failures (see Revoke). It returns when the next
 // entry is due (after now), or the zero time when the index is empty.
 //
+// Step waits half a second (real time) at most for a mount's lane: a lane
+// still calling its revoker then is left to finish on its own, with ctx:
+// the Step commits what is settled and goes on, and the lane commits its
+// leases' outcomes itself, in small batches, as its calls return or time
+// out. Until then those leases are in flight: later Steps of this process
+// skip them, and put the mount's other due leases off by RetryBase, with
+// no attempt counted, making no call. A Step whose revokers answer within
+// the half second has done all its work when it returns.
+//
 // A lane closes at a call past the timeout, or at the fifth failure in a
 // row (errors marked Permanent aside: they judge one lease, not the
 // backend): it backs off, at most until the failed lease's retry, and its
@@ -31,9 +40,9 @@ import (
 // lane's calls that timed out have not returned (a revoker that ignores
 // its context is left running, and its mount gets no more calls than
 // RevokeConcurrency). So a mount whose backend fails or hangs delays
-// another's revocations by one RevokeTimeout at most, once per backoff,
-// and loses no lease, while one that refuses a lease now and then slows
-// no other. A success of the mount's revoker, in Step or in Revoke, opens
+// another's revocations by half a second at most, once per backoff, and
+// loses no lease, while one that refuses a lease now and then slows no
+// other. A success of the mount's revoker, in Step or in Revoke, opens
 // its lane again.
 //
 // Index entries that name no lease, or not the lease's current entry, or
@@ -53,8 +62,9 @@ import (
 //
 // Step returns an error only for ctx or the store (wrapping their
 // errors, so that errors.Is finds context.Canceled); a lease revoked whose
-// removal did not commit is revoked again by a later Step (revokers are
-// idempotent). Steps run one at a time: a Step waits for another to end.
+// removal did not commit, by the Step or by a lane left going (which logs
+// the error and wakes the worker), is revoked again by a later Step
+// (revokers are idempotent). Steps run one at a time: a Step waits for another to end.
 // The worker of Start calls Step; tests and programs that drive time
 // themselves call it directly.
 func (m *Manager) Step(ctx context.Context, now time.Time) (time.Time, error) {
@@ -343,9 +353,11 @@ func (m *Manager) backoff(n int) time.Duration {
 func (m *Manager) Start() { m.worker.Start() }
 
 // Stop stops the worker: it cancels the context of the running Step (so
-// that revokers see it) and waits for the goroutine to end. Stop does
-// nothing when the worker does not run; concurrent calls all return after
-// the worker has ended.
+// that revokers see it) and waits for the goroutine to end; it also
+// cancels the lanes that Steps left going (see Step) and waits for them,
+// whose leases stay due, no attempt counted. Stop does nothing else when
+// the worker does not run; concurrent calls all return after the worker
+// has ended.
 func (m *Manager) Stop() {
 	m.worker.Stop()
 	m.flights.stop()
