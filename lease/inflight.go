@@ -205,16 +205,11 @@ func (r *laneRun) work() {
 }
 
 // detach makes the run commit its outcomes from now on, and returns the
-// leases it owns: those not settled yet, now in flight. A run that has
-// ended is not detached (nil, false).
+// leases it owns: those not settled yet, now in flight. A run with none
+// left is not detached: detach waits for its end (at hand) and returns
+// false.
 func (r *laneRun) detach() (map[*dueItem]bool, bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	select {
-	case <-r.done:
-		return nil, false
-	default:
-	}
 	owned := make(map[*dueItem]bool)
 	var items []*dueItem
 	for _, it := range r.items {
@@ -224,17 +219,15 @@ func (r *laneRun) detach() (map[*dueItem]bool, bool) {
 		}
 	}
 	if len(items) == 0 {
-		// Every lease is settled: the run is ending, with nothing to
-		// commit of its own.
 		r.mu.Unlock()
 		<-r.done
-		r.mu.Lock() // for the deferred Unlock
 		return nil, false
 	}
 	r.detached = true
-	// Recorded under r.mu, so that no settled lease of the run is
-	// forgotten before it is recorded.
+	// Recorded under r.mu, so that none of them is settled (and
+	// forgotten) before it is recorded.
 	r.m.flights.detach(r, items)
+	r.mu.Unlock()
 	return owned, true
 }
 
