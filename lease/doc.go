@@ -219,9 +219,13 @@
 // renewal only if the lease did not change while the Renewer ran.
 //
 // Every closure given to the store's Update is safe to run more than once.
-// Start runs one goroutine; Stop cancels it and waits for it to end (a
-// Step runs a goroutine per revoker call, and waits for each to return or
-// time out).
+// Start runs one goroutine; Stop cancels it and waits for it to end. A
+// Step runs a goroutine per revoker call, and one per mount of a batch
+// (its lane), and waits for them half a second at most: the lanes still
+// going then outlive the Step, bounded by its context and by
+// RevokeTimeout per call, and Stop cancels them too and waits for them.
+// What is left after Stop is only the calls of revokers that ignore their
+// context, counted in their lane (see below).
 //
 // # Hold
 //
@@ -250,9 +254,24 @@
 // (Options.RevokeConcurrency calls at once, each bounded by
 // Options.RevokeTimeout), the mounts side by side: a mount whose backend
 // fails or hangs backs off alone, its leases put off and none lost, and
-// delays another mount's revocations by one RevokeTimeout at most, once
-// per backoff (see Step). A Revoker should still honour its context: one
+// delays another mount's revocations by half a second at most, once per
+// backoff (see Step). A Revoker should still honour its context: one
 // that ignores it is left running past the timeout, and its mount gets no
 // new call until it returns. A Revoker must not call Step, which waits for
 // the Step that called the Revoker.
+//
+// Why a Step waits for a lane half a second and no longer: RevokeTimeout
+// is set for a backend's slowest honest answer (30s by default, as a
+// directory's client may take that long to connect), and a Step that
+// waited for it would hold every later Step, and so every other mount's
+// leases, that long. Waiting for no lane at all would make Step's result
+// unreadable (a test, or a program driving time, could not tell when the
+// revocations it asked for are done), and would commit each outcome on
+// its own. So a Step waits long enough for a healthy backend to answer a
+// batch, and leaves the rest in flight. The in-flight set lives in the
+// process's memory, not in the store: another process sharing the store
+// sees those leases due and its own lanes decide, and a lease revoked by
+// both is revoked once in effect (revokers are idempotent). A lane has
+// one run going at a time, so that its mount never gets more than
+// RevokeConcurrency calls at once from this process.
 package lease

@@ -17,7 +17,8 @@ import (
 // backend, and do not count); it stays closed for a backoff, and while
 // its revoker holds Options.RevokeConcurrency calls that timed out and
 // have not returned. The due leases of a closed lane are put off to its
-// end without a call.
+// end without a call; so are those of a lane whose run (see laneRun) a
+// Step left going.
 type lanes struct {
 	mu sync.Mutex
 	m  map[string]*lane
@@ -25,6 +26,7 @@ type lanes struct {
 
 type lane struct {
 	running  int       // revoker calls that have not returned, timed out or not
+	active   bool      // a run of the lane goes on (see laneRun)
 	failures int       // failed calls in a row, Permanent ones aside
 	trips    int       // closings since the last success
 	until    time.Time // no call before this instant (its backoff)
@@ -48,20 +50,31 @@ func (l *lanes) get(mount string) *lane {
 	return ln
 }
 
-// blocked reports whether mount's lane takes no call at now, and until
-// when to put its leases off. A lane blocked by hung calls only is looked
-// at again after retry.
-func (l *lanes) blocked(mount string, now time.Time, limit int, retry time.Duration) (time.Time, bool) {
+// acquire starts a run of mount's lane at now (see laneRun) and returns
+// how many calls it may make at once; or, when the lane takes no call,
+// returns 0 and until when to put its leases off. A lane takes no call
+// during its backoff, while another run of it goes on (one a Step left
+// running), or while limit of its calls have not returned; the last two
+// are looked at again after retry. A run ends with release.
+func (l *lanes) acquire(mount string, now time.Time, limit int, retry time.Duration) (int, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.get(mount)
 	switch {
 	case ln.until.After(now):
-		return ln.until, true
-	case ln.running >= limit:
-		return now.Add(retry), true
+		return 0, ln.until
+	case ln.active || ln.running >= limit:
+		return 0, now.Add(retry)
 	}
-	return time.Time{}, false
+	ln.active = true
+	return limit - ln.running, time.Time{}
+}
+
+// release ends the run of mount's lane that acquire started.
+func (l *lanes) release(mount string) {
+	l.mu.Lock()
+	l.get(mount).active = false
+	l.mu.Unlock()
 }
 
 // started and ended count a call of mount's revoker.
@@ -153,71 +166,4 @@ func (m *Manager) expire(ctx context.Context, l Lease) (err error) {
 		defer func() { op.End(nil, err) }()
 	}
 	return m.callTimed(ctx, l)
-}
-
-// revokeLane revokes the due leases of one mount, in index order, at most
-// Options.RevokeConcurrency at a time, and sets each item's outcome. Once
-// the lane closes (see lanes) no further call is made: the leases not
-// tried are put off to its end, with no attempt counted; so are those of
-// a lane that is closed already.
-func (m *Manager) revokeLane(ctx context.Context, now time.Time, mount string, items []*dueItem) {
-	holdAll := func(items []*dueItem, until time.Time) {
-		for _, it := range items {
-			it.outcome = heldBack
-			it.next = it.e
-			it.next.NextAttempt = until
-		}
-	}
-	if until, blocked := m.lanes.blocked(mount, now, m.opts.RevokeConcurrency, m.opts.RetryBase); blocked {
-		holdAll(items, until)
-		return
-	}
-	var (
-		mu    sync.Mutex
-		next  int
-		until time.Time // set by the first failure
-		wg    sync.WaitGroup
-	)
-	take := func() *dueItem {
-		mu.Lock()
-		defer mu.Unlock()
-		if !until.IsZero() || next == len(items) || ctx.Err() != nil {
-			return nil
-		}
-		it := items[next]
-		next++
-		return it
-	}
-	for range min(m.opts.RevokeConcurrency, len(items)) {
-		wg.Go(func() {
-			for it := take(); it != nil; it = take() {
-				it.err = m.expire(ctx, it.e.Lease)
-				switch {
-				case it.err != nil && ctx.Err() != nil:
-					it.outcome = leave
-				case it.err == nil:
-					it.outcome = revoked
-				case errors.Is(it.err, errNoRevoker):
-					it.outcome = postponed
-					it.next = m.postponed(&it.e, now)
-				case isPermanent(it.err):
-					it.outcome = failedAttempt
-					it.next = m.failed(&it.e, now, it.err)
-				default:
-					it.outcome = failedAttempt
-					it.next = m.failed(&it.e, now, it.err)
-					u, closed := m.lanes.failed(mount, now, it.next.NextAttempt, errors.Is(it.err, errTimedOut), m.backoff)
-					mu.Lock()
-					if closed && until.IsZero() {
-						until = u
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if !until.IsZero() && ctx.Err() == nil {
-		holdAll(items[next:], until)
-	}
 }

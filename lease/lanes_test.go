@@ -3,12 +3,14 @@ package lease
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/internal/everystore"
 	"github.com/keelhq/keel/internal/keeltest"
 )
@@ -182,4 +184,249 @@ func TestSporadicFailuresKeepTheLaneOpen(t *testing.T) {
 	if calls.Load() != 100 || failed != 10 {
 		t.Fatalf("%d calls, %d failed leases; want 100 and 10", calls.Load(), failed)
 	}
+}
+
+// TestHungMountDelaysNoOtherByDefault: as TestHungMountDelaysNoOther, with
+// RevokeTimeout left at its default (30s). The hung mount's 1,000 leases
+// come first in the expiry index, the other mount's lease last, due at the
+// same time. The Step returns, the other lease revoked and removed, while
+// the hung calls still hang and before any of them timed out (no attempt
+// recorded): it did not wait for them. A later Step revokes another lease
+// of the other mount, with no new call of the hung one. Once the hung
+// calls return, the run the first Step left going revokes what it owned,
+// and later Steps the leases put off: every lease of the hung mount is
+// revoked, once.
+func TestHungMountDelaysNoOtherByDefault(t *testing.T) {
+	e := newEnv(t, everystore.Mem, nil, nil)
+	hung := &hungRevoker{release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	if err := e.m.register("hung/", hung, nil); err != nil { // "hung/" sorts before "ldap/"
+		t.Fatal(err)
+	}
+	const n = 1000
+	slow := make([]Lease, n)
+	for i := range slow {
+		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: time.Minute})
+	}
+	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
+	due := t0.Add(time.Minute)
+
+	e.step(t, due)
+	// The calls started are all in the revoker (and stay there).
+	keeltest.Until(t, "the calls started entered the revoker", func() bool {
+		return int(hung.calls.Load()) == e.m.lanes.runningOf("hung/")
+	})
+	calls := hung.calls.Load()
+	if calls == 0 || calls > defaultRevokeConcurrency {
+		t.Fatalf("%d calls of the hung mount, want 1 to RevokeConcurrency (%d)", calls, defaultRevokeConcurrency)
+	}
+	if _, ok := e.get(t, fast.ID); ok || !slices.Contains(e.rev.ids(), fast.ID) {
+		t.Fatalf("the other mount's lease: stored %v, revoker called %v", ok, slices.Contains(e.rev.ids(), fast.ID))
+	}
+	checkNoneLost := func() {
+		t.Helper()
+		for _, l := range slow {
+			got, ok := e.get(t, l.ID)
+			switch {
+			case !ok:
+				t.Fatalf("lease %s of the hung mount lost", l.ID)
+			case got.Attempts != 0:
+				// The Step waited for a call to time out.
+				t.Fatalf("lease %s of the hung mount has an attempt (%q): a Step waited for its call", l.ID, got.LastError)
+			}
+		}
+	}
+	checkNoneLost()
+
+	// Another lease of the other mount, due later, is revoked while the
+	// hung calls still hang; the hung mount gets no new call.
+	fast2 := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: 2 * time.Minute})
+	e.step(t, t0.Add(2*time.Minute))
+	if _, ok := e.get(t, fast2.ID); ok {
+		t.Fatal("the other mount's later lease is still stored")
+	}
+	if got := hung.calls.Load(); got != calls {
+		t.Fatalf("%d new calls of the hung mount", got-calls)
+	}
+	if running := e.m.lanes.runningOf("hung/"); running != int(calls) {
+		t.Fatalf("%d hung calls running, want %d", running, calls)
+	}
+	checkNoneLost()
+
+	// The directory answers again.
+	release()
+	keeltest.Until(t, "the run left going ended", func() bool { return e.m.lanes.idle("hung/") && e.m.flights.n.Load() == 0 })
+	at := t0.Add(3 * time.Minute)
+	for range n {
+		next := e.step(t, at)
+		if next.IsZero() {
+			break
+		}
+		at = next
+	}
+	for _, l := range slow {
+		if _, ok := e.get(t, l.ID); ok {
+			t.Fatalf("lease %s of the hung mount not revoked", l.ID)
+		}
+	}
+	if got := hung.calls.Load(); got != n {
+		t.Fatalf("%d calls of the hung mount's revoker for %d leases", got, n)
+	}
+}
+
+// idle reports whether mount's lane has no run and no call going.
+func (l *lanes) idle(mount string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.get(mount)
+	return !ln.active && ln.running == 0
+}
+
+// TestStopEndsRunsLeftGoing: a Step leaves a call that waits for its
+// context going (the default RevokeTimeout is far); Stop cancels its run
+// and returns once the run has ended. The lease is left as it was: an
+// interrupted call is not a failure.
+func TestStopEndsRunsLeftGoing(t *testing.T) {
+	e := newEnv(t, everystore.Mem, nil, nil)
+	var started, returned atomic.Int32
+	waiting := RevokerFunc(func(ctx context.Context, l Lease) error {
+		started.Add(1)
+		defer returned.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if err := e.m.register("wait/", waiting, nil); err != nil {
+		t.Fatal(err)
+	}
+	l := e.issue(t, IssueRequest{Path: "wait/creds/x", TTL: time.Minute})
+	e.step(t, l.ExpireTime)
+	if started.Load() != 1 || returned.Load() != 0 {
+		t.Fatalf("after the Step: %d calls started, %d returned; want 1 and 0", started.Load(), returned.Load())
+	}
+	e.m.Stop()
+	// Stop waited for the run; the call itself, cancelled, returns on its
+	// own (callTimed does not wait for it, as for one that ignores ctx).
+	if e.m.flights.n.Load() != 0 || e.m.lanes.activeOf("wait/") {
+		t.Fatal("Stop returned with the run the Step left going still going")
+	}
+	if got, ok := e.get(t, l.ID); !ok || got.Attempts != 0 || !got.NextAttempt.Equal(l.ExpireTime) {
+		t.Fatalf("after Stop: stored %v, %+v; want the lease as it was", ok, got)
+	}
+	keeltest.Until(t, "the cancelled call returned", func() bool { return returned.Load() == 1 && e.m.lanes.idle("wait/") })
+}
+
+// TestWorkerHungMountDelaysNoOther: the worker (Start) on the real clock,
+// RevokeTimeout at its default. 1,000 leases of a hung mount fall due, and
+// one of another mount with the last of them: the other is revoked and
+// removed while the hung calls hang, before any of them timed out. Once
+// they return, every lease of the hung mount is revoked, once. The delay
+// from the other lease's expiry to its removal is logged.
+func TestWorkerHungMountDelaysNoOther(t *testing.T) {
+	e := newEnv(t, everystore.Mem, &Options{Clock: keel.SystemClock{}, RetryBase: 50 * time.Millisecond}, nil)
+	hung := &hungRevoker{release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	if err := e.m.register("hung/", hung, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.m.Start()
+	const n, ttl = 1000, 2 * time.Second
+	slow := make([]Lease, n)
+	for i := range slow {
+		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: ttl})
+	}
+	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: ttl})
+	keeltest.Until(t, "the other mount's lease removed", func() bool {
+		_, ok := e.get(t, fast.ID)
+		return !ok
+	})
+	late := time.Since(fast.ExpireTime)
+	calls := hung.calls.Load()
+	if calls == 0 || calls > defaultRevokeConcurrency {
+		t.Fatalf("%d calls of the hung mount, want 1 to RevokeConcurrency (%d)", calls, defaultRevokeConcurrency)
+	}
+	for _, l := range slow {
+		got, ok := e.get(t, l.ID)
+		switch {
+		case !ok:
+			t.Fatalf("lease %s of the hung mount lost", l.ID)
+		case got.Attempts != 0:
+			t.Fatalf("lease %s of the hung mount has an attempt (%q): the worker waited for its call", l.ID, got.LastError)
+		}
+	}
+	t.Logf("the other mount's lease removed %s after its expiry (polled at 50ms at most), %d hung calls going", late, calls)
+
+	release()
+	keeltest.Until(t, "every lease of the hung mount revoked", func() bool {
+		for _, l := range slow {
+			if _, ok := e.get(t, l.ID); ok {
+				return false
+			}
+		}
+		return true
+	})
+	e.m.Stop()
+	if got := hung.calls.Load(); got != n {
+		t.Fatalf("%d calls of the hung mount's revoker for %d leases", got, n)
+	}
+}
+
+// TestRunLeftGoingCommitsTimeouts: with RevokeTimeout above laneWait, the
+// Step leaves the hung mount's run going; when its calls time out, the run
+// commits them itself as failed attempts, closes the lane and puts the
+// leases it had not tried off to the lane's backoff, with no attempt
+// counted, and wakes the worker for them. None is lost.
+func TestRunLeftGoingCommitsTimeouts(t *testing.T) {
+	e := newEnv(t, everystore.Mem, &Options{RevokeTimeout: 2 * laneWait}, nil)
+	hung := &hungRevoker{release: make(chan struct{})}
+	t.Cleanup(func() { close(hung.release) })
+	if err := e.m.register("hung/", hung, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	slow := make([]Lease, n)
+	for i := range slow {
+		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: time.Minute})
+	}
+	due := t0.Add(time.Minute)
+	select {
+	case <-e.m.wake: // Issue's wake-up: the worker does not run
+	default:
+	}
+	e.step(t, due)
+	keeltest.Until(t, "the run left going ended", func() bool { return !e.m.lanes.activeOf("hung/") && e.m.flights.n.Load() == 0 })
+	select {
+	case <-e.m.wake:
+	default:
+		t.Fatal("the run put leases off without waking the worker")
+	}
+	attempted, held := 0, 0
+	for _, l := range slow {
+		got, ok := e.get(t, l.ID)
+		switch {
+		case !ok:
+			t.Fatalf("lease %s of the hung mount lost", l.ID)
+		case !got.NextAttempt.After(due):
+			t.Fatalf("lease %s is due at %s, not after the Step's %s", l.ID, got.NextAttempt, due)
+		case got.Attempts == 1 && strings.Contains(got.LastError, "timeout"):
+			attempted++
+		case got.Attempts == 0:
+			held++
+		default:
+			t.Fatalf("lease %s: %d attempts, %q", l.ID, got.Attempts, got.LastError)
+		}
+	}
+	if calls := int(hung.calls.Load()); attempted != calls || calls == 0 || calls > defaultRevokeConcurrency || attempted+held != n {
+		t.Fatalf("%d attempted, %d put off, %d calls; want the calls attempted (1 to %d) and the rest put off", attempted, held, calls, defaultRevokeConcurrency)
+	}
+}
+
+// activeOf reports whether mount's lane has a run going.
+func (l *lanes) activeOf(mount string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.get(mount).active
 }

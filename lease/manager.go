@@ -167,6 +167,7 @@ type Manager struct {
 
 	stepMu   sync.Mutex    // one Step at a time
 	lanes    lanes         // the worker's revocation lanes, one per mount
+	flights  inflight      // the revocations Steps left going (see laneRun)
 	wake     chan struct{} // buffered 1: a pending wake-up of the worker
 	worker   *leader.Worker
 	tidying  atomic.Bool

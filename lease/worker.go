@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/keelhq/keel/storage"
@@ -22,6 +23,15 @@ import (
 // entries and records the failures (see Revoke). It returns when the next
 // entry is due (after now), or the zero time when the index is empty.
 //
+// Step waits half a second (real time) at most for a mount's lane: a lane
+// still calling its revoker then is left to finish on its own, with ctx:
+// the Step commits what is settled and goes on, and the lane commits its
+// leases' outcomes itself, in small batches, as its calls return or time
+// out. Until then those leases are in flight: later Steps of this process
+// skip them, and put the mount's other due leases off by RetryBase, with
+// no attempt counted, making no call. A Step whose revokers answer within
+// the half second has done all its work when it returns.
+//
 // A lane closes at a call past the timeout, or at the fifth failure in a
 // row (errors marked Permanent aside: they judge one lease, not the
 // backend): it backs off, at most until the failed lease's retry, and its
@@ -30,9 +40,9 @@ import (
 // lane's calls that timed out have not returned (a revoker that ignores
 // its context is left running, and its mount gets no more calls than
 // RevokeConcurrency). So a mount whose backend fails or hangs delays
-// another's revocations by one RevokeTimeout at most, once per backoff,
-// and loses no lease, while one that refuses a lease now and then slows
-// no other. A success of the mount's revoker, in Step or in Revoke, opens
+// another's revocations by half a second at most, once per backoff, and
+// loses no lease, while one that refuses a lease now and then slows no
+// other. A success of the mount's revoker, in Step or in Revoke, opens
 // its lane again.
 //
 // Index entries that name no lease, or not the lease's current entry, or
@@ -52,8 +62,9 @@ import (
 //
 // Step returns an error only for ctx or the store (wrapping their
 // errors, so that errors.Is finds context.Canceled); a lease revoked whose
-// removal did not commit is revoked again by a later Step (revokers are
-// idempotent). Steps run one at a time: a Step waits for another to end.
+// removal did not commit, by the Step or by a lane left going (which logs
+// the error and wakes the worker), is revoked again by a later Step
+// (revokers are idempotent). Steps run one at a time: a Step waits for another to end.
 // The worker of Start calls Step; tests and programs that drive time
 // themselves call it directly.
 func (m *Manager) Step(ctx context.Context, now time.Time) (time.Time, error) {
@@ -98,6 +109,7 @@ type outcome uint8
 
 const (
 	leave         outcome = iota // not processed (ctx ended): leave everything
+	pending                      // its lane's run has not settled it yet
 	dropIndex                    // the entry dangles: remove it
 	revoked                      // the lease is revoked: remove it
 	failedAttempt                // record next in place of e
@@ -126,6 +138,8 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 			} else if at.After(now) {
 				next = at
 				return storage.StopScan
+			} else if m.flights.has(id) {
+				return nil // its run, left going by a Step, decides
 			} else {
 				items = append(items, &dueItem{key: key, id: id})
 			}
@@ -155,8 +169,10 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 	return items, next, held, err
 }
 
-// process revokes the leases of items, each mount's in its own lane (see
-// revokeLane), the lanes at once, and commits the outcomes.
+// process revokes the leases of items, each mount's in a run of its lane
+// (see laneRun), the runs at once, and commits the outcomes: all of them
+// in one transaction when every run ends within laneWait; otherwise
+// those settled by then, the runs still going committing the rest.
 func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) error {
 	byMount := make(map[string][]*dueItem)
 	for _, it := range items {
@@ -176,11 +192,75 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		it.outcome = leave // until its lane decides
 		byMount[e.Mount] = append(byMount[e.Mount], it)
 	}
-	var wg sync.WaitGroup
+	var runs []*laneRun
 	for mount, its := range byMount {
-		wg.Go(func() { m.revokeLane(ctx, now, mount, its) })
+		workers, until := m.lanes.acquire(mount, now, m.opts.RevokeConcurrency, m.opts.RetryBase)
+		if workers == 0 {
+			for _, it := range its {
+				it.outcome = heldBack
+				it.next = it.e
+				it.next.NextAttempt = until
+			}
+			continue
+		}
+		runs = append(runs, m.startRun(ctx, now, mount, its, workers))
 	}
-	wg.Wait()
+	if owned := awaitRuns(runs); owned != nil {
+		items = slices.DeleteFunc(slices.Clone(items), func(it *dueItem) bool { return owned[it] })
+	}
+	if err := m.commit(ctx, now, items); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// awaitRuns waits for runs to end, laneWait at most: the runs still going
+// then are detached, and awaitRuns returns the leases they own (nil when
+// none is).
+func awaitRuns(runs []*laneRun) map[*dueItem]bool {
+	if len(runs) == 0 {
+		return nil
+	}
+	timer := time.NewTimer(laneWait)
+	defer timer.Stop()
+	var owned map[*dueItem]bool
+	late := false
+	for _, r := range runs {
+		if !late {
+			select {
+			case <-r.done:
+				continue
+			case <-timer.C:
+				late = true
+			}
+		}
+		its, detached := r.detach()
+		if !detached {
+			continue
+		}
+		if owned == nil {
+			owned = its
+			continue
+		}
+		maps.Copy(owned, its)
+	}
+	return owned
+}
+
+// commit records the outcomes of items in one transaction (the revoked
+// leases removed, the failures and the leases put off stored, the
+// dangling index entries dropped), then logs them.
+func (m *Manager) commit(ctx context.Context, now time.Time, items []*dueItem) error {
+	write := false
+	for _, it := range items {
+		if it.outcome != leave {
+			write = true
+			break
+		}
+	}
+	if !write {
+		return nil
+	}
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		q := newQuotaTx(tx)
 		for _, it := range items {
@@ -229,7 +309,7 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		}
 		m.log.Log(ctx, level, "due leases put off: no engine serves their mount in this process", "leases", waiting, "longest_wait", longest)
 	}
-	return ctx.Err()
+	return nil
 }
 
 // dropIfDangling removes the index entry key unless it is, by now, the
@@ -273,10 +353,15 @@ func (m *Manager) backoff(n int) time.Duration {
 func (m *Manager) Start() { m.worker.Start() }
 
 // Stop stops the worker: it cancels the context of the running Step (so
-// that revokers see it) and waits for the goroutine to end. Stop does
-// nothing when the worker does not run; concurrent calls all return after
-// the worker has ended.
-func (m *Manager) Stop() { m.worker.Stop() }
+// that revokers see it) and waits for the goroutine to end; it also
+// cancels the lanes that Steps left going (see Step) and waits for them,
+// whose leases stay due, no attempt counted. Stop does nothing else when
+// the worker does not run; concurrent calls all return after the worker
+// has ended.
+func (m *Manager) Stop() {
+	m.worker.Stop()
+	m.flights.stop()
+}
 
 // idOf returns the lease id of a key of the id/ prefix.
 func idOf(key string) string { return strings.TrimPrefix(key, idPrefix) }
