@@ -221,8 +221,8 @@
 // Every closure given to the store's Update is safe to run more than once.
 // Start runs one goroutine; Stop cancels it and waits for it to end. A
 // Step runs a goroutine per revoker call, and one per mount of a batch
-// (its lane), and waits for them half a second at most: the lanes still
-// going then outlive the Step, bounded by its context and by
+// (its lane); the worker's steps wait for them half a second at most: the
+// lanes still going then outlive the step, bounded by its context and by
 // RevokeTimeout per call, and Stop cancels them too and waits for them.
 // What is left after Stop is only the calls of revokers that ignore their
 // context, counted in their lane (see below).
@@ -260,15 +260,16 @@
 // new call until it returns. A Revoker must not call Step, which waits for
 // the Step that called the Revoker.
 //
-// Why a Step waits for a lane half a second and no longer: RevokeTimeout
-// is set for a backend's slowest honest answer (30s by default, as a
-// directory's client may take that long to connect), and a Step that
-// waited for it would hold every later Step, and so every other mount's
-// leases, that long. Waiting for no lane at all would make Step's result
-// unreadable (a test, or a program driving time, could not tell when the
-// revocations it asked for are done), and would commit each outcome on
-// its own. So a Step waits long enough for a healthy backend to answer a
-// batch, and leaves the rest in flight. The in-flight set lives in the
+// Why the worker waits for a lane half a second and no longer:
+// RevokeTimeout is set for a backend's slowest honest answer (30s by
+// default, as a directory's client may take that long to connect), and a
+// step that waited for it would hold every later step, and so every other
+// mount's leases, that long. Waiting for no lane at all would commit each
+// outcome on its own. So the worker waits long enough for a healthy
+// backend to answer a batch, and leaves the rest in flight. Step called
+// directly waits for every call instead: a test, or a program driving
+// time, knows that the revocations it asked for are done when it
+// returns, whatever the machine's load. The in-flight set lives in the
 // process's memory, not in the store: another process sharing the store
 // sees those leases due and its own lanes decide, and a lease revoked by
 // both is revoked once in effect (revokers are idempotent). A lane has

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// laneWait bounds (in real time) how long a Step waits for a lane's run
-// before it leaves the run going on its own (see Step).
+// laneWait bounds (in real time) how long the worker's step waits for a
+// lane's run before it leaves the run going on its own (see Step).
 const laneWait = 500 * time.Millisecond
 
 // laneRun is one mount's share of a batch of Step: its due leases,

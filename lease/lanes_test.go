@@ -189,7 +189,7 @@ func TestSporadicFailuresKeepTheLaneOpen(t *testing.T) {
 // TestHungMountDelaysNoOtherByDefault: as TestHungMountDelaysNoOther, with
 // RevokeTimeout left at its default (30s). The hung mount's 1,000 leases
 // come first in the expiry index, the other mount's lease last, due at the
-// same time. The Step returns, the other lease revoked and removed, while
+// same time. The worker's step returns, the other lease revoked and removed, while
 // the hung calls still hang and before any of them timed out (no attempt
 // recorded): it did not wait for them. A later Step revokes another lease
 // of the other mount, with no new call of the hung one. Once the hung
@@ -213,7 +213,7 @@ func TestHungMountDelaysNoOtherByDefault(t *testing.T) {
 	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
 	due := t0.Add(time.Minute)
 
-	e.step(t, due)
+	e.workerStep(t, due)
 	// The calls started are all in the revoker (and stay there).
 	keeltest.Until(t, "the calls started entered the revoker", func() bool {
 		return int(hung.calls.Load()) == e.m.lanes.runningOf("hung/")
@@ -284,7 +284,7 @@ func (l *lanes) idle(mount string) bool {
 	return !ln.active && ln.running == 0
 }
 
-// TestStopEndsRunsLeftGoing: a Step leaves a call that waits for its
+// TestStopEndsRunsLeftGoing: a worker's step leaves a call that waits for its
 // context going (the default RevokeTimeout is far); Stop cancels its run
 // and returns once the run has ended. The lease is left as it was: an
 // interrupted call is not a failure.
@@ -301,7 +301,7 @@ func TestStopEndsRunsLeftGoing(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := e.issue(t, IssueRequest{Path: "wait/creds/x", TTL: time.Minute})
-	e.step(t, l.ExpireTime)
+	e.workerStep(t, l.ExpireTime)
 	if started.Load() != 1 || returned.Load() != 0 {
 		t.Fatalf("after the Step: %d calls started, %d returned; want 1 and 0", started.Load(), returned.Load())
 	}
@@ -396,7 +396,7 @@ func TestRunLeftGoingCommitsTimeouts(t *testing.T) {
 	case <-e.m.wake: // Issue's wake-up: the worker does not run
 	default:
 	}
-	e.step(t, due)
+	e.workerStep(t, due)
 	keeltest.Until(t, "the run left going ended", func() bool { return !e.m.lanes.activeOf("hung/") && e.m.flights.n.Load() == 0 })
 	select {
 	case <-e.m.wake:
@@ -429,4 +429,40 @@ func (l *lanes) activeOf(mount string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.get(mount).active
+}
+
+// workerStep is step as the worker of Start steps: waiting laneWait at
+// most for a lane.
+func (e *env) workerStep(t testing.TB, at time.Time) time.Time {
+	t.Helper()
+	next, err := e.m.workerStep(context.Background(), at)
+	if err != nil {
+		t.Fatalf("workerStep(%s): %v", at, err)
+	}
+	return next
+}
+
+// TestStepCalledDirectlyWaitsForEveryCall: Step, called by a program that
+// drives time, waits for a revoker slower than the worker's wait for a
+// lane: the lease is revoked and removed when it returns, whatever the
+// load of the machine.
+func TestStepCalledDirectlyWaitsForEveryCall(t *testing.T) {
+	e := newEnv(t, everystore.Mem, nil, nil)
+	var returned atomic.Bool
+	slow := RevokerFunc(func(ctx context.Context, l Lease) error {
+		time.Sleep(laneWait + laneWait/2)
+		returned.Store(true)
+		return nil
+	})
+	if err := e.m.register("slow/", slow, nil); err != nil {
+		t.Fatal(err)
+	}
+	l := e.issue(t, IssueRequest{Path: "slow/creds/x", TTL: time.Minute})
+	e.step(t, l.ExpireTime)
+	if !returned.Load() {
+		t.Fatal("Step returned before the revoker did")
+	}
+	if _, ok := e.get(t, l.ID); ok {
+		t.Fatal("the lease is still stored after the Step")
+	}
 }

@@ -281,7 +281,7 @@ func New(store storage.Store, opts *Options) (*Manager, error) {
 		wake:   make(chan struct{}, 1),
 	}
 	m.heldHere.Store(o.Held)
-	m.worker = leader.NewWorker(m.Step, &leader.WorkerOptions{
+	m.worker = leader.NewWorker(m.workerStep, &leader.WorkerOptions{
 		Clock: o.Clock, Leader: o.Leader, Retry: o.RetryBase, Wake: m.wake,
 		OnError: func(err error) { m.log.Error("lease worker", "error", err, "retry_in", o.RetryBase) },
 		Watch:   m.watchDue,

@@ -23,14 +23,16 @@ import (
 // entries and records the failures (see Revoke). It returns when the next
 // entry is due (after now), or the zero time when the index is empty.
 //
-// Step waits half a second (real time) at most for a mount's lane: a lane
-// still calling its revoker then is left to finish on its own, with ctx:
-// the Step commits what is settled and goes on, and the lane commits its
-// leases' outcomes itself, in small batches, as its calls return or time
-// out. Until then those leases are in flight: later Steps of this process
-// skip them, and put the mount's other due leases off by RetryBase, with
-// no attempt counted, making no call. A Step whose revokers answer within
-// the half second has done all its work when it returns.
+// Step waits for every call it makes (each bounded by RevokeTimeout), so
+// that a program or a test that drives time has done all that was due
+// when it returns. The worker of Start steps differently: it waits half a
+// second (real time) at most for a mount's lane: a lane still calling its
+// revoker then is left to finish on its own: the worker's step commits
+// what is settled and goes on, and the lane commits its leases' outcomes
+// itself, in small batches, as its calls return or time out. Until then
+// those leases are in flight: later Steps of this process skip them, and
+// put the mount's other due leases off by RetryBase, with no attempt
+// counted, making no call.
 //
 // A lane closes at a call past the timeout, or at the fifth failure in a
 // row (errors marked Permanent aside: they judge one lease, not the
@@ -39,9 +41,9 @@ import (
 // Step puts them off likewise while the backoff lasts, or while the
 // lane's calls that timed out have not returned (a revoker that ignores
 // its context is left running, and its mount gets no more calls than
-// RevokeConcurrency). So a mount whose backend fails or hangs delays
-// another's revocations by half a second at most, once per backoff, and
-// loses no lease, while one that refuses a lease now and then slows no
+// RevokeConcurrency). So, under the worker, a mount whose backend fails
+// or hangs delays another's revocations by half a second at most, once
+// per backoff, and loses no lease, while one that refuses a lease now and then slows no
 // other. A success of the mount's revoker, in Step or in Revoke, opens
 // its lane again.
 //
@@ -68,6 +70,16 @@ import (
 // The worker of Start calls Step; tests and programs that drive time
 // themselves call it directly.
 func (m *Manager) Step(ctx context.Context, now time.Time) (time.Time, error) {
+	return m.step(ctx, now, 0)
+}
+
+// workerStep is the worker's Step: it waits laneWait at most for a lane.
+func (m *Manager) workerStep(ctx context.Context, now time.Time) (time.Time, error) {
+	return m.step(ctx, now, laneWait)
+}
+
+// step is Step, waiting for a lane's run wait at most (0: until it ends).
+func (m *Manager) step(ctx context.Context, now time.Time, wait time.Duration) (time.Time, error) {
 	m.stepMu.Lock()
 	defer m.stepMu.Unlock()
 	now = norm(now)
@@ -86,7 +98,7 @@ func (m *Manager) Step(ctx context.Context, now time.Time) (time.Time, error) {
 		if len(items) == 0 {
 			return next, nil
 		}
-		if err := m.process(ctx, now, items); err != nil {
+		if err := m.process(ctx, now, items, wait); err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
 	}
@@ -173,7 +185,7 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 // (see laneRun), the runs at once, and commits the outcomes: all of them
 // in one transaction when every run ends within laneWait; otherwise
 // those settled by then, the runs still going committing the rest.
-func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) error {
+func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem, wait time.Duration) error {
 	byMount := make(map[string][]*dueItem)
 	for _, it := range items {
 		it.outcome = dropIndex
@@ -205,7 +217,7 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 		}
 		runs = append(runs, m.startRun(ctx, now, mount, its, workers))
 	}
-	if owned := awaitRuns(runs); owned != nil {
+	if owned := awaitRuns(runs, wait); owned != nil {
 		items = slices.DeleteFunc(slices.Clone(items), func(it *dueItem) bool { return owned[it] })
 	}
 	if err := m.commit(ctx, now, items); err != nil {
@@ -214,15 +226,19 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem) 
 	return ctx.Err()
 }
 
-// awaitRuns waits for runs to end, laneWait at most: the runs still going
-// then are detached, and awaitRuns returns the leases they own (nil when
-// none is).
-func awaitRuns(runs []*laneRun) map[*dueItem]bool {
+// awaitRuns waits for runs to end, wait at most (0: until they end): the
+// runs still going then are detached, and awaitRuns returns the leases
+// they own (nil when none is).
+func awaitRuns(runs []*laneRun, wait time.Duration) map[*dueItem]bool {
 	if len(runs) == 0 {
 		return nil
 	}
-	timer := time.NewTimer(laneWait)
-	defer timer.Stop()
+	var timeUp <-chan time.Time // nil: never
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeUp = timer.C
+	}
 	var owned map[*dueItem]bool
 	late := false
 	for _, r := range runs {
@@ -230,7 +246,7 @@ func awaitRuns(runs []*laneRun) map[*dueItem]bool {
 			select {
 			case <-r.done:
 				continue
-			case <-timer.C:
+			case <-timeUp:
 				late = true
 			}
 		}
