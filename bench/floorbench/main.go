@@ -275,7 +275,7 @@ func (b *bench) start(ctx context.Context, work, self, name string, procs int, p
 			bin = b.cfg.oldServer
 		}
 		if name == "keel-bolt" || name == "old-bolt" {
-			data = filepath.Join(work, fmt.Sprintf("bolt-%d.db", procs))
+			data = filepath.Join(work, fmt.Sprintf("%s-%d.db", name, procs))
 		}
 		args := []string{"-addr", addr, "-root-token", token, "-data", data}
 		if s.pprof != "" {
