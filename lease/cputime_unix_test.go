@@ -17,3 +17,13 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
+
+// sysTime returns the system part of cpuTime: the kernel's work for the
+// process (a file's writes and syncs).
+func sysTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Stime.Nano())
+}
