@@ -63,6 +63,8 @@ type Store struct {
 	arrived chan struct{}
 	// after is time.After; tests replace it to control the wait.
 	after func(time.Duration) <-chan time.Time
+	// calls keeps the calls of returned Updates for reuse.
+	calls sync.Pool
 	// commits and grouped count the commits and the Updates they ran
 	// (tests read them).
 	commits, grouped int
@@ -256,7 +258,11 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		return err
 	}
 	defer s.gate.Leave()
-	c := &call{ctx: ctx, fn: fn, done: make(chan outcome, 1)}
+	c, _ := s.calls.Get().(*call)
+	if c == nil {
+		c = &call{done: make(chan outcome, 1)}
+	}
+	c.ctx, c.fn = ctx, fn
 	s.mu.Lock()
 	s.queue = append(s.queue, c)
 	lead := !s.leading
@@ -274,6 +280,9 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		s.lead()
 		out = <-c.done
 	}
+	// Delivered, c.done is empty and no commit refers to c any more.
+	c.ctx, c.fn = nil, nil
+	s.calls.Put(c)
 	if out.panicked != nil {
 		panic(out.panicked)
 	}
@@ -478,7 +487,10 @@ func (t *tx) Put(key string, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	if err := put(t.b, []byte(key), bytes.Clone(value)); err != nil {
+	// One copy of key and value, which bbolt keeps until the commit.
+	kv := make([]byte, len(key)+len(value))
+	copy(kv[copy(kv, key):], value)
+	if err := put(t.b, kv[:len(key):len(key)], kv[len(key):]); err != nil {
 		return fmt.Errorf("boltstore: put %q: %w", key, err)
 	}
 	return nil
