@@ -51,7 +51,8 @@ type Renewal struct {
 // before calling the Renewer; otherwise Renew fails with an error of kind
 // keel.KindConflict (another operation changed the lease meanwhile; the
 // Renewer's work was done for a state that no longer exists) and the
-// caller may try again.
+// caller may try again. Without a Renewer or a Refresher, Renew reads,
+// checks and stores the lease in one transaction.
 //
 // Renew fails with an error of kind keel.KindInvalid, and changes nothing,
 // for an empty leaseID, a negative increment (fields "LeaseID",
@@ -86,13 +87,109 @@ func (m *Manager) renew(ctx context.Context, leaseID string, increment time.Dura
 	if err := v.Err(); err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
+	if _, mt, ok := m.mountFor(leaseID); ok && mt.revoker != nil && !asksEngine(mt.revoker) {
+		return m.renewStored(ctx, leaseID, increment)
+	}
 	e, raw, err := m.load(ctx, leaseID)
 	if err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
 	now := m.now()
+	r, err := checkRenewal(&e, now, increment)
+	if err != nil {
+		return Renewal{}, err
+	}
+	_, mt, ok := m.mountFor(leaseID)
+	if !ok || mt.revoker == nil {
+		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.KindUnavailable)
+	}
+	if rn, ok := mt.revoker.(Renewer); ok {
+		if err := guard(func() error { return rn.Renew(ctx, e.Lease, r.TTL) }); err != nil {
+			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", leaseID, classify(err))
+		}
+	}
+	if rf, ok := mt.revoker.(Refresher); ok {
+		err := guard(func() (err error) {
+			r.Data, err = rf.Refresh(ctx, e.Lease)
+			return err
+		})
+		if err != nil {
+			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", leaseID, classify(err))
+		}
+	}
+	ne := renewed(&e, now, r.TTL)
+	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		cur, err := tx.Get(idKey(leaseID))
+		if errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("lease %q was revoked during its renewal: %w", leaseID, keel.KindNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(cur, raw) {
+			return fmt.Errorf("lease %q changed during its renewal; try again: %w", leaseID, keel.KindConflict)
+		}
+		return putEntry(tx, &e, &ne)
+	})
+	if err != nil {
+		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
+	}
+	m.wakeFor(ne.NextAttempt)
+	r.Lease = ne.Lease
+	return r, nil
+}
+
+// asksEngine reports whether Renew must call r (a Renewer or a Refresher)
+// between reading the lease and storing its renewal.
+func asksEngine(r Revoker) bool {
+	_, rn := r.(Renewer)
+	_, rf := r.(Refresher)
+	return rn || rf
+}
+
+// renewStored is renew for a lease whose engine is not asked (see
+// asksEngine): it reads, checks and stores the renewal in one transaction,
+// where renew with an engine reads in one and stores in another (the
+// engine is called between them, outside any transaction). The outcomes
+// and errors are renew's; a renewal cannot conflict.
+func (m *Manager) renewStored(ctx context.Context, leaseID string, increment time.Duration) (Renewal, error) {
+	var r Renewal
+	var refused error // final: not wrapped again
+	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		raw, err := tx.Get(idKey(leaseID))
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound(leaseID)
+		}
+		if err != nil {
+			return err
+		}
+		e, err := decodeEntry(leaseID, raw)
+		if err != nil {
+			return err
+		}
+		now := m.now()
+		if r, refused = checkRenewal(&e, now, increment); refused != nil {
+			return refused
+		}
+		ne := renewed(&e, now, r.TTL)
+		r.Lease = ne.Lease
+		return putEntry(tx, &e, &ne)
+	})
+	if refused != nil && errors.Is(err, refused) {
+		return Renewal{}, err
+	}
+	if err != nil {
+		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
+	}
+	m.wakeFor(r.Lease.NextAttempt)
+	return r, nil
+}
+
+// checkRenewal returns the TTLs of a renewal of e by increment at now
+// (Renewal without Lease and Data), or the error that refuses it.
+func checkRenewal(e *entry, now time.Time, increment time.Duration) (Renewal, error) {
 	refuse := func(format string, args ...any) (Renewal, error) {
-		return Renewal{}, fmt.Errorf("lease: renew %q: %w", leaseID, keel.Invalid("LeaseID", format, args...))
+		return Renewal{}, fmt.Errorf("lease: renew %q: %w", e.ID, keel.Invalid("LeaseID", format, args...))
 	}
 	switch {
 	case e.Token:
@@ -116,47 +213,16 @@ func (m *Manager) renew(ctx context.Context, leaseID string, increment time.Dura
 	if capped {
 		ttl = left
 	}
-	_, mt, ok := m.mountFor(leaseID)
-	if !ok || mt.revoker == nil {
-		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.KindUnavailable)
-	}
-	if rn, ok := mt.revoker.(Renewer); ok {
-		if err := guard(func() error { return rn.Renew(ctx, e.Lease, ttl) }); err != nil {
-			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", leaseID, classify(err))
-		}
-	}
-	var data any
-	if rf, ok := mt.revoker.(Refresher); ok {
-		err := guard(func() (err error) {
-			data, err = rf.Refresh(ctx, e.Lease)
-			return err
-		})
-		if err != nil {
-			return Renewal{}, fmt.Errorf("lease: renew %q: refused by the engine: %w", leaseID, classify(err))
-		}
-	}
-	ne := e
+	return Renewal{TTL: ttl, Requested: requested, Capped: capped}, nil
+}
+
+// renewed returns e renewed at now for ttl.
+func renewed(e *entry, now time.Time, ttl time.Duration) entry {
+	ne := *e
 	ne.ExpireTime = now.Add(ttl)
 	ne.NextAttempt = ne.ExpireTime
 	ne.LastRenewalTime = now
-	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		cur, err := tx.Get(idKey(leaseID))
-		if errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("lease %q was revoked during its renewal: %w", leaseID, keel.KindNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(cur, raw) {
-			return fmt.Errorf("lease %q changed during its renewal; try again: %w", leaseID, keel.KindConflict)
-		}
-		return putEntry(tx, &e, &ne)
-	})
-	if err != nil {
-		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
-	}
-	m.wakeFor(ne.NextAttempt)
-	return Renewal{Lease: ne.Lease, TTL: ttl, Requested: requested, Capped: capped, Data: data}, nil
+	return ne
 }
 
 // guard calls fn, turning a panic of the engine's code into an error.

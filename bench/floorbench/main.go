@@ -21,8 +21,8 @@
 // against the floor's read (leased read) and write (renew, revoke: a PUT
 // with a small JSON body, as theirs).
 //
-// With -profile DIR it also takes, during each point of keel-mem and the
-// floor at the first level of -procs, a CPU profile (the servers' -pprof
+// With -profile DIR it also takes, during each point of keel-mem, keel-bolt
+// and the floor at the first level of -procs, a CPU profile (the servers' -pprof
 // listener) and the allocations of the point (two snapshots of
 // /debug/pprof/allocs); read them with
 //
@@ -34,6 +34,7 @@
 //	go run ./floorbench                       # builds ../examples/server
 //	go run ./floorbench -procs 1 -dur 3s -reps 1 -profile /tmp/prof
 //	go run ./floorbench -server /tmp/old-server -targets keel-mem,floor,old-mem
+//	go run ./floorbench -old-server /tmp/old-server -targets keel-bolt,floor,old-bolt -workers 64 -ops write
 //
 // It only talks to loopback addresses.
 package main
@@ -75,7 +76,7 @@ type config struct {
 	workers    int
 	listKeys   int
 	server     string // keel server binary; "": built from ../examples/server
-	oldServer  string // a second keel binary, target old-mem
+	oldServer  string // a second keel binary, targets old-mem and old-bolt
 	targets    []string
 	ops        []string // the operations run, in their order
 	profileDir string
@@ -103,10 +104,10 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.workers, "workers", 32, "concurrent clients")
 	fs.IntVar(&c.listKeys, "list-keys", 10000, "keys in the listed folder")
 	fs.StringVar(&c.server, "server", "", "keel example server `binary`; empty: go build ../examples/server")
-	fs.StringVar(&c.oldServer, "old-server", "", "a second keel server `binary` (an older build), target old-mem")
-	fs.StringVar(&targets, "targets", "keel-mem,floor,keel-bolt", "comma-separated targets, in the order of the first repetition: keel-mem, keel-bolt, floor, old-mem")
+	fs.StringVar(&c.oldServer, "old-server", "", "a second keel server `binary` (an older build), targets old-mem and old-bolt (on a bbolt file)")
+	fs.StringVar(&targets, "targets", "keel-mem,floor,keel-bolt", "comma-separated targets, in the order of the first repetition: keel-mem, keel-bolt, floor, old-mem, old-bolt")
 	fs.StringVar(&ops, "ops", strings.Join(append(slices.Clone(kvOps), leaseOps...), ","), "comma-separated `operations` to run (read needs write, delete needs write, renew and revoke need leased-read)")
-	fs.StringVar(&c.profileDir, "profile", "", "write CPU and allocation profiles of keel-mem and the floor (first -procs level) into this `directory`")
+	fs.StringVar(&c.profileDir, "profile", "", "write CPU and allocation profiles of keel-mem, keel-bolt and the floor (first -procs level) into this `directory`")
 	fs.StringVar(&c.serveFloor, "serve-floor", "", "internal: serve the floor on this `address` and nothing else")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -129,9 +130,9 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	for _, t := range c.targets {
 		switch t {
 		case "keel-mem", "keel-bolt", "floor":
-		case "old-mem":
+		case "old-mem", "old-bolt":
 			if c.oldServer == "" {
-				return c, errors.New("target old-mem needs -old-server")
+				return c, fmt.Errorf("target %s needs -old-server", t)
 			}
 		default:
 			return c, fmt.Errorf("-targets: unknown target %q", t)
@@ -270,11 +271,11 @@ func (b *bench) start(ctx context.Context, work, self, name string, procs int, p
 	default:
 		s.keel = true
 		bin, data := b.cfg.server, "memory"
-		if name == "old-mem" {
+		if name == "old-mem" || name == "old-bolt" {
 			bin = b.cfg.oldServer
 		}
-		if name == "keel-bolt" {
-			data = filepath.Join(work, fmt.Sprintf("bolt-%d.db", procs))
+		if name == "keel-bolt" || name == "old-bolt" {
+			data = filepath.Join(work, fmt.Sprintf("%s-%d.db", name, procs))
 		}
 		args := []string{"-addr", addr, "-root-token", token, "-data", data}
 		if s.pprof != "" {
@@ -392,7 +393,7 @@ func (b *bench) level(ctx context.Context, work, self string, procs int, profile
 		}
 	}()
 	for _, name := range b.cfg.targets {
-		s, err := b.start(ctx, work, self, name, procs, profile && (name == "keel-mem" || name == "floor"))
+		s, err := b.start(ctx, work, self, name, procs, profile && (name == "keel-mem" || name == "keel-bolt" || name == "floor"))
 		if err != nil {
 			return err
 		}

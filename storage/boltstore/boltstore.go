@@ -53,6 +53,21 @@ type Store struct {
 	mu      sync.Mutex
 	queue   []*call // Updates waiting for the next commit
 	leading bool    // an Update is committing a batch
+	// peak is how many Updates the last commit saw: its own and those
+	// that queued while it ran. took is how long it ran.
+	peak int
+	took time.Duration
+	// want, when not 0, is the queue length the leader waits for; the
+	// Update that brings the queue to it signals arrived (buffered).
+	want    int
+	arrived chan struct{}
+	// after is time.After; tests replace it to control the wait.
+	after func(time.Duration) <-chan time.Time
+	// calls keeps the calls of returned Updates for reuse.
+	calls sync.Pool
+	// commits and grouped count the commits and the Updates they ran
+	// (tests read them).
+	commits, grouped int
 
 	gate   txbase.Gate
 	watch  txbase.Watchers
@@ -182,7 +197,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	return &Store{db: db, limits: limits, maxBatch: o.MaxBatch}, nil
+	return &Store{db: db, limits: limits, maxBatch: o.MaxBatch, arrived: make(chan struct{}, 1), after: time.After}, nil
 }
 
 // Limits returns the store's limits.
@@ -232,7 +247,8 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) e
 // committed and, unless Options.NoSync, synced to disk.
 //
 // Updates that arrive while a commit is running are grouped and committed
-// together by one of them, so that N concurrent writers share one fsync. fn
+// together by one of them, so that N concurrent writers share one fsync
+// (the commit may wait, at most 2 ms, for the writers of the last one). fn
 // may therefore run after other closures in the same bbolt transaction, and
 // sees their writes as if they had committed first. When fn fails after
 // writing, the group is rolled back and committed again without it, and fn
@@ -242,11 +258,19 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		return err
 	}
 	defer s.gate.Leave()
-	c := &call{ctx: ctx, fn: fn, done: make(chan outcome, 1)}
+	c, _ := s.calls.Get().(*call)
+	if c == nil {
+		c = &call{done: make(chan outcome, 1)}
+	}
+	c.ctx, c.fn = ctx, fn
 	s.mu.Lock()
 	s.queue = append(s.queue, c)
 	lead := !s.leading
 	s.leading = true
+	if s.want > 0 && len(s.queue) >= s.want {
+		s.want = 0
+		s.arrived <- struct{}{}
+	}
 	s.mu.Unlock()
 	if lead {
 		s.lead()
@@ -256,6 +280,9 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx)
 		s.lead()
 		out = <-c.done
 	}
+	// Delivered, c.done is empty and no commit refers to c any more.
+	c.ctx, c.fn = nil, nil
+	s.calls.Put(c)
 	if out.panicked != nil {
 		panic(out.panicked)
 	}
@@ -275,18 +302,49 @@ type outcome struct {
 	written  []string // the keys written, for the watches
 }
 
+// maxGroupWait bounds how long a commit waits for the writers of the
+// previous one (see lead).
+const maxGroupWait = 2 * time.Millisecond
+
 // lead commits the calls at the head of the queue, then hands the lead to
 // the next waiting call, or gives it up when none waits.
+//
+// Before it commits, it waits until as many calls queue as the last commit
+// saw (its own and those that queued while it ran), but at most half the
+// time the last commit took and at most maxGroupWait: under many writers,
+// those of the last commit come back soon, and one commit then serves them
+// all instead of two half groups alternating. A lone writer finds its
+// predecessor's peak at 1 and waits for nothing.
 func (s *Store) lead() {
 	s.mu.Lock()
+	if want := min(s.peak, s.maxBatch); len(s.queue) < want {
+		s.want = want
+		s.mu.Unlock()
+		select {
+		case <-s.arrived:
+		case <-s.after(min(s.took/2, maxGroupWait)):
+		}
+		s.mu.Lock()
+		s.want = 0
+		select {
+		case <-s.arrived: // signaled after the timer fired
+		default:
+		}
+	}
 	n := min(len(s.queue), s.maxBatch)
 	batch := s.queue[:n:n]
 	s.queue = append([]*call(nil), s.queue[n:]...)
 	s.mu.Unlock()
 
+	start := time.Now()
 	s.commit(batch)
+	took := time.Since(start)
 
 	s.mu.Lock()
+	s.took = took
+	s.peak = n + len(s.queue)
+	s.commits++
+	s.grouped += n
 	if len(s.queue) > 0 {
 		s.queue[0].done <- outcome{lead: true}
 	} else {
@@ -429,7 +487,10 @@ func (t *tx) Put(key string, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	if err := put(t.b, []byte(key), bytes.Clone(value)); err != nil {
+	// One copy of key and value, which bbolt keeps until the commit.
+	kv := make([]byte, len(key)+len(value))
+	copy(kv[copy(kv, key):], value)
+	if err := put(t.b, kv[:len(key):len(key)], kv[len(key):]); err != nil {
 		return fmt.Errorf("boltstore: put %q: %w", key, err)
 	}
 	return nil

@@ -230,3 +230,76 @@ func TestOpenNotABoltFile(t *testing.T) {
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
+
+// commitCounts returns how many commits s ran and how many Updates they
+// grouped.
+func (s *Store) commitCounts() (commits, grouped int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commits, s.grouped
+}
+
+func TestCommitWaitsForTheWritersOfTheLastCommit(t *testing.T) {
+	s := openTemp(t, nil)
+	waits := make(chan time.Duration, 10)
+	s.after = func(d time.Duration) <-chan time.Time {
+		waits <- d
+		return nil // never: only the writers end the wait
+	}
+	release, held := holdCommit(t, s)
+	put := func(key string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.Put(key, []byte("1"))
+			})
+		}()
+		return done
+	}
+	var dones []<-chan error
+	for i := range 3 {
+		dones = append(dones, put(fmt.Sprint("k", i)))
+		waitQueued(t, s, i+1)
+	}
+	// The holder's commit saw 4 Updates: the next one waits for 4.
+	release()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-waits:
+		if d <= 0 || d > maxGroupWait {
+			t.Errorf("the commit may wait %v, want more than 0 and at most %v", d, maxGroupWait)
+		}
+	case err := <-dones[0]:
+		t.Fatalf("the 3 queued Updates committed without waiting for a 4th (err %v)", err)
+	}
+	dones = append(dones, put("k3"))
+	for _, done := range dones {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if commits, grouped := s.commitCounts(); commits != 2 || grouped != 5 {
+		t.Fatalf("%d commits ran %d Updates, want 2 running 5 (the holder, then the other 4 together)", commits, grouped)
+	}
+}
+
+func TestLoneWriterCommitsWithoutWaiting(t *testing.T) {
+	s := openTemp(t, nil)
+	s.after = func(d time.Duration) <-chan time.Time {
+		t.Errorf("a lone writer's commit waits (up to %v)", d)
+		return time.After(0)
+	}
+	for i := range 3 {
+		err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+			return tx.Put(fmt.Sprint("k", i), []byte("1"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if commits, grouped := s.commitCounts(); commits != 3 || grouped != 3 {
+		t.Fatalf("%d commits ran %d Updates, want 3 and 3", commits, grouped)
+	}
+}
