@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,7 +32,19 @@ type Broker struct {
 
 	mu      sync.RWMutex
 	devices map[string]*entry
+	// bufs are the encodings of records on their way to a File, kept
+	// for the next (of *[]byte).
+	bufs sync.Pool
 }
+
+// headWriter is a device to which the Broker gives a record salted and
+// encoded (File).
+type headWriter interface {
+	writeHead(head []byte) ([]byte, error)
+}
+
+// maxBuf is the largest encoding of a record kept for the next.
+const maxBuf = 64 << 10
 
 // entry is an enabled device.
 type entry struct {
@@ -86,7 +99,9 @@ func NewBroker(opts *Options) *Broker {
 	if o.Timeout <= 0 {
 		o.Timeout = defaultTimeout
 	}
-	return &Broker{clock: keel.ClockOrSystem(o.Clock), timeout: o.Timeout, devices: map[string]*entry{}}
+	b := &Broker{clock: keel.ClockOrSystem(o.Clock), timeout: o.Timeout, devices: map[string]*entry{}}
+	b.bufs.New = func() any { return new([]byte) }
+	return b
 }
 
 // Enable adds d under name, its records salted with salt. A name already
@@ -183,6 +198,31 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 			continue
 		}
 		w := &write{e: e}
+		if hw, ok := e.dev.(headWriter); ok {
+			// A File: the record is salted and encoded here, so that
+			// the writer only takes the file's lock and writes.
+			buf := b.bufs.Get().(*[]byte)
+			head, err := appendRecordHead((*buf)[:0], r, e.salt)
+			if err != nil {
+				b.bufs.Put(buf)
+				results <- result{i, fmt.Errorf("device %q: audit: encode a record: %w", e.name, errors.Join(err, keel.KindInvalid))}
+				continue
+			}
+			writes[i] = w
+			go func() {
+				head, err := hw.writeHead(head)
+				w.end()
+				if cap(head) <= maxBuf {
+					*buf = head
+					b.bufs.Put(buf)
+				}
+				if err != nil {
+					err = fmt.Errorf("device %q: %w", e.name, err)
+				}
+				results <- result{i, err}
+			}()
+			continue
+		}
 		writes[i] = w
 		go func() {
 			err := e.dev.Write(e.salt.Apply(r))

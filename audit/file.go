@@ -31,6 +31,7 @@ type File struct {
 	seq    uint64      // of the last record written
 	last   string      // hash of the last record's line
 	closed bool
+	buf    []byte // Write's encoding of a record, kept for the next
 	// checked is when path was last found to name the open file: it is
 	// compared again at most once per followEvery, so that a record costs
 	// no stat.
@@ -143,7 +144,10 @@ func lastRecord(f *os.File, size int64) (uint64, string, error) {
 // next record carries in Chain.Prev.
 func lineHash(line []byte) string {
 	sum := sha256.Sum256(line)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var b [len("sha256:") + 2*sha256.Size]byte
+	copy(b[:], "sha256:")
+	hex.Encode(b[len("sha256:"):], sum[:])
+	return string(b[:])
 }
 
 // Write appends r, which the caller has salted (Salt.Apply), with its
@@ -159,28 +163,44 @@ func lineHash(line []byte) string {
 func (d *File) Write(r *Record) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
-	}
-	if err := d.follow(); err != nil {
-		return err
-	}
-	c := *r
-	c.Chain = &Chain{Seq: d.seq + 1, Prev: d.last}
-	line, err := json.Marshal(&c)
+	head, err := appendRecordHead(d.buf[:0], r, nil)
 	if err != nil {
 		return fmt.Errorf("audit: %s: encode a record: %w", d.path, errors.Join(err, keel.KindInvalid))
 	}
-	n, err := d.f.Write(append(line, '\n'))
+	d.buf, err = d.writeLocked(head)
+	return err
+}
+
+// writeHead is Write of a record that the Broker salted and encoded
+// (appendRecordHead), outside the device's lock. It appends the chain to
+// head, and returns head's bytes, for the Broker to use again.
+func (d *File) writeHead(head []byte) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.writeLocked(head)
+}
+
+// writeLocked ends the record begun in head with its chain, and appends
+// it to the file. Called with d.mu held.
+func (d *File) writeLocked(head []byte) ([]byte, error) {
+	if d.closed {
+		return head, fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
+	}
+	if err := d.follow(); err != nil {
+		return head, err
+	}
+	seq := d.seq + 1
+	line := append(appendChain(head, &Chain{Seq: seq, Prev: d.last}), '\n')
+	n, err := d.f.Write(line)
 	if err != nil {
 		if n > 0 {
 			d.f.Truncate(d.size) // best effort: the next open refuses a partial record
 		}
-		return fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
+		return line, fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
 	}
 	d.size += int64(n)
-	d.seq, d.last = c.Chain.Seq, lineHash(line)
-	return nil
+	d.seq, d.last = seq, lineHash(line[:len(line)-1])
+	return line, nil
 }
 
 // follow reopens d.path when it no longer names the open file. Called
