@@ -1,13 +1,9 @@
 package audit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -21,8 +17,8 @@ import (
 // copy of its data.
 type encoder struct {
 	salt *Salt
-	mac  hash.Hash // the salt's HMAC, reset before each string
-	err  error     // the first value that could not be encoded
+	mac  *mac  // the salt's HMAC
+	err  error // the first value that could not be encoded
 }
 
 // appendRecord appends r's JSON object (Chain included when it is set)
@@ -40,7 +36,7 @@ func appendRecord(b []byte, r *Record, s *Salt) ([]byte, error) {
 func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 	e := encoder{salt: s}
 	if s != nil {
-		e.mac = s.macs.Get().(hash.Hash)
+		e.mac = s.macs.Get().(*mac)
 		defer s.macs.Put(e.mac)
 	}
 	b = append(b, `{"time":"`...)
@@ -155,12 +151,8 @@ func (e *encoder) secret(b []byte, v string) []byte {
 	if e.salt == nil {
 		return appendString(b, v)
 	}
-	e.mac.Reset()
-	io.WriteString(e.mac, v)
-	var sum [sha256.Size]byte
-	b = append(b, `"hmac-sha256:`...)
-	b = hex.AppendEncode(b, e.mac.Sum(sum[:0]))
-	return append(b, '"')
+	b = append(b, '"')
+	return append(e.mac.appendHash(b, v), '"')
 }
 
 // object appends m, a map of data, its keys sorted as encoding/json sorts
