@@ -393,13 +393,17 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(c, r)
 		resp := &audit.Response{}
 		var errText string
-		if c.body.Len() <= auditBodyCap {
-			obj := jsonObject(c.body.Bytes())
-			if d, ok := obj["data"].(map[string]any); ok {
-				resp.Data = d
+		if n := c.body.Len(); n > 0 && n <= auditBodyCap {
+			// Only the members recorded are decoded: the rest of the
+			// answer (request_id, lease_id...) is only scanned.
+			var obj struct {
+				Data   json.RawMessage `json:"data"`
+				Errors json.RawMessage `json:"errors"`
 			}
-			if c.status >= 400 {
-				if es, ok := obj["errors"].([]any); ok && len(es) > 0 {
+			if json.Unmarshal(c.body.Bytes(), &obj) == nil {
+				resp.Data = jsonObject(obj.Data)
+				var es []any
+				if c.status >= 400 && json.Unmarshal(obj.Errors, &es) == nil && len(es) > 0 {
 					errText = fmt.Sprint(es...)
 				}
 			}
@@ -485,6 +489,9 @@ func operation(r *http.Request) string {
 
 // jsonObject decodes b as a JSON object, or returns nil.
 func jsonObject(b []byte) map[string]any {
+	if len(b) == 0 || b[0] != '{' && b[0] != ' ' && b[0] != '\t' && b[0] != '\n' && b[0] != '\r' {
+		return nil // not an object: no error made to say so
+	}
 	var m map[string]any
 	if json.Unmarshal(b, &m) != nil {
 		return nil
