@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"sync"
@@ -32,6 +33,8 @@ type File struct {
 	last   string      // hash of the last record's line
 	closed bool
 	buf    []byte // Write's encoding of a record, kept for the next
+	sha    hash.Hash
+	sum    [sha256.Size]byte
 	// checked is when path was last found to name the open file: it is
 	// compared again at most once per followEvery, so that a record costs
 	// no stat.
@@ -64,7 +67,7 @@ func OpenFile(path string, opts *FileOptions) (*File, error) {
 	if o.Mode == 0 {
 		o.Mode = 0o600
 	}
-	d := &File{path: path, mode: o.Mode, clock: keel.ClockOrSystem(o.Clock)}
+	d := &File{path: path, mode: o.Mode, clock: keel.ClockOrSystem(o.Clock), sha: sha256.New()}
 	if err := d.open(); err != nil {
 		return nil, err
 	}
@@ -144,11 +147,10 @@ func lastRecord(f *os.File, size int64) (uint64, string, error) {
 // next record carries in Chain.Prev.
 func lineHash(line []byte) string {
 	sum := sha256.Sum256(line)
-	var b [len("sha256:") + 2*sha256.Size]byte
-	copy(b[:], "sha256:")
-	hex.Encode(b[len("sha256:"):], sum[:])
-	return string(b[:])
+	return linePrefix + hex.EncodeToString(sum[:])
 }
+
+const linePrefix = "sha256:"
 
 // Write appends r, which the caller has salted (Salt.Apply), with its
 // Chain set to follow the last record written. r's Chain is overwritten.
@@ -168,20 +170,30 @@ func (d *File) Write(r *Record) error {
 		return fmt.Errorf("audit: %s: encode a record: %w", d.path, errors.Join(err, keel.KindInvalid))
 	}
 	d.buf, err = d.writeLocked(head)
+	if err == nil {
+		d.hashLast(d.buf)
+	}
 	return err
 }
 
 // writeHead is Write of a record that the Broker salted and encoded
 // (appendRecordHead), outside the device's lock. It appends the chain to
-// head, and returns head's bytes, for the Broker to use again.
+// head, and returns head's bytes, for the Broker to use again. It runs on
+// a goroutine of its own, whose stack is small: the line is hashed here,
+// not deeper, so that the stack does not grow.
 func (d *File) writeHead(head []byte) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.writeLocked(head)
+	line, err := d.writeLocked(head)
+	if err == nil {
+		d.hashLast(line)
+	}
+	return line, err
 }
 
 // writeLocked ends the record begun in head with its chain, and appends
-// it to the file. Called with d.mu held.
+// it to the file, with its newline; the caller then hashes the line
+// (hashLast). Called with d.mu held.
 func (d *File) writeLocked(head []byte) ([]byte, error) {
 	if d.closed {
 		return head, fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
@@ -189,8 +201,7 @@ func (d *File) writeLocked(head []byte) ([]byte, error) {
 	if err := d.follow(); err != nil {
 		return head, err
 	}
-	seq := d.seq + 1
-	line := append(appendChain(head, &Chain{Seq: seq, Prev: d.last}), '\n')
+	line := append(appendChain(head, &Chain{Seq: d.seq + 1, Prev: d.last}), '\n')
 	n, err := d.f.Write(line)
 	if err != nil {
 		if n > 0 {
@@ -199,8 +210,19 @@ func (d *File) writeLocked(head []byte) ([]byte, error) {
 		return line, fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
 	}
 	d.size += int64(n)
-	d.seq, d.last = seq, lineHash(line[:len(line)-1])
+	d.seq++
 	return line, nil
+}
+
+// hashLast records the hash of line, the record just written with its
+// newline, for the next record's Chain.Prev. Called with d.mu held.
+func (d *File) hashLast(line []byte) {
+	d.sha.Reset()
+	d.sha.Write(line[:len(line)-1])
+	var b [len(linePrefix) + 2*sha256.Size]byte
+	copy(b[:], linePrefix)
+	hex.Encode(b[len(linePrefix):], d.sha.Sum(d.sum[:0]))
+	d.last = string(b[:])
 }
 
 // follow reopens d.path when it no longer names the open file. Called
