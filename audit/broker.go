@@ -37,12 +37,6 @@ type Broker struct {
 	bufs sync.Pool
 }
 
-// headWriter is a device to which the Broker gives a record salted and
-// encoded (File).
-type headWriter interface {
-	writeHead(head []byte) ([]byte, error)
-}
-
 // maxBuf is the largest encoding of a record kept for the next.
 const maxBuf = 64 << 10
 
@@ -198,9 +192,9 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 			continue
 		}
 		w := &write{e: e}
-		if hw, ok := e.dev.(headWriter); ok {
-			// A File: the record is salted and encoded here, so that
-			// the writer only takes the file's lock and writes.
+		if f, ok := e.dev.(*File); ok {
+			// The record is salted and encoded here, and queued for the
+			// file's writer, which only chains and writes it.
 			buf := b.bufs.Get().(*[]byte)
 			head, err := appendRecordHead((*buf)[:0], r, e.salt)
 			if err != nil {
@@ -209,8 +203,7 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 				continue
 			}
 			writes[i] = w
-			go func() {
-				head, err := hw.writeHead(head)
+			f.post(head, func(head []byte, err error) {
 				w.end()
 				if cap(head) <= maxBuf {
 					*buf = head
@@ -220,7 +213,7 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 					err = fmt.Errorf("device %q: %w", e.name, err)
 				}
 				results <- result{i, err}
-			}()
+			})
 			continue
 		}
 		writes[i] = w

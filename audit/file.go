@@ -33,8 +33,10 @@ type File struct {
 	last   string      // hash of the last record's line
 	closed bool
 	buf    []byte // Write's encoding of a record, kept for the next
+	batch  []byte // the writer's lines, kept for the next
 	sha    hash.Hash
 	sum    [sha256.Size]byte
+	q      queue // records from the Broker
 	// checked is when path was last found to name the open file: it is
 	// compared again at most once per followEvery, so that a record costs
 	// no stat.
@@ -169,60 +171,74 @@ func (d *File) Write(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("audit: %s: encode a record: %w", d.path, errors.Join(err, keel.KindInvalid))
 	}
-	d.buf, err = d.writeLocked(head)
-	if err == nil {
-		d.hashLast(d.buf)
+	if err := d.ready(); err != nil {
+		d.buf = head
+		return err
 	}
-	return err
+	jobs := [1]job{{head: head}}
+	batch, seq, last := d.chain(jobs[:])
+	d.buf = jobs[0].head
+	return d.append(batch, seq, last)
 }
 
-// writeHead is Write of a record that the Broker salted and encoded
-// (appendRecordHead), outside the device's lock. It appends the chain to
-// head, and returns head's bytes, for the Broker to use again. It runs on
-// a goroutine of its own, whose stack is small: the line is hashed here,
-// not deeper, so that the stack does not grow.
-func (d *File) writeHead(head []byte) ([]byte, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	line, err := d.writeLocked(head)
-	if err == nil {
-		d.hashLast(line)
-	}
-	return line, err
-}
-
-// writeLocked ends the record begun in head with its chain, and appends
-// it to the file, with its newline; the caller then hashes the line
-// (hashLast). Called with d.mu held.
-func (d *File) writeLocked(head []byte) ([]byte, error) {
+// ready checks that d is open and that its path still names its file
+// (follow). Called with d.mu held.
+func (d *File) ready() error {
 	if d.closed {
-		return head, fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
+		return fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
 	}
-	if err := d.follow(); err != nil {
-		return head, err
+	return d.follow()
+}
+
+// chain ends each job's record with its chain, and its line with a
+// newline, and returns the lines to write, the Seq of the last and its
+// hash. Called with d.mu held, on the writer's goroutine, whose stack is
+// small: the lines are hashed at this depth, so that it does not grow.
+func (d *File) chain(jobs []job) (batch []byte, seq uint64, last string) {
+	seq, last = d.seq, d.last
+	for i := range jobs {
+		seq++
+		line := append(appendChain(jobs[i].head, &Chain{Seq: seq, Prev: last}), '\n')
+		jobs[i].head = line
+		last = d.hashLine(line[:len(line)-1])
 	}
-	line := append(appendChain(head, &Chain{Seq: d.seq + 1, Prev: d.last}), '\n')
-	n, err := d.f.Write(line)
+	if len(jobs) == 1 {
+		return jobs[0].head, seq, last
+	}
+	batch = d.batch[:0]
+	for _, j := range jobs {
+		batch = append(batch, j.head...)
+	}
+	if cap(batch) <= maxBatch {
+		d.batch = batch
+	}
+	return batch, seq, last
+}
+
+// append writes batch, lines that chain ends with the record seq whose
+// hash is last, in one write. A write that fails is cut back to the last
+// whole record before it. Called with d.mu held.
+func (d *File) append(batch []byte, seq uint64, last string) error {
+	n, err := d.f.Write(batch)
 	if err != nil {
 		if n > 0 {
 			d.f.Truncate(d.size) // best effort: the next open refuses a partial record
 		}
-		return line, fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
+		return fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
 	}
 	d.size += int64(n)
-	d.seq++
-	return line, nil
+	d.seq, d.last = seq, last
+	return nil
 }
 
-// hashLast records the hash of line, the record just written with its
-// newline, for the next record's Chain.Prev. Called with d.mu held.
-func (d *File) hashLast(line []byte) {
+// hashLine is lineHash with the hash kept for it. Called with d.mu held.
+func (d *File) hashLine(line []byte) string {
 	d.sha.Reset()
-	d.sha.Write(line[:len(line)-1])
+	d.sha.Write(line)
 	var b [len(linePrefix) + 2*sha256.Size]byte
 	copy(b[:], linePrefix)
 	hex.Encode(b[len(linePrefix):], d.sha.Sum(d.sum[:0]))
-	d.last = string(b[:])
+	return string(b[:])
 }
 
 // follow reopens d.path when it no longer names the open file. Called
