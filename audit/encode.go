@@ -232,12 +232,19 @@ func (e *encoder) value(b []byte, v any) []byte {
 		return strconv.AppendUint(b, v, 10)
 	case uint32:
 		return strconv.AppendUint(b, uint64(v), 10)
+	case json.Number:
+		if v == "" {
+			return append(b, '0') // as encoding/json writes it
+		}
+		if !validNumber(string(v)) {
+			e.fail(fmt.Errorf("json: invalid number literal %q", string(v)))
+			return append(b, "null"...)
+		}
+		return append(b, v...)
 	}
 	if e.salt != nil {
-		if _, ok := v.(json.Number); !ok {
-			// As Apply: a value of another type is hashed as its text.
-			return e.secret(b, fmt.Sprint(v))
-		}
+		// As Apply: a value of another type is hashed as its text.
+		return e.secret(b, fmt.Sprint(v))
 	}
 	j, err := json.Marshal(v)
 	if err != nil {
@@ -267,6 +274,47 @@ func (e *encoder) float(b []byte, f float64, bits int) []byte {
 		}
 	}
 	return b
+}
+
+// validNumber reports whether s is a JSON number.
+func validNumber(s string) bool {
+	digits := func(i int) int {
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
 }
 
 func (e *encoder) fail(err error) {

@@ -57,10 +57,12 @@ func TestEncoderMatchesJSON(t *testing.T) {
 	for i, r := range encodeCases() {
 		checkEncoding(t, i, r, s)
 	}
-	for _, bad := range []any{math.NaN(), math.Inf(1), float32(math.Inf(-1)), map[string]any{"c": make(chan int)}} {
+	for _, bad := range []any{math.NaN(), math.Inf(1), float32(math.Inf(-1)), map[string]any{"c": make(chan int)},
+		json.Number("01"), json.Number("1."), json.Number(".5"), json.Number("1e"), json.Number("+1"), json.Number("1 ")} {
 		r := &Record{Type: TypeRequest, Request: &Request{Data: map[string]any{"v": bad}}}
-		if _, err := appendRecord(nil, r, nil); err == nil {
-			t.Errorf("encoding a record holding %v succeeded, want an error as encoding/json's", bad)
+		_, jerr := json.Marshal(r)
+		if _, err := appendRecord(nil, r, nil); err == nil || jerr == nil {
+			t.Errorf("encoding a record holding %#v = %v, encoding/json's = %v; want both errors", bad, err, jerr)
 		}
 	}
 	if _, err := appendRecord(nil, &Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, s); err == nil {
@@ -88,11 +90,13 @@ func FuzzEncoder(f *testing.F) {
 	f.Add("kr.tok", "secret/app", "hunter2", "key", 1.5, int64(0))
 	f.Add("<&>", "\u2028", "\xff\x00\"\\", "\x7f", math.Copysign(0, -1), int64(-1))
 	f.Add("", "", "", "", 1e-7, int64(math.MaxInt64))
+	f.Add("-0.5E+07", "1.", "01", "1e", 0.0, int64(1))
 	s, err := NewSalt(bytes.Repeat([]byte{9}, SaltSize))
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, a, b, c, k string, x float64, n int64) {
+		checkEncoding(t, 1, &Record{Request: &Request{Data: map[string]any{"n": json.Number(a)}}}, s)
 		r := &Record{
 			Time: time.Unix(n%(1<<35), n%1e9).UTC(), Type: a,
 			Auth:     &Auth{ClientToken: a, Accessor: b, DisplayName: c, Policies: []string{k, a}},
