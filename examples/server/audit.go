@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/audit"
+	"github.com/keelhq/keel/internal/jsonobj"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -487,13 +488,11 @@ func operation(r *http.Request) string {
 	}
 }
 
-// jsonObject decodes b as a JSON object, or returns nil.
+// jsonObject decodes b as a JSON object, numbers as written (as Vault
+// records them), or returns nil.
 func jsonObject(b []byte) map[string]any {
-	if len(b) == 0 || b[0] != '{' && b[0] != ' ' && b[0] != '\t' && b[0] != '\n' && b[0] != '\r' {
-		return nil // not an object: no error made to say so
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
+	m, err := jsonobj.Decode(b)
+	if err != nil {
 		return nil
 	}
 	return m
