@@ -50,6 +50,9 @@ func (d *File) drain() {
 		d.q.mu.Lock()
 		if len(d.q.jobs) == 0 {
 			d.q.running = false
+			if cap(d.q.jobs) == 0 {
+				d.q.jobs = jobs[:0] // kept for the next records
+			}
 			d.q.mu.Unlock()
 			return
 		}
