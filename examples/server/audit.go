@@ -372,10 +372,14 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 			refuse(w, r, http.StatusBadRequest, "read the body: "+err.Error())
 			return
 		}
+		var rest io.Reader = bytes.NewReader(head)
+		if len(head) > auditBodyCap {
+			rest = io.MultiReader(rest, r.Body) // not read to its end
+		}
 		r.Body = struct {
 			io.Reader
 			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		}{rest, r.Body}
 		req := &audit.Request{
 			ID: uuid.NewString(), Operation: operation(r), Path: strings.TrimPrefix(r.URL.Path, "/v1/"),
 			RemoteAddress: remoteHost(r.RemoteAddr),
@@ -477,7 +481,7 @@ func remoteHost(addr string) string {
 // operation is Vault's name of the request's operation.
 func operation(r *http.Request) string {
 	switch {
-	case r.Method == "LIST" || r.URL.Query().Get("list") == "true":
+	case r.Method == "LIST" || r.URL.RawQuery != "" && r.URL.Query().Get("list") == "true":
 		return "list"
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return "read"
