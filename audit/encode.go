@@ -16,9 +16,10 @@ import (
 // put it, so that a record is salted and encoded in one pass, without a
 // copy of its data.
 type encoder struct {
-	salt *Salt
-	mac  *mac  // the salt's HMAC
-	err  error // the first value that could not be encoded
+	salt  *Salt
+	mac   *mac  // the salt's HMAC
+	err   error // the first value that could not be encoded
+	depth int   // of the maps and slices being written
 }
 
 // appendRecord appends r's JSON object (Chain included when it is set)
@@ -161,6 +162,10 @@ func (e *encoder) object(b []byte, m map[string]any) []byte {
 	if m == nil {
 		return append(b, "null"...)
 	}
+	if !e.enter() {
+		return append(b, "null"...)
+	}
+	defer e.leave()
 	var small [16]string
 	keys := small[:0]
 	for k := range m {
@@ -194,6 +199,10 @@ func (e *encoder) value(b []byte, v any) []byte {
 		if v == nil && e.salt == nil {
 			return append(b, "null"...) // Apply makes an empty slice of it
 		}
+		if !e.enter() {
+			return append(b, "null"...)
+		}
+		defer e.leave()
 		b = append(b, '[')
 		for i, x := range v {
 			if i > 0 {
@@ -316,6 +325,23 @@ func validNumber(s string) bool {
 	}
 	return i == len(s)
 }
+
+// maxDepth is the deepest nesting of maps and slices the encoder
+// writes: deeper, the data holds a cycle (which would recurse without
+// end) or was not decoded from JSON, whose decoder stops at 10,000.
+const maxDepth = 10000
+
+// enter counts one more level of nesting, and reports false, having
+// failed the encoding, past maxDepth.
+func (e *encoder) enter() bool {
+	if e.depth++; e.depth > maxDepth {
+		e.fail(errors.New("json: unsupported value: encountered a cycle, or data nested too deep"))
+		return false
+	}
+	return true
+}
+
+func (e *encoder) leave() { e.depth-- }
 
 func (e *encoder) fail(err error) {
 	if e.err == nil {

@@ -65,6 +65,13 @@ func TestEncoderMatchesJSON(t *testing.T) {
 			t.Errorf("encoding a record holding %#v = %v, encoding/json's = %v; want both errors", bad, err, jerr)
 		}
 	}
+	cycle := map[string]any{}
+	cycle["self"] = []any{cycle}
+	for _, salt := range []*Salt{nil, s} {
+		if _, err := appendRecord(nil, &Record{Request: &Request{Data: cycle}}, salt); err == nil {
+			t.Errorf("encoding data that holds itself (salt %v) succeeded, want an error as encoding/json's", salt != nil)
+		}
+	}
 	if _, err := appendRecord(nil, &Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, s); err == nil {
 		t.Error("encoding a record of the year 10000 succeeded, want an error as encoding/json's")
 	}
