@@ -430,3 +430,42 @@ func TestBrokerGivesUpOnHungDevice(t *testing.T) {
 	<-dev.wrote // the first write completes
 	keeltest.Until(t, "the device writes again once its blocked write returned", func() bool { return b.Record(ctx, record(2)) == nil })
 }
+
+// TestBrokerFileConcurrentRecordsChain: records sent at once through a
+// Broker to a File, which writes those queued together in one write, all
+// succeed and form one chain that verifies, ending where the File says.
+func TestBrokerFileConcurrentRecordsChain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "audit.log")
+	d, err := audit.OpenFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := audit.NewBroker(nil)
+	if err := b.Enable("file/", d, salt(t)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				if err := b.Record(ctx, record(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := audit.Verify(f)
+	seq, last := d.Last()
+	if err != nil || res.Records != 400 || res.LastSeq != 400 || seq != 400 || res.LastHash != last {
+		t.Errorf("Verify = %+v, %v; File.Last = %d, %s; want 400 records ending at the File's last", res, err, seq, last)
+	}
+}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,7 +32,16 @@ type Broker struct {
 
 	mu      sync.RWMutex
 	devices map[string]*entry
+	list    []*entry // of devices, replaced (never changed) when they change
+	// bufs are the encodings of records on their way to a File, kept
+	// for the next (of *[]byte).
+	bufs sync.Pool
+	// timers are Record's timers, stopped, kept for the next.
+	timers sync.Pool
 }
+
+// maxBuf is the largest encoding of a record kept for the next.
+const maxBuf = 64 << 10
 
 // entry is an enabled device.
 type entry struct {
@@ -86,7 +96,9 @@ func NewBroker(opts *Options) *Broker {
 	if o.Timeout <= 0 {
 		o.Timeout = defaultTimeout
 	}
-	return &Broker{clock: keel.ClockOrSystem(o.Clock), timeout: o.Timeout, devices: map[string]*entry{}}
+	b := &Broker{clock: keel.ClockOrSystem(o.Clock), timeout: o.Timeout, devices: map[string]*entry{}}
+	b.bufs.New = func() any { return new([]byte) }
+	return b
 }
 
 // Enable adds d under name, its records salted with salt. A name already
@@ -111,7 +123,9 @@ func (b *Broker) Enable(name string, d Device, salt *Salt) error {
 	if _, ok := b.devices[name]; ok {
 		return fmt.Errorf("audit: device %q is already enabled: %w", name, keel.KindAlreadyExists)
 	}
-	b.devices[name] = &entry{name: name, dev: d, salt: salt}
+	e := &entry{name: name, dev: d, salt: salt}
+	b.devices[name] = e
+	b.list = append(slices.Clip(b.list), e)
 	return nil
 }
 
@@ -125,6 +139,7 @@ func (b *Broker) Disable(name string) (Device, error) {
 		return nil, fmt.Errorf("audit: no device %q is enabled: %w", name, keel.KindNotFound)
 	}
 	delete(b.devices, name)
+	b.list = slices.DeleteFunc(slices.Clone(b.list), func(x *entry) bool { return x == e })
 	return e.dev, nil
 }
 
@@ -161,10 +176,7 @@ func (b *Broker) Hash(name, value string) (string, error) {
 // Options.Timeout, or sooner when ctx ends.
 func (b *Broker) Record(ctx context.Context, r *Record) error {
 	b.mu.RLock()
-	devices := make([]*entry, 0, len(b.devices))
-	for _, e := range b.devices {
-		devices = append(devices, e)
-	}
+	devices := b.list
 	b.mu.RUnlock()
 	if len(devices) == 0 {
 		return nil
@@ -174,16 +186,48 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 		err error
 	}
 	results := make(chan result, len(devices))
-	writes := make([]*write, len(devices))
-	timer := b.clock.NewTimer(b.timeout)
-	defer timer.Stop()
+	writes := make([]write, len(devices))
+	timer, _ := b.timers.Get().(keel.Timer)
+	if timer == nil {
+		timer = b.clock.NewTimer(b.timeout)
+	} else {
+		timer.Reset(b.timeout)
+	}
+	defer func() {
+		timer.Stop() // no value is then left in its channel
+		b.timers.Put(timer)
+	}()
 	for i, e := range devices {
 		if e.stuck.Load() > 0 {
 			results <- result{i, fmt.Errorf("device %q: an earlier write is still blocked", e.name)}
 			continue
 		}
-		w := &write{e: e}
-		writes[i] = w
+		w := &writes[i]
+		if f, ok := e.dev.(*File); ok {
+			// The record is salted and encoded here, and queued for the
+			// file's writer, which only chains and writes it.
+			buf := b.bufs.Get().(*[]byte)
+			head, err := appendRecordHead((*buf)[:0], r, e.salt)
+			if err != nil {
+				b.bufs.Put(buf)
+				results <- result{i, fmt.Errorf("device %q: audit: encode a record: %w", e.name, errors.Join(err, keel.KindInvalid))}
+				continue
+			}
+			w.e = e
+			f.post(head, func(head []byte, err error) {
+				w.end()
+				if cap(head) <= maxBuf {
+					*buf = head
+					b.bufs.Put(buf)
+				}
+				if err != nil {
+					err = fmt.Errorf("device %q: %w", e.name, err)
+				}
+				results <- result{i, err}
+			})
+			continue
+		}
+		w.e = e
 		go func() {
 			err := e.dev.Write(e.salt.Apply(r))
 			w.end()
@@ -202,9 +246,9 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 			}
 			errs = append(errs, res.err.Error())
 		case <-timer.C():
-			for _, w := range writes {
-				if w != nil {
-					w.abandon() // no effect on a write that ended
+			for i := range writes {
+				if writes[i].e != nil {
+					writes[i].abandon() // no effect on a write that ended
 				}
 			}
 			return fmt.Errorf("audit: no device recorded the %s within %v: %w", r.Type, b.timeout, keel.KindUnavailable)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"sync"
@@ -31,6 +32,11 @@ type File struct {
 	seq    uint64      // of the last record written
 	last   string      // hash of the last record's line
 	closed bool
+	buf    []byte // Write's encoding of a record, kept for the next
+	batch  []byte // the writer's lines, kept for the next
+	sha    hash.Hash
+	sum    [sha256.Size]byte
+	q      queue // records from the Broker
 	// checked is when path was last found to name the open file: it is
 	// compared again at most once per followEvery, so that a record costs
 	// no stat.
@@ -63,7 +69,7 @@ func OpenFile(path string, opts *FileOptions) (*File, error) {
 	if o.Mode == 0 {
 		o.Mode = 0o600
 	}
-	d := &File{path: path, mode: o.Mode, clock: keel.ClockOrSystem(o.Clock)}
+	d := &File{path: path, mode: o.Mode, clock: keel.ClockOrSystem(o.Clock), sha: sha256.New()}
 	if err := d.open(); err != nil {
 		return nil, err
 	}
@@ -143,8 +149,10 @@ func lastRecord(f *os.File, size int64) (uint64, string, error) {
 // next record carries in Chain.Prev.
 func lineHash(line []byte) string {
 	sum := sha256.Sum256(line)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return linePrefix + hex.EncodeToString(sum[:])
 }
+
+const linePrefix = "sha256:"
 
 // Write appends r, which the caller has salted (Salt.Apply), with its
 // Chain set to follow the last record written. r's Chain is overwritten.
@@ -159,19 +167,59 @@ func lineHash(line []byte) string {
 func (d *File) Write(r *Record) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
-	}
-	if err := d.follow(); err != nil {
-		return err
-	}
-	c := *r
-	c.Chain = &Chain{Seq: d.seq + 1, Prev: d.last}
-	line, err := json.Marshal(&c)
+	head, err := appendRecordHead(d.buf[:0], r, nil)
 	if err != nil {
 		return fmt.Errorf("audit: %s: encode a record: %w", d.path, errors.Join(err, keel.KindInvalid))
 	}
-	n, err := d.f.Write(append(line, '\n'))
+	if err := d.ready(); err != nil {
+		d.buf = head
+		return err
+	}
+	jobs := [1]job{{head: head}}
+	batch, seq, last := d.chain(jobs[:])
+	d.buf = jobs[0].head
+	return d.append(batch, seq, last)
+}
+
+// ready checks that d is open and that its path still names its file
+// (follow). Called with d.mu held.
+func (d *File) ready() error {
+	if d.closed {
+		return fmt.Errorf("audit: %s: the device is closed: %w", d.path, keel.KindUnavailable)
+	}
+	return d.follow()
+}
+
+// chain ends each job's record with its chain, and its line with a
+// newline, and returns the lines to write, the Seq of the last and its
+// hash. Called with d.mu held, on the writer's goroutine, whose stack is
+// small: the lines are hashed at this depth, so that it does not grow.
+func (d *File) chain(jobs []job) (batch []byte, seq uint64, last string) {
+	seq, last = d.seq, d.last
+	for i := range jobs {
+		seq++
+		line := append(appendChain(jobs[i].head, &Chain{Seq: seq, Prev: last}), '\n')
+		jobs[i].head = line
+		last = d.hashLine(line[:len(line)-1])
+	}
+	if len(jobs) == 1 {
+		return jobs[0].head, seq, last
+	}
+	batch = d.batch[:0]
+	for _, j := range jobs {
+		batch = append(batch, j.head...)
+	}
+	if cap(batch) <= maxBatch {
+		d.batch = batch
+	}
+	return batch, seq, last
+}
+
+// append writes batch, lines that chain ends with the record seq whose
+// hash is last, in one write. A write that fails is cut back to the last
+// whole record before it. Called with d.mu held.
+func (d *File) append(batch []byte, seq uint64, last string) error {
+	n, err := d.f.Write(batch)
 	if err != nil {
 		if n > 0 {
 			d.f.Truncate(d.size) // best effort: the next open refuses a partial record
@@ -179,8 +227,18 @@ func (d *File) Write(r *Record) error {
 		return fmt.Errorf("audit: %s: %w", d.path, unavailable(err))
 	}
 	d.size += int64(n)
-	d.seq, d.last = c.Chain.Seq, lineHash(line)
+	d.seq, d.last = seq, last
 	return nil
+}
+
+// hashLine is lineHash with the hash kept for it. Called with d.mu held.
+func (d *File) hashLine(line []byte) string {
+	d.sha.Reset()
+	d.sha.Write(line)
+	var b [len(linePrefix) + 2*sha256.Size]byte
+	copy(b[:], linePrefix)
+	hex.Encode(b[len(linePrefix):], d.sha.Sum(d.sum[:0]))
+	return string(b[:])
 }
 
 // follow reopens d.path when it no longer names the open file. Called

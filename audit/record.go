@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
-	"io"
 	"sync"
 	"time"
 
@@ -79,7 +78,7 @@ type Chain struct {
 // holding it. A Salt is safe for concurrent use.
 type Salt struct {
 	key  []byte
-	macs sync.Pool // of hash.Hash: HMAC-SHA256 under key, reset
+	macs sync.Pool // of *mac under key
 }
 
 // SaltSize is the size of the salts GenerateSalt returns.
@@ -91,7 +90,7 @@ func NewSalt(key []byte) (*Salt, error) {
 		return nil, fmt.Errorf("audit: a salt must hold at least 16 bytes, got %d: %w", len(key), keel.KindInvalid)
 	}
 	s := &Salt{key: append([]byte(nil), key...)}
-	s.macs.New = func() any { return hmac.New(sha256.New, s.key) }
+	s.macs.New = func() any { return &mac{h: hmac.New(sha256.New, s.key)} }
 	return s, nil
 }
 
@@ -104,17 +103,32 @@ func GenerateSalt() []byte {
 
 // Hash returns the HMAC of v under the salt, as records carry it.
 func (s *Salt) Hash(v string) string {
-	m := s.macs.Get().(hash.Hash)
-	m.Reset()
-	io.WriteString(m, v)
-	var sum [sha256.Size]byte
-	b := m.Sum(sum[:0])
+	m := s.macs.Get().(*mac)
+	b := m.appendHash(make([]byte, 0, len(hashPrefix)+2*sha256.Size), v)
 	s.macs.Put(m)
-	const prefix = "hmac-sha256:"
-	out := make([]byte, len(prefix)+hex.EncodedLen(len(b)))
-	copy(out, prefix)
-	hex.Encode(out[len(prefix):], b)
-	return string(out)
+	return string(b)
+}
+
+const hashPrefix = "hmac-sha256:"
+
+// mac is an HMAC-SHA256 under a salt, with the room to hash a string
+// without allocating.
+type mac struct {
+	h   hash.Hash
+	in  []byte // the string hashed, copied
+	sum [sha256.Size]byte
+}
+
+// appendHash appends v's hash as records carry it.
+func (m *mac) appendHash(b []byte, v string) []byte {
+	m.h.Reset()
+	m.in = append(m.in[:0], v...)
+	m.h.Write(m.in)
+	if cap(m.in) > 4<<10 {
+		m.in = nil // a long value's room is not kept
+	}
+	b = append(b, hashPrefix...)
+	return hex.AppendEncode(b, m.h.Sum(m.sum[:0]))
 }
 
 // Apply returns a copy of r whose secret strings are replaced by their

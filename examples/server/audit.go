@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/audit"
+	"github.com/keelhq/keel/internal/jsonobj"
 )
 
 // auditPrefix is where the server keeps its audit devices, one key per
@@ -180,10 +181,14 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 			refuse(w, r, http.StatusBadRequest, "read the body: "+err.Error())
 			return
 		}
+		var rest io.Reader = bytes.NewReader(head)
+		if len(head) > auditBodyCap {
+			rest = io.MultiReader(rest, r.Body) // not read to its end
+		}
 		r.Body = struct {
 			io.Reader
 			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		}{rest, r.Body}
 		req := &audit.Request{
 			ID: uuid.NewString(), Operation: operation(r), Path: strings.TrimPrefix(r.URL.Path, "/v1/"),
 			RemoteAddress: remoteHost(r.RemoteAddr),
@@ -202,13 +207,17 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(c, r)
 		resp := &audit.Response{}
 		var errText string
-		if c.body.Len() <= auditBodyCap {
-			obj := jsonObject(c.body.Bytes())
-			if d, ok := obj["data"].(map[string]any); ok {
-				resp.Data = d
+		if n := c.body.Len(); n > 0 && n <= auditBodyCap {
+			// Only the members recorded are decoded: the rest of the
+			// answer (request_id, lease_id...) is only scanned.
+			var obj struct {
+				Data   json.RawMessage `json:"data"`
+				Errors json.RawMessage `json:"errors"`
 			}
-			if c.status >= 400 {
-				if es, ok := obj["errors"].([]any); ok && len(es) > 0 {
+			if json.Unmarshal(c.body.Bytes(), &obj) == nil {
+				resp.Data = jsonObject(obj.Data)
+				var es []any
+				if c.status >= 400 && json.Unmarshal(obj.Errors, &es) == nil && len(es) > 0 {
 					errText = fmt.Sprint(es...)
 				}
 			}
@@ -281,7 +290,7 @@ func remoteHost(addr string) string {
 // operation is Vault's name of the request's operation.
 func operation(r *http.Request) string {
 	switch {
-	case r.Method == "LIST" || r.URL.Query().Get("list") == "true":
+	case r.Method == "LIST" || r.URL.RawQuery != "" && r.URL.Query().Get("list") == "true":
 		return "list"
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return "read"
@@ -292,10 +301,11 @@ func operation(r *http.Request) string {
 	}
 }
 
-// jsonObject decodes b as a JSON object, or returns nil.
+// jsonObject decodes b as a JSON object, numbers as written (as Vault
+// records them), or returns nil.
 func jsonObject(b []byte) map[string]any {
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
+	m, err := jsonobj.Decode(b)
+	if err != nil {
 		return nil
 	}
 	return m

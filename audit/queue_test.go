@@ -1,0 +1,65 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
+)
+
+// TestBrokerGivesUpOnHungFile: a File whose write blocks (its lock held,
+// as by a write(2) that does not return) holds no Record longer than the
+// timeout, through the File's queue as through any device's write; while
+// it stays blocked, records skip it at once; once it answers, the records
+// queued meanwhile are written, and the chain holds.
+func TestBrokerGivesUpOnHungFile(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenFile(filepath.Join(t.TempDir(), "audit.log"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	clock := keel.NewFakeClock(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	b := NewBroker(&Options{Clock: clock, Timeout: time.Second})
+	if err := b.Enable("file/", d, s); err != nil {
+		t.Fatal(err)
+	}
+	r := &Record{Type: TypeRequest, Request: &Request{Operation: "update", Path: "secret/app", Data: map[string]any{"password": "hunter2"}}}
+	d.mu.Lock() // the file's writer blocks
+	done := make(chan error, 1)
+	go func() { done <- b.Record(ctx, r) }()
+	if err := clock.BlockUntil(ctx, 1); err != nil { // Record waits on its timer
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Record returned %v before the timeout", err)
+	default:
+	}
+	clock.Advance(time.Second)
+	if err := <-done; keel.KindOf(err) != keel.KindUnavailable || !strings.Contains(err.Error(), "within 1s") {
+		t.Fatalf("Record with a hung file = %v, want kind unavailable after the timeout", err)
+	}
+	if err := b.Record(ctx, r); keel.KindOf(err) != keel.KindUnavailable || !strings.Contains(err.Error(), "still blocked") {
+		t.Fatalf("Record while the file's write is blocked = %v, want kind unavailable at once", err)
+	}
+	d.mu.Unlock()
+	keeltest.Until(t, "the file writes again once its blocked write returned", func() bool { return b.Record(ctx, r) == nil })
+	got, err := os.ReadFile(d.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Verify(bytes.NewReader(got)); err != nil || res.Records < 2 {
+		t.Errorf("Verify = %+v, %v; want the record given up on and the last, chained", res, err)
+	}
+}
