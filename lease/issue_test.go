@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -439,5 +440,31 @@ func TestRegisterReportsEveryProblem(t *testing.T) {
 	want := []string{"Path", "DefaultTTL", "MaxTTL"}
 	if !equalStrings(fields, want) {
 		t.Fatalf("problems with %q, want %q", fields, want)
+	}
+}
+
+// TestIDsSortByIssueTime: the ids of one path sort by their issue time
+// (so that leases written together lie side by side in the store), and
+// stay unique within one millisecond.
+func TestIDsSortByIssueTime(t *testing.T) {
+	at := time.Date(2026, 11, 28, 2, 50, 0, 0, time.UTC)
+	prev := ""
+	seen := map[string]bool{}
+	for i := range 2000 {
+		id := newID("ldap/creds/app", at.Add(time.Duration(i/4)*time.Millisecond))
+		if len(id) != len("ldap/creds/app/")+idRandLen || !strings.HasPrefix(id, "ldap/creds/app/") {
+			t.Fatalf("id %q: want the path, a slash and %d characters", id, idRandLen)
+		}
+		if seen[id] {
+			t.Fatalf("id %q drawn twice", id)
+		}
+		seen[id] = true
+		if i%4 == 0 && id <= prev {
+			t.Fatalf("id %q issued a millisecond after %q sorts before it", id, prev)
+		}
+		prev = id
+	}
+	if a, b := newID("p", time.Unix(0, 0)), newID("p", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)); a[2:2+idTimeLen] != "0000000" || b[2:2+idTimeLen] != "zzzzzzz" {
+		t.Fatalf("the epoch gives %q and 2100 gives %q: want the smallest and the largest time", a, b)
 	}
 }
