@@ -21,7 +21,7 @@
 //	m, err := lease.New(storage.Sub(store, "lease/"), &lease.Options{Clock: clock})
 //	ldap, err := m.Register(lease.Mount{Path: "ldap/", Revoker: lease.RevokerFunc(deleteAccount), DefaultTTL: time.Hour, MaxTTL: 2 * time.Hour})
 //	l, err := ldap.Issue(ctx, lease.IssueRequest{Path: "ldap/creds/app", Renewable: true, Data: []byte("cn=v-app-1")})
-//	// l.ID is "ldap/creds/app/" followed by 24 random base62 characters.
+//	// l.ID is "ldap/creds/app/" followed by 24 base62 characters: 7 that tell the issue time, 17 random.
 //
 // m.Start starts the expiry worker and m.Stop ends it; the Example drives
 // the worker's Step itself, on a fake clock.

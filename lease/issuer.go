@@ -34,8 +34,8 @@ func (i *Issuer) Manager() *Manager { return i.m }
 
 // Issue stores a new lease for req in a transaction of its own and wakes
 // the worker, unless the worker already sleeps until a time no later than
-// the lease's expiry. The lease id is req.Path + "/" + 24 random base62
-// characters (crypto/rand); IssueTime is now, ExpireTime now + the
+// the lease's expiry. The lease id is req.Path + "/" + 24 base62
+// characters, 7 of the issue time and 17 from crypto/rand; IssueTime is now, ExpireTime now + the
 // effective TTL.
 //
 // The effective TTL is req.TTL, or else the mount's default TTL, or else

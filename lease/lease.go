@@ -5,7 +5,8 @@ import "time"
 // Lease is a lease as the manager stores it. Instants are in UTC with
 // nanosecond precision. The zero Lease is no lease.
 type Lease struct {
-	// ID is "<Path>/<24 random base62 characters>".
+	// ID is "<Path>/<24 base62 characters>": the first 7 tell the
+	// issue time (ids of a path sort by it), the other 17 are random.
 	ID string
 	// Path is the request path the lease was issued for, such as
 	// "ldap/creds/app".
