@@ -352,6 +352,7 @@ func TestBrokerConcurrentRecords(t *testing.T) {
 // TestBrokerFailsClosed: with no device, Record succeeds; with devices of
 // which none writes, it fails with kind unavailable naming them; one that
 // writes is enough; each device gets the record salted with its own salt.
+// Failures counts the records that failed, by type.
 func TestBrokerFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	b := audit.NewBroker(nil)
@@ -365,6 +366,14 @@ func TestBrokerFailsClosed(t *testing.T) {
 	if keel.KindOf(err) != keel.KindUnavailable || !strings.Contains(err.Error(), `device "file/": disk full`) {
 		t.Fatalf("Record with a failing device = %v, want kind unavailable naming it", err)
 	}
+	resp := record(0)
+	resp.Type = audit.TypeResponse
+	if err := b.Record(ctx, resp); err == nil {
+		t.Fatal("Record of a response with a failing device succeeded")
+	}
+	if req, res := b.Failures(); req != 1 || res != 1 {
+		t.Fatalf("Failures = %d requests, %d responses; want 1 and 1", req, res)
+	}
 	mem := &memDevice{}
 	if err := b.Enable("mem/", mem, salt(t)); err != nil {
 		t.Fatal(err)
@@ -374,6 +383,9 @@ func TestBrokerFailsClosed(t *testing.T) {
 	}
 	if len(mem.got) != 1 || mem.got[0].Request.Data["password"] != salt(t).Hash("hunter2") {
 		t.Errorf("the device got %+v, want the salted record", mem.got)
+	}
+	if req, res := b.Failures(); req != 1 || res != 1 {
+		t.Errorf("Failures after a record one device wrote = %d, %d; want 1 and 1 still", req, res)
 	}
 	if h, err := b.Hash("mem/", "hunter2"); err != nil || h != salt(t).Hash("hunter2") {
 		t.Errorf("Hash = %q, %v", h, err)

@@ -38,6 +38,25 @@ type Broker struct {
 	bufs sync.Pool
 	// timers are Record's timers, stopped, kept for the next.
 	timers sync.Pool
+	// failed counts the Records that failed: requests, then responses.
+	failed [2]atomic.Uint64
+}
+
+// Failures returns how many request records and how many response
+// records Record failed to write (it returned an error: the operations
+// refused, or the answers withheld), since the Broker was made.
+func (b *Broker) Failures() (requests, responses uint64) {
+	return b.failed[0].Load(), b.failed[1].Load()
+}
+
+// fail counts a failed Record of r and returns err.
+func (b *Broker) fail(r *Record, err error) error {
+	i := 0
+	if r.Type != TypeRequest {
+		i = 1
+	}
+	b.failed[i].Add(1)
+	return err
 }
 
 // maxBuf is the largest encoding of a record kept for the next.
@@ -251,10 +270,10 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 					writes[i].abandon() // no effect on a write that ended
 				}
 			}
-			return fmt.Errorf("audit: no device recorded the %s within %v: %w", r.Type, b.timeout, keel.KindUnavailable)
+			return b.fail(r, fmt.Errorf("audit: no device recorded the %s within %v: %w", r.Type, b.timeout, keel.KindUnavailable))
 		case <-ctx.Done():
-			return fmt.Errorf("audit: record the %s: %w", r.Type, ctx.Err())
+			return b.fail(r, fmt.Errorf("audit: record the %s: %w", r.Type, ctx.Err()))
 		}
 	}
-	return fmt.Errorf("audit: no device recorded the %s: %s: %w", r.Type, strings.Join(errs, "; "), keel.KindUnavailable)
+	return b.fail(r, fmt.Errorf("audit: no device recorded the %s: %s: %w", r.Type, strings.Join(errs, "; "), keel.KindUnavailable))
 }

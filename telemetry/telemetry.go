@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/audit"
 	"github.com/keelhq/keel/lease"
 )
 
@@ -86,6 +87,11 @@ const (
 	// DueLeases is a gauge of the leases whose time has come and that
 	// are not revoked yet.
 	DueLeases = "keel.lease.due"
+	// AuditRequestFailures and AuditResponseFailures are counters of the
+	// request and response records an audit Broker failed to write
+	// (Vault's).
+	AuditRequestFailures  = "vault.audit.log_request_failure"
+	AuditResponseFailures = "vault.audit.log_response_failure"
 )
 
 // Begin starts the operation's span, when there is a tracer.
@@ -161,6 +167,30 @@ func (t *Telemetry) WatchLeases(m *lease.Manager, as keel.Principal, timeout tim
 	}, live, irr, due)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: lease gauges: %w: %w", err, keel.KindInternal)
+	}
+	return reg.Unregister, nil
+}
+
+// WatchAudit adds the counters AuditRequestFailures and
+// AuditResponseFailures of b (audit.Broker.Failures), read at each
+// collection, until stop is called.
+func (t *Telemetry) WatchAudit(b *audit.Broker) (stop func() error, err error) {
+	if t.meter == nil {
+		return func() error { return nil }, nil
+	}
+	req, err1 := t.meter.Int64ObservableCounter(AuditRequestFailures, metric.WithDescription("Request records no audit device wrote."))
+	resp, err2 := t.meter.Int64ObservableCounter(AuditResponseFailures, metric.WithDescription("Response records no audit device wrote."))
+	if err := firstErr(err1, err2); err != nil {
+		return nil, fmt.Errorf("telemetry: audit counters: %w: %w", err, keel.KindInternal)
+	}
+	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		rq, rs := b.Failures()
+		o.ObserveInt64(req, int64(rq))
+		o.ObserveInt64(resp, int64(rs))
+		return nil
+	}, req, resp)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: audit counters: %w: %w", err, keel.KindInternal)
 	}
 	return reg.Unregister, nil
 }

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/audit"
 	"github.com/keelhq/keel/kv"
 	"github.com/keelhq/keel/lease"
 	"github.com/keelhq/keel/storage"
@@ -159,3 +161,53 @@ func TestLeaseGaugesFollowIssueAndRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAuditFailuresAreCounted: the records an audit Broker fails to write
+// are counted, by type, under Vault's names.
+func TestAuditFailuresAreCounted(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(&telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := audit.NewBroker(nil)
+	stop, err := tel.WatchAudit(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	salt, err := audit.NewSalt(audit.GenerateSalt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Enable("broken/", brokenDevice{}, salt); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, typ := range []string{audit.TypeRequest, audit.TypeRequest, audit.TypeResponse} {
+		if err := b.Record(ctx, &audit.Record{Type: typ, Request: &audit.Request{Operation: "read", Path: "secret/x"}}); err == nil {
+			t.Fatal("a broken device recorded")
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, p := range d.DataPoints {
+					got[m.Name] += p.Value
+				}
+			}
+		}
+	}
+	if got[telemetry.AuditRequestFailures] != 2 || got[telemetry.AuditResponseFailures] != 1 {
+		t.Fatalf("counters %v, want 2 request and 1 response failures", got)
+	}
+}
+
+type brokenDevice struct{}
+
+func (brokenDevice) Write(*audit.Record) error { return errors.New("disk full") }

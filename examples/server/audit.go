@@ -38,7 +38,7 @@ type audits struct {
 }
 
 // openAudits enables the devices kept in the store, and follows it (see
-// audit.Table).
+// audit.Table); the telemetry counts the records no device wrote.
 func openAudits(ctx context.Context, d *deps) (*audits, error) {
 	a := &audits{
 		broker: audit.NewBroker(&audit.Options{Clock: d.clock}), clock: keel.ClockOrSystem(d.clock), authorizer: d.authorizer, logger: d.logger,
@@ -49,6 +49,11 @@ func openAudits(ctx context.Context, d *deps) (*audits, error) {
 	}
 	a.table = t
 	d.onClose(t.Close)
+	stop, err := d.telemetry.WatchAudit(a.broker)
+	if err != nil {
+		return nil, err
+	}
+	d.onClose(stop)
 	return a, nil
 }
 

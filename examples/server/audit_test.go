@@ -117,6 +117,17 @@ func TestAuditFileDevice(t *testing.T) {
 	if _, err := audit.Verify(bytes.NewReader(append(a, b...))); err != nil {
 		t.Errorf("Verify across the rotation: %v", err)
 	}
+	// The refused requests are counted, under Vault's metric.
+	status, page := ts.get("/v1/sys/metrics?format=prometheus", "X-Vault-Token", token)
+	var failures float64
+	for _, line := range strings.Split(string(page), "\n") {
+		if v, ok := strings.CutPrefix(line, "vault_audit_log_request_failure_total "); ok {
+			fmt.Sscan(v, &failures)
+		}
+	}
+	if status != http.StatusOK || failures < 2 {
+		t.Errorf("metrics: %d, vault_audit_log_request_failure_total %v; want at least the 2 refused writes\n%s", status, failures, page)
+	}
 
 	// Kept across a restart, then disabled.
 	ts.stop()
