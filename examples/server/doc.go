@@ -323,7 +323,8 @@
 // by operation and outcome) and the
 // lease counts (vault_expire_num_leases,
 // vault_expire_num_irrevocable_leases, keel_lease_due, counted at each
-// scrape). Vault answers JSON without format=; this server serves the
+// scrape), and the records no audit device wrote
+// (vault_audit_log_request_failure_total, …_response_failure_total). Vault answers JSON without format=; this server serves the
 // Prometheus format only and answers 400 for another. With
 // OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
 // each operation is also a span exported over OTLP/gRPC, configured by the
