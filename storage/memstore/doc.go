@@ -11,7 +11,7 @@
 //
 // # The tree
 //
-// The tree is the package's own persistent B-tree (nodes of up to 31 keys
+// The tree is the package's own persistent B-tree (nodes of up to 15 keys
 // and values, in arrays of the node). An Update copies the path from the
 // root to the nodes it changes; each copy carries the Update's generation
 // number, and a node of the Update's own generation is changed in place

@@ -3,7 +3,7 @@ package memstore
 // maxItems is the most items a node holds; odd, so that a full node splits
 // around its middle item into two nodes of minItems.
 const (
-	maxItems = 31
+	maxItems = 15
 	minItems = maxItems / 2
 )
 
