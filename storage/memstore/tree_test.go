@@ -28,7 +28,12 @@ func (m model) check(t *testing.T, root *node, start string) {
 		})
 	}
 	if !slices.Equal(got, keys) {
-		t.Fatalf("scan: keys %q, want %q", got, keys)
+		i := 0
+		for i < min(len(got), len(keys)) && got[i] == keys[i] {
+			i++
+		}
+		t.Fatalf("scan: %d keys, want %d; they differ from key %d on: %q, want %q",
+			len(got), len(keys), i, got[i:min(len(got), i+3)], keys[i:min(len(keys), i+3)])
 	}
 	for k, v := range m {
 		if got, ok := get(root, k); !ok || string(got) != v {
