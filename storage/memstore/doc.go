@@ -4,10 +4,25 @@
 // # Basics
 //
 // New returns an empty store. Views read a snapshot of the committed state
-// without taking a lock; Updates run one at a time in a transaction of an
-// immutable radix tree (github.com/hashicorp/go-immutable-radix, as
-// go-memdb uses) whose new root replaces the committed state when the
-// closure returns nil, so a failed Update costs nothing to roll back.
+// without taking a lock; Updates run one at a time over a copy-on-write
+// B-tree whose new root replaces the committed state, with one atomic
+// store, when the closure returns nil, so a failed Update costs nothing to
+// roll back.
+//
+// # The tree
+//
+// The tree is the package's own persistent B-tree (nodes of up to 15 keys
+// and values, in arrays of the node). An Update copies the path from the
+// root to the nodes it changes; each copy carries the Update's generation
+// number, and a node of the Update's own generation is changed in place
+// instead of copied again. A Scan in an Update moves the Update to a new
+// generation, so that the writes of its callback leave the nodes it
+// iterates over untouched. This replaced go-immutable-radix (issue 32),
+// which for each node copied also allocated a mutate channel and an entry
+// of a per-transaction LRU of writable nodes: a B-tree's path is shorter
+// than a radix tree's for keys of long shared prefixes, and a generation
+// number costs nothing to allocate. Keys are the strings given to Put,
+// never modified, so a Scan hands them to its callback without a copy.
 //
 // # Concurrency
 //

@@ -1,14 +1,11 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
-
-	iradix "github.com/hashicorp/go-immutable-radix/v2"
 
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/internal/txbase"
@@ -24,8 +21,9 @@ type Options struct {
 // concurrent use.
 type Store struct {
 	limits  storage.Limits
-	current atomic.Pointer[iradix.Tree[[]byte]] // committed state; immutable
-	writeMu sync.Mutex                          // one Update at a time
+	current atomic.Pointer[node] // root of the committed state; nil when empty
+	writeMu sync.Mutex           // one Update at a time; guards gen
+	gen     uint64               // the last gen given to a writer
 	gate    txbase.Gate
 	watch   txbase.Watchers
 	claims  storage.Claims
@@ -46,7 +44,6 @@ func New(opts *Options) *Store {
 	if opts != nil && opts.Limits != (storage.Limits{}) {
 		s.limits = opts.Limits
 	}
-	s.current.Store(iradix.New[[]byte]())
 	return s
 }
 
@@ -81,14 +78,14 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, storage.Tx) e
 		return err
 	}
 	defer s.gate.Leave()
-	t := &tx{root: s.current.Load().Root()}
+	t := &tx{root: s.current.Load()}
 	t.Init(ctx, s, &s.limits, false)
 	defer t.Finish()
 	return fn(t, t)
 }
 
-// Update runs fn in a transaction of the immutable tree and publishes the
-// new tree when fn returns nil. Updates run one at a time, and fn is called
+// Update runs fn over a copy-on-write version of the committed tree and
+// publishes its root when fn returns nil. Updates run one at a time, and fn is called
 // exactly once.
 func (s *Store) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
 	if err := s.gate.Begin(ctx, s); err != nil {
@@ -109,7 +106,8 @@ func (s *Store) update(ctx context.Context, fn func(context.Context, storage.Tx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := &tx{txn: s.current.Load().Txn()}
+	t := &tx{w: &writer{root: s.current.Load(), next: s.nextGen}}
+	t.w.gen = s.nextGen()
 	t.Init(ctx, s, &s.limits, true)
 	if s.limits.MaxTxReads > 0 {
 		t.reads = map[string]struct{}{}
@@ -128,16 +126,22 @@ func (s *Store) update(ctx context.Context, fn func(context.Context, storage.Tx)
 		if n := len(t.reads) + t.scans; t.reads != nil && n > s.limits.MaxTxReads {
 			return nil, fmt.Errorf("%w: the transaction read %d keys and scans, at most %d (Limits.MaxTxReads)", storage.ErrTxTooLarge, n, s.limits.MaxTxReads)
 		}
-		s.current.Store(t.txn.CommitOnly())
+		s.current.Store(t.w.root)
 	}
 	return t.Written(), nil
 }
 
-// tx reads root in a View, and txn in an Update.
+// nextGen returns a gen no node carries yet; writeMu must be held.
+func (s *Store) nextGen() uint64 {
+	s.gen++
+	return s.gen
+}
+
+// tx reads root in a View, and w's tree in an Update.
 type tx struct {
 	txbase.Base
-	root *iradix.Node[[]byte]
-	txn  *iradix.Txn[[]byte]
+	root *node
+	w    *writer
 	// reads holds the keys an Update read, and scans counts its Scans,
 	// when the store bounds them (Limits.MaxTxReads); reads is nil
 	// otherwise.
@@ -176,13 +180,11 @@ func (t *tx) lookup(key string) ([]byte, error) {
 		return nil, storage.ErrEmptyKey
 	}
 	t.read(key)
-	var v []byte
-	var ok bool
-	if t.txn != nil {
-		v, ok = t.txn.Get([]byte(key))
-	} else {
-		v, ok = t.root.Get([]byte(key))
+	root := t.root
+	if t.w != nil {
+		root = t.w.root
 	}
+	v, ok := get(root, key)
 	if !ok {
 		return nil, storage.ErrNotFound
 	}
@@ -193,7 +195,7 @@ func (t *tx) Put(key string, value []byte) error {
 	if err := t.CheckPut(key, value); err != nil {
 		return err
 	}
-	t.txn.Insert([]byte(key), clone(value))
+	t.w.put(key, clone(value))
 	return nil
 }
 
@@ -201,7 +203,7 @@ func (t *tx) Delete(key string) error {
 	if err := t.CheckDelete(key); err != nil {
 		return err
 	}
-	t.txn.Delete([]byte(key))
+	t.w.del(key)
 	return nil
 }
 
@@ -210,45 +212,43 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 		return err
 	}
 	root := t.root
-	if t.txn != nil {
-		// fn may write through t: iterate over a clone of the
-		// transaction, which later writes do not touch.
-		root = t.txn.Clone().Root()
+	if t.w != nil {
+		// fn may write through t: iterate over a snapshot, which later
+		// writes do not touch.
+		root = t.w.snapshot()
 		t.scans++
 	}
-	start := max(prefix, opts.From, opts.After)
-	if start == prefix {
-		return t.walk(root, prefix, opts, fn)
+	if root == nil {
+		return nil
 	}
-	it := root.Iterator()
-	it.SeekLowerBound([]byte(start))
-	for n := 1; ; n++ {
-		k, v, ok := it.Next()
-		if !ok || !bytes.HasPrefix(k, []byte(prefix)) {
-			return nil
+	var err error
+	n := 0
+	ascend(root, max(prefix, opts.From, opts.After), func(it *item) bool {
+		if !strings.HasPrefix(it.key, prefix) {
+			return false
 		}
-		key := keyString(k)
-		if key == opts.After {
-			continue
+		if it.key == opts.After {
+			return true
 		}
-		if n%txbase.ScanCheckEvery == 0 {
-			if err := t.CheckRead(); err != nil {
-				return err
+		if n++; n%txbase.ScanCheckEvery == 0 {
+			if err = t.CheckRead(); err != nil {
+				return false
 			}
 		}
+		var v []byte
 		if !opts.KeysOnly {
-			v = clone(v)
-		} else {
-			v = nil
+			v = clone(it.val)
 		}
-		t.read(key)
-		if err := fn(key, v); err != nil {
-			if err == storage.StopScan {
-				return nil
+		t.read(it.key)
+		if ferr := fn(it.key, v); ferr != nil {
+			if ferr != storage.StopScan {
+				err = ferr
 			}
-			return err
+			return false
 		}
-	}
+		return true
+	})
+	return err
 }
 
 func clone(b []byte) []byte {
@@ -256,50 +256,4 @@ func clone(b []byte) []byte {
 		return []byte{}
 	}
 	return append(make([]byte, 0, len(b)), b...)
-}
-
-// walk is Scan of every key under prefix: a recursive walk of the subtree
-// of prefix, which neither compares each key with the prefix nor keeps an
-// iterator's stack, as a seek to a later start has to.
-func (t *tx) walk(root *iradix.Node[[]byte], prefix string, opts storage.ScanOptions, fn func(string, []byte) error) error {
-	var err error
-	n := 0
-	root.WalkPrefix([]byte(prefix), func(k, v []byte) bool {
-		key := keyString(k)
-		if key == opts.After {
-			return false
-		}
-		if n++; n%txbase.ScanCheckEvery == 0 {
-			if err = t.CheckRead(); err != nil {
-				return true
-			}
-		}
-		if !opts.KeysOnly {
-			v = clone(v)
-		} else {
-			v = nil
-		}
-		t.read(key)
-		if ferr := fn(key, v); ferr != nil {
-			if ferr != storage.StopScan {
-				err = ferr
-			}
-			return true
-		}
-		return false
-	})
-	return err
-}
-
-// keyString returns the key k of a leaf of the tree as a string that
-// shares its bytes, without a copy. This is safe because no byte of a key
-// in the tree is ever written: Put inserts a fresh copy of its key, the
-// tree is immutable (a change makes new nodes and leaves, and never
-// touches the bytes of a key), and nothing else holds the slice. A Scan of
-// a large folder so allocates nothing per key.
-func keyString(k []byte) string {
-	if len(k) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(k), len(k))
 }
