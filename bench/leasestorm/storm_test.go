@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,12 +284,56 @@ func (s *sampler) run(ctx context.Context, wg *sync.WaitGroup, period time.Durat
 	})
 }
 
-func heapInuse() (inuse, alloc uint64) {
+// schedHist reads the runtime's histogram of the time goroutines spent
+// runnable before they ran, cumulative since the start of the process.
+func schedHist() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s[0].Value.Float64Histogram()
+}
+
+// schedQuantile returns the q-quantile of the scheduling latencies
+// between two reads of schedHist: an upper bound of its bucket.
+func schedQuantile(before, after *metrics.Float64Histogram, q float64) time.Duration {
+	if before == nil || after == nil {
+		return 0
+	}
+	var total uint64
+	for i := range after.Counts {
+		total += after.Counts[i] - before.Counts[i]
+	}
+	rank := uint64(float64(total)*q + 0.5)
+	var seen uint64
+	for i := range after.Counts {
+		seen += after.Counts[i] - before.Counts[i]
+		if seen >= rank && seen > 0 {
+			return time.Duration(min(after.Buckets[i+1], 3600) * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+// memStats returns the memory statistics after two GCs (the second
+// empties sync.Pool's victim caches).
+func memStats() runtime.MemStats {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse, ms.HeapAlloc
+	return ms
+}
+
+// gcCycles is how many GC cycles have ended, without stopping the world.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // TestStorm lets -leasestorm.leases leases come due within one second on
@@ -342,19 +387,22 @@ func TestStorm(t *testing.T) {
 	idle := newHist(int64(*flagIdleReads))
 	rd.cur.Store(idle)
 	idleStart := time.Now()
+	schedIdle0, gcIdle0 := schedHist(), gcCycles()
 	rd.run(rctx, &rwg, engine, *flagReaders, *flagPace)
 	<-rd.full
 	idleTime := time.Since(idleStart)
 	rd.cur.Store(nil)
+	schedIdle1, gcIdle1 := schedHist(), gcCycles()
 
 	// The storm: the heap sampled, the readers recording every read.
-	baseInuse, baseAlloc := heapInuse()
+	base := memStats()
 	sctx, stopSampler := context.WithCancel(ctx)
 	var swg sync.WaitGroup
 	smp := &sampler{}
 	smp.run(sctx, &swg, 50*time.Millisecond)
 	storm := newHist(0)
 	rd.cur.Store(storm)
+	schedStorm0, gcStorm0 := schedHist(), gcCycles()
 
 	deadline, ok := t.Deadline()
 	if !ok {
@@ -395,30 +443,36 @@ func TestStorm(t *testing.T) {
 	}
 	stormTime := time.Since(stormStart)
 	rd.cur.Store(nil)
+	schedStorm1, gcStorm1 := schedHist(), gcCycles()
 	stopSampler()
 	swg.Wait()
 	stopReaders()
 	rwg.Wait()
-	afterInuse, afterAlloc := heapInuse()
+	after := memStats()
 
 	checkOutcome(t, ctx, m, rv, n)
 	if e := rd.errs.Load(); e > 0 {
 		t.Errorf("%d kv reads failed; the first: %v", e, rd.err.Load())
 	}
 
-	peak := int64(smp.peak.Load()) - int64(baseInuse)
+	peak := int64(smp.peak.Load()) - int64(base.HeapInuse)
 	t.Logf("leases %d (%d failing) on %d mounts, preload %s (NoSync), load average %s", n, (n+failEvery-1)/failEvery, len(mounts), preloadTime.Round(time.Millisecond), loadavg())
 	t.Logf("storm: %s, %d Steps, %d revoker calls, %.0f leases/s; first Step %s (%.0f leases/s); fake time %s",
 		stormTime.Round(time.Millisecond), steps, rv.calls.Load(), float64(n)/stormTime.Seconds(),
 		firstStep.Round(time.Millisecond), float64(n)/firstStep.Seconds(), now.Sub(due))
-	t.Logf("heap: baseline %s in use; peak during the storm %s above it (%d samples); after the storm, live %+d B",
-		mib(int64(baseInuse)), mib(peak), smp.samples.Load(), int64(afterAlloc)-int64(baseAlloc))
-	_ = afterInuse
+	t.Logf("heap: baseline %s in use; peak during the storm %s above it (%d samples); after the storm, live %+.1f MiB; allocated %.0f B per revoker call; GC cycles: %d idle (%s), %d in the storm",
+		mib(int64(base.HeapInuse)), mib(peak), smp.samples.Load(), float64(int64(after.HeapAlloc)-int64(base.HeapAlloc))/(1<<20),
+		float64(after.TotalAlloc-base.TotalAlloc)/float64(rv.calls.Load()), gcIdle1-gcIdle0, idleTime.Round(time.Millisecond), gcStorm1-gcStorm0)
 	p50i, p99i := idle.quantile(0.50), idle.quantile(0.99)
 	p50s, p99s := storm.quantile(0.50), storm.quantile(0.99)
 	t.Logf("kv reads (%d readers, %s pause): idle %d reads in %s, p50 %s p99 %s; storm %d reads, p50 %s p99 %s; p99 ratio %.2f",
 		*flagReaders, *flagPace, idle.n.Load(), idleTime.Round(time.Millisecond), p50i, p99i,
 		storm.n.Load(), p50s, p99s, float64(p99s)/float64(p99i))
+	// Why a read is slow: the time goroutines waited, runnable, for a
+	// core (the runtime's histogram; bucket bounds).
+	t.Logf("scheduling latency (every goroutine): idle p50 %s p99 %s; storm p50 %s p99 %s",
+		schedQuantile(schedIdle0, schedIdle1, 0.5), schedQuantile(schedIdle0, schedIdle1, 0.99),
+		schedQuantile(schedStorm0, schedStorm1, 0.5), schedQuantile(schedStorm0, schedStorm1, 0.99))
 }
 
 func sumAttempts(rv *revoker) int64 {
