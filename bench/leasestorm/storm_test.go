@@ -463,6 +463,13 @@ func TestStorm(t *testing.T) {
 	t.Logf("heap: baseline %s in use; peak during the storm %s above it (%d samples); after the storm, live %+.1f MiB; allocated %.0f B per revoker call; GC cycles: %d idle (%s), %d in the storm",
 		mib(int64(base.HeapInuse)), mib(peak), smp.samples.Load(), float64(int64(after.HeapAlloc)-int64(base.HeapAlloc))/(1<<20),
 		float64(after.TotalAlloc-base.TotalAlloc)/float64(rv.calls.Load()), gcIdle1-gcIdle0, idleTime.Round(time.Millisecond), gcStorm1-gcStorm0)
+	// The worker holds one batch (256 leases) at a time; a worker that
+	// loaded every due lease would hold some 500 bytes per lease (record,
+	// index key, decoded entry). The bound leaves room for the GC's
+	// slack and bbolt's freelist, which grow with the file.
+	if limit := int64(64<<20) + int64(n)*64; peak > limit {
+		t.Errorf("the heap grew by %s during the storm, more than %s (64 MiB + 64 B a lease)", mib(peak), mib(limit))
+	}
 	p50i, p99i := idle.quantile(0.50), idle.quantile(0.99)
 	p50s, p99s := storm.quantile(0.50), storm.quantile(0.99)
 	t.Logf("kv reads (%d readers, %s pause): idle %d reads in %s, p50 %s p99 %s; storm %d reads, p50 %s p99 %s; p99 ratio %.2f",
