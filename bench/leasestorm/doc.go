@@ -37,8 +37,13 @@
 //     latency over each phase, which tells a read that waited for a core
 //     from one that waited for the store.
 //
-// Speed is reported (t.Log), never asserted. The default size is small, for
-// `go test ./...`; the figures of BENCHMARKS.md come from
+// Speed is reported (t.Log), never asserted; the heap's growth is bounded
+// (64 MiB + 64 bytes a lease), which a worker that loaded every due lease
+// would break at a million. The default size, 2,000 leases, is small for
+// `go test ./...`: on the tip a mount whose due leases all fail closes its
+// lane at every retry round, so that 20,000 leases take some 9,000 Steps
+// and 44 hours of fake time to settle (BENCHMARKS.md, "Lease storm").
+// The figures of BENCHMARKS.md come from
 //
 //	nice -n 10 go test -run TestStorm -v -timeout 60m ./leasestorm -args -leasestorm.leases=1000000
 package leasestorm
