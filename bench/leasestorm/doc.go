@@ -1,0 +1,49 @@
+// Package leasestorm is the storm test of the lease manager (issue 26): N
+// leases due within the same second on a bbolt file, a tenth of whose
+// revocations fail, while kv reads are served from the same file.
+//
+// The package has no code of its own: everything is in TestStorm.
+//
+//   - The leases are written without fsync, 10,000 per transaction
+//     through lease.Issuer.Update (as lease's BenchmarkStartup does), to
+//     two mounts, their issue times spread over less than a second of a
+//     keel.FakeClock; the file is then opened again as a program opens it
+//     (fsync on every commit) for the storm.
+//   - The revoker fails for every lease whose preload index is a multiple
+//     of ten, every time, with an ordinary error (not lease.Permanent), so
+//     that the manager retries it with backoff until Options.MaxAttempts
+//     (6) and then marks it irrevocable; it succeeds for the others. The
+//     index travels in the lease's Data, so the test keeps a bit per lease
+//     (not a map of ids) and its own memory stays out of the figure.
+//   - The worker is driven by Step on the fake clock: each Step at the
+//     time the previous one returned, but at least one second
+//     (-leasestorm.tick) later, as a worker that wakes once a second. Each
+//     retry is jittered by ±20%, so stepping to every returned time would
+//     make a Step, and an fsync, per lease.
+//   - At the end every lease must be revoked (its revoker call succeeded,
+//     and it is no longer stored) or irrevocable: the irrevocable ones are
+//     exactly the failing tenth, each listed by ListIrrevocable with its
+//     mount and last error ("out of retries: " and the revoker's), and
+//     shown by Get with that error and its attempts, which must equal the
+//     revoker's count of calls; CountIrrevocable and List agree.
+//   - Memory: a goroutine reads runtime.MemStats every 50 ms during the
+//     storm; the figure is the peak HeapInuse above the live heap before
+//     it (after two GCs).
+//   - kv reads: -leasestorm.readers goroutines read one secret through a
+//     kv.Engine on the same file, each pausing -leasestorm.pace between
+//     reads (a steady load, not one that competes for every core): a fixed
+//     count (-leasestorm.idlereads) before the storm, then every read
+//     during it; p50 and p99 of each, and the runtime's scheduling
+//     latency over each phase, which tells a read that waited for a core
+//     from one that waited for the store.
+//
+// Speed is reported (t.Log), never asserted; the heap's growth is bounded
+// (64 MiB + 64 bytes a lease), which a worker that loaded every due lease
+// would break at a million. The default size, 2,000 leases, is small for
+// `go test ./...`: on the tip a mount whose due leases all fail closes its
+// lane at every retry round, so that 20,000 leases take some 9,000 Steps
+// and 44 hours of fake time to settle (BENCHMARKS.md, "Lease storm").
+// The figures of BENCHMARKS.md come from
+//
+//	nice -n 10 go test -run TestStorm -v -timeout 60m ./leasestorm -args -leasestorm.leases=1000000
+package leasestorm
