@@ -184,6 +184,10 @@ func (r *laneRun) work() {
 			out, next = postponed, m.postponed(&it.e, r.now)
 		case isPermanent(err):
 			out, next = failedAttempt, m.failed(&it.e, r.now, err)
+		case it.e.Attempts > 0 && !errors.Is(err, errTimedOut):
+			// A retry that fails again judges its lease, not the
+			// backend: a backend that is down fails first attempts too.
+			out, next = failedAttempt, m.failed(&it.e, r.now, err)
 		default:
 			out, next = failedAttempt, m.failed(&it.e, r.now, err)
 			closeAt, closed = m.lanes.failed(r.mount, r.now, next.NextAttempt, errors.Is(err, errTimedOut), m.backoff)

@@ -13,8 +13,8 @@ import (
 // lanes are the worker's revocation lanes, one per mount: the state that
 // keeps a mount whose revocations fail or hang from delaying another's.
 // A lane closes when a call times out, or when laneTrip calls in a row
-// fail (errors marked Permanent are verdicts on one lease, not on the
-// backend, and do not count); it stays closed for a backoff, and while
+// fail (errors marked Permanent, and retries that fail again, are
+// verdicts on one lease, not on the backend, and do not count); it stays closed for a backoff, and while
 // its revoker holds Options.RevokeConcurrency calls that timed out and
 // have not returned. The due leases of a closed lane are put off to its
 // end without a call; so are those of a lane whose run (see laneRun) a

@@ -466,3 +466,62 @@ func TestStepCalledDirectlyWaitsForEveryCall(t *testing.T) {
 		t.Fatal("the lease is still stored after the Step")
 	}
 }
+
+// TestFailingRetriesCloseNoLane: a mount refuses some of its leases for
+// good. Their retries, due together, all fail again; they judge those
+// leases, not the backend, so the lane stays open and the mount's other
+// leases due in the same Step are revoked (a lane closed by them would
+// put those off: at a million leases, the retries would crawl).
+func TestFailingRetriesCloseNoLane(t *testing.T) {
+	e := newEnv(t, everystore.Mem, nil, nil)
+	refuse := RevokerFunc(func(_ context.Context, l Lease) error {
+		if l.Path == "m/creds/bad" {
+			return errors.New("the backend refuses this one")
+		}
+		return nil
+	})
+	if err := e.m.register("m/", refuse, nil); err != nil {
+		t.Fatal(err)
+	}
+	// First attempts, one Step each, a success between two failures:
+	// never laneTrip failures in a row.
+	var bad []Lease
+	for i := range 2 * laneTrip {
+		b := e.issue(t, IssueRequest{Path: "m/creds/bad", TTL: time.Minute + time.Duration(i)*time.Second})
+		g := e.issue(t, IssueRequest{Path: "m/creds/good", TTL: time.Minute + time.Duration(i)*time.Second + time.Second/2})
+		e.step(t, b.ExpireTime)
+		e.step(t, g.ExpireTime)
+		bad = append(bad, b)
+	}
+	var last time.Time
+	for _, b := range bad {
+		got, ok := e.get(t, b.ID)
+		if !ok || got.Attempts != 1 {
+			t.Fatalf("lease %s after its first attempt: %+v, %v", b.ID, got, ok)
+		}
+		last = maxTime(last, got.NextAttempt)
+	}
+	// Fresh leases of the mount, due after every retry.
+	var fresh []Lease
+	for range 3 {
+		fresh = append(fresh, e.issue(t, IssueRequest{Path: "m/creds/good", TTL: last.Sub(t0) + time.Second}))
+	}
+	e.step(t, fresh[0].ExpireTime)
+	for _, b := range bad {
+		if got, _ := e.get(t, b.ID); got.Attempts != 2 {
+			t.Fatalf("lease %s has %d attempts after its retry, want 2", b.ID, got.Attempts)
+		}
+	}
+	for _, l := range fresh {
+		if _, ok := e.get(t, l.ID); ok {
+			t.Fatalf("lease %s, due with the failing retries, was not revoked: their failures closed the lane", l.ID)
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

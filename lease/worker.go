@@ -35,8 +35,8 @@ import (
 // counted, making no call.
 //
 // A lane closes at a call past the timeout, or at the fifth failure in a
-// row (errors marked Permanent aside: they judge one lease, not the
-// backend): it backs off, at most until the failed lease's retry, and its
+// row (errors marked Permanent, and retries that fail again, aside: they
+// judge one lease, not the backend, which would fail first attempts too): it backs off, at most until the failed lease's retry, and its
 // leases not tried are put off to then, with no attempt counted; a later
 // Step puts them off likewise while the backoff lasts, or while the
 // lane's calls that timed out have not returned (a revoker that ignores
