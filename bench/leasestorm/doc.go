@@ -39,10 +39,8 @@
 //
 // Speed is reported (t.Log), never asserted; the heap's growth is bounded
 // (64 MiB + 64 bytes a lease), which a worker that loaded every due lease
-// would break at a million. The default size, 2,000 leases, is small for
-// `go test ./...`: on the tip a mount whose due leases all fail closes its
-// lane at every retry round, so that 20,000 leases take some 9,000 Steps
-// and 44 hours of fake time to settle (BENCHMARKS.md, "Lease storm").
+// would break at a million. The default size, 10,000 leases, is small
+// enough for `go test ./...` (a few seconds).
 // The figures of BENCHMARKS.md come from
 //
 //	nice -n 10 go test -run TestStorm -v -timeout 60m ./leasestorm -args -leasestorm.leases=1000000

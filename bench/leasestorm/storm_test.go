@@ -24,7 +24,7 @@ import (
 )
 
 var (
-	flagLeases    = flag.Int("leasestorm.leases", 2_000, "leases due at once in TestStorm")
+	flagLeases    = flag.Int("leasestorm.leases", 10_000, "leases due at once in TestStorm")
 	flagReaders   = flag.Int("leasestorm.readers", 2, "goroutines reading a kv secret during TestStorm")
 	flagIdleReads = flag.Int("leasestorm.idlereads", 4_000, "kv reads timed before the storm")
 	flagPace      = flag.Duration("leasestorm.pace", time.Millisecond, "pause of each kv reader between two reads")
