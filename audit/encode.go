@@ -7,7 +7,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/keelhq/keel/internal/jsonobj"
 )
 
 // encoder appends a record's JSON line without reflection: the same bytes
@@ -46,7 +47,7 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 		return b, fmt.Errorf("json: error calling MarshalJSON for type time.Time: %w", err)
 	}
 	b = append(b, `","type":`...)
-	b = appendString(b, r.Type)
+	b = jsonobj.AppendString(b, r.Type)
 	if a := r.Auth; a != nil {
 		b = append(b, `,"auth":`...)
 		o := len(b)
@@ -57,7 +58,7 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 			b = e.secret(field(b, o, "accessor"), a.Accessor)
 		}
 		if a.DisplayName != "" {
-			b = appendString(field(b, o, "display_name"), a.DisplayName)
+			b = jsonobj.AppendString(field(b, o, "display_name"), a.DisplayName)
 		}
 		if len(a.Policies) > 0 {
 			b = append(field(b, o, "policies"), '[')
@@ -65,12 +66,12 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, p)
+				b = jsonobj.AppendString(b, p)
 			}
 			b = append(b, ']')
 		}
 		if a.TokenType != "" {
-			b = appendString(field(b, o, "token_type"), a.TokenType)
+			b = jsonobj.AppendString(field(b, o, "token_type"), a.TokenType)
 		}
 		b = end(b, o)
 	}
@@ -78,21 +79,21 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 		b = append(b, `,"request":`...)
 		o := len(b)
 		if q.ID != "" {
-			b = appendString(field(b, o, "id"), q.ID)
+			b = jsonobj.AppendString(field(b, o, "id"), q.ID)
 		}
-		b = appendString(field(b, o, "operation"), q.Operation)
+		b = jsonobj.AppendString(field(b, o, "operation"), q.Operation)
 		if q.MountType != "" {
-			b = appendString(field(b, o, "mount_type"), q.MountType)
+			b = jsonobj.AppendString(field(b, o, "mount_type"), q.MountType)
 		}
 		if q.MountPoint != "" {
-			b = appendString(field(b, o, "mount_point"), q.MountPoint)
+			b = jsonobj.AppendString(field(b, o, "mount_point"), q.MountPoint)
 		}
-		b = appendString(field(b, o, "path"), q.Path)
+		b = jsonobj.AppendString(field(b, o, "path"), q.Path)
 		if len(q.Data) > 0 {
 			b = e.object(field(b, o, "data"), q.Data)
 		}
 		if q.RemoteAddress != "" {
-			b = appendString(field(b, o, "remote_address"), q.RemoteAddress)
+			b = jsonobj.AppendString(field(b, o, "remote_address"), q.RemoteAddress)
 		}
 		b = end(b, o)
 	}
@@ -100,7 +101,7 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 		b = append(b, `,"response":`...)
 		o := len(b)
 		if p.MountType != "" {
-			b = appendString(field(b, o, "mount_type"), p.MountType)
+			b = jsonobj.AppendString(field(b, o, "mount_type"), p.MountType)
 		}
 		if len(p.Data) > 0 {
 			b = e.object(field(b, o, "data"), p.Data)
@@ -109,7 +110,7 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 	}
 	if r.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, r.Error)
+		b = jsonobj.AppendString(b, r.Error)
 	}
 	return b, e.err
 }
@@ -121,7 +122,7 @@ func appendChain(b []byte, c *Chain) []byte {
 		b = append(b, `,"chain":{"seq":`...)
 		b = strconv.AppendUint(b, c.Seq, 10)
 		b = append(b, `,"prev":`...)
-		b = appendString(b, c.Prev)
+		b = jsonobj.AppendString(b, c.Prev)
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -150,7 +151,7 @@ func end(b []byte, o int) []byte {
 // secret appends v's hash, or v when the encoder has no salt.
 func (e *encoder) secret(b []byte, v string) []byte {
 	if e.salt == nil {
-		return appendString(b, v)
+		return jsonobj.AppendString(b, v)
 	}
 	b = append(b, '"')
 	return append(e.mac.appendHash(b, v), '"')
@@ -177,7 +178,7 @@ func (e *encoder) object(b []byte, m map[string]any) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = jsonobj.AppendString(b, k)
 		b = append(b, ':')
 		b = e.value(b, m[k])
 	}
@@ -347,59 +348,4 @@ func (e *encoder) fail(err error) {
 	if e.err == nil {
 		e.err = err
 	}
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it: quotes, backslashes, control characters, <, > and &, U+2028
-// and U+2029; an invalid UTF-8 byte becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
