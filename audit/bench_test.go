@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // BenchmarkRecordFile is one record of a kv write (the shape the example
@@ -38,13 +39,13 @@ func BenchmarkRecordFile(b *testing.B) {
 	}
 	run := func(b *testing.B, record func() error) {
 		b.ReportAllocs()
-		cpu := cpuTime()
+		cpu := keeltest.CPUTime()
 		for b.Loop() {
 			if err := record(); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(keeltest.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("inline", func(b *testing.B) {
 		d := open(b)
@@ -81,7 +82,7 @@ func BenchmarkRecordFile(b *testing.B) {
 		ctx := context.Background()
 		b.ReportAllocs()
 		b.SetParallelism(4)
-		cpu := cpuTime()
+		cpu := keeltest.CPUTime()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if err := br.Record(ctx, r); err != nil {
@@ -90,14 +91,6 @@ func BenchmarkRecordFile(b *testing.B) {
 				}
 			}
 		})
-		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(keeltest.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	})
-}
-
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

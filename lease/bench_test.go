@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
 	"github.com/keelhq/keel/storage/memstore"
@@ -377,14 +378,14 @@ func benchDurable(b *testing.B, op, engine string) {
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu, sys := cpuTime(), sysTime()
+	cpu, sys := keeltest.CPUTime(), keeltest.SysTime()
 	if err := runWriters(b.N, fn); err != nil {
 		b.Fatal(err)
 	}
 	if op == "revoke" {
 		waitRemoved(b, s)
 	}
-	cpu, sys = cpuTime()-cpu, sysTime()-sys
+	cpu, sys = keeltest.CPUTime()-cpu, keeltest.SysTime()-sys
 	b.StopTimer()
 	if op != "issue" && revoked.Load() != int64(b.N) && op != "renew" {
 		b.Fatalf("%d leases revoked, want %d", revoked.Load(), b.N)

@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/snapshot"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
@@ -48,7 +49,7 @@ func BenchmarkSave(b *testing.B) {
 		}
 		defer s.Close()
 		var bytes int64
-		cpu0 := cpuTime()
+		cpu0 := keeltest.CPUTime()
 		for b.Loop() {
 			res, err := snapshot.Save(context.Background(), s, io.Discard, nil)
 			if err != nil || res.Keys != int64(n) {
@@ -61,7 +62,7 @@ func BenchmarkSave(b *testing.B) {
 	b.Run("engine=bbolt-cursor", func(b *testing.B) {
 		db := openBolt(b, path)
 		var bytes int64
-		cpu0 := cpuTime()
+		cpu0 := keeltest.CPUTime()
 		for b.Loop() {
 			bytes = cursorWalk(b, db)
 		}
@@ -77,14 +78,14 @@ func BenchmarkSave(b *testing.B) {
 		db := openBolt(b, copyFile(b, path))
 		var saveWall, saveCPU, walkWall, walkCPU time.Duration
 		for b.Loop() {
-			t0, c0 := time.Now(), cpuTime()
+			t0, c0 := time.Now(), keeltest.CPUTime()
 			if res, err := snapshot.Save(context.Background(), s, io.Discard, nil); err != nil || res.Keys != int64(n) {
 				b.Fatal(res, err)
 			}
-			t1, c1 := time.Now(), cpuTime()
+			t1, c1 := time.Now(), keeltest.CPUTime()
 			cursorWalk(b, db)
 			saveWall, saveCPU = saveWall+t1.Sub(t0), saveCPU+c1-c0
-			walkWall, walkCPU = walkWall+time.Since(t1), walkCPU+cpuTime()-c1
+			walkWall, walkCPU = walkWall+time.Since(t1), walkCPU+keeltest.CPUTime()-c1
 		}
 		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
 		b.ReportMetric(ms(saveWall), "save-ms/op")
@@ -97,7 +98,7 @@ func BenchmarkSave(b *testing.B) {
 	b.Run("engine=bbolt-writeto", func(b *testing.B) {
 		db := openBolt(b, path)
 		var bytes int64
-		cpu0 := cpuTime()
+		cpu0 := keeltest.CPUTime()
 		for b.Loop() {
 			err := db.View(func(tx *bolt.Tx) error {
 				var err error
@@ -116,7 +117,7 @@ func BenchmarkSave(b *testing.B) {
 // since cpu0 (the process's, garbage collection included).
 func report(b *testing.B, cpu0 time.Duration, keys int, bytes int64) {
 	per := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(keeltest.CPUTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(keys)/per, "keys/s")
 	b.ReportMetric(float64(bytes)/per/(1<<20), "MiB/s")
 	b.ReportMetric(float64(bytes)/(1<<20), "MiB")
@@ -221,7 +222,7 @@ func BenchmarkRestore(b *testing.B) {
 		return s
 	}
 	b.Run("engine=restore", func(b *testing.B) {
-		cpu0 := cpuTime()
+		cpu0 := keeltest.CPUTime()
 		for b.Loop() {
 			res, err := snapshot.Restore(context.Background(), bytes.NewReader(stream.Bytes()), fresh(b), nil)
 			if err != nil || res.Keys != int64(n) {
@@ -231,7 +232,7 @@ func BenchmarkRestore(b *testing.B) {
 		report(b, cpu0, n, int64(stream.Len()))
 	})
 	b.Run("engine=migrate", func(b *testing.B) {
-		cpu0 := cpuTime()
+		cpu0 := keeltest.CPUTime()
 		var moved int64
 		for b.Loop() {
 			res, err := snapshot.Migrate(context.Background(), src, fresh(b), nil)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/snapshot"
 	"github.com/keelhq/keel/storage"
 	"github.com/keelhq/keel/storage/boltstore"
@@ -166,9 +167,9 @@ func TestSaveWhileWritingIsOneInstant(t *testing.T) {
 		before[c] = acked[c].Load()
 	}
 	out := &heldWriter{hold: func() { waitFor(sumOf(before[:]) + 4*clients) }}
-	saveStart, cpu0 := time.Now(), cpuTime()
+	saveStart, cpu0 := time.Now(), keeltest.CPUTime()
 	res, err := snapshot.Save(ctx, store, out, nil)
-	saveWall, saveCPU := time.Since(saveStart), cpuTime()-cpu0
+	saveWall, saveCPU := time.Since(saveStart), keeltest.CPUTime()-cpu0
 	var after [clients]int64
 	for c := range clients {
 		after[c] = started[c].Load()

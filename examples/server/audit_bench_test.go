@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // BenchmarkAuditKVWrite is a kv write through the server's whole handler
@@ -27,13 +29,13 @@ func BenchmarkAuditKVWrite(b *testing.B) {
 	}
 	write := func(b *testing.B) {
 		b.ReportAllocs()
-		cpu := cpuTime()
+		cpu := keeltest.CPUTime()
 		for b.Loop() {
 			if code, body := do(http.MethodPut, "/v1/secret/app", `{"password":"hunter2","user":"app"}`); code != http.StatusNoContent {
 				b.Fatalf("kv write answered %d: %s", code, body)
 			}
 		}
-		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(keeltest.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("devices=0", write)
 	logPath := filepath.Join(b.TempDir(), "audit.log")

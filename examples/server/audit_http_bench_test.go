@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/keelhq/keel/internal/keeltest"
 )
 
 // BenchmarkAuditKVWriteHTTP is a kv write over a real connection: the
@@ -39,7 +41,7 @@ func BenchmarkAuditKVWriteHTTP(b *testing.B) {
 	write := func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetParallelism(4) // 8 clients on 2 cores
-		cpu := cpuTime()
+		cpu := keeltest.CPUTime()
 		b.RunParallel(func(pb *testing.PB) {
 			path := "/v1/secret/app-" + strconv.FormatInt(worker.Add(1), 10)
 			for pb.Next() {
@@ -50,7 +52,7 @@ func BenchmarkAuditKVWriteHTTP(b *testing.B) {
 				}
 			}
 		})
-		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(keeltest.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("devices=0", write)
 	logPath := filepath.Join(b.TempDir(), "audit.log")

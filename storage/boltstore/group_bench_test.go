@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/keelhq/keel/internal/keeltest"
 	"github.com/keelhq/keel/storage"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			var wg sync.WaitGroup
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu, sys := cpuTime(), sysTime()
+			cpu, sys := keeltest.CPUTime(), keeltest.SysTime()
 			for range 64 {
 				wg.Go(func() {
 					for {
@@ -53,7 +54,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			cpu, sys = cpuTime()-cpu, sysTime()-sys
+			cpu, sys = keeltest.CPUTime()-cpu, keeltest.SysTime()-sys
 			b.StopTimer()
 			s.mu.Lock()
 			b.ReportMetric(float64(s.grouped)/float64(max(s.commits, 1)), "updates/commit")

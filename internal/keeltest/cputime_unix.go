@@ -1,16 +1,16 @@
 //go:build unix
 
-package lease
+package keeltest
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time (user and system) the process has used, so
+// CPUTime returns the CPU time (user and system) the process has used, so
 // that a benchmark on a busy machine reports what an operation costs
 // besides what it waited.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var u syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
 		return 0
@@ -18,9 +18,9 @@ func cpuTime() time.Duration {
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
-// sysTime returns the system part of cpuTime: the kernel's work for the
+// SysTime returns the system part of CPUTime: the kernel's work for the
 // process (a file's writes and syncs).
-func sysTime() time.Duration {
+func SysTime() time.Duration {
 	var u syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
 		return 0

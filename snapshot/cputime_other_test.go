@@ -1,8 +1,0 @@
-//go:build !unix
-
-package snapshot_test
-
-import "time"
-
-// cpuTime is not measured here: the benchmarks report 0 CPU.
-func cpuTime() time.Duration { return 0 }
