@@ -28,6 +28,30 @@ func (r *hungRevoker) Revoke(ctx context.Context, l Lease) error {
 	return nil
 }
 
+// registerHung registers mount with a revoker that hangs until release is
+// called (the test's cleanup calls it too).
+func registerHung(t *testing.T, e *env, mount string) (*hungRevoker, func()) {
+	t.Helper()
+	hung := &hungRevoker{release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	if err := e.m.register(mount, hung, nil); err != nil {
+		t.Fatal(err)
+	}
+	return hung, release
+}
+
+// issueN issues n leases of path for ttl.
+func (e *env) issueN(t *testing.T, n int, path string, ttl time.Duration) []Lease {
+	t.Helper()
+	ls := make([]Lease, n)
+	for i := range ls {
+		ls[i] = e.issue(t, IssueRequest{Path: path, TTL: ttl})
+	}
+	return ls
+}
+
 // TestHungMountDelaysNoOther: 1,000 leases of a mount whose revoker hangs
 // are due with one lease of another mount. The other mount's revoker is
 // called while the hung calls still hang (its lane runs beside), the Step
@@ -39,18 +63,9 @@ func (r *hungRevoker) Revoke(ctx context.Context, l Lease) error {
 // revoked.
 func TestHungMountDelaysNoOther(t *testing.T) {
 	e := newEnv(t, everystore.Mem, &Options{RevokeTimeout: 50 * time.Millisecond, RevokeConcurrency: 3}, nil)
-	hung := &hungRevoker{release: make(chan struct{})}
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(hung.release) }) }
-	t.Cleanup(release)
-	if err := e.m.register("slow/", hung, nil); err != nil {
-		t.Fatal(err)
-	}
+	hung, release := registerHung(t, e, "slow/")
 	const n = 1000
-	slow := make([]Lease, n)
-	for i := range slow {
-		slow[i] = e.issue(t, IssueRequest{Path: "slow/creds/x", TTL: time.Minute})
-	}
+	slow := e.issueN(t, n, "slow/creds/x", time.Minute)
 	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
 	due := t0.Add(time.Minute)
 
@@ -198,18 +213,9 @@ func TestSporadicFailuresKeepTheLaneOpen(t *testing.T) {
 // revoked, once.
 func TestHungMountDelaysNoOtherByDefault(t *testing.T) {
 	e := newEnv(t, everystore.Mem, nil, nil)
-	hung := &hungRevoker{release: make(chan struct{})}
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(hung.release) }) }
-	t.Cleanup(release)
-	if err := e.m.register("hung/", hung, nil); err != nil { // "hung/" sorts before "ldap/"
-		t.Fatal(err)
-	}
+	hung, release := registerHung(t, e, "hung/") // "hung/" sorts before "ldap/"
 	const n = 1000
-	slow := make([]Lease, n)
-	for i := range slow {
-		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: time.Minute})
-	}
+	slow := e.issueN(t, n, "hung/creds/x", time.Minute)
 	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: time.Minute})
 	due := t0.Add(time.Minute)
 
@@ -325,19 +331,10 @@ func TestStopEndsRunsLeftGoing(t *testing.T) {
 // from the other lease's expiry to its removal is logged.
 func TestWorkerHungMountDelaysNoOther(t *testing.T) {
 	e := newEnv(t, everystore.Mem, &Options{Clock: keel.SystemClock{}, RetryBase: 50 * time.Millisecond}, nil)
-	hung := &hungRevoker{release: make(chan struct{})}
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(hung.release) }) }
-	t.Cleanup(release)
-	if err := e.m.register("hung/", hung, nil); err != nil {
-		t.Fatal(err)
-	}
+	hung, release := registerHung(t, e, "hung/")
 	e.m.Start()
 	const n, ttl = 1000, 2 * time.Second
-	slow := make([]Lease, n)
-	for i := range slow {
-		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: ttl})
-	}
+	slow := e.issueN(t, n, "hung/creds/x", ttl)
 	fast := e.issue(t, IssueRequest{Path: "ldap/creds/app", TTL: ttl})
 	keeltest.Until(t, "the other mount's lease removed", func() bool {
 		_, ok := e.get(t, fast.ID)
@@ -381,16 +378,9 @@ func TestWorkerHungMountDelaysNoOther(t *testing.T) {
 // counted, and wakes the worker for them. None is lost.
 func TestRunLeftGoingCommitsTimeouts(t *testing.T) {
 	e := newEnv(t, everystore.Mem, &Options{RevokeTimeout: 2 * laneWait}, nil)
-	hung := &hungRevoker{release: make(chan struct{})}
-	t.Cleanup(func() { close(hung.release) })
-	if err := e.m.register("hung/", hung, nil); err != nil {
-		t.Fatal(err)
-	}
+	hung, _ := registerHung(t, e, "hung/")
 	const n = 100
-	slow := make([]Lease, n)
-	for i := range slow {
-		slow[i] = e.issue(t, IssueRequest{Path: "hung/creds/x", TTL: time.Minute})
-	}
+	slow := e.issueN(t, n, "hung/creds/x", time.Minute)
 	due := t0.Add(time.Minute)
 	select {
 	case <-e.m.wake: // Issue's wake-up: the worker does not run
