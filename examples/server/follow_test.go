@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/vault/api"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/keelhq/keel/internal/keeltest"
@@ -122,49 +123,54 @@ func TestMountsFollowedAcrossServers(t *testing.T) {
 
 // TestLeaseQuotaAcrossServers runs two server processes on one etcd with a
 // lease-count quota of 10 on a leased kv mount, and reads through both at
-// once, more than the quota allows: exactly 10 reads get a lease, the
-// others answer 429 naming the quota, and the quota's counter reads 10.
-// Once one lease is revoked through one server, a read through the other
-// gets a lease again.
+// once with vault/api in its default configuration, more than the quota
+// allows: exactly 10 reads get a lease, the others answer 429 naming the
+// quota, and the quota's counter reads 10. Once one lease is revoked
+// through one server, a read through the other gets a lease again.
 func TestLeaseQuotaAcrossServers(t *testing.T) {
 	endpoints := strings.Join(etcdtest.Endpoints(t), ",")
 	args := []string{"-addr", "127.0.0.1:0", "-etcd", endpoints, "-etcd-prefix", etcdtest.Prefix(), "-root-token", "root-t"}
 	child := []string{childEnv + "=1"}
 	a, b := startProcess(t, child, os.Args[0], args...), startProcess(t, child, os.Args[0], args...)
-	if status, body, _ := a.do("POST", "/v1/sys/mounts/leased", `{"type":"kv","options":{"leased_passthrough":"true"}}`); status != http.StatusNoContent {
-		t.Fatalf("enable: %d %s", status, body)
+	client := func(p *process) *api.Client {
+		cfg := api.DefaultConfig()
+		cfg.Address = p.url
+		c, err := api.NewClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetToken("root-t")
+		return c
 	}
-	if status, body, _ := a.do("PUT", "/v1/sys/quotas/lease-count/ten", `{"path":"leased/","max_leases":10}`); status != http.StatusNoContent && status != http.StatusOK {
-		t.Fatalf("quota: %d %s", status, body)
+	ca, cb := client(a), client(b)
+	if err := ca.Sys().Mount("leased", &api.MountInput{Type: "kv", Options: map[string]string{"leased_passthrough": "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.Logical().Write("sys/quotas/lease-count/ten", map[string]any{"path": "leased/", "max_leases": 10}); err != nil {
+		t.Fatal(err)
 	}
 	keeltest.Eventually(t, "a write through the other server", func() error {
-		if status, body, _ := b.do("PUT", "/v1/leased/db", `{"password":"p","ttl":"1h"}`); status != http.StatusNoContent {
-			return fmt.Errorf("%d %s", status, body)
-		}
-		return nil
+		_, err := cb.Logical().Write("leased/db", map[string]any{"password": "p", "ttl": "1h"})
+		return err
 	})
 
 	// 2 servers × 4 clients × 4 reads: 32 tries for 10 leases.
 	type result struct {
-		status int
-		body   string
+		lease string
+		err   error
 	}
 	results := make(chan result, 32)
 	var wg sync.WaitGroup
-	for _, p := range []*process{a, b} {
+	for _, c := range []*api.Client{ca, cb} {
 		for range 4 {
 			wg.Go(func() {
 				for range 4 {
-					req, _ := http.NewRequest("GET", p.url+"/v1/leased/db", nil)
-					req.Header.Set("X-Secrets-Token", "root-t")
-					resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
-					if err != nil {
-						results <- result{0, err.Error()}
-						continue
+					s, err := c.Logical().Read("leased/db")
+					if err == nil && s != nil {
+						results <- result{lease: s.LeaseID}
+					} else {
+						results <- result{err: err}
 					}
-					body, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					results <- result{resp.StatusCode, string(body)}
 				}
 			})
 		}
@@ -173,35 +179,30 @@ func TestLeaseQuotaAcrossServers(t *testing.T) {
 	close(results)
 	var leases []string
 	for r := range results {
-		switch r.status {
-		case http.StatusOK:
-			var out struct {
-				LeaseID string `json:"lease_id"`
-			}
-			if json.Unmarshal([]byte(r.body), &out) != nil || out.LeaseID == "" {
-				t.Fatalf("a read without a lease: %s", r.body)
-			}
-			leases = append(leases, out.LeaseID)
-		case http.StatusTooManyRequests:
-			if !strings.Contains(r.body, "ten") {
-				t.Errorf("429 not naming the quota: %s", r.body)
+		var re *api.ResponseError
+		switch {
+		case r.err == nil && r.lease != "":
+			leases = append(leases, r.lease)
+		case errors.As(r.err, &re) && re.StatusCode == http.StatusTooManyRequests:
+			if !strings.Contains(re.Error(), `quota "ten"`) {
+				t.Errorf("429 not naming the quota: %v", re)
 			}
 		default:
-			t.Fatalf("read: %d %s", r.status, r.body)
+			t.Fatalf("read: %q, %v", r.lease, r.err)
 		}
 	}
 	if len(leases) != 10 {
 		t.Fatalf("%d leases issued through two servers under a quota of 10", len(leases))
 	}
-	status, body, _ := b.do("GET", "/v1/sys/quotas/lease-count/ten", "")
-	if status != http.StatusOK || !strings.Contains(body, `"counter":10`) {
-		t.Fatalf("quota read: %d %s, want counter 10", status, body)
+	q, err := cb.Logical().Read("sys/quotas/lease-count/ten")
+	if err != nil || q == nil || q.Data["counter"] != json.Number("10") {
+		t.Fatalf("quota read: %+v, %v; want counter 10", q, err)
 	}
 
-	if status, body, _ := a.do("PUT", "/v1/sys/leases/revoke", `{"lease_id":"`+leases[0]+`","sync":true}`); status != http.StatusNoContent {
-		t.Fatalf("revoke: %d %s", status, body)
+	if err := ca.Sys().RevokeWithOptions(&api.RevokeOptions{LeaseID: leases[0], Sync: true}); err != nil {
+		t.Fatal(err)
 	}
-	if status, body, _ := b.do("GET", "/v1/leased/db", ""); status != http.StatusOK || !strings.Contains(body, `"lease_id":"leased/db/`) {
-		t.Fatalf("a read after a revocation: %d %s", status, body)
+	if s, err := cb.Logical().Read("leased/db"); err != nil || s == nil || !strings.HasPrefix(s.LeaseID, "leased/db/") {
+		t.Fatalf("a read after a revocation: %+v, %v", s, err)
 	}
 }
