@@ -138,33 +138,58 @@ type multiObserver []Observer
 
 // began is what a multiObserver keeps of one operation in its context:
 // the context each Observer's Begin returned, so that its End gets it.
-type began struct{ ctxs []context.Context }
+// It is made only when one of them returned a context of its own: when
+// none did (metrics, logs), each End gets the context End is given, and
+// Begin allocates nothing. op tells a multiObserver's End its own began
+// from one of an operation around it.
+type began struct {
+	op   *Op
+	ctxs []context.Context
+}
 
 type beganKey struct{}
 
 func (m multiObserver) Begin(ctx context.Context, op *Op) (context.Context, error) {
-	b := &began{ctxs: make([]context.Context, 0, len(m))}
+	var b *began // nil while every context is ctx
 	cur := ctx
-	for _, o := range m {
+	for i, o := range m {
 		next, err := o.Begin(cur, op)
 		if err != nil {
 			op.Err = err
-			for j := len(b.ctxs) - 1; j >= 0; j-- {
-				m[j].End(b.ctxs[j], op)
+			for j := i - 1; j >= 0; j-- {
+				c := ctx
+				if b != nil {
+					c = b.ctxs[j]
+				}
+				m[j].End(c, op)
 			}
 			op.Err = nil
 			return ctx, err
 		}
-		if next != nil {
+		if next != nil && next != cur {
 			cur = next
+			if b == nil {
+				b = &began{op: op, ctxs: make([]context.Context, i, len(m))}
+				for j := range b.ctxs {
+					b.ctxs[j] = ctx
+				}
+			}
 		}
-		b.ctxs = append(b.ctxs, cur)
+		if b != nil {
+			b.ctxs = append(b.ctxs, cur)
+		}
+	}
+	if b == nil {
+		return ctx, nil
 	}
 	return context.WithValue(cur, beganKey{}, b), nil
 }
 
 func (m multiObserver) End(ctx context.Context, op *Op) {
 	b, _ := ctx.Value(beganKey{}).(*began)
+	if b != nil && b.op != op { // an operation's around this one
+		b = nil
+	}
 	for i := len(m) - 1; i >= 0; i-- {
 		c := ctx
 		if b != nil && i < len(b.ctxs) {

@@ -122,6 +122,60 @@ func TestObserversTellEachInOrderAndStopAtARefusal(t *testing.T) {
 	}
 }
 
+// quiet is an Observer that leaves the context as it is, as metrics and
+// logs do, and notes the context its End gets.
+type quiet struct{ ends []context.Context }
+
+func (q *quiet) Begin(ctx context.Context, _ *keel.Op) (context.Context, error) { return ctx, nil }
+func (q *quiet) End(ctx context.Context, _ *keel.Op)                            { q.ends = append(q.ends, ctx) }
+
+// Observers that all leave the context as it is cost the Op alone: no
+// context of the multiObserver's own (issue 32: two per request).
+func TestObserversLeaveAContextNobodyChangedAlone(t *testing.T) {
+	a, b := &quiet{}, &quiet{}
+	o := keel.Observers(a, b)
+	ctx := context.Background()
+	got, op, err := keel.Begin(ctx, o, nil, "x.Op", "r", nil)
+	if err != nil || got != ctx {
+		t.Fatalf("Begin = %v, %v; want ctx itself", got, err)
+	}
+	op.End(nil, nil)
+	if len(a.ends) != 1 || a.ends[0] != ctx || b.ends[0] != ctx {
+		t.Errorf("End got %v and %v, want ctx", a.ends, b.ends)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		_, op, _ := keel.Begin(ctx, o, nil, "x.Op", "r", nil)
+		op.End(nil, nil)
+	})
+	if allocs > 1 { // the Op
+		t.Errorf("Begin and End allocate %v times, want 1 (the Op)", allocs)
+	}
+}
+
+// An operation inside another, whose observers change no context, is not
+// given the contexts the outer operation's observers made.
+func TestObserversOfAnInnerOperationGetTheirOwnContexts(t *testing.T) {
+	var log []string
+	outer := keel.Observers(&recorder{name: "a", log: &log}, &recorder{name: "b", log: &log})
+	ctx, op, err := keel.Begin(context.Background(), outer, nil, "outer", "r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q1, q2 := &quiet{}, &quiet{}
+	ictx, iop, err := keel.Begin(ctx, keel.Observers(q1, q2), nil, "inner", "r", nil)
+	if err != nil || ictx != ctx {
+		t.Fatalf("inner Begin = %v, %v; want the outer context", ictx, err)
+	}
+	iop.End(nil, nil)
+	if q1.ends[0] != ctx || q2.ends[0] != ctx {
+		t.Error("the inner operation's End got the outer observers' contexts")
+	}
+	op.End(nil, nil)
+	if want := "a end outer ctx=a"; log[len(log)-1] != want {
+		t.Errorf("last line %q, want %q", log[len(log)-1], want)
+	}
+}
+
 type credentials struct {
 	Username string
 	Password string `keel:"secret"`

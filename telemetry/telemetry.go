@@ -3,8 +3,10 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -37,7 +39,13 @@ type Telemetry struct {
 	duration metric.Float64Histogram
 	tracer   trace.Tracer // nil: no traces
 
-	attrs sync.Map // outcome{name, kind} → metric.MeasurementOption
+	// attrs holds the record options of the histogram, one attribute
+	// set per operation and outcome, made once each: a map read without
+	// a lock and replaced by a copy under mu when an entry is added, so
+	// that a measurement allocates nothing of its own (a sync.Map boxes
+	// its key, and a variadic call makes its slice).
+	attrs atomic.Pointer[map[outcome][]metric.RecordOption]
+	mu    sync.Mutex
 }
 
 // outcome keys the attribute sets of the histogram, made once each.
@@ -109,7 +117,7 @@ func (t *Telemetry) Begin(ctx context.Context, op *keel.Op) (context.Context, er
 func (t *Telemetry) End(ctx context.Context, op *keel.Op) {
 	kind := keel.KindOf(op.Err)
 	if t.duration != nil {
-		t.duration.Record(ctx, op.Duration.Seconds(), t.attributes(op.Name, kind))
+		t.duration.Record(ctx, op.Duration.Seconds(), t.attributes(op.Name, kind)...)
 	}
 	if t.tracer == nil {
 		return
@@ -122,15 +130,30 @@ func (t *Telemetry) End(ctx context.Context, op *keel.Op) {
 	span.End(trace.WithTimestamp(op.Start.Add(op.Duration)))
 }
 
-func (t *Telemetry) attributes(name string, kind keel.Kind) metric.MeasurementOption {
+func (t *Telemetry) attributes(name string, kind keel.Kind) []metric.RecordOption {
 	key := outcome{name, kind}
-	if a, ok := t.attrs.Load(key); ok {
-		return a.(metric.MeasurementOption)
+	if m := t.attrs.Load(); m != nil {
+		if a, ok := (*m)[key]; ok {
+			return a
+		}
 	}
-	a := metric.WithAttributeSet(attribute.NewSet(
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.attrs.Load()
+	if old != nil {
+		if a, ok := (*old)[key]; ok {
+			return a
+		}
+	}
+	m := make(map[outcome][]metric.RecordOption, 1)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	a := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
 		attribute.String("operation", name),
-		attribute.String("outcome", outcomeName(kind))))
-	t.attrs.Store(key, a)
+		attribute.String("outcome", outcomeName(kind))))}
+	m[key] = a
+	t.attrs.Store(&m)
 	return a
 }
 

@@ -211,3 +211,29 @@ func TestAuditFailuresAreCounted(t *testing.T) {
 type brokenDevice struct{}
 
 func (brokenDevice) Write(*audit.Record) error { return errors.New("disk full") }
+
+// A measurement allocates nothing of the Telemetry's own: the attribute
+// sets and the options that carry them are made once per operation and
+// outcome (issue 32: two measurements per request of the example server).
+func TestMeasurementsAllocateNothingOfTheirOwn(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(&telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ok := &keel.Op{Name: "kv.Write", Resource: "secret/a", Duration: time.Millisecond}
+	failed := &keel.Op{Name: "kv.Write", Resource: "secret/a", Duration: time.Millisecond, Err: keel.KindNotFound}
+	tel.End(ctx, ok)
+	tel.End(ctx, failed)
+	// (keel.KindOf of a failure allocates errors.As's target: not the
+	// Telemetry's.)
+	allocs := testing.AllocsPerRun(200, func() { tel.End(ctx, ok) })
+	if allocs != 0 {
+		t.Errorf("End allocates %v times, want 0", allocs)
+	}
+	counts, _ := collect(t, reader)
+	if counts["kv.Write ok"] != 202 || counts["kv.Write not_found"] != 1 {
+		t.Errorf("counts = %v, want 202 ok and 1 not_found", counts)
+	}
+}
