@@ -191,21 +191,24 @@ func (e *Engine) Mount() string { return e.mount }
 // has none.
 func (e *Engine) Read(ctx context.Context, path string) (s Secret, err error) {
 	if e.obs == nil {
-		return e.read(ctx, path)
+		return e.read(ctx, path, e.resource(path))
 	}
-	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Read", e.resource(path), nil)
+	resource := e.resource(path)
+	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Read", resource, nil)
 	if err != nil {
 		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
 	}
 	if op != nil {
 		defer func() { op.End(s, err) }()
 	}
-	return e.read(ctx, path)
+	return e.read(ctx, path, resource)
 }
 
-func (e *Engine) read(ctx context.Context, path string) (Secret, error) {
+// read is Read; resource is e.resource(path), made once for the Observer
+// and the checks.
+func (e *Engine) read(ctx context.Context, path, resource string) (Secret, error) {
 	if folder, ok := strings.CutSuffix(path, "/"); path == "" || ok && pathRule(folder) == "" {
-		if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
+		if err := e.authorize(ctx, keel.CapRead, resource); err != nil {
 			return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
 		}
 		return Secret{}, fmt.Errorf("kv: read %q: a folder holds no value: %w", path, keel.KindNotFound)
@@ -213,7 +216,7 @@ func (e *Engine) read(ctx context.Context, path string) (Secret, error) {
 	if err := checkPath(path); err != nil {
 		return Secret{}, fmt.Errorf("kv: read: %w", err)
 	}
-	if err := e.authorize(ctx, keel.CapRead, e.resource(path)); err != nil {
+	if err := e.authorize(ctx, keel.CapRead, resource); err != nil {
 		return Secret{}, fmt.Errorf("kv: read %q: %w", path, err)
 	}
 	s, err := e.load(ctx, path)
@@ -230,7 +233,7 @@ func (e *Engine) read(ctx context.Context, path string) (Secret, error) {
 	_, hasTTL := s.Data[ttlKey]
 	_, hasLease := s.Data[legacyTTLKey]
 	renewable := hasTTL || hasLease
-	l, err := e.leases.Issue(ctx, lease.IssueRequest{Path: e.resource(path), TTL: s.LeaseDuration, Renewable: renewable})
+	l, err := e.leases.Issue(ctx, lease.IssueRequest{Path: resource, TTL: s.LeaseDuration, Renewable: renewable})
 	if err != nil {
 		if keel.KindOf(err) == keel.KindUnknown {
 			return Secret{}, fmt.Errorf("kv: issue lease for %q: %w: %w", path, keel.KindUnavailable, err)
@@ -397,16 +400,17 @@ func (c *collector) all() []string {
 // error nothing is written.
 func (e *Engine) Write(ctx context.Context, path string, data map[string]any) (err error) {
 	if e.obs == nil {
-		return e.write(ctx, path, data)
+		return e.write(ctx, path, e.resource(path), data)
 	}
-	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Write", e.resource(path), writeInput{data})
+	resource := e.resource(path)
+	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Write", resource, writeInput{data})
 	if err != nil {
 		return fmt.Errorf("kv: write %q: %w", path, err)
 	}
 	if op != nil {
 		defer func() { op.End(nil, err) }()
 	}
-	return e.write(ctx, path, data)
+	return e.write(ctx, path, resource, data)
 }
 
 // writeInput is the Input of a kv.Write an Observer is told of.
@@ -414,14 +418,14 @@ type writeInput struct {
 	Data map[string]any `keel:"secret"`
 }
 
-func (e *Engine) write(ctx context.Context, path string, data map[string]any) error {
+// write is Write; resource is e.resource(path).
+func (e *Engine) write(ctx context.Context, path, resource string, data map[string]any) error {
 	if err := checkPath(path); err != nil {
 		return fmt.Errorf("kv: write: %w", err)
 	}
 	// Encode outside the transaction; its verdict is given after the
 	// rights are checked.
 	value, dataErr := encodeData(data)
-	resource := e.resource(path)
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		want := keel.CapCreate
 		if found, err := storage.Has(tx, path); err != nil {
@@ -451,23 +455,25 @@ func (e *Engine) write(ctx context.Context, path string, data map[string]any) er
 // for a malformed path and keel.KindForbidden without the right.
 func (e *Engine) Delete(ctx context.Context, path string) (err error) {
 	if e.obs == nil {
-		return e.delete(ctx, path)
+		return e.delete(ctx, path, e.resource(path))
 	}
-	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Delete", e.resource(path), nil)
+	resource := e.resource(path)
+	ctx, op, err := keel.Begin(ctx, e.obs, e.clock, "kv.Delete", resource, nil)
 	if err != nil {
 		return fmt.Errorf("kv: delete %q: %w", path, err)
 	}
 	if op != nil {
 		defer func() { op.End(nil, err) }()
 	}
-	return e.delete(ctx, path)
+	return e.delete(ctx, path, resource)
 }
 
-func (e *Engine) delete(ctx context.Context, path string) error {
+// delete is Delete; resource is e.resource(path).
+func (e *Engine) delete(ctx context.Context, path, resource string) error {
 	if err := checkPath(path); err != nil {
 		return fmt.Errorf("kv: delete: %w", err)
 	}
-	if err := e.authorize(ctx, keel.CapDelete, e.resource(path)); err != nil {
+	if err := e.authorize(ctx, keel.CapDelete, resource); err != nil {
 		return fmt.Errorf("kv: delete %q: %w", path, err)
 	}
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"maps"
 	"slices"
 	"unicode/utf8"
 	"unsafe"
@@ -295,7 +294,15 @@ func AppendObject(buf []byte, m map[string]any) ([]byte, error) {
 	}
 	buf = slices.Grow(buf, n)
 	buf = append(buf, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	// The keys sorted in an array of the stack when they are few, as a
+	// secret's are: no allocation of their own.
+	var arr [16]string
+	keys := arr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
 		if i > 0 {
 			buf = append(buf, ',')
 		}

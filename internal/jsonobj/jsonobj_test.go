@@ -91,6 +91,7 @@ func TestAppendMatchesMarshal(t *testing.T) {
 		{"a": "b"},
 		{odd: odd, "z": json.Number("12.50"), "y": []any{"x", true, nil}, "x": map[string]any{"k": odd}, "w": 3.5, "": ""},
 		{"big": strings.Repeat(odd, large/len(odd)+1), "b": false},
+		manyKeys(40), // more than the stack's array of keys
 	} {
 		want, err := json.Marshal(m)
 		if err != nil {
@@ -109,6 +110,29 @@ func TestAppendMatchesMarshal(t *testing.T) {
 		if got := AppendString(nil, s); !bytes.Equal(got, want) {
 			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
 		}
+	}
+}
+
+func manyKeys(n int) map[string]any {
+	m := make(map[string]any, n)
+	for i := range n {
+		m[fmt.Sprintf("key-%03d", n-i)] = fmt.Sprint(i)
+	}
+	return m
+}
+
+// The keys of a small object are sorted without an allocation (issue 32:
+// every kv write encodes one).
+func TestAppendObjectOfAFewKeysAllocatesNothing(t *testing.T) {
+	m := map[string]any{"user": "app", "password": "hunter2", "note": "a secret"}
+	buf := make([]byte, 0, 256)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := AppendObject(buf, m); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("AppendObject allocates %v times, want 0", allocs)
 	}
 }
 
