@@ -63,19 +63,21 @@ func Decode(raw []byte) (map[string]any, error) {
 // character or invalid UTF-8 in a string, a malformed document, null),
 // which Decode then hands to encoding/json: what it accepts, it decodes as
 // json.Decoder with UseNumber does, and json.Decoder finds nothing after
-// it (FuzzDecodeFlat). The strings are copies: raw may be reused.
+// it (FuzzDecodeFlat). The strings are copies: raw may be reused. They
+// are substrings of one copy of raw, made in one allocation.
 func DecodeFlat(raw []byte) (map[string]any, bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
+	all := string(raw)
 	m := make(map[string]any, 8)
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		return m, skipSpace(raw, i+1) == len(raw)
 	}
 	for {
-		k, j, ok := flatString(raw, i)
+		k, j, ok := flatString(raw, all, i)
 		if !ok {
 			return nil, false
 		}
@@ -90,7 +92,7 @@ func DecodeFlat(raw []byte) (map[string]any, bool) {
 		var v any
 		switch c := raw[i]; {
 		case c == '"':
-			v, i, ok = flatString(raw, i)
+			v, i, ok = flatString(raw, all, i)
 		case c == 't' && bytes.HasPrefix(raw[i:], []byte("true")):
 			v, i = true, i+4
 		case c == 'f' && bytes.HasPrefix(raw[i:], []byte("false")):
@@ -100,7 +102,7 @@ func DecodeFlat(raw []byte) (map[string]any, bool) {
 		case c == '-' || c >= '0' && c <= '9':
 			var n int
 			if n, ok = numberEnd(raw, i); ok {
-				v, i = json.Number(raw[i:n]), n
+				v, i = json.Number(all[i:n]), n
 			}
 		default:
 			ok = false
@@ -133,10 +135,10 @@ func skipSpace(raw []byte, i int) int {
 	return i
 }
 
-// flatString decodes the string starting at raw[i] ('"'), and returns the
-// index after it; false when it has an escape, a control character or
-// invalid UTF-8, or no end.
-func flatString(raw []byte, i int) (string, int, bool) {
+// flatString decodes the string starting at raw[i] ('"'), as a substring
+// of all (string(raw)), and returns the index after it; false when it has
+// an escape, a control character or invalid UTF-8, or no end.
+func flatString(raw []byte, all string, i int) (string, int, bool) {
 	if i >= len(raw) || raw[i] != '"' {
 		return "", 0, false
 	}
@@ -148,7 +150,7 @@ func flatString(raw []byte, i int) (string, int, bool) {
 			if !utf8.Valid(s) {
 				return "", 0, false
 			}
-			return string(s), j + 1, true
+			return all[start:j], j + 1, true
 		case c == '\\' || c < 0x20:
 			return "", 0, false
 		}

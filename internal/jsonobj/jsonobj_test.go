@@ -222,3 +222,26 @@ func TestDecodeFlatTakes(t *testing.T) {
 		}
 	}
 }
+
+// DecodeFlat copies raw once: its keys and strings are substrings of that
+// copy (issue 32: every kv write through the Vault adapter and every kv
+// read decode one), and they do not change when raw is reused.
+func TestDecodeFlatCopiesRawOnce(t *testing.T) {
+	raw := []byte(`{"password":"0123456789abcdef","user":"bench-user","note":"a secret"}`)
+	// The map (its header and one group), the copy, and each string
+	// boxed in an interface.
+	allocs := testing.AllocsPerRun(100, func() { DecodeFlat(raw) })
+	if allocs > 2+1+3 {
+		t.Errorf("DecodeFlat allocates %v times, want at most 6", allocs)
+	}
+	m, ok := DecodeFlat(raw)
+	if !ok {
+		t.Fatal("DecodeFlat refused a flat object")
+	}
+	for i := range raw {
+		raw[i] = 'x'
+	}
+	if m["password"] != "0123456789abcdef" || m["user"] != "bench-user" || m["note"] != "a secret" {
+		t.Errorf("after raw was reused: %v", m)
+	}
+}
