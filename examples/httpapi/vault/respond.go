@@ -112,12 +112,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	buf = append(buf, '\n')
 	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Type"] = contentTypeJSON
+	h["Cache-Control"] = noStore
 	h["Content-Length"] = []string{strconv.Itoa(len(buf))}
 	w.WriteHeader(status)
 	w.Write(buf)
 }
+
+// contentTypeJSON and noStore are the values of the headers of every JSON
+// answer, shared by all answers instead of made for each: a header's
+// values are only read (net/http copies them when it writes the header),
+// and an append to one of them (Header.Add) copies it, its capacity being
+// its length.
+var (
+	contentTypeJSON = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
 
 // largeData is the size from which the stored JSON of a response's data
 // is written as it is, not copied into the response's buffer.
@@ -133,8 +143,8 @@ func writeLarge(w http.ResponseWriter, status int, r *response, d rawData) {
 	at := bytes.Index(buf, []byte(null)) + len(null) - len("null") // a quoted string cannot hold it unescaped
 	head, tail := buf[:at], append(buf[at+len("null"):], '\n')
 	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Type"] = contentTypeJSON
+	h["Cache-Control"] = noStore
 	h["Content-Length"] = []string{strconv.Itoa(len(head) + len(d) + len(tail))}
 	w.WriteHeader(status)
 	w.Write(head)
