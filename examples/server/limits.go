@@ -305,7 +305,8 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-			r.Body = &rateBody{ReadCloser: r.Body, rc: http.NewResponseController(rec)}
+			rec.body = rateBody{ReadCloser: r.Body, rw: rec}
+			r.Body = &rec.body
 		}
 		// A body of unknown length (chunked) reserves the route's cap:
 		// counted only as it arrived, concurrent ones would each hold a
@@ -331,31 +332,8 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 		}
 		// The response's bytes count once beyond what was reserved for
 		// it: the values the request loads.
-		rec.budget, rec.allowance, rec.respCounted, rec.counted = b, 0, 0, 0
-		reserve := func(ctx context.Context, n int64) error {
-			// A request never asks for more than the whole budget less
-			// what it holds: with all of it, it runs alone. It waits
-			// only when it holds nothing: two requests that each held a
-			// part while waiting for more could wait for each other.
-			has := held + rec.counted
-			if n = min(n, b.limit-has); n <= 0 {
-				return nil
-			}
-			got, ok := n, false
-			if has == 0 {
-				got, ok = b.acquire(ctx, n)
-			} else {
-				ok = b.tryAdd(n)
-			}
-			if !ok {
-				rec.Header().Set("Retry-After", inflightRetryAfter)
-				return errValuesFull
-			}
-			rec.allowance += got
-			rec.counted += got
-			return nil
-		}
-		next.ServeHTTP(rec, r.WithContext(keel.WithReserver(r.Context(), reserve)))
+		rec.budget, rec.held, rec.allowance, rec.respCounted, rec.counted = b, held, 0, 0, 0
+		next.ServeHTTP(rec, r.WithContext(keel.WithReserver(r.Context(), rec.reserve)))
 		if held+rec.counted >= collectAfter {
 			runtime.GC()
 		}
@@ -365,6 +343,36 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 }
 
 // errValuesFull is the error of a keel.Reserver that got no room.
+// reserve is the keel.Reserver of a request limitBodies counts: it adds
+// n bytes to the budget the request draws from. A request never asks for
+// more than the whole budget less what it holds: with all of it, it runs
+// alone. It waits only when it holds nothing: two requests that each held
+// a part while waiting for more could wait for each other. After the
+// request, it reserves nothing.
+func (rec *statusRecorder) reserve(ctx context.Context, n int64) error {
+	b := rec.budget
+	if b == nil {
+		return nil
+	}
+	has := rec.held + rec.counted
+	if n = min(n, b.limit-has); n <= 0 {
+		return nil
+	}
+	got, ok := n, false
+	if has == 0 {
+		got, ok = b.acquire(ctx, n)
+	} else {
+		ok = b.tryAdd(n)
+	}
+	if !ok {
+		rec.Header().Set("Retry-After", inflightRetryAfter)
+		return errValuesFull
+	}
+	rec.allowance += got
+	rec.counted += got
+	return nil
+}
+
 var errValuesFull = fmt.Errorf("the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later: %w", keel.KindUnavailable)
 
 // countedBody counts the bytes read from a body of unknown length beyond
@@ -406,8 +414,8 @@ var errBodiesFull = fmt.Errorf("request body: the server holds as many bodies as
 // take deadlines (HTTP/2 streams may not) keeps the server's read timeout.
 type rateBody struct {
 	io.ReadCloser
-	rc    *http.ResponseController
-	start time.Time // of the first read
+	rw    http.ResponseWriter // whose connection's read deadline it sets
+	start time.Time           // of the first read
 	read  int64
 }
 
@@ -416,7 +424,7 @@ func (b *rateBody) Read(p []byte) (int, error) {
 		b.start = time.Now()
 	}
 	due := b.start.Add(bodyGrace + time.Duration((b.read+1)*int64(time.Second)/minBodyRate))
-	_ = b.rc.SetReadDeadline(due) // not supported: the read timeout holds
+	_ = http.NewResponseController(b.rw).SetReadDeadline(due) // not supported: the read timeout holds
 	n, err := b.ReadCloser.Read(p)
 	b.read += int64(n)
 	return n, err

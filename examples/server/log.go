@@ -43,7 +43,8 @@ func observeRequests(obs keel.Observer, clock keel.Clock, next http.Handler) htt
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		res := &httpResult{Status: rec.status, Bytes: rec.bytes}
+		res := &rec.result // with the recorder: one allocation for both
+		*res = httpResult{Status: rec.status, Bytes: rec.bytes}
 		if res.Status >= 400 {
 			op.End(nil, res)
 		} else {
@@ -174,9 +175,15 @@ type statusRecorder struct {
 	bytes  int64
 
 	budget      *budget
+	held        int64 // the bytes acquired for the request before it was served
 	allowance   int64 // the response's bytes reserved in advance
 	respCounted int64 // the response's bytes added beyond allowance
 	counted     int64 // all the bytes added, the response's and the body's
+
+	// Kept here so that a request allocates them with the recorder:
+	// observeRequests's result, and limitBodies's rateBody.
+	result httpResult
+	body   rateBody
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
