@@ -65,6 +65,7 @@ import (
 	vault "github.com/hashicorp/vault/api"
 
 	"github.com/keelhq/keel/bench/floor"
+	"github.com/keelhq/keel/bench/internal/procstat"
 )
 
 const token = "ROOT"
@@ -597,7 +598,7 @@ func (b *bench) drive(ctx context.Context, s *server, n int, dur time.Duration, 
 	deadline := time.Now().Add(dur)
 	var next, done, errs atomic.Int64
 	var firstErr atomic.Pointer[string]
-	cpu0, busy0, self0, t0 := procCPU(s.cmd.Process.Pid), machineBusy(), selfCPU(), time.Now()
+	cpu0, busy0, self0, t0 := procCPU(s.cmd.Process.Pid), procstat.MachineBusy(), procstat.Self(), time.Now()
 	var wg sync.WaitGroup
 	for range b.cfg.workers {
 		wg.Go(func() {
@@ -622,7 +623,7 @@ func (b *bench) drive(ctx context.Context, s *server, n int, dur time.Duration, 
 		r.opsPerS = float64(r.ops) / wall.Seconds()
 		r.cpuUS = float64(srv) / float64(time.Microsecond) / float64(r.ops)
 	}
-	other := machineBusy() - busy0 - srv - (selfCPU() - self0)
+	other := procstat.MachineBusy() - busy0 - srv - (procstat.Self() - self0)
 	r.otherPct = max(0, 100*other.Seconds()/(wall.Seconds()*float64(runtime.NumCPU())))
 	if n >= 0 && r.ops < n {
 		r.note = fmt.Sprintf("stopped at %d of %d;", r.ops, n)
@@ -715,58 +716,8 @@ func num(v float64, ok bool, prec int) string {
 	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
-// ---------------------------------------------------------------- CPU time
-// (as bench/vaultload measures it)
-
-// clockTick is the unit of /proc's CPU times: USER_HZ, 100 on Linux.
-const clockTick = 10 * time.Millisecond
-
-// procCPU returns the user + system CPU time of process pid (all its
-// threads); 0 when unknown.
+// procCPU returns the user + system CPU time of process pid; 0 when unknown.
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: utime and stime
-	// are the 12th and 13th fields after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * clockTick
-}
-
-// selfCPU returns this process's user + system CPU time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// machineBusy returns the CPU time of all cores on user, nice, system, irq
-// and softirq work (the first line of /proc/stat).
-func machineBusy() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	var sum int64
-	for _, i := range []int{1, 2, 3, 6, 7} {
-		if i < len(f) {
-			n, _ := strconv.ParseInt(f[i], 10, 64)
-			sum += n
-		}
-	}
-	return time.Duration(sum) * clockTick
+	d, _ := procstat.CPU(pid)
+	return d
 }

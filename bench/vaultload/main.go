@@ -49,6 +49,8 @@ import (
 	"time"
 
 	vault "github.com/hashicorp/vault/api"
+
+	"github.com/keelhq/keel/bench/internal/procstat"
 )
 
 func main() {
@@ -376,11 +378,11 @@ type sample struct {
 func (l *loader) sample() sample {
 	s := sample{at: time.Now(), srv: -1}
 	if l.cfg.serverPID > 0 {
-		s.srv, _ = procCPU(l.cfg.serverPID)
-		s.rssMB = procRSS(l.cfg.serverPID)
+		s.srv, _ = procstat.CPU(l.cfg.serverPID)
+		s.rssMB = procstat.RSS(l.cfg.serverPID)
 	}
-	s.self = selfCPU()
-	s.busy = machineBusy()
+	s.self = procstat.Self()
+	s.busy = procstat.MachineBusy()
 	return s
 }
 
@@ -530,80 +532,3 @@ func (l *loader) summary() {
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-// clockTick is the unit of the CPU times of /proc/<pid>/stat and
-// /proc/stat: USER_HZ, 100 on Linux.
-const clockTick = 10 * time.Millisecond
-
-// procCPU returns the user and system CPU time of process pid (all its
-// threads, the ended ones too).
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1, err
-	}
-	// The command name, in parentheses, may hold spaces: count fields
-	// from the last ')'. utime and stime are fields 14 and 15 of the
-	// line, the 12th and 13th after the name.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return -1, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return -1, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return -1, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return time.Duration(ut+st) * clockTick, nil
-}
-
-// procRSS returns the resident set size of process pid in MiB, 0 when
-// unknown.
-func procRSS(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseFloat(f[0], 64)
-				return kb / 1024
-			}
-		}
-	}
-	return 0
-}
-
-// selfCPU returns this process's user and system CPU time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// machineBusy returns the CPU time all cores spent on user, nice, system,
-// irq and softirq work (the first line of /proc/stat).
-func machineBusy() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	var sum int64
-	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
-		if i < len(f) {
-			n, _ := strconv.ParseInt(f[i], 10, 64)
-			sum += n
-		}
-	}
-	return time.Duration(sum) * clockTick
-}
