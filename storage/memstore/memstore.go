@@ -24,6 +24,7 @@ type Store struct {
 	current atomic.Pointer[node] // root of the committed state; nil when empty
 	writeMu sync.Mutex           // one Update at a time; guards gen
 	gen     uint64               // the last gen given to a writer
+	next    func() uint64        // nextGen, made once for the writers; guarded by writeMu
 	gate    txbase.Gate
 	watch   txbase.Watchers
 	claims  storage.Claims
@@ -106,8 +107,11 @@ func (s *Store) update(ctx context.Context, fn func(context.Context, storage.Tx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := &tx{w: &writer{root: s.current.Load(), next: s.nextGen}}
-	t.w.gen = s.nextGen()
+	if s.next == nil {
+		s.next = s.nextGen
+	}
+	t := &tx{wr: writer{root: s.current.Load(), gen: s.nextGen(), next: s.next}} // one allocation for both
+	t.w = &t.wr
 	t.Init(ctx, s, &s.limits, true)
 	if s.limits.MaxTxReads > 0 {
 		t.reads = map[string]struct{}{}
@@ -141,7 +145,8 @@ func (s *Store) nextGen() uint64 {
 type tx struct {
 	txbase.Base
 	root *node
-	w    *writer
+	w    *writer // &wr in an Update, nil in a View
+	wr   writer
 	// reads holds the keys an Update read, and scans counts its Scans,
 	// when the store bounds them (Limits.MaxTxReads); reads is nil
 	// otherwise.

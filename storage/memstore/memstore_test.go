@@ -1,6 +1,7 @@
 package memstore_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/keelhq/keel/storage"
@@ -25,4 +26,20 @@ func TestConformanceSmallLimits(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// An Update allocates its transaction and its writer together, and no
+// closure of its own (issue 32: one per kv write): a Put of one key in a
+// one-leaf tree costs the transaction, the leaf's copy and the value's.
+func TestUpdateOfOneKeyAllocatesThree(t *testing.T) {
+	s := memstore.New(nil)
+	ctx := context.Background()
+	v := []byte("value")
+	put := func(_ context.Context, tx storage.Tx) error { return tx.Put("a", v) }
+	if err := s.Update(ctx, put); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = s.Update(ctx, put) }); allocs > 3 {
+		t.Errorf("Update allocates %v times, want at most 3", allocs)
+	}
 }
