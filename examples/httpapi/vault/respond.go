@@ -170,8 +170,12 @@ func sizeHint(r *response) int {
 }
 
 // appendMarshal appends the encoding/json encoding of v, without a
-// newline.
+// newline; nil (an envelope's absent wrap_info and auth) is "null" without
+// a call of json.Marshal, which allocates even for it.
 func appendMarshal(buf []byte, v any) ([]byte, error) {
+	if v == nil {
+		return append(buf, "null"...), nil
+	}
 	b, err := json.Marshal(v)
 	return append(buf, b...), err
 }

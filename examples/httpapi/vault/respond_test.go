@@ -166,3 +166,26 @@ func TestJSONHeadersSharedButNotChanged(t *testing.T) {
 		t.Errorf("Content-Type = %q, want [application/json]", got)
 	}
 }
+
+// The envelope of a kv read (its data the stored JSON, no wrap_info, no
+// auth) is encoded without an allocation into a buffer large enough
+// (issue 32): an absent value is written as null without json.Marshal.
+func TestEnvelopeOfARawReadAllocatesNothing(t *testing.T) {
+	r := leasedResponse("kv", "", false, 0, rawData(`{"password":"hunter2"}`))
+	buf := make([]byte, 0, sizeHint(r))
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := appendResponse(buf[:0], r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("appendResponse allocates %v times, want 0", allocs)
+	}
+	got, _ := appendResponse(nil, r)
+	plain := *r
+	plain.Data = json.RawMessage(r.Data.(rawData))
+	want, _ := json.Marshal(plain)
+	if string(got) != string(want) {
+		t.Errorf("appendResponse = %s\nwant %s", got, want)
+	}
+}
