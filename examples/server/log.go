@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -60,7 +62,7 @@ func (d *deps) requestObserver(w io.Writer) keel.Observer {
 	if d.telemetry != nil {
 		tel = d.telemetry
 	}
-	return keel.Observers(tel, requestLog{w})
+	return keel.Observers(tel, requestLog{w: w, stamps: new(stamps)})
 }
 
 // httpResult is how a request ended: its status and the bytes of its
@@ -106,7 +108,10 @@ func kindOfStatus(status int) keel.Kind {
 // tokens, nor the query string. The line is the one slog's text handler
 // writes at level INFO with the message "request" (appendLogValue), made
 // by hand: through slog it cost about 5% of a request's CPU.
-type requestLog struct{ w io.Writer }
+type requestLog struct {
+	w      io.Writer
+	stamps *stamps // nil: each time formatted whole
+}
 
 func (requestLog) Begin(ctx context.Context, _ *keel.Op) (context.Context, error) { return ctx, nil }
 
@@ -124,7 +129,7 @@ func (rl requestLog) End(_ context.Context, op *keel.Op) {
 	method, path, _ := strings.Cut(op.Resource, " ")
 	bp := linePool.Get().(*[]byte)
 	b := append((*bp)[:0], "time="...)
-	b = op.Start.Add(op.Duration).AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = rl.stamps.append(b, op.Start.Add(op.Duration))
 	b = append(b, " level=INFO msg=request method="...)
 	b = appendLogValue(b, method)
 	b = append(b, " path="...)
@@ -141,6 +146,46 @@ func (rl requestLog) End(_ context.Context, op *keel.Op) {
 	rl.w.Write(b)
 	*bp = b
 	linePool.Put(bp)
+}
+
+// stampLayout is the layout of the request log's times, slog's.
+const stampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// stamps formats the request log's times as time.Time.AppendFormat does
+// with stampLayout, from the text of the last second it formatted: a line
+// of the same second, in the same location, appends that text with its
+// own milliseconds, which is what AppendFormat writes (a location and an
+// instant fix the wall clock and the offset). Through AppendFormat alone
+// a line's time was about 2% of a kv request's CPU. It is safe for
+// concurrent use.
+type stamps struct{ last atomic.Pointer[stamp] }
+
+// stamp is one second formatted: text[:20] is "2006-01-02T15:04:05.",
+// text[23:] the zone.
+type stamp struct {
+	sec  int64
+	loc  *time.Location
+	text []byte
+}
+
+func (s *stamps) append(b []byte, t time.Time) []byte {
+	if s == nil {
+		return t.AppendFormat(b, stampLayout)
+	}
+	sec := t.Unix()
+	if st := s.last.Load(); st != nil && st.sec == sec && st.loc == t.Location() {
+		ms := t.Nanosecond() / int(time.Millisecond)
+		b = append(b, st.text[:20]...)
+		b = append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+		return append(b, st.text[23:]...)
+	}
+	n := len(b)
+	b = t.AppendFormat(b, stampLayout)
+	// Kept only in the usual shape: a year of four digits.
+	if text := b[n:]; len(text) >= 24 && text[19] == '.' && text[4] == '-' {
+		s.last.Store(&stamp{sec: sec, loc: t.Location(), text: slices.Clone(text)})
+	}
+	return b
 }
 
 var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}

@@ -17,7 +17,7 @@ func BenchmarkRequestLog(b *testing.B) {
 	op := &keel.Op{Name: requestOp, Resource: "PUT /v1/secret/bench/key-000123", Principal: keel.Principal{ID: "root"},
 		Start: time.Now(), Duration: 87 * time.Microsecond, Output: &httpResult{Status: 204}}
 	b.Run("by=hand", func(b *testing.B) {
-		rl := requestLog{io.Discard}
+		rl := requestLog{w: io.Discard, stamps: new(stamps)}
 		b.ReportAllocs()
 		for b.Loop() {
 			rl.End(context.Background(), op)

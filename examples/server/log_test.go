@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -46,7 +47,7 @@ func TestLogRequests(t *testing.T) {
 	var buf bytes.Buffer
 	tokens := newTokenTable()
 	tokens.add("t-alice-s3cret", keel.Principal{ID: "alice"})
-	h := authenticate(tokens, observeRequests(requestLog{&buf}, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := authenticate(tokens, observeRequests(requestLog{w: &buf}, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 		io.WriteString(w, "short and stout")
 	})))
@@ -85,7 +86,7 @@ func TestLogRequests(t *testing.T) {
 
 func TestLogRequestsDefaultStatus(t *testing.T) {
 	var buf bytes.Buffer
-	h := observeRequests(requestLog{&buf}, nil, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := observeRequests(requestLog{w: &buf}, nil, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	line := logLine(t, buf.String())
 	if line["status"] != "200" || line["principal"] != "" {
@@ -106,7 +107,7 @@ func TestRequestLogLineIsSlogs(t *testing.T) {
 		var got bytes.Buffer
 		op := &keel.Op{Name: requestOp, Resource: "GET " + v, Principal: keel.Principal{ID: v}, Start: at, Duration: 1234567 * time.Nanosecond,
 			Output: &httpResult{Status: 200, Bytes: 42}}
-		requestLog{&got}.End(context.Background(), op)
+		requestLog{w: &got, stamps: new(stamps)}.End(context.Background(), op)
 
 		var want bytes.Buffer
 		l := slog.New(slog.NewTextHandler(&want, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -175,5 +176,35 @@ func TestLineBufferFlushesWhenFull(t *testing.T) {
 	io.WriteString(lb, "last\n")
 	if err := lb.Close(); err != nil || !strings.HasSuffix(out.String(), "last\n") {
 		t.Errorf("Close: %v; the last line missing", err)
+	}
+}
+
+// The request log's times, formatted from the last second's text, are
+// AppendFormat's: across second boundaries, locations (a zone's change of
+// offset included), and years of other lengths.
+func TestStampsAreAppendFormats(t *testing.T) {
+	locs := []*time.Location{time.UTC, time.FixedZone("", 3600), time.FixedZone("", -(9*3600 + 30*60))}
+	if ny, err := time.LoadLocation("America/New_York"); err == nil {
+		locs = append(locs, ny)
+	}
+	var s stamps
+	rng := rand.New(rand.NewPCG(1, 2))
+	starts := []time.Time{
+		time.Date(2026, 3, 8, 6, 59, 58, 0, time.UTC), // New York's change to summer time at 07:00 UTC
+		time.Date(2026, 11, 28, 2, 30, 59, 999_000_000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for _, start := range starts {
+		at := start
+		for range 2000 {
+			at = at.Add(time.Duration(rng.Int64N(int64(3 * time.Millisecond))))
+			loc := locs[rng.IntN(len(locs))]
+			tm := at.In(loc)
+			got := string(s.append([]byte("x"), tm))
+			if want := "x" + tm.Format(stampLayout); got != want {
+				t.Fatalf("%v: got %s, want %s", tm, got, want)
+			}
+		}
 	}
 }
