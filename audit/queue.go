@@ -1,6 +1,9 @@
 package audit
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+)
 
 // The records a Broker sends to a File are written by one goroutine at a
 // time, which writes all the records queued when it looks in one write:
@@ -45,6 +48,10 @@ func (d *File) post(head []byte, w *write) {
 
 // drain writes the queued records until it finds none.
 func (d *File) drain() {
+	// The goroutines ready to run go first: under load, they are
+	// requests on their way to post a record, which this write then
+	// takes too.
+	runtime.Gosched()
 	var jobs []job
 	for {
 		d.q.mu.Lock()
