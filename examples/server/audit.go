@@ -189,7 +189,11 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 		if c == nil {
 			c = newAuditCall()
 		}
-		defer a.calls.Put(c)
+		orig := r.Body
+		defer func() {
+			r.Body = orig // no reference to c is left once it is kept for another request
+			a.calls.Put(c)
+		}()
 		c.reset()
 		ctx := r.Context()
 		var err error
