@@ -38,6 +38,8 @@ type Broker struct {
 	bufs sync.Pool
 	// timers are Record's timers, stopped, kept for the next.
 	timers sync.Pool
+	// calls are Record's waits (of *call), kept for the next.
+	calls sync.Pool
 	// failed counts the Records that failed: requests, then responses.
 	failed [2]atomic.Uint64
 }
@@ -79,6 +81,26 @@ type entry struct {
 type write struct {
 	e    *entry
 	done atomic.Bool
+	// i is the device's index in the record's devices, and results where
+	// the writer reports.
+	i       int
+	results chan result
+	// buf holds the record's encoding on its way to a File (of b.bufs).
+	buf *[]byte
+	b   *Broker
+}
+
+// result is a device's answer to one record.
+type result struct {
+	i   int
+	err error
+}
+
+// call is one Record's wait for its devices, kept for the next Record
+// (Broker.calls) once every device answered.
+type call struct {
+	results chan result
+	writes  []write
 }
 
 // end is called by the writer when the device's Write has returned.
@@ -93,6 +115,21 @@ func (w *write) abandon() {
 	if w.done.CompareAndSwap(false, true) {
 		w.e.stuck.Add(1)
 	}
+}
+
+// finish is called once by a File's writer with head, the record's line
+// (its buffer to keep), and the write's result. w is not touched after
+// the result is sent: Record may then use it again.
+func (w *write) finish(head []byte, err error) {
+	w.end()
+	if cap(head) <= maxBuf {
+		*w.buf = head
+		w.b.bufs.Put(w.buf)
+	}
+	if err != nil {
+		err = fmt.Errorf("device %q: %w", w.e.name, err)
+	}
+	w.results <- result{w.i, err}
 }
 
 // Options configure a Broker. A nil *Options, and each zero field, means
@@ -192,7 +229,9 @@ func (b *Broker) Hash(name, value string) (string, error) {
 // of kind keel.KindUnavailable naming each device's failure: the caller
 // must then refuse the operation (for a request record) or withhold the
 // answer (for a response record). Record returns within about
-// Options.Timeout, or sooner when ctx ends.
+// Options.Timeout, or sooner when ctx ends. It keeps no reference to r
+// once it returned (the devices that write on write copies), so that the
+// caller may use r again.
 func (b *Broker) Record(ctx context.Context, r *Record) error {
 	b.mu.RLock()
 	devices := b.list
@@ -200,12 +239,11 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 	if len(devices) == 0 {
 		return nil
 	}
-	type result struct {
-		i   int
-		err error
+	c, _ := b.calls.Get().(*call)
+	if c == nil || cap(c.results) < len(devices) {
+		c = &call{results: make(chan result, len(devices))}
 	}
-	results := make(chan result, len(devices))
-	writes := make([]write, len(devices))
+	c.writes = append(c.writes[:0], make([]write, len(devices))...)
 	timer, _ := b.timers.Get().(keel.Timer)
 	if timer == nil {
 		timer = b.clock.NewTimer(b.timeout)
@@ -218,56 +256,51 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 	}()
 	for i, e := range devices {
 		if e.stuck.Load() > 0 {
-			results <- result{i, fmt.Errorf("device %q: an earlier write is still blocked", e.name)}
+			c.results <- result{i, fmt.Errorf("device %q: an earlier write is still blocked", e.name)}
 			continue
 		}
-		w := &writes[i]
+		w := &c.writes[i]
+		w.i, w.results, w.b = i, c.results, b
 		if f, ok := e.dev.(*File); ok {
 			// The record is salted and encoded here, and queued for the
 			// file's writer, which only chains and writes it.
-			buf := b.bufs.Get().(*[]byte)
-			head, err := appendRecordHead((*buf)[:0], r, e.salt)
+			w.buf = b.bufs.Get().(*[]byte)
+			head, err := appendRecordHead((*w.buf)[:0], r, e.salt)
 			if err != nil {
-				b.bufs.Put(buf)
-				results <- result{i, fmt.Errorf("device %q: audit: encode a record: %w", e.name, errors.Join(err, keel.KindInvalid))}
+				b.bufs.Put(w.buf)
+				c.results <- result{i, fmt.Errorf("device %q: audit: encode a record: %w", e.name, errors.Join(err, keel.KindInvalid))}
 				continue
 			}
 			w.e = e
-			f.post(head, func(head []byte, err error) {
-				w.end()
-				if cap(head) <= maxBuf {
-					*buf = head
-					b.bufs.Put(buf)
-				}
-				if err != nil {
-					err = fmt.Errorf("device %q: %w", e.name, err)
-				}
-				results <- result{i, err}
-			})
+			f.post(head, w)
 			continue
 		}
 		w.e = e
+		salted := e.salt.Apply(r) // here, so that r is not read after Record returns
 		go func() {
-			err := e.dev.Write(e.salt.Apply(r))
+			err := e.dev.Write(salted)
 			w.end()
 			if err != nil {
 				err = fmt.Errorf("device %q: %w", e.name, err)
 			}
-			results <- result{i, err}
+			w.results <- result{w.i, err}
 		}()
 	}
 	var errs []string
-	for range devices {
+	for n := range devices {
 		select {
-		case res := <-results:
+		case res := <-c.results:
 			if res.err == nil {
+				if n == len(devices)-1 {
+					b.calls.Put(c) // every device answered: c is free
+				}
 				return nil // the others write on, unwatched
 			}
 			errs = append(errs, res.err.Error())
 		case <-timer.C():
-			for i := range writes {
-				if writes[i].e != nil {
-					writes[i].abandon() // no effect on a write that ended
+			for i := range c.writes {
+				if c.writes[i].e != nil {
+					c.writes[i].abandon() // no effect on a write that ended
 				}
 			}
 			return b.fail(r, fmt.Errorf("audit: no device recorded the %s within %v: %w", r.Type, b.timeout, keel.KindUnavailable))
@@ -275,5 +308,6 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 			return b.fail(r, fmt.Errorf("audit: record the %s: %w", r.Type, ctx.Err()))
 		}
 	}
+	b.calls.Put(c)
 	return b.fail(r, fmt.Errorf("audit: no device recorded the %s: %s: %w", r.Type, strings.Join(errs, "; "), keel.KindUnavailable))
 }

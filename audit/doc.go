@@ -22,6 +22,20 @@
 // at most the timeout, and never holds it. The write goes on in the
 // background until the device answers.
 //
+// # Cost
+//
+// A record is salted and encoded by Record's caller, in one pass without
+// reflection, and only chained and written by the File's writer
+// goroutine, which lets the goroutines ready to run go first, so that
+// under load one write(2) takes the records of many requests. The
+// caller still waits for the writer twice a request (the request record
+// before the operation acts, the response record before the answer):
+// writing in the caller would save that hand-off, but a caller blocked
+// in write(2) could not be freed within the timeout. The members "auth"
+// and "request" that a request record encoded are kept in its Request
+// and written again in its response record, which is why a Request must
+// not change once recorded. BENCHMARKS.md has the figures.
+//
 // # Devices kept in a store
 //
 // A Table keeps a Broker's devices in a storage.Store, in the fields of

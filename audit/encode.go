@@ -48,6 +48,35 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 	}
 	b = append(b, `","type":`...)
 	b = jsonobj.AppendString(b, r.Type)
+	if q := r.Request; s != nil && q != nil && q.enc != nil && q.enc.of == q && q.enc.salt == s && q.enc.auth == r.Auth {
+		b = append(b, q.enc.b...) // encoded for the request's first record
+	} else {
+		start := len(b)
+		b = e.authRequest(b, r)
+		if s != nil && q != nil && r.Type == TypeRequest && e.err == nil {
+			q.enc = &encoding{of: q, salt: s, auth: r.Auth, b: slices.Clone(b[start:])}
+		}
+	}
+	if p := r.Response; p != nil {
+		b = append(b, `,"response":`...)
+		o := len(b)
+		if p.MountType != "" {
+			b = jsonobj.AppendString(field(b, o, "mount_type"), p.MountType)
+		}
+		if len(p.Data) > 0 {
+			b = e.object(field(b, o, "data"), p.Data)
+		}
+		b = end(b, o)
+	}
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = jsonobj.AppendString(b, r.Error)
+	}
+	return b, e.err
+}
+
+// authRequest appends r's members "auth" and "request".
+func (e *encoder) authRequest(b []byte, r *Record) []byte {
 	if a := r.Auth; a != nil {
 		b = append(b, `,"auth":`...)
 		o := len(b)
@@ -97,22 +126,7 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 		}
 		b = end(b, o)
 	}
-	if p := r.Response; p != nil {
-		b = append(b, `,"response":`...)
-		o := len(b)
-		if p.MountType != "" {
-			b = jsonobj.AppendString(field(b, o, "mount_type"), p.MountType)
-		}
-		if len(p.Data) > 0 {
-			b = e.object(field(b, o, "data"), p.Data)
-		}
-		b = end(b, o)
-	}
-	if r.Error != "" {
-		b = append(b, `,"error":`...)
-		b = jsonobj.AppendString(b, r.Error)
-	}
-	return b, e.err
+	return b
 }
 
 // appendChain ends a record's object begun by appendRecordHead, with c

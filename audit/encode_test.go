@@ -161,3 +161,60 @@ func TestBrokerWritesFileAsWrite(t *testing.T) {
 		t.Errorf("Verify = %+v, %v", res, err)
 	}
 }
+
+// TestResponseRecordReusesRequestEncoding: the response record of a
+// request (the same Request and Auth) carries the auth and request its
+// request record carried, encoded once: the bytes are those of a fresh
+// encoding, under each device's salt; a copy of the Request, changed, is
+// encoded anew, and so is a record with another Auth.
+func TestResponseRecordReusesRequestEncoding(t *testing.T) {
+	s1, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := NewSalt(bytes.Repeat([]byte{8}, SaltSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := &Auth{ClientToken: "kr.tok", Accessor: "acc", DisplayName: "root", Policies: []string{"root"}}
+	req := &Request{ID: "id-1", Operation: "update", Path: "secret/app", Data: map[string]any{"password": "hunter2"}}
+	request := &Record{Type: TypeRequest, Auth: auth, Request: req}
+	response := &Record{Type: TypeResponse, Auth: auth, Request: req, Response: &Response{Data: map[string]any{"version": json.Number("1")}}}
+	fresh := func(r *Record, s *Salt) []byte {
+		c := *r
+		if r.Request != nil {
+			q := *r.Request
+			q.enc = nil
+			c.Request = &q
+		}
+		want, err := json.Marshal(s.Apply(&c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return want
+	}
+	for _, s := range []*Salt{s1, s2} {
+		if got, err := appendRecord(nil, request, s); err != nil || !bytes.Equal(got, fresh(request, s)) {
+			t.Fatalf("request record = %s, %v", got, err)
+		}
+	}
+	if req.enc == nil || req.enc.salt != s2 {
+		t.Fatalf("the request record's encoding was not kept: %+v", req.enc)
+	}
+	if got, err := appendRecord(nil, response, s2); err != nil || !bytes.Equal(got, fresh(response, s2)) {
+		t.Errorf("response record = %s, %v; want %s", got, err, fresh(response, s2))
+	}
+	if got, err := appendRecord(nil, response, s1); err != nil || !bytes.Equal(got, fresh(response, s1)) {
+		t.Errorf("response record under the other salt = %s, %v; want %s", got, err, fresh(response, s1))
+	}
+	changed := *req
+	changed.Data = map[string]any{"password": "other"}
+	other := &Record{Type: TypeResponse, Auth: auth, Request: &changed}
+	if got, err := appendRecord(nil, other, s1); err != nil || !bytes.Equal(got, fresh(other, s1)) {
+		t.Errorf("record of a changed copy = %s, %v; want %s", got, err, fresh(other, s1))
+	}
+	otherAuth := &Record{Type: TypeResponse, Auth: &Auth{ClientToken: "kr.other"}, Request: req}
+	if got, err := appendRecord(nil, otherAuth, s1); err != nil || !bytes.Equal(got, fresh(otherAuth, s1)) {
+		t.Errorf("record with another Auth = %s, %v; want %s", got, err, fresh(otherAuth, s1))
+	}
+}

@@ -1,21 +1,24 @@
 package audit
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+)
 
 // The records a Broker sends to a File are written by one goroutine at a
 // time, which writes all the records queued when it looks in one write:
 // under load, a write(2) and a turn of the file's lock serve many
 // records. The goroutine returns when it finds the queue empty, and the
 // next record starts another; it never holds the record's caller, who
-// waits for done within the Broker's timeout.
+// waits for the result within the Broker's timeout.
 
 // job is a record on its way to a File, salted and encoded by the Broker
 // (appendRecordHead).
 type job struct {
 	head []byte
-	// done is called once with head's bytes (for the Broker to use
-	// again) and the write's result, by the writer.
-	done func(buf []byte, err error)
+	// w is told the write's result once, by the writer (nil for
+	// File.Write's own record).
+	w *write
 }
 
 // queue is a File's records waiting for its writer.
@@ -30,11 +33,11 @@ type queue struct {
 const maxBatch = 1 << 20
 
 // post queues head, a record begun by appendRecordHead, to be chained and
-// written; done is called with the result on the writer's goroutine.
+// written; w is told the result (write.finish) on the writer's goroutine.
 // post does not wait for the file.
-func (d *File) post(head []byte, done func([]byte, error)) {
+func (d *File) post(head []byte, w *write) {
 	d.q.mu.Lock()
-	d.q.jobs = append(d.q.jobs, job{head: head, done: done})
+	d.q.jobs = append(d.q.jobs, job{head: head, w: w})
 	start := !d.q.running
 	d.q.running = true
 	d.q.mu.Unlock()
@@ -45,6 +48,10 @@ func (d *File) post(head []byte, done func([]byte, error)) {
 
 // drain writes the queued records until it finds none.
 func (d *File) drain() {
+	// The goroutines ready to run go first: under load, they are
+	// requests on their way to post a record, which this write then
+	// takes too.
+	runtime.Gosched()
 	var jobs []job
 	for {
 		d.q.mu.Lock()
@@ -66,7 +73,7 @@ func (d *File) drain() {
 		}
 		d.mu.Unlock()
 		for _, j := range jobs {
-			j.done(j.head, err)
+			j.w.finish(j.head, err)
 		}
 		clear(jobs)
 	}

@@ -46,6 +46,12 @@ type Auth struct {
 
 // Request is what was asked. Every string in Data, at any depth, is
 // secret; the rest is written as it is.
+//
+// A Broker keeps in a Request the salted encoding of it and of the Auth
+// recorded with it, made for its request record, and writes it again in
+// the response record that has the same Request and Auth (the same
+// pointers): once recorded, a Request and its Auth must not change, and a
+// Request is recorded by one Record at a time.
 type Request struct {
 	ID            string         `json:"id,omitempty"`
 	Operation     string         `json:"operation"`
@@ -54,6 +60,17 @@ type Request struct {
 	Path          string         `json:"path"`
 	Data          map[string]any `json:"data,omitempty"`
 	RemoteAddress string         `json:"remote_address,omitempty"`
+
+	enc *encoding // of the request record, for the response record
+}
+
+// encoding is the salted encoding of the members "auth" and "request" of
+// a record of the Request of, with the Auth auth.
+type encoding struct {
+	of   *Request
+	salt *Salt
+	auth *Auth
+	b    []byte
 }
 
 // Response is what was answered. Every string in Data, at any depth, is

@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/keelhq/keel"
@@ -35,6 +39,7 @@ type audits struct {
 	clock      keel.Clock
 	authorizer keel.Authorizer
 	logger     *slog.Logger
+	calls      sync.Pool // of *auditCall, the middleware's
 }
 
 // openAudits enables the devices kept in the store, and follows it (see
@@ -180,64 +185,254 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		c, _ := a.calls.Get().(*auditCall)
+		if c == nil {
+			c = newAuditCall()
+		}
+		orig := r.Body
+		defer func() {
+			r.Body = orig // no reference to c is left once it is kept for another request
+			a.calls.Put(c)
+		}()
+		c.reset()
 		ctx := r.Context()
-		head, err := io.ReadAll(io.LimitReader(r.Body, auditBodyCap+1))
+		var err error
+		c.in, err = readUpTo(c.in[:0], r.Body, auditBodyCap+1)
 		if err != nil {
 			refuse(w, r, http.StatusBadRequest, "read the body: "+err.Error())
 			return
 		}
-		var rest io.Reader = bytes.NewReader(head)
-		if len(head) > auditBodyCap {
-			rest = io.MultiReader(rest, r.Body) // not read to its end
+		c.inReader.Reset(c.in)
+		c.body.Reader, c.body.Closer = &c.inReader, r.Body
+		if len(c.in) > auditBodyCap {
+			c.body.Reader = io.MultiReader(&c.inReader, r.Body) // not read to its end
 		}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{rest, r.Body}
-		req := &audit.Request{
-			ID: uuid.NewString(), Operation: operation(r), Path: strings.TrimPrefix(r.URL.Path, "/v1/"),
+		r.Body = &c.body
+		c.req = audit.Request{
+			ID: c.newID(), Operation: operation(r), Path: strings.TrimPrefix(r.URL.Path, "/v1/"),
 			RemoteAddress: remoteHost(r.RemoteAddr),
 		}
-		if len(head) <= auditBodyCap {
-			req.Data = jsonObject(head)
+		if len(c.in) <= auditBodyCap {
+			c.req.Data = jsonObject(c.in)
 		}
 		p, _ := keel.PrincipalFrom(ctx)
-		auth := &audit.Auth{ClientToken: requestToken(r), Accessor: p.ClientTokenID, DisplayName: p.DisplayName, Policies: p.Policies}
-		if err := a.broker.Record(ctx, &audit.Record{Time: a.clock.Now(), Type: audit.TypeRequest, Auth: auth, Request: req}); err != nil {
+		c.auth = audit.Auth{ClientToken: requestToken(r), Accessor: p.ClientTokenID, DisplayName: p.DisplayName, Policies: p.Policies}
+		c.rec = audit.Record{Time: a.clock.Now(), Type: audit.TypeRequest, Auth: &c.auth, Request: &c.req}
+		if err := a.broker.Record(ctx, &c.rec); err != nil {
 			a.logger.Error("request not audited: refused", "path", r.URL.Path, "err", err)
 			refuse(w, r, http.StatusServiceUnavailable, "failed to audit the request: "+err.Error())
 			return
 		}
-		c := &captured{header: http.Header{}, status: http.StatusOK}
-		next.ServeHTTP(c, r)
-		resp := &audit.Response{}
-		var errText string
-		if n := c.body.Len(); n > 0 && n <= auditBodyCap {
+		next.ServeHTTP(&c.captured, r)
+		c.rec = audit.Record{Time: a.clock.Now(), Type: audit.TypeResponse, Auth: &c.auth, Request: &c.req, Response: &c.resp}
+		if n := c.out.Len(); n > 0 && n <= auditBodyCap {
 			// Only the members recorded are decoded: the rest of the
 			// answer (request_id, lease_id...) is only scanned.
-			var obj struct {
-				Data   json.RawMessage `json:"data"`
-				Errors json.RawMessage `json:"errors"`
-			}
-			if json.Unmarshal(c.body.Bytes(), &obj) == nil {
-				resp.Data = jsonObject(obj.Data)
+			if data, errs, ok := responseMembers(c.out.Bytes()); ok {
+				c.resp.Data = jsonObject(data)
 				var es []any
-				if c.status >= 400 && json.Unmarshal(obj.Errors, &es) == nil && len(es) > 0 {
-					errText = fmt.Sprint(es...)
+				if c.status >= 400 && errs != nil && json.Unmarshal(errs, &es) == nil && len(es) > 0 {
+					c.rec.Error = fmt.Sprint(es...)
 				}
 			}
 		}
-		if err := a.broker.Record(ctx, &audit.Record{Time: a.clock.Now(), Type: audit.TypeResponse, Auth: auth, Request: req, Response: resp, Error: errText}); err != nil {
+		if err := a.broker.Record(ctx, &c.rec); err != nil {
 			a.logger.Error("response not audited: withheld", "path", r.URL.Path, "err", err)
 			refuse(w, r, http.StatusServiceUnavailable, "failed to audit the response: "+err.Error())
 			return
 		}
+		h := w.Header()
 		for k, v := range c.header {
-			w.Header()[k] = v
+			h[k] = v
 		}
 		w.WriteHeader(c.status)
-		w.Write(c.body.Bytes())
+		w.Write(c.out.Bytes())
 	})
+}
+
+// auditCall is what the middleware holds for one request: the records,
+// the request's body read ahead and the response held back, kept for the
+// next request (audits.calls) so that an audited request allocates little.
+// The Broker keeps no record after Record returns.
+type auditCall struct {
+	captured
+	in       []byte // the request's body, up to auditBodyCap+1 bytes
+	inReader bytes.Reader
+	body     struct {
+		io.Reader
+		io.Closer
+	}
+	auth audit.Auth
+	req  audit.Request
+	resp audit.Response
+	rec  audit.Record
+	ids  *rand.ChaCha8 // of the request IDs
+}
+
+// maxKept is the largest body buffer an auditCall keeps for the next
+// request.
+const maxKept = 64 << 10
+
+func newAuditCall() *auditCall {
+	var seed [32]byte
+	crand.Read(seed[:]) // never fails: crypto/rand crashes the program instead
+	return &auditCall{captured: captured{header: http.Header{}}, ids: rand.NewChaCha8(seed)}
+}
+
+// reset makes c ready for a request.
+func (c *auditCall) reset() {
+	clear(c.header)
+	c.status, c.wrote = http.StatusOK, false
+	if c.out.Cap() > maxKept {
+		c.out = bytes.Buffer{}
+	}
+	c.out.Reset()
+	if cap(c.in) > maxKept {
+		c.in = nil
+	}
+	c.body.Reader, c.body.Closer = nil, nil
+	c.auth, c.req, c.resp, c.rec = audit.Auth{}, audit.Request{}, audit.Response{}, audit.Record{}
+}
+
+// newID returns a random (version 4) UUID, Vault's request ID, drawn from
+// c's own generator, seeded from crypto/rand: no read of the system's
+// random source per request.
+func (c *auditCall) newID() string {
+	var u [16]byte
+	c.ids.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // the RFC 4122 variant
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
+}
+
+// readUpTo appends to b what r holds, up to n bytes.
+func readUpTo(b []byte, r io.Reader, n int) ([]byte, error) {
+	if cap(b) == 0 {
+		b = make([]byte, 0, 512)
+	}
+	for len(b) < n {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		m, err := r.Read(b[len(b):min(cap(b), n)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// responseMembers returns the raw values of the members "data" and
+// "errors" of body, a JSON object (nil for a member it does not have), or
+// false when body is not an object. The values are only scanned: the
+// caller decodes what it records.
+func responseMembers(body []byte) (data, errs []byte, ok bool) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, nil, false
+	}
+	i = skipSpace(body, i+1)
+	if i < len(body) && body[i] == '}' {
+		return nil, nil, true
+	}
+	for {
+		if i >= len(body) || body[i] != '"' {
+			return nil, nil, false
+		}
+		ks := i
+		if i, ok = skipValue(body, i); !ok {
+			return nil, nil, false
+		}
+		key := body[ks:i]
+		i = skipSpace(body, i)
+		if i >= len(body) || body[i] != ':' {
+			return nil, nil, false
+		}
+		vs := skipSpace(body, i+1)
+		if i, ok = skipValue(body, vs); !ok {
+			return nil, nil, false
+		}
+		switch string(key) {
+		case `"data"`:
+			data = body[vs:i]
+		case `"errors"`:
+			errs = body[vs:i]
+		}
+		i = skipSpace(body, i)
+		if i >= len(body) {
+			return nil, nil, false
+		}
+		switch body[i] {
+		case ',':
+			i = skipSpace(body, i+1)
+		case '}':
+			return data, errs, true
+		default:
+			return nil, nil, false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte from i that is not JSON
+// white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index after the JSON value at b[i]: a string, an
+// object or an array (their brackets matched, outside strings), or a
+// literal (up to the next delimiter); false when it does not end.
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	depth, inString := 0, false
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				j++
+			case '"':
+				inString = false
+				if depth == 0 {
+					return j + 1, true
+				}
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return j, j > i
+			}
+			if depth--; depth == 0 {
+				return j + 1, true
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == ':'):
+			return j, j > i
+		}
+	}
+	return len(b), depth == 0 && !inString && len(b) > i
 }
 
 // captured is a response held until its record is written.
@@ -245,7 +440,7 @@ type captured struct {
 	header http.Header
 	status int
 	wrote  bool
-	body   bytes.Buffer
+	out    bytes.Buffer
 }
 
 func (c *captured) Header() http.Header { return c.header }
@@ -258,7 +453,7 @@ func (c *captured) WriteHeader(status int) {
 
 func (c *captured) Write(b []byte) (int, error) {
 	c.wrote = true
-	return c.body.Write(b)
+	return c.out.Write(b)
 }
 
 // writeVaultData answers 200 with a Vault response whose data is data;
