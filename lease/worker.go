@@ -34,9 +34,13 @@ import (
 // put the mount's other due leases off by RetryBase, with no attempt
 // counted, making no call.
 //
-// A lane closes at a call past the timeout, or at the fifth failure in a
-// row (errors marked Permanent, and retries that fail again, aside: they
-// judge one lease, not the backend, which would fail first attempts too): it backs off, at most until the failed lease's retry, and its
+// A lane closes at a call past the timeout, or when at least five of the
+// last 24 first attempts of its mount failed and they are more than half
+// of them (errors marked Permanent, and retries that fail again, aside:
+// they judge one lease, not the backend, which would fail first attempts
+// too; any success counts): a backend that is down closes it at its fifth
+// call, while one that refuses a steady minority of leases does not close
+// it by chance. It backs off, at most until the failed lease's retry, and its
 // leases not tried are put off to then, with no attempt counted; a later
 // Step puts them off likewise while the backoff lasts, or while the
 // lane's calls that timed out have not returned (a revoker that ignores
