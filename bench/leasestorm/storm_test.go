@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ var (
 	flagIdleReads = flag.Int("leasestorm.idlereads", 4_000, "kv reads timed before the storm")
 	flagPace      = flag.Duration("leasestorm.pace", time.Millisecond, "pause of each kv reader between two reads")
 	flagTick      = flag.Duration("leasestorm.tick", time.Second, "least fake time between two Steps")
+	flagAllocs    = flag.String("leasestorm.allocs", "", "write the allocation profile to this path plus .before and .after the storm (see go tool pprof -base)")
 )
 
 // failEvery makes every failEvery-th lease (by preload index) one whose
@@ -130,8 +132,9 @@ func refusal(i int) string { return fmt.Sprintf("storm: the backend refuses acco
 
 // preload writes n leases to a bbolt file at path without fsync (as
 // lease's BenchmarkStartup does: 10,000 per transaction through
-// Issuer.Update), dealt to the mounts a transaction each in turn, their
-// issue times spread over less than a second of clock from t0. It
+// Issuer.Update), dealt to the mounts a transaction each in turn, one
+// issued every second/n of clock from t0 (their ids, which sort by issue
+// time to the millisecond, in the order of their expiry). It
 // returns the time by which all are due.
 func preload(t *testing.T, path string, clock *keel.FakeClock, n int) time.Time {
 	t.Helper()
@@ -155,24 +158,28 @@ func preload(t *testing.T, path string, clock *keel.FakeClock, n int) time.Time 
 		issuers = append(issuers, iss)
 	}
 	batches := (n + batch - 1) / batch
-	step := time.Second / time.Duration(batches+1)
+	// One lease issued every second/n: n leases issued over one second,
+	// with one TTL, as a million due within the same second would be.
+	step := max(time.Second/time.Duration(n), time.Nanosecond)
 	for b := range batches {
 		first, k := b*batch, min(batch, n-b*batch)
 		iss := issuers[b%len(issuers)]
 		req := lease.IssueRequest{Path: iss.Mount() + "creds/app", TTL: leaseTTL, Renewable: true}
+		start := clock.Now()
 		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
+			clock.Set(start) // the closure may run again
 			for i := first; i < first+k; i++ {
 				req.Data = leaseData(i)
 				if _, err := leases.Issue(req); err != nil {
 					return err
 				}
+				clock.Advance(step)
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		clock.Advance(step)
 	}
 	if err := bs.Close(); err != nil {
 		t.Fatal(err)
@@ -403,6 +410,7 @@ func TestStorm(t *testing.T) {
 	storm := newHist(0)
 	rd.cur.Store(storm)
 	schedStorm0, gcStorm0 := schedHist(), gcCycles()
+	writeAllocs(t, ".before")
 
 	deadline, ok := t.Deadline()
 	if !ok {
@@ -444,6 +452,7 @@ func TestStorm(t *testing.T) {
 	stormTime := time.Since(stormStart)
 	rd.cur.Store(nil)
 	schedStorm1, gcStorm1 := schedHist(), gcCycles()
+	writeAllocs(t, ".after")
 	stopSampler()
 	swg.Wait()
 	stopReaders()
@@ -581,6 +590,22 @@ func checkOutcome(t *testing.T, ctx context.Context, m *lease.Manager, rv *revok
 	}
 	if problems > 10 {
 		t.Errorf("… and %d more problems", problems-10)
+	}
+}
+
+// writeAllocs writes the allocation profile to -leasestorm.allocs plus
+// suffix, when the flag is set.
+func writeAllocs(t *testing.T, suffix string) {
+	if *flagAllocs == "" {
+		return
+	}
+	f, err := os.Create(*flagAllocs + suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 
