@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/bits"
 	"sync"
@@ -155,41 +154,114 @@ func (l *lanes) failed(mount string, now, retry time.Time, timedOut bool, backof
 // Options.RevokeTimeout.
 var errTimedOut = fmt.Errorf("the revoker did not return within the revocation timeout: %w", keel.KindUnavailable)
 
-// callTimed calls the revoker of l's mount with a context that ends after
-// Options.RevokeTimeout, and returns when it returns or when that context
-// ends: a revoker that ignores its context is left to return on its own,
-// and its lane takes no more calls than Options.RevokeConcurrency until
-// it does.
-func (m *Manager) callTimed(ctx context.Context, l Lease) error {
-	cctx, cancel := context.WithTimeout(ctx, m.opts.RevokeTimeout)
-	defer cancel()
-	done := make(chan error, 1)
+// caller makes one lane worker's revoker calls, one at a time (see
+// call): the timer that bounds them and the channel of their outcome are
+// the worker's, made once, not once per call.
+type caller struct {
+	m     *Manager
+	timer *time.Timer
+	res   chan error // nil after a call that did not return in time: it is that call's
+}
+
+func (m *Manager) newCaller() *caller {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &caller{m: m, timer: t}
+}
+
+// stop releases c's timer.
+func (c *caller) stop() { c.timer.Stop() }
+
+// call calls the revoker of l's mount with a context that ends after
+// Options.RevokeTimeout (real time), or when ctx does, and returns when
+// the revoker returns or when that context ends: a revoker that ignores
+// its context is left to return on its own, and its lane takes no more
+// calls than Options.RevokeConcurrency until it does.
+func (c *caller) call(ctx context.Context, l Lease) error {
+	m := c.m
+	timeout := m.opts.RevokeTimeout
+	cctx := &callCtx{Context: ctx, deadline: time.Now().Add(timeout), done: make(chan struct{})}
+	if c.res == nil {
+		c.res = make(chan error, 1)
+	}
+	res := c.res
 	m.lanes.started(l.Mount)
 	go func() {
 		err := m.callRevoker(cctx, l) // recovers a panic
 		// Counted as ended before its caller learns the outcome, so
 		// that the lane's next run finds the call's place free.
 		m.lanes.ended(l.Mount)
-		done <- err
+		res <- err
 	}()
+	c.timer.Reset(timeout)
 	select {
-	case err := <-done:
-		if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%w (after %s): %v", errTimedOut, m.opts.RevokeTimeout, err)
+	case err := <-res:
+		c.timer.Stop()
+		cctx.end(context.Canceled)
+		if err != nil && ctx.Err() == nil && !time.Now().Before(cctx.deadline) {
+			// Failed past its deadline: the revoker saw it (Deadline).
+			return fmt.Errorf("%w (after %s): %v", errTimedOut, timeout, err)
 		}
 		return err
-	case <-cctx.Done():
+	case <-c.timer.C:
+		c.res = nil
+		cctx.end(context.DeadlineExceeded)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w (after %s)", errTimedOut, m.opts.RevokeTimeout)
+		return fmt.Errorf("%w (after %s)", errTimedOut, timeout)
+	case <-ctx.Done():
+		c.timer.Stop()
+		c.res = nil
+		cctx.end(ctx.Err())
+		return ctx.Err()
 	}
 }
 
-// expire revokes the due lease l through its mount's revoker (callTimed),
+// callCtx is the context of one revoker call: its parent's values, a
+// deadline, and a Done that the caller closes (end) when the call times
+// out, when the parent ends, or when the call has returned. A context of
+// package context would need a timer and a cancel function of its own per
+// call.
+type callCtx struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+func (c *callCtx) Done() <-chan struct{} { return c.done }
+
+func (c *callCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// end ends c with err, or with its parent's error when the parent has
+// ended. Only the call's caller ends c, once.
+func (c *callCtx) end(err error) {
+	if perr := c.Context.Err(); perr != nil {
+		err = perr
+	}
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// expire revokes the due lease l through its mount's revoker (c.call),
 // telling the Observer of it as the operation "lease.Expire". An Observer
 // that refuses it puts the lease off, as a mount without a revoker does.
-func (m *Manager) expire(ctx context.Context, l Lease) (err error) {
+func (m *Manager) expire(ctx context.Context, c *caller, l Lease) (err error) {
 	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Expire", l.ID, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNoRevoker, err)
@@ -197,5 +269,5 @@ func (m *Manager) expire(ctx context.Context, l Lease) (err error) {
 	if op != nil {
 		defer func() { op.End(nil, err) }()
 	}
-	return m.callTimed(ctx, l)
+	return c.call(ctx, l)
 }

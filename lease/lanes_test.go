@@ -314,7 +314,7 @@ func TestStopEndsRunsLeftGoing(t *testing.T) {
 	}
 	e.m.Stop()
 	// Stop waited for the run; the call itself, cancelled, returns on its
-	// own (callTimed does not wait for it, as for one that ignores ctx).
+	// own (caller.call does not wait for it, as for one that ignores ctx).
 	if e.m.flights.n.Load() != 0 || e.m.lanes.activeOf("wait/") {
 		t.Fatal("Stop returned with the run the Step left going still going")
 	}
@@ -625,5 +625,68 @@ func TestBackendDownMidStormClosesTheLane(t *testing.T) {
 	}
 	if int64(attempted) != calls.Load()-up || attempted+putOff != n-up {
 		t.Fatalf("%d attempted, %d put off, %d calls; want the failed calls attempted and the rest put off", attempted, putOff, calls.Load())
+	}
+}
+
+// TestRevokerContextEndsAtTheTimeout: the context of a revoker call of
+// the worker has the call's deadline, RevokeTimeout from its start; it
+// ends then with context.DeadlineExceeded, which a context derived from
+// it sees too, and the attempt is recorded as timed out. A call that
+// returns in time finds its context ended after it returned.
+func TestRevokerContextEndsAtTheTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	e := newEnv(t, everystore.Mem, &Options{RevokeTimeout: timeout}, nil)
+	type seen struct {
+		deadline      time.Time
+		hasDeadline   bool
+		err, derived  error
+		start, ctxEnd time.Time
+	}
+	got := make(chan seen, 1)
+	var kept context.Context
+	waits := RevokerFunc(func(ctx context.Context, l Lease) error {
+		if l.Path == "m/creds/fast" {
+			kept = ctx
+			return nil
+		}
+		var s seen
+		s.start = time.Now()
+		s.deadline, s.hasDeadline = ctx.Deadline()
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		<-dctx.Done()
+		s.ctxEnd, s.err, s.derived = time.Now(), ctx.Err(), dctx.Err()
+		got <- s
+		return s.err
+	})
+	if err := e.m.register("m/", waits, nil); err != nil {
+		t.Fatal(err)
+	}
+	slow := e.issue(t, IssueRequest{Path: "m/creds/slow", TTL: time.Minute})
+	before := time.Now()
+	e.step(t, slow.ExpireTime)
+	after := time.Now()
+	s := <-got
+	if !s.hasDeadline || s.deadline.Before(before.Add(timeout)) || s.deadline.After(after.Add(timeout)) {
+		t.Fatalf("the call's deadline %s (set: %v), want RevokeTimeout after its start, between %s and %s", s.deadline, s.hasDeadline, before.Add(timeout), after.Add(timeout))
+	}
+	if s.err != context.DeadlineExceeded || s.derived != context.DeadlineExceeded {
+		t.Fatalf("the call's context ended with %v, a derived one with %v; want context.DeadlineExceeded", s.err, s.derived)
+	}
+	if s.ctxEnd.Before(s.deadline) {
+		t.Fatalf("the call's context ended at %s, before its deadline %s", s.ctxEnd, s.deadline)
+	}
+	if l, ok := e.get(t, slow.ID); !ok || l.Attempts != 1 || !strings.Contains(l.LastError, "timeout") {
+		t.Fatalf("after the timeout: stored %v, %+v; want one attempt, timed out", ok, l)
+	}
+	fast := e.issue(t, IssueRequest{Path: "m/creds/fast", TTL: 2 * time.Minute})
+	e.step(t, fast.ExpireTime)
+	select {
+	case <-kept.Done():
+		if kept.Err() != context.Canceled {
+			t.Fatalf("the context of a call that returned ended with %v, want context.Canceled", kept.Err())
+		}
+	default:
+		t.Fatal("the context of a call that returned has not ended")
 	}
 }
