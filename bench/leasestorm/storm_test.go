@@ -421,6 +421,7 @@ func TestStorm(t *testing.T) {
 	clock.Set(now)
 	stormStart := time.Now()
 	var firstStep time.Duration
+	var firstRevoked, firstCalls int64 // after the first Step
 	steps := 0
 	lastLog := stormStart
 	for {
@@ -428,6 +429,7 @@ func TestStorm(t *testing.T) {
 		next, err := m.Step(ctx, now)
 		if steps == 0 {
 			firstStep = time.Since(stepStart)
+			firstRevoked, firstCalls = rv.done.Load(), rv.calls.Load()
 		}
 		steps++
 		if err != nil {
@@ -466,13 +468,13 @@ func TestStorm(t *testing.T) {
 
 	peak := int64(smp.peak.Load()) - int64(base.HeapInuse)
 	t.Logf("leases %d (%d failing) on %d mounts, preload %s (NoSync), load average %s", n, (n+failEvery-1)/failEvery, len(mounts), preloadTime.Round(time.Millisecond), loadavg())
-	t.Logf("storm: %s, %d Steps, %d revoker calls, %.0f leases/s; first Step %s (%.0f leases/s); fake time %s",
+	t.Logf("storm: %s, %d Steps, %d revoker calls, %.0f leases/s; first Step %s (%.0f leases/s), %d calls, %d of the %d revocable leases revoked; fake time %s",
 		stormTime.Round(time.Millisecond), steps, rv.calls.Load(), float64(n)/stormTime.Seconds(),
-		firstStep.Round(time.Millisecond), float64(n)/firstStep.Seconds(), now.Sub(due))
+		firstStep.Round(time.Millisecond), float64(n)/firstStep.Seconds(), firstCalls, firstRevoked, n-(n+failEvery-1)/failEvery, now.Sub(due))
 	t.Logf("heap: baseline %s in use; peak during the storm %s above it (%d samples); after the storm, live %+.1f MiB; allocated %.0f B per revoker call; GC cycles: %d idle (%s), %d in the storm",
 		mib(int64(base.HeapInuse)), mib(peak), smp.samples.Load(), float64(int64(after.HeapAlloc)-int64(base.HeapAlloc))/(1<<20),
 		float64(after.TotalAlloc-base.TotalAlloc)/float64(rv.calls.Load()), gcIdle1-gcIdle0, idleTime.Round(time.Millisecond), gcStorm1-gcStorm0)
-	// The worker holds one batch (256 leases) at a time; a worker that
+	// The worker holds one batch (1,024 leases) at a time; a worker that
 	// loaded every due lease would hold some 500 bytes per lease (record,
 	// index key, decoded entry). The bound leaves room for the GC's
 	// slack and bbolt's freelist, which grow with the file.
