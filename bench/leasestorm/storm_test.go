@@ -30,6 +30,7 @@ var (
 	flagIdleReads = flag.Int("leasestorm.idlereads", 4_000, "kv reads timed before the storm")
 	flagPace      = flag.Duration("leasestorm.pace", time.Millisecond, "pause of each kv reader between two reads")
 	flagTick      = flag.Duration("leasestorm.tick", time.Second, "least fake time between two Steps")
+	flagNoSync    = flag.Bool("leasestorm.nosync", false, "open the file for the storm without fsync (to tell the commits' fsync from the rest)")
 	flagAllocs    = flag.String("leasestorm.allocs", "", "write the allocation profile to this path plus .before and .after the storm (see go tool pprof -base)")
 )
 
@@ -362,7 +363,7 @@ func TestStorm(t *testing.T) {
 	due := preload(t, path, clock, n)
 	preloadTime := time.Since(start)
 
-	bs, err := boltstore.Open(path, nil) // fsync on every commit, as by default
+	bs, err := boltstore.Open(path, &boltstore.Options{NoSync: *flagNoSync}) // fsync on every commit by default
 	if err != nil {
 		t.Fatal(err)
 	}
