@@ -255,7 +255,16 @@
 // Options.RevokeTimeout), the mounts side by side: a mount whose backend
 // fails or hangs backs off alone, its leases put off and none lost, and
 // delays another mount's revocations by half a second at most, once per
-// backoff (see Step). A Revoker should still honour its context: one
+// backoff (see Step). The lane closes on a timeout at once, and on
+// failures when at least five of the mount's last 24 first attempts
+// failed and they are more than half of them. Why not "five in a row", as
+// before: with a tenth of the calls failing at random, five in a row come
+// about ten times in a million calls, and each closing put the rest of the
+// mount's due leases off, each rewritten to the backoff with no
+// revocation; a window of 24 closes by chance about once in more than ten
+// million calls at a tenth failing, while a backend that is down still
+// closes the lane at its fifth call, and one that goes down after a run of
+// successes within 13. A Revoker should still honour its context: one
 // that ignores it is left running past the timeout, and its mount gets no
 // new call until it returns. A Revoker must not call Step, which waits for
 // the Step that called the Revoker.

@@ -167,8 +167,10 @@ func (r *laneRun) take() *dueItem {
 // work revokes leases until take has none, and settles each.
 func (r *laneRun) work() {
 	m := r.m
+	c := m.newCaller()
+	defer c.stop()
 	for it := r.take(); it != nil; it = r.take() {
-		err := m.expire(r.ctx, it.e.Lease)
+		err := m.expire(r.ctx, c, it.e.Lease)
 		var (
 			out     outcome
 			next    entry

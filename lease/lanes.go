@@ -2,8 +2,8 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -12,30 +12,55 @@ import (
 
 // lanes are the worker's revocation lanes, one per mount: the state that
 // keeps a mount whose revocations fail or hang from delaying another's.
-// A lane closes when a call times out, or when laneTrip calls in a row
-// fail (errors marked Permanent, and retries that fail again, are
-// verdicts on one lease, not on the backend, and do not count); it stays closed for a backoff, and while
-// its revoker holds Options.RevokeConcurrency calls that timed out and
-// have not returned. The due leases of a closed lane are put off to its
-// end without a call; so are those of a lane whose run (see laneRun) a
-// Step left going.
+// A lane closes when a call times out, or when at least laneTrip of the
+// last laneWindow first attempts failed and they are more than half of
+// them (see failed); errors marked Permanent, and retries that fail
+// again, are verdicts on one lease, not on the backend, and do not count.
+// It stays closed for a backoff, and while its revoker holds
+// Options.RevokeConcurrency calls that timed out and have not returned.
+// The due leases of a closed lane are put off to its end without a call;
+// so are those of a lane whose run (see laneRun) a Step left going.
 type lanes struct {
 	mu sync.Mutex
 	m  map[string]*lane
 }
 
 type lane struct {
-	running  int       // revoker calls that have not returned, timed out or not
-	active   bool      // a run of the lane goes on (see laneRun)
-	failures int       // failed calls in a row, Permanent ones aside
-	trips    int       // closings since the last success
-	until    time.Time // no call before this instant (its backoff)
+	running int       // revoker calls that have not returned, timed out or not
+	active  bool      // a run of the lane goes on (see laneRun)
+	window  uint32    // the last outcomes counted, newest in bit 0: 1 failed
+	counted int       // how many of window's bits are outcomes (laneWindow at most)
+	trips   int       // closings since the last success
+	until   time.Time // no call before this instant (its backoff)
 }
 
-// laneTrip is how many calls in a row must fail to close a lane: a
-// backend that is down fails every call, while one that refuses some
-// leases now and then should not slow the others.
-const laneTrip = 5
+// laneTrip and laneWindow make the rule that closes a lane: at least
+// laneTrip failures among the last laneWindow outcomes counted, and more
+// failures than successes among them. A backend that is down fails every
+// call and closes the lane at its laneTrip-th first attempt; one that
+// refuses a lease now and then does not: with a tenth of the calls
+// failing at random, "laneTrip in a row" closed a lane about ten times in
+// a million calls, this rule not once in ten million (a simulation; it
+// closes about 60 times in a million calls when a fifth fail).
+const (
+	laneTrip   = 5
+	laneWindow = 24
+)
+
+// count records an outcome in ln's window.
+func (ln *lane) count(failed bool) {
+	ln.window <<= 1
+	if failed {
+		ln.window |= 1
+	}
+	ln.counted = min(ln.counted+1, laneWindow)
+}
+
+// tripped reports whether ln's window closes the lane.
+func (ln *lane) tripped() bool {
+	n := bits.OnesCount32(ln.window & (1<<ln.counted - 1))
+	return n >= laneTrip && 2*n > ln.counted
+}
 
 // get returns mount's lane, made on first use. Callers hold l.mu.
 func (l *lanes) get(mount string) *lane {
@@ -90,30 +115,33 @@ func (l *lanes) ended(mount string) {
 	l.mu.Unlock()
 }
 
-// succeeded opens mount's lane after a call of its revoker that
-// succeeded, the worker's or any other (Revoke, RevokePrefix): the backend
-// is back.
+// succeeded records a call of mount's revoker that succeeded, the
+// worker's or any other (Revoke, RevokePrefix), and opens its lane: the
+// backend is back.
 func (l *lanes) succeeded(mount string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.get(mount)
-	ln.failures, ln.trips, ln.until = 0, 0, time.Time{}
+	ln.count(false)
+	ln.trips, ln.until = 0, time.Time{}
 }
 
-// failed records a call of mount's revoker that failed at now, and
-// reports whether it closed the lane, and until when: when the call timed
-// out or was the laneTrip-th failure in a row, for backoff(closings since
-// the last success), or until retry, the failed lease's own retry, when
-// that is sooner.
+// failed records a call of mount's revoker that failed at now (a first
+// attempt, or one that timed out), and reports whether it closed the
+// lane, and until when: when the call timed out or the lane's window
+// trips (see laneTrip), for backoff(closings since the last success), or
+// until retry, the failed lease's own retry, when that is sooner. A
+// closing empties the window: the lane closes again only on laneTrip new
+// failures, or a timeout.
 func (l *lanes) failed(mount string, now, retry time.Time, timedOut bool, backoff func(int) time.Duration) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln := l.get(mount)
-	ln.failures++
-	if !timedOut && ln.failures < laneTrip {
+	ln.count(true)
+	if !timedOut && !ln.tripped() {
 		return time.Time{}, false
 	}
-	ln.failures = 0
+	ln.window, ln.counted = 0, 0
 	ln.trips++
 	ln.until = now.Add(backoff(ln.trips))
 	if retry.Before(ln.until) {
@@ -126,38 +154,114 @@ func (l *lanes) failed(mount string, now, retry time.Time, timedOut bool, backof
 // Options.RevokeTimeout.
 var errTimedOut = fmt.Errorf("the revoker did not return within the revocation timeout: %w", keel.KindUnavailable)
 
-// callTimed calls the revoker of l's mount with a context that ends after
-// Options.RevokeTimeout, and returns when it returns or when that context
-// ends: a revoker that ignores its context is left to return on its own,
-// and its lane takes no more calls than Options.RevokeConcurrency until
-// it does.
-func (m *Manager) callTimed(ctx context.Context, l Lease) error {
-	cctx, cancel := context.WithTimeout(ctx, m.opts.RevokeTimeout)
-	defer cancel()
-	done := make(chan error, 1)
+// caller makes one lane worker's revoker calls, one at a time (see
+// call): the timer that bounds them and the channel of their outcome are
+// the worker's, made once, not once per call.
+type caller struct {
+	m     *Manager
+	timer *time.Timer
+	res   chan error // nil after a call that did not return in time: it is that call's
+}
+
+func (m *Manager) newCaller() *caller {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &caller{m: m, timer: t}
+}
+
+// stop releases c's timer.
+func (c *caller) stop() { c.timer.Stop() }
+
+// call calls the revoker of l's mount with a context that ends after
+// Options.RevokeTimeout (real time), or when ctx does, and returns when
+// the revoker returns or when that context ends: a revoker that ignores
+// its context is left to return on its own, and its lane takes no more
+// calls than Options.RevokeConcurrency until it does.
+func (c *caller) call(ctx context.Context, l Lease) error {
+	m := c.m
+	timeout := m.opts.RevokeTimeout
+	cctx := &callCtx{Context: ctx, deadline: time.Now().Add(timeout), done: make(chan struct{})}
+	if c.res == nil {
+		c.res = make(chan error, 1)
+	}
+	res := c.res
 	m.lanes.started(l.Mount)
 	go func() {
-		defer m.lanes.ended(l.Mount)
-		done <- m.callRevoker(cctx, l)
+		err := m.callRevoker(cctx, l) // recovers a panic
+		// Counted as ended before its caller learns the outcome, so
+		// that the lane's next run finds the call's place free.
+		m.lanes.ended(l.Mount)
+		res <- err
 	}()
+	c.timer.Reset(timeout)
 	select {
-	case err := <-done:
-		if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%w (after %s): %v", errTimedOut, m.opts.RevokeTimeout, err)
+	case err := <-res:
+		c.timer.Stop()
+		cctx.end(context.Canceled)
+		if err != nil && ctx.Err() == nil && !time.Now().Before(cctx.deadline) {
+			// Failed past its deadline: the revoker saw it (Deadline).
+			return fmt.Errorf("%w (after %s): %v", errTimedOut, timeout, err)
 		}
 		return err
-	case <-cctx.Done():
+	case <-c.timer.C:
+		c.res = nil
+		cctx.end(context.DeadlineExceeded)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w (after %s)", errTimedOut, m.opts.RevokeTimeout)
+		return fmt.Errorf("%w (after %s)", errTimedOut, timeout)
+	case <-ctx.Done():
+		c.timer.Stop()
+		c.res = nil
+		cctx.end(ctx.Err())
+		return ctx.Err()
 	}
 }
 
-// expire revokes the due lease l through its mount's revoker (callTimed),
+// callCtx is the context of one revoker call: its parent's values, a
+// deadline, and a Done that the caller closes (end) when the call times
+// out, when the parent ends, or when the call has returned. A context of
+// package context would need a timer and a cancel function of its own per
+// call.
+type callCtx struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+func (c *callCtx) Done() <-chan struct{} { return c.done }
+
+func (c *callCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// end ends c with err, or with its parent's error when the parent has
+// ended. Only the call's caller ends c, once.
+func (c *callCtx) end(err error) {
+	if perr := c.Context.Err(); perr != nil {
+		err = perr
+	}
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// expire revokes the due lease l through its mount's revoker (c.call),
 // telling the Observer of it as the operation "lease.Expire". An Observer
 // that refuses it puts the lease off, as a mount without a revoker does.
-func (m *Manager) expire(ctx context.Context, l Lease) (err error) {
+func (m *Manager) expire(ctx context.Context, c *caller, l Lease) (err error) {
 	ctx, op, err := keel.Begin(ctx, m.obs, m.clock, "lease.Expire", l.ID, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNoRevoker, err)
@@ -165,5 +269,5 @@ func (m *Manager) expire(ctx context.Context, l Lease) (err error) {
 	if op != nil {
 		defer func() { op.End(nil, err) }()
 	}
-	return m.callTimed(ctx, l)
+	return c.call(ctx, l)
 }

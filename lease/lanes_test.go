@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -135,7 +136,7 @@ func TestHungMountDelaysNoOther(t *testing.T) {
 }
 
 // TestFailingMountBacksOffAlone: a mount whose revoker fails every call
-// closes its lane after laneTrip failures in a row (plus the calls already
+// closes its lane at its laneTrip-th failure (plus the calls already
 // running), and the failures of one mount do not hold another's leases.
 func TestFailingMountBacksOffAlone(t *testing.T) {
 	e := newEnv(t, everystore.Mem, nil, nil)
@@ -168,7 +169,7 @@ func (l *lanes) runningOf(mount string) int {
 }
 
 // TestSporadicFailuresKeepTheLaneOpen: a revoker that refuses one lease in
-// ten (fewer than laneTrip in a row) is called for every due lease in one
+// ten (one failure in each ten calls) is called for every due lease in one
 // Step: 90 revoked, 10 with a failed attempt, none put off.
 func TestSporadicFailuresKeepTheLaneOpen(t *testing.T) {
 	e := newEnv(t, everystore.Mem, &Options{RevokeConcurrency: 1}, nil)
@@ -313,7 +314,7 @@ func TestStopEndsRunsLeftGoing(t *testing.T) {
 	}
 	e.m.Stop()
 	// Stop waited for the run; the call itself, cancelled, returns on its
-	// own (callTimed does not wait for it, as for one that ignores ctx).
+	// own (caller.call does not wait for it, as for one that ignores ctx).
 	if e.m.flights.n.Load() != 0 || e.m.lanes.activeOf("wait/") {
 		t.Fatal("Stop returned with the run the Step left going still going")
 	}
@@ -473,14 +474,16 @@ func TestFailingRetriesCloseNoLane(t *testing.T) {
 	if err := e.m.register("m/", refuse, nil); err != nil {
 		t.Fatal(err)
 	}
-	// First attempts, one Step each, a success between two failures:
-	// never laneTrip failures in a row.
+	// First attempts, one Step each, two successes after each failure:
+	// never more failures than successes, which would close the lane.
 	var bad []Lease
 	for i := range 2 * laneTrip {
 		b := e.issue(t, IssueRequest{Path: "m/creds/bad", TTL: time.Minute + time.Duration(i)*time.Second})
-		g := e.issue(t, IssueRequest{Path: "m/creds/good", TTL: time.Minute + time.Duration(i)*time.Second + time.Second/2})
+		g := e.issue(t, IssueRequest{Path: "m/creds/good", TTL: time.Minute + time.Duration(i)*time.Second + time.Second/3})
+		g2 := e.issue(t, IssueRequest{Path: "m/creds/good", TTL: time.Minute + time.Duration(i)*time.Second + 2*time.Second/3})
 		e.step(t, b.ExpireTime)
 		e.step(t, g.ExpireTime)
+		e.step(t, g2.ExpireTime)
 		bad = append(bad, b)
 	}
 	var last time.Time
@@ -514,4 +517,176 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// stepAllDue issues n leases of mount (revoked by r), all due at one
+// time, and runs one Step then: each is tried once, unless the lane
+// closes. It returns the leases.
+func stepAllDue(t *testing.T, e *env, mount string, r Revoker, n int) []Lease {
+	t.Helper()
+	if err := e.m.register(mount, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	ls := e.issueN(t, n, mount+"creds/x", time.Minute)
+	e.step(t, t0.Add(time.Minute))
+	return ls
+}
+
+// TestSteadyMinorityOfFailuresKeepsTheLaneOpen: a tenth of a mount's
+// calls fail, in runs of five (45 successes, then 5 failures), and, on a
+// second mount, at random (a fixed seed). Five failures in a row closed
+// the lane at the first run, and at random about ten times in a million
+// calls, putting the rest of the due leases off; a steady minority of
+// failures must not: every one of thousands of due leases is tried in one
+// Step, none put off, and the lanes stay open.
+func TestSteadyMinorityOfFailuresKeepsTheLaneOpen(t *testing.T) {
+	const n = 5000
+	e := newEnv(t, everystore.Mem, &Options{RevokeConcurrency: 1}, nil)
+	var runCalls atomic.Int64
+	inRuns := RevokerFunc(func(context.Context, Lease) error {
+		if runCalls.Add(1)%50 >= 45 {
+			return errors.New("entry busy")
+		}
+		return nil
+	})
+	var randCalls atomic.Int64
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(26, 10))
+	atRandom := RevokerFunc(func(context.Context, Lease) error {
+		randCalls.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if rng.IntN(10) == 0 {
+			return errors.New("entry busy")
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		mount string
+		r     Revoker
+		calls *atomic.Int64
+	}{{"runs/", inRuns, &runCalls}, {"random/", atRandom, &randCalls}} {
+		ls := stepAllDue(t, e, c.mount, c.r, n)
+		failed := 0
+		for _, l := range ls {
+			if got, ok := e.get(t, l.ID); ok {
+				if got.Attempts != 1 {
+					t.Fatalf("%s: a lease left with %d attempts: put off, not tried (%+v, lane %+v)", c.mount, got.Attempts, got, *e.m.lanes.get(c.mount))
+				}
+				failed++
+			}
+		}
+		if got := c.calls.Load(); got != n || failed < n/20 || failed > n/5 {
+			t.Fatalf("%s: %d calls for %d due leases, %d failed; want a call each, about a tenth failed", c.mount, got, n, failed)
+		}
+		if e.m.lanes.closedUntil(c.mount) != (time.Time{}) {
+			t.Fatalf("%s: the lane closed", c.mount)
+		}
+	}
+}
+
+// closedUntil returns the end of mount's lane's backoff (zero: open).
+func (l *lanes) closedUntil(mount string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.get(mount).until
+}
+
+// TestBackendDownMidStormClosesTheLane: a mount's backend answers the
+// first 100 calls, then refuses every one: the lane, whose window holds
+// successes, closes within laneWindow/2+1 failures, and the rest of the
+// due leases are put off with no attempt counted.
+func TestBackendDownMidStormClosesTheLane(t *testing.T) {
+	const n, up = 300, 100
+	e := newEnv(t, everystore.Mem, &Options{RevokeConcurrency: 1}, nil)
+	var calls atomic.Int64
+	goesDown := RevokerFunc(func(context.Context, Lease) error {
+		if calls.Add(1) > up {
+			return errors.New("connection refused")
+		}
+		return nil
+	})
+	ls := stepAllDue(t, e, "down/", goesDown, n)
+	if got, most := calls.Load(), int64(up+laneWindow/2+1); got > most || got <= up {
+		t.Fatalf("%d calls, want %d to %d: the lane did not close soon after the backend went down", got, up+1, most)
+	}
+	attempted, putOff := 0, 0
+	for _, l := range ls {
+		got, ok := e.get(t, l.ID)
+		switch {
+		case !ok:
+		case got.Attempts == 1:
+			attempted++
+		case got.Attempts == 0 && got.NextAttempt.After(t0.Add(time.Minute)):
+			putOff++
+		default:
+			t.Fatalf("lease %s: %d attempts, due %s", l.ID, got.Attempts, got.NextAttempt)
+		}
+	}
+	if int64(attempted) != calls.Load()-up || attempted+putOff != n-up {
+		t.Fatalf("%d attempted, %d put off, %d calls; want the failed calls attempted and the rest put off", attempted, putOff, calls.Load())
+	}
+}
+
+// TestRevokerContextEndsAtTheTimeout: the context of a revoker call of
+// the worker has the call's deadline, RevokeTimeout from its start; it
+// ends then with context.DeadlineExceeded, which a context derived from
+// it sees too, and the attempt is recorded as timed out. A call that
+// returns in time finds its context ended after it returned.
+func TestRevokerContextEndsAtTheTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	e := newEnv(t, everystore.Mem, &Options{RevokeTimeout: timeout}, nil)
+	type seen struct {
+		deadline      time.Time
+		hasDeadline   bool
+		err, derived  error
+		start, ctxEnd time.Time
+	}
+	got := make(chan seen, 1)
+	var kept context.Context
+	waits := RevokerFunc(func(ctx context.Context, l Lease) error {
+		if l.Path == "m/creds/fast" {
+			kept = ctx
+			return nil
+		}
+		var s seen
+		s.start = time.Now()
+		s.deadline, s.hasDeadline = ctx.Deadline()
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		<-dctx.Done()
+		s.ctxEnd, s.err, s.derived = time.Now(), ctx.Err(), dctx.Err()
+		got <- s
+		return s.err
+	})
+	if err := e.m.register("m/", waits, nil); err != nil {
+		t.Fatal(err)
+	}
+	slow := e.issue(t, IssueRequest{Path: "m/creds/slow", TTL: time.Minute})
+	before := time.Now()
+	e.step(t, slow.ExpireTime)
+	after := time.Now()
+	s := <-got
+	if !s.hasDeadline || s.deadline.Before(before.Add(timeout)) || s.deadline.After(after.Add(timeout)) {
+		t.Fatalf("the call's deadline %s (set: %v), want RevokeTimeout after its start, between %s and %s", s.deadline, s.hasDeadline, before.Add(timeout), after.Add(timeout))
+	}
+	if s.err != context.DeadlineExceeded || s.derived != context.DeadlineExceeded {
+		t.Fatalf("the call's context ended with %v, a derived one with %v; want context.DeadlineExceeded", s.err, s.derived)
+	}
+	if s.ctxEnd.Before(s.deadline) {
+		t.Fatalf("the call's context ended at %s, before its deadline %s", s.ctxEnd, s.deadline)
+	}
+	if l, ok := e.get(t, slow.ID); !ok || l.Attempts != 1 || !strings.Contains(l.LastError, "timeout") {
+		t.Fatalf("after the timeout: stored %v, %+v; want one attempt, timed out", ok, l)
+	}
+	fast := e.issue(t, IssueRequest{Path: "m/creds/fast", TTL: 2 * time.Minute})
+	e.step(t, fast.ExpireTime)
+	select {
+	case <-kept.Done():
+		if kept.Err() != context.Canceled {
+			t.Fatalf("the context of a call that returned ended with %v, want context.Canceled", kept.Err())
+		}
+	default:
+		t.Fatal("the context of a call that returned has not ended")
+	}
 }

@@ -187,7 +187,7 @@ const opsPerLease = 6
 
 // maxBatch is how many leases a batched operation handles per transaction
 // when the store sets no lower bound (Limits.Batch).
-const maxBatch = 256
+const maxBatch = 1024
 
 // Limits are the limits of a Manager that depend on its store. The fixed
 // ones are stated where they apply: an error kept is cut to 240 bytes, and
@@ -195,7 +195,7 @@ const maxBatch = 256
 // default.
 type Limits struct {
 	// Batch is how many leases the operations that touch many (Step,
-	// RevokePrefix, RevokeForce, Tidy) handle per transaction: 256, or
+	// RevokePrefix, RevokeForce, Tidy) handle per transaction: 1,024, or
 	// fewer when the store limits the writes (storage.Limits.MaxTxOps)
 	// or the reads (storage.Limits.MaxTxReads) of a transaction; at
 	// least 1.

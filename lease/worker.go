@@ -34,9 +34,13 @@ import (
 // put the mount's other due leases off by RetryBase, with no attempt
 // counted, making no call.
 //
-// A lane closes at a call past the timeout, or at the fifth failure in a
-// row (errors marked Permanent, and retries that fail again, aside: they
-// judge one lease, not the backend, which would fail first attempts too): it backs off, at most until the failed lease's retry, and its
+// A lane closes at a call past the timeout, or when at least five of the
+// last 24 first attempts of its mount failed and they are more than half
+// of them (errors marked Permanent, and retries that fail again, aside:
+// they judge one lease, not the backend, which would fail first attempts
+// too; any success counts): a backend that is down closes it at its fifth
+// call, while one that refuses a steady minority of leases does not close
+// it by chance. It backs off, at most until the failed lease's retry, and its
 // leases not tried are put off to then, with no attempt counted; a later
 // Step puts them off likewise while the backoff lasts, or while the
 // lane's calls that timed out have not returned (a revoker that ignores
@@ -83,11 +87,12 @@ func (m *Manager) step(ctx context.Context, now time.Time, wait time.Duration) (
 	m.stepMu.Lock()
 	defer m.stepMu.Unlock()
 	now = norm(now)
+	var b dueBuf
 	for {
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
-		items, next, held, err := m.dueBatch(ctx, now)
+		items, next, held, err := m.dueBatch(ctx, now, &b)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
@@ -98,10 +103,32 @@ func (m *Manager) step(ctx context.Context, now time.Time, wait time.Duration) (
 		if len(items) == 0 {
 			return next, nil
 		}
-		if err := m.process(ctx, now, items, wait); err != nil {
+		detached, err := m.process(ctx, now, items, wait)
+		if err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
+		if detached {
+			b = dueBuf{} // the runs left going own some of the items
+		}
 	}
+}
+
+// dueBuf holds the items of a Step's batch, for the next batch of the
+// same Step to reuse: a storm of due leases is read in batches, and
+// items made anew for each would be most of what the worker allocates.
+type dueBuf struct {
+	items []*dueItem // made on first use, kept
+	ptrs  []*dueItem // the last batch
+}
+
+// item returns the buffer's i-th item (i <= the items made), zeroed.
+func (b *dueBuf) item(i int) *dueItem {
+	if i == len(b.items) {
+		b.items = append(b.items, new(dueItem))
+	}
+	it := b.items[i]
+	*it = dueItem{}
+	return it
 }
 
 // dueItem is an expiry-index entry due at Step's now, with what Step
@@ -130,15 +157,15 @@ const (
 )
 
 // dueBatch reads up to m.batch index entries due at now, with their
-// records. next is the instant of the first entry after now, when the scan
-// reached it. When revocations are held (see Hold) it reads nothing else
-// and reports held.
-func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time.Time, bool, error) {
+// records, into items of b. next is the instant of the first entry after
+// now, when the scan reached it. When revocations are held (see Hold) it
+// reads nothing else and reports held.
+func (m *Manager) dueBatch(ctx context.Context, now time.Time, b *dueBuf) ([]*dueItem, time.Time, bool, error) {
 	var items []*dueItem
 	var next time.Time
 	var held bool
 	err := m.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		items, next = items[:0], time.Time{}
+		items, next = b.ptrs[:0], time.Time{}
 		var err error
 		if held, err = m.held(tx); held || err != nil {
 			return err
@@ -146,14 +173,18 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 		err = tx.Scan(duePrefix, storage.ScanOptions{KeysOnly: true}, func(key string, _ []byte) error {
 			at, id, err := parseDueKey(key)
 			if err != nil {
-				items = append(items, &dueItem{key: key, bad: true})
+				it := b.item(len(items))
+				it.key, it.bad = key, true
+				items = append(items, it)
 			} else if at.After(now) {
 				next = at
 				return storage.StopScan
 			} else if m.flights.has(id) {
 				return nil // its run, left going by a Step, decides
 			} else {
-				items = append(items, &dueItem{key: key, id: id})
+				it := b.item(len(items))
+				it.key, it.id = key, id
+				items = append(items, it)
 			}
 			if len(items) == m.batch {
 				return storage.StopScan
@@ -178,14 +209,16 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time) ([]*dueItem, time
 		}
 		return nil
 	})
+	b.ptrs = items
 	return items, next, held, err
 }
 
 // process revokes the leases of items, each mount's in a run of its lane
 // (see laneRun), the runs at once, and commits the outcomes: all of them
 // in one transaction when every run ends within laneWait; otherwise
-// those settled by then, the runs still going committing the rest.
-func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem, wait time.Duration) error {
+// those settled by then, the runs still going committing the rest, and
+// process reports that some items are theirs.
+func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem, wait time.Duration) (bool, error) {
 	byMount := make(map[string][]*dueItem)
 	for _, it := range items {
 		it.outcome = dropIndex
@@ -217,13 +250,14 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem, 
 		}
 		runs = append(runs, m.startRun(ctx, now, mount, its, workers))
 	}
-	if owned := awaitRuns(runs, wait); owned != nil {
+	owned := awaitRuns(runs, wait)
+	if owned != nil {
 		items = slices.DeleteFunc(slices.Clone(items), func(it *dueItem) bool { return owned[it] })
 	}
 	if err := m.commit(ctx, now, items); err != nil {
-		return err
+		return owned != nil, err
 	}
-	return ctx.Err()
+	return owned != nil, ctx.Err()
 }
 
 // awaitRuns waits for runs to end, wait at most (0: until they end): the
@@ -299,15 +333,24 @@ func (m *Manager) commit(ctx context.Context, now time.Time, items []*dueItem) e
 		return err
 	}
 	waiting, longest := 0, time.Duration(0)
-	held := make(map[string]int)
+	var held map[string]int
+	// Asked once: a record's attributes cost even when nothing logs it.
+	logRevoked, logFailed := m.log.Enabled(ctx, slog.LevelInfo), m.log.Enabled(ctx, slog.LevelWarn)
 	for _, it := range items {
 		switch it.outcome {
 		case heldBack:
+			if held == nil {
+				held = make(map[string]int)
+			}
 			held[it.e.Mount]++
 		case revoked:
-			m.log.Info("lease revoked", "lease_id", it.id)
+			if logRevoked {
+				m.log.Info("lease revoked", "lease_id", it.id)
+			}
 		case failedAttempt:
-			m.logFailure(&it.next, it.err)
+			if logFailed || it.next.Irrevocable && m.log.Enabled(ctx, slog.LevelError) {
+				m.logFailure(&it.next, it.err)
+			}
 		case postponed:
 			waiting++
 			longest = max(longest, now.Sub(it.e.ExpireTime))
@@ -347,15 +390,17 @@ func dropIfDangling(tx storage.Tx, key, id string, bad bool) error {
 
 // backoff returns the delay before the retry that follows the n-th failed
 // attempt (n >= 1): RetryBase doubled n-1 times, capped at RetryMax, then
-// spread by a random ±20% so that leases that failed together are not
-// retried together.
+// spread by a random ±20%, in steps of 5% (one of nine delays), so that
+// leases that failed together are not retried together, while those of
+// one batch land in nine runs of the expiry index at most (each run in
+// id order), not one page each.
 func (m *Manager) backoff(n int) time.Duration {
 	d := m.opts.RetryBase
 	for i := 1; i < n && d < m.opts.RetryMax; i++ {
 		d *= 2
 	}
 	d = min(d, m.opts.RetryMax)
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return d * time.Duration(16+rand.IntN(9)) / 20
 }
 
 // Start starts the worker (a leader.Worker of Step): a goroutine that

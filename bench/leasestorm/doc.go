@@ -6,8 +6,12 @@
 //
 //   - The leases are written without fsync, 10,000 per transaction
 //     through lease.Issuer.Update (as lease's BenchmarkStartup does), to
-//     two mounts, their issue times spread over less than a second of a
-//     keel.FakeClock; the file is then opened again as a program opens it
+//     two mounts, one issued every second/N of a keel.FakeClock: N leases
+//     issued over one second with one TTL, due within the same second
+//     (session 11 issued each 10,000 at one instant: their ids, which
+//     sort by issue time to the millisecond then at random, did not follow
+//     their expiry, and each batch of revocations dirtied leaves all over
+//     the file). The file is then opened again as a program opens it
 //     (fsync on every commit) for the storm.
 //   - The revoker fails for every lease whose preload index is a multiple
 //     of ten, every time, with an ordinary error (not lease.Permanent), so

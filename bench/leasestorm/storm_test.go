@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ var (
 	flagIdleReads = flag.Int("leasestorm.idlereads", 4_000, "kv reads timed before the storm")
 	flagPace      = flag.Duration("leasestorm.pace", time.Millisecond, "pause of each kv reader between two reads")
 	flagTick      = flag.Duration("leasestorm.tick", time.Second, "least fake time between two Steps")
+	flagNoSync    = flag.Bool("leasestorm.nosync", false, "open the file for the storm without fsync (to tell the commits' fsync from the rest)")
+	flagAllocs    = flag.String("leasestorm.allocs", "", "write the allocation profile to this path plus .before and .after the storm (see go tool pprof -base)")
 )
 
 // failEvery makes every failEvery-th lease (by preload index) one whose
@@ -130,8 +133,9 @@ func refusal(i int) string { return fmt.Sprintf("storm: the backend refuses acco
 
 // preload writes n leases to a bbolt file at path without fsync (as
 // lease's BenchmarkStartup does: 10,000 per transaction through
-// Issuer.Update), dealt to the mounts a transaction each in turn, their
-// issue times spread over less than a second of clock from t0. It
+// Issuer.Update), dealt to the mounts a transaction each in turn, one
+// issued every second/n of clock from t0 (their ids, which sort by issue
+// time to the millisecond, in the order of their expiry). It
 // returns the time by which all are due.
 func preload(t *testing.T, path string, clock *keel.FakeClock, n int) time.Time {
 	t.Helper()
@@ -155,24 +159,28 @@ func preload(t *testing.T, path string, clock *keel.FakeClock, n int) time.Time 
 		issuers = append(issuers, iss)
 	}
 	batches := (n + batch - 1) / batch
-	step := time.Second / time.Duration(batches+1)
+	// One lease issued every second/n: n leases issued over one second,
+	// with one TTL, as a million due within the same second would be.
+	step := max(time.Second/time.Duration(n), time.Nanosecond)
 	for b := range batches {
 		first, k := b*batch, min(batch, n-b*batch)
 		iss := issuers[b%len(issuers)]
 		req := lease.IssueRequest{Path: iss.Mount() + "creds/app", TTL: leaseTTL, Renewable: true}
+		start := clock.Now()
 		err := iss.Update(ctx, func(ctx context.Context, tx storage.Tx, leases *lease.Tx) error {
+			clock.Set(start) // the closure may run again
 			for i := first; i < first+k; i++ {
 				req.Data = leaseData(i)
 				if _, err := leases.Issue(req); err != nil {
 					return err
 				}
+				clock.Advance(step)
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		clock.Advance(step)
 	}
 	if err := bs.Close(); err != nil {
 		t.Fatal(err)
@@ -355,7 +363,7 @@ func TestStorm(t *testing.T) {
 	due := preload(t, path, clock, n)
 	preloadTime := time.Since(start)
 
-	bs, err := boltstore.Open(path, nil) // fsync on every commit, as by default
+	bs, err := boltstore.Open(path, &boltstore.Options{NoSync: *flagNoSync}) // fsync on every commit by default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +411,7 @@ func TestStorm(t *testing.T) {
 	storm := newHist(0)
 	rd.cur.Store(storm)
 	schedStorm0, gcStorm0 := schedHist(), gcCycles()
+	writeAllocs(t, ".before")
 
 	deadline, ok := t.Deadline()
 	if !ok {
@@ -413,6 +422,7 @@ func TestStorm(t *testing.T) {
 	clock.Set(now)
 	stormStart := time.Now()
 	var firstStep time.Duration
+	var firstRevoked, firstCalls int64 // after the first Step
 	steps := 0
 	lastLog := stormStart
 	for {
@@ -420,6 +430,7 @@ func TestStorm(t *testing.T) {
 		next, err := m.Step(ctx, now)
 		if steps == 0 {
 			firstStep = time.Since(stepStart)
+			firstRevoked, firstCalls = rv.done.Load(), rv.calls.Load()
 		}
 		steps++
 		if err != nil {
@@ -444,6 +455,7 @@ func TestStorm(t *testing.T) {
 	stormTime := time.Since(stormStart)
 	rd.cur.Store(nil)
 	schedStorm1, gcStorm1 := schedHist(), gcCycles()
+	writeAllocs(t, ".after")
 	stopSampler()
 	swg.Wait()
 	stopReaders()
@@ -457,13 +469,13 @@ func TestStorm(t *testing.T) {
 
 	peak := int64(smp.peak.Load()) - int64(base.HeapInuse)
 	t.Logf("leases %d (%d failing) on %d mounts, preload %s (NoSync), load average %s", n, (n+failEvery-1)/failEvery, len(mounts), preloadTime.Round(time.Millisecond), loadavg())
-	t.Logf("storm: %s, %d Steps, %d revoker calls, %.0f leases/s; first Step %s (%.0f leases/s); fake time %s",
+	t.Logf("storm: %s, %d Steps, %d revoker calls, %.0f leases/s; first Step %s (%.0f leases/s), %d calls, %d of the %d revocable leases revoked; fake time %s",
 		stormTime.Round(time.Millisecond), steps, rv.calls.Load(), float64(n)/stormTime.Seconds(),
-		firstStep.Round(time.Millisecond), float64(n)/firstStep.Seconds(), now.Sub(due))
+		firstStep.Round(time.Millisecond), float64(n)/firstStep.Seconds(), firstCalls, firstRevoked, n-(n+failEvery-1)/failEvery, now.Sub(due))
 	t.Logf("heap: baseline %s in use; peak during the storm %s above it (%d samples); after the storm, live %+.1f MiB; allocated %.0f B per revoker call; GC cycles: %d idle (%s), %d in the storm",
 		mib(int64(base.HeapInuse)), mib(peak), smp.samples.Load(), float64(int64(after.HeapAlloc)-int64(base.HeapAlloc))/(1<<20),
 		float64(after.TotalAlloc-base.TotalAlloc)/float64(rv.calls.Load()), gcIdle1-gcIdle0, idleTime.Round(time.Millisecond), gcStorm1-gcStorm0)
-	// The worker holds one batch (256 leases) at a time; a worker that
+	// The worker holds one batch (1,024 leases) at a time; a worker that
 	// loaded every due lease would hold some 500 bytes per lease (record,
 	// index key, decoded entry). The bound leaves room for the GC's
 	// slack and bbolt's freelist, which grow with the file.
@@ -581,6 +593,22 @@ func checkOutcome(t *testing.T, ctx context.Context, m *lease.Manager, rv *revok
 	}
 	if problems > 10 {
 		t.Errorf("… and %d more problems", problems-10)
+	}
+}
+
+// writeAllocs writes the allocation profile to -leasestorm.allocs plus
+// suffix, when the flag is set.
+func writeAllocs(t *testing.T, suffix string) {
+	if *flagAllocs == "" {
+		return
+	}
+	f, err := os.Create(*flagAllocs + suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 

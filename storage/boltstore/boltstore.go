@@ -98,14 +98,6 @@ const largeValue = keel.LargeValue
 
 var largeKey = []byte("v")
 
-// get returns key's value in b as the file maps it, or nil.
-func get(b *bolt.Bucket, key []byte) []byte {
-	if v := b.Get(key); v != nil {
-		return v
-	}
-	return nested(b, key) // or nothing at key
-}
-
 // nested returns the value of the bucket of its own of a large value at key
 // in b, or nil when key holds no bucket.
 func nested(b *bolt.Bucket, key []byte) []byte {
@@ -434,6 +426,11 @@ func run(fn func(context.Context, storage.Tx) error, t *tx) (out outcome) {
 type tx struct {
 	txbase.Base
 	b *bolt.Bucket
+	// cur is the cursor of Get and Delete, made on first use: bbolt's
+	// Bucket.Get and Bucket.Delete each make a cursor and grow its
+	// stack anew. Each use seeks first, so a write between two uses
+	// does not matter; a Scan walks a cursor of its own.
+	cur *bolt.Cursor
 	// reads holds the keys an Update read, and scans counts its Scans,
 	// when the store bounds them (Limits.MaxTxReads); reads is nil
 	// otherwise.
@@ -473,12 +470,32 @@ func (t *tx) lookup(key string) ([]byte, error) {
 		return nil, storage.ErrEmptyKey
 	}
 	t.read(key)
-	v := get(t.b, []byte(key))
-	if v == nil {
+	kb := keyBytes(key)
+	k, v := t.seek(kb)
+	if !bytes.Equal(k, kb) {
 		return nil, storage.ErrNotFound
+	}
+	if v == nil { // a large value's bucket
+		if v = nested(t.b, kb); v == nil {
+			return nil, storage.ErrNotFound
+		}
 	}
 	return v, nil
 }
+
+// seek moves t's cursor to the first key at or after key, and returns it
+// with its value (nil for a nested bucket).
+func (t *tx) seek(key []byte) ([]byte, []byte) {
+	if t.cur == nil {
+		t.cur = t.b.Cursor()
+	}
+	return t.cur.Seek(key)
+}
+
+// keyBytes returns the bytes of key without a copy, for the calls of
+// bbolt that neither keep nor modify their key (Seek, Bucket,
+// DeleteBucket); Put keeps its key and gets a copy.
+func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), len(key)) }
 
 func (t *tx) Put(key string, value []byte) error {
 	if err := t.CheckPut(key, value); err != nil {
@@ -500,9 +517,16 @@ func (t *tx) Delete(key string) error {
 	if err := t.CheckDelete(key); err != nil {
 		return err
 	}
-	err := t.b.Delete([]byte(key))
-	if errors.Is(err, berrors.ErrIncompatibleValue) { // a large value's bucket
-		err = t.b.DeleteBucket([]byte(key))
+	kb := keyBytes(key)
+	k, v := t.seek(kb)
+	if !bytes.Equal(k, kb) {
+		return nil // nothing at key
+	}
+	var err error
+	if v == nil { // a large value's bucket
+		err = t.b.DeleteBucket(kb)
+	} else {
+		err = t.cur.Delete()
 	}
 	if err != nil {
 		return fmt.Errorf("boltstore: delete %q: %w", key, err)
