@@ -165,3 +165,28 @@ func FuzzDueKey(f *testing.F) {
 		}
 	})
 }
+
+// TestIsDueKey: isDueKey, which deleteEntry uses instead of building the
+// key, holds exactly for the key dueKey builds.
+func TestIsDueKey(t *testing.T) {
+	at := time.Date(2026, 11, 28, 5, 0, 0, 123, time.UTC)
+	times := []time.Time{{}, time.Unix(0, 0), time.Unix(-5, 0), at, at.Add(time.Nanosecond), time.Unix(1<<40, 0)}
+	ids := []string{"ldap/creds/app/a", "ldap/creds/app/b", "ldap/creds/app/aa", "x"}
+	for _, ti := range times {
+		for _, id := range ids {
+			key := dueKey(ti, id)
+			for _, tj := range times {
+				for _, jd := range ids {
+					if got, want := isDueKey(key, tj, jd), key == dueKey(tj, jd); got != want {
+						t.Errorf("isDueKey(%q, %v, %q) = %v, want %v", key, tj, jd, got, want)
+					}
+				}
+			}
+			for _, bad := range []string{"", key[:len(key)-1], key + "x", "id/" + key[4:], strings.ToUpper(key[:dueKeyExtra]) + id} {
+				if isDueKey(bad, ti, id) {
+					t.Errorf("isDueKey(%q, %v, %q) holds", bad, ti, id)
+				}
+			}
+		}
+	}
+}
