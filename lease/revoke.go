@@ -181,7 +181,7 @@ func removeCurrent(tx storage.Tx, q *quotaTx, id, indexKey string) error {
 	if err := q.removed(id); err != nil {
 		return err
 	}
-	cur, err := decodeEntry(id, raw)
+	cur, err := decodeIndexed(id, raw)
 	if err != nil {
 		return tx.Delete(key)
 	}

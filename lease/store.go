@@ -183,6 +183,17 @@ func appendString(b []byte, s string) []byte {
 // version, unknown flags, truncated or trailing bytes, out-of-range
 // numbers.
 func decodeEntry(id string, b []byte) (entry, error) {
+	return decodeRecord(id, b, true)
+}
+
+// decodeIndexed decodes the record of lease id as decodeEntry does, and
+// fails where it fails, but leaves out Mount, LastError and Data, which
+// removing a lease does not need (deleteEntry), so as not to copy them.
+func decodeIndexed(id string, b []byte) (entry, error) {
+	return decodeRecord(id, b, false)
+}
+
+func decodeRecord(id string, b []byte, full bool) (entry, error) {
 	d := decoder{b: b}
 	var e entry
 	version, flags := d.byte(), d.byte()
@@ -195,7 +206,7 @@ func decodeEntry(id string, b []byte) (entry, error) {
 	e.Renewable = flags&flagRenewable != 0
 	e.Token = flags&flagToken != 0
 	e.Irrevocable = flags&flagIrrevocable != 0
-	e.Mount = d.string()
+	mount := d.bytes()
 	e.IssueTime = fromUnixNano(d.varint())
 	e.ExpireTime = fromUnixNano(d.varint())
 	e.LastRenewalTime = fromUnixNano(d.varint())
@@ -203,15 +214,19 @@ func decodeEntry(id string, b []byte) (entry, error) {
 	e.MaxTTL = time.Duration(d.uvarint(math.MaxInt64))
 	e.IssuedTTL = time.Duration(d.uvarint(math.MaxInt64))
 	e.Attempts = int(d.uvarint(math.MaxInt32))
-	e.LastError = d.string()
-	if data := d.bytes(); len(data) > 0 {
-		e.Data = bytes.Clone(data)
-	}
+	lastError := d.bytes()
+	data := d.bytes()
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
 	}
 	if d.err != nil {
 		return entry{}, fmt.Errorf("lease %q: stored record is corrupt: %w", id, keel.KindInternal)
+	}
+	if full {
+		e.Mount, e.LastError = string(mount), string(lastError)
+		if len(data) > 0 {
+			e.Data = bytes.Clone(data)
+		}
 	}
 	e.ID = id
 	e.Path = pathOf(id)
