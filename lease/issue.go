@@ -48,9 +48,13 @@ const idRandLen = 24
 const idTimeLen = 7
 
 // newID returns a new lease id for path, issued at now.
-func newID(path string, now time.Time) string {
-	b := make([]byte, 0, len(path)+1+idRandLen)
-	b = append(append(b, path...), '/')
+func newID(path string, now time.Time) string { return newIDKey(path, now)[len(idPrefix):] }
+
+// newIDKey returns the record key (idKey) of a new lease id for path,
+// issued at now: the id is the key without its prefix, built once.
+func newIDKey(path string, now time.Time) string {
+	b := make([]byte, 0, len(idPrefix)+len(path)+1+idRandLen)
+	b = append(append(append(b, idPrefix...), path...), '/')
 	ms := max(now.UnixMilli(), 0)
 	var t [idTimeLen]byte
 	for i := idTimeLen - 1; i >= 0; i-- {
@@ -70,12 +74,18 @@ func newID(path string, now time.Time) string {
 // the worker, unless the worker already sleeps until a time no later than
 // the lease's expiry (see Issuer.Issue).
 func (m *Manager) issue(ctx context.Context, req IssueRequest) (Lease, error) {
-	e, err := m.newEntry(req)
+	return m.issueUnder(ctx, req, nil)
+}
+
+// issueUnder is issue; mount, when not nil, is the registered mount of
+// req.Path, which newEntry then does not look up.
+func (m *Manager) issueUnder(ctx context.Context, req IssueRequest, mount *mountHit) (Lease, error) {
+	e, key, err := m.newEntry(req, mount)
 	if err != nil {
 		return Lease{}, err
 	}
 	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return putNew(tx, &e)
+		return putNew(tx, key, &e)
 	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
@@ -84,8 +94,16 @@ func (m *Manager) issue(ctx context.Context, req IssueRequest) (Lease, error) {
 	return e.Lease, nil
 }
 
-// newEntry checks req and returns the lease to store, with a new id.
-func (m *Manager) newEntry(req IssueRequest) (entry, error) {
+// mountHit is a registered mount: its path and entry.
+type mountHit struct {
+	name string
+	mt   mountEntry
+}
+
+// newEntry checks req and returns the lease to store, with a new id, and
+// the key of its record. mount, when not nil, is the registered mount of
+// req.Path (the Issuer's, which it has just read); nil: looked up.
+func (m *Manager) newEntry(req IssueRequest, mount *mountHit) (entry, string, error) {
 	var v keel.Validation
 	if why := checkPath(req.Path); why != "" {
 		v.Add("Path", "%s", why)
@@ -98,14 +116,18 @@ func (m *Manager) newEntry(req IssueRequest) (entry, error) {
 	}
 	var name string
 	var mt mountEntry
-	if v.Len() == 0 {
+	switch {
+	case v.Len() > 0:
+	case mount != nil:
+		name, mt = mount.name, mount.mt
+	default:
 		var ok bool
 		if name, mt, ok = m.mountFor(req.Path); !ok {
 			v.Add("Path", "%q lies under no registered mount", req.Path)
 		}
 	}
 	if err := v.Err(); err != nil {
-		return entry{}, fmt.Errorf("lease: issue: %w", err)
+		return entry{}, "", fmt.Errorf("lease: issue: %w", err)
 	}
 	maxTTL := mt.cfg.MaxTTL
 	if req.MaxTTL > 0 {
@@ -117,9 +139,10 @@ func (m *Manager) newEntry(req IssueRequest) (entry, error) {
 	}
 	ttl = min(ttl, maxTTL)
 	now := m.now()
+	key := newIDKey(req.Path, now)
 	e := entry{
 		Lease: Lease{
-			ID:          newID(req.Path, now),
+			ID:          key[len(idPrefix):],
 			Path:        req.Path,
 			Mount:       name,
 			IssueTime:   now,
@@ -134,18 +157,18 @@ func (m *Manager) newEntry(req IssueRequest) (entry, error) {
 	if len(req.Data) > 0 {
 		e.Data = append([]byte(nil), req.Data...)
 	}
-	return e, nil
+	return e, key, nil
 }
 
-// putNew writes the new lease e through tx, counted by the quotas that
-// cover it, unless the quota that applies to it is full: then it writes
-// nothing and returns a *QuotaError.
-func putNew(tx storage.Tx, e *entry) error {
+// putNew writes the new lease e, whose record key is key, through tx,
+// counted by the quotas that cover it, unless the quota that applies to it
+// is full: then it writes nothing and returns a *QuotaError.
+func putNew(tx storage.Tx, key string, e *entry) error {
 	q := newQuotaTx(tx)
 	if err := q.admit(e.ID); err != nil {
 		return err
 	}
-	if err := putEntry(tx, nil, e); err != nil {
+	if err := putEntryAt(tx, key, nil, e); err != nil {
 		return err
 	}
 	return q.flush()
@@ -153,7 +176,11 @@ func putNew(tx storage.Tx, e *entry) error {
 
 // putEntry writes e (with its ID) and its index entries through tx, moving
 // them from where old had them; old is nil for a new lease.
-func putEntry(tx storage.Tx, old, e *entry) error {
+func putEntry(tx storage.Tx, old, e *entry) error { return putEntryAt(tx, idKey(e.ID), old, e) }
+
+// putEntryAt is putEntry for a caller that has built the key of e's
+// record.
+func putEntryAt(tx storage.Tx, key string, old, e *entry) error {
 	id := e.ID
 	if old != nil && !old.NextAttempt.Equal(e.NextAttempt) {
 		if err := tx.Delete(dueKey(old.NextAttempt, id)); err != nil {
@@ -173,17 +200,18 @@ func putEntry(tx storage.Tx, old, e *entry) error {
 			return err
 		}
 	}
-	return tx.Put(idKey(id), encodeEntry(e))
+	return tx.Put(key, encodeEntry(e))
 }
 
-// deleteEntry removes e and its index entries through tx; skip, when not
-// empty, is an expiry-index key the caller deletes itself.
-func deleteEntry(tx storage.Tx, e *entry, skip string) error {
-	if err := tx.Delete(idKey(e.ID)); err != nil {
+// deleteEntry removes e, whose record key is key, and its index entries
+// through tx; skip, when not empty, is an expiry-index key the caller
+// deletes itself.
+func deleteEntry(tx storage.Tx, key string, e *entry, skip string) error {
+	if err := tx.Delete(key); err != nil {
 		return err
 	}
-	if due := dueKey(e.NextAttempt, e.ID); due != skip {
-		if err := tx.Delete(due); err != nil {
+	if !isDueKey(skip, e.NextAttempt, e.ID) {
+		if err := tx.Delete(dueKey(e.NextAttempt, e.ID)); err != nil {
 			return err
 		}
 	}

@@ -68,17 +68,18 @@ func (i *Issuer) issue(ctx context.Context, req IssueRequest) (Lease, error) {
 		// In a transaction of the joined views, so that a guard of the
 		// engine's view (storage.Guard) holds for the lease too.
 		var l Lease
-		err := i.update(ctx, "issue for "+strconv.Quote(req.Path), func(ctx context.Context, _ storage.Tx, leases *Tx) error {
+		err := i.update(ctx, "issue for", req.Path, func(ctx context.Context, _ storage.Tx, leases *Tx) error {
 			var err error
 			l, err = leases.Issue(req)
 			return err
 		})
 		return l, err
 	}
-	if err := i.check(req); err != nil {
+	mount, err := i.check(req)
+	if err != nil {
 		return Lease{}, err
 	}
-	return i.m.issue(ctx, req)
+	return i.m.issueUnder(ctx, req, &mount)
 }
 
 // Update runs fn in one transaction of the engine's store (Mount.Store)
@@ -95,18 +96,20 @@ func (i *Issuer) issue(ctx context.Context, req IssueRequest) (Lease, error) {
 // errors of Tx's methods are this package's); otherwise with the store's,
 // wrapped.
 func (i *Issuer) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx, leases *Tx) error) error {
-	return i.update(ctx, "update", fn)
+	return i.update(ctx, "update", "", fn)
 }
 
-// update is Update; op names the operation in the errors of the store.
-func (i *Issuer) update(ctx context.Context, op string, fn func(ctx context.Context, tx storage.Tx, leases *Tx) error) error {
+// update is Update; op names the operation in the errors of the store,
+// followed by the quoted path when path is not empty (quoted only then).
+func (i *Issuer) update(ctx context.Context, op, path string, fn func(ctx context.Context, tx storage.Tx, leases *Tx) error) error {
 	if i.joint == nil {
-		return fmt.Errorf("lease: %s: mount %q was registered without a Store: %w", op, i.mount, keel.KindInternal)
+		return fmt.Errorf("lease: %s: mount %q was registered without a Store: %w", opName(op, path), i.mount, keel.KindInternal)
 	}
 	var last *Tx
 	var fnErr error
 	err := i.joint.Update(ctx, func(ctx context.Context, tx, leases storage.Tx) error {
 		last = &Tx{i: i, tx: leases}
+		last.due = last.dueBuf[:0]
 		defer last.close()
 		fnErr = fn(ctx, tx, last)
 		return fnErr
@@ -115,7 +118,7 @@ func (i *Issuer) update(ctx context.Context, op string, fn func(ctx context.Cont
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("lease: %s: %w", op, err)
+		return fmt.Errorf("lease: %s: %w", opName(op, path), err)
 	}
 	if last == nil {
 		return nil
@@ -135,7 +138,16 @@ type Tx struct {
 	i      *Issuer
 	tx     storage.Tx // the Manager's view of the transaction
 	due    []time.Time
+	dueBuf [1]time.Time // due's first, without an allocation
 	closed bool
+}
+
+// opName is op, followed by the quoted path when path is not empty.
+func opName(op, path string) string {
+	if path == "" {
+		return op
+	}
+	return op + " " + strconv.Quote(path)
 }
 
 func (t *Tx) close() { t.closed = true }
@@ -154,14 +166,15 @@ func (t *Tx) Issue(req IssueRequest) (Lease, error) {
 	if err := t.open("issue"); err != nil {
 		return Lease{}, err
 	}
-	if err := t.i.check(req); err != nil {
-		return Lease{}, err
-	}
-	e, err := t.i.m.newEntry(req)
+	mount, err := t.i.check(req)
 	if err != nil {
 		return Lease{}, err
 	}
-	if err := putNew(t.tx, &e); err != nil {
+	e, key, err := t.i.m.newEntry(req, &mount)
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := putNew(t.tx, key, &e); err != nil {
 		return Lease{}, fmt.Errorf("lease: issue for %q: %w", req.Path, err)
 	}
 	t.due = append(t.due, e.NextAttempt)
@@ -230,26 +243,28 @@ func (i *Issuer) CheckStore(field string, store storage.Store) error {
 // Unregister forgets the Issuer's mount (see Manager.Unregister).
 func (i *Issuer) Unregister() { i.m.Unregister(i.mount) }
 
-// check refuses a request whose path lies outside the Issuer's mount.
-func (i *Issuer) check(req IssueRequest) error {
+// check refuses a request whose path lies outside the Issuer's mount, and
+// returns the mount's registration (see current).
+func (i *Issuer) check(req IssueRequest) (mountHit, error) {
 	if !i.under(req.Path) {
-		return fmt.Errorf("lease: issue: %w", keel.Invalid("Path", "%q does not lie under the mount %q", req.Path, i.mount))
+		return mountHit{}, fmt.Errorf("lease: issue: %w", keel.Invalid("Path", "%q does not lie under the mount %q", req.Path, i.mount))
 	}
 	return i.current()
 }
 
-// current fails, with keel.KindUnavailable, once the Issuer's mount was
-// unregistered or registered again: an engine kept past its mount's
-// removal, or past its rebuild, issues no lease under the mount's new
-// registration.
-func (i *Issuer) current() error {
+// current returns the registration of the Issuer's mount; it fails, with
+// keel.KindUnavailable, once the mount was unregistered or registered
+// again: an engine kept past its mount's removal, or past its rebuild,
+// issues no lease under the mount's new registration. Mounts do not
+// overlap, so it is the mount of every path under the Issuer's.
+func (i *Issuer) current() (mountHit, error) {
 	i.m.mu.RLock()
 	me, ok := i.m.mounts[i.mount]
 	i.m.mu.RUnlock()
 	if !ok || me.owner != i {
-		return fmt.Errorf("lease: issue: the mount %q is no longer registered with this Issuer (removed, or its engine rebuilt): %w", i.mount, keel.KindUnavailable)
+		return mountHit{}, fmt.Errorf("lease: issue: the mount %q is no longer registered with this Issuer (removed, or its engine rebuilt): %w", i.mount, keel.KindUnavailable)
 	}
-	return nil
+	return mountHit{name: i.mount, mt: me}, nil
 }
 
 // under reports whether the path or lease id p lies under the Issuer's

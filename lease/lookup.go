@@ -74,10 +74,15 @@ const timeFormat = "2006-01-02T15:04:05.999999999Z07:00"
 // load reads and decodes the lease id in a View of its own; it returns the
 // raw record too.
 func (m *Manager) load(ctx context.Context, id string) (entry, []byte, error) {
+	return m.loadAt(ctx, idKey(id), id)
+}
+
+// loadAt is load for a caller that has built the key of the record.
+func (m *Manager) loadAt(ctx context.Context, key, id string) (entry, []byte, error) {
 	var raw []byte
 	err := m.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		raw, err = tx.Get(idKey(id))
+		raw, err = tx.Get(key)
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {

@@ -87,10 +87,12 @@ func (m *Manager) renew(ctx context.Context, leaseID string, increment time.Dura
 	if err := v.Err(); err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
-	if _, mt, ok := m.mountFor(leaseID); ok && mt.revoker != nil && !asksEngine(mt.revoker) {
-		return m.renewStored(ctx, leaseID, increment)
+	key := idKey(leaseID)
+	_, mt, ok := m.mountFor(leaseID)
+	if ok && mt.revoker != nil && !asksEngine(mt.revoker) {
+		return m.renewStored(ctx, key, leaseID, increment)
 	}
-	e, raw, err := m.load(ctx, leaseID)
+	e, raw, err := m.loadAt(ctx, key, leaseID)
 	if err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
 	}
@@ -99,7 +101,6 @@ func (m *Manager) renew(ctx context.Context, leaseID string, increment time.Dura
 	if err != nil {
 		return Renewal{}, err
 	}
-	_, mt, ok := m.mountFor(leaseID)
 	if !ok || mt.revoker == nil {
 		return Renewal{}, fmt.Errorf("lease: renew %q: no engine is registered for its mount: %w", leaseID, keel.KindUnavailable)
 	}
@@ -119,7 +120,7 @@ func (m *Manager) renew(ctx context.Context, leaseID string, increment time.Dura
 	}
 	ne := renewed(&e, now, r.TTL)
 	err = m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		cur, err := tx.Get(idKey(leaseID))
+		cur, err := tx.Get(key)
 		if errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("lease %q was revoked during its renewal: %w", leaseID, keel.KindNotFound)
 		}
@@ -129,7 +130,7 @@ func (m *Manager) renew(ctx context.Context, leaseID string, increment time.Dura
 		if !bytes.Equal(cur, raw) {
 			return fmt.Errorf("lease %q changed during its renewal; try again: %w", leaseID, keel.KindConflict)
 		}
-		return putEntry(tx, &e, &ne)
+		return putEntryAt(tx, key, &e, &ne)
 	})
 	if err != nil {
 		return Renewal{}, fmt.Errorf("lease: renew: %w", err)
@@ -148,15 +149,16 @@ func asksEngine(r Revoker) bool {
 }
 
 // renewStored is renew for a lease whose engine is not asked (see
-// asksEngine): it reads, checks and stores the renewal in one transaction,
-// where renew with an engine reads in one and stores in another (the
-// engine is called between them, outside any transaction). The outcomes
-// and errors are renew's; a renewal cannot conflict.
-func (m *Manager) renewStored(ctx context.Context, leaseID string, increment time.Duration) (Renewal, error) {
+// asksEngine), whose record key is key: it reads, checks and stores the
+// renewal in one transaction, where renew with an engine reads in one and
+// stores in another (the engine is called between them, outside any
+// transaction). The outcomes and errors are renew's; a renewal cannot
+// conflict.
+func (m *Manager) renewStored(ctx context.Context, key, leaseID string, increment time.Duration) (Renewal, error) {
 	var r Renewal
 	var refused error // final: not wrapped again
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		raw, err := tx.Get(idKey(leaseID))
+		raw, err := tx.Get(key)
 		if errors.Is(err, storage.ErrNotFound) {
 			return notFound(leaseID)
 		}
@@ -173,7 +175,7 @@ func (m *Manager) renewStored(ctx context.Context, leaseID string, increment tim
 		}
 		ne := renewed(&e, now, r.TTL)
 		r.Lease = ne.Lease
-		return putEntry(tx, &e, &ne)
+		return putEntryAt(tx, key, &e, &ne)
 	})
 	if refused != nil && errors.Is(err, refused) {
 		return Renewal{}, err

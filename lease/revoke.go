@@ -60,8 +60,9 @@ func (m *Manager) revoke(ctx context.Context, leaseID string, sync bool) error {
 // queue makes the lease id due for revocation now, if it exists.
 func (m *Manager) queue(ctx context.Context, id string) error {
 	now := m.now()
+	key := idKey(id)
 	err := m.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		raw, err := tx.Get(idKey(id))
+		raw, err := tx.Get(key)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
@@ -72,7 +73,7 @@ func (m *Manager) queue(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		return queueEntry(tx, &e, now)
+		return queueEntryAt(tx, key, &e, now)
 	})
 	if err != nil {
 		return fmt.Errorf("lease: revoke %q: %w", id, err)
@@ -83,6 +84,12 @@ func (m *Manager) queue(ctx context.Context, id string) error {
 
 // queueEntry makes e expired and due at now, unless it already is.
 func queueEntry(tx storage.Tx, e *entry, now time.Time) error {
+	return queueEntryAt(tx, idKey(e.ID), e, now)
+}
+
+// queueEntryAt is queueEntry for a caller that has built the key of e's
+// record.
+func queueEntryAt(tx storage.Tx, key string, e *entry, now time.Time) error {
 	if !e.ExpireTime.After(now) && !e.NextAttempt.After(now) {
 		return nil
 	}
@@ -93,7 +100,7 @@ func queueEntry(tx storage.Tx, e *entry, now time.Time) error {
 	if ne.NextAttempt.After(now) {
 		ne.NextAttempt = now
 	}
-	return putEntry(tx, e, &ne)
+	return putEntryAt(tx, key, e, &ne)
 }
 
 // revokeNow revokes the lease id through its engine and removes it.
@@ -163,7 +170,8 @@ func removeCurrent(tx storage.Tx, q *quotaTx, id, indexKey string) error {
 			return err
 		}
 	}
-	raw, err := tx.Get(idKey(id))
+	key := idKey(id)
+	raw, err := tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
@@ -173,11 +181,11 @@ func removeCurrent(tx storage.Tx, q *quotaTx, id, indexKey string) error {
 	if err := q.removed(id); err != nil {
 		return err
 	}
-	cur, err := decodeEntry(id, raw)
+	cur, err := decodeIndexed(id, raw)
 	if err != nil {
-		return tx.Delete(idKey(id))
+		return tx.Delete(key)
 	}
-	return deleteEntry(tx, &cur, indexKey)
+	return deleteEntry(tx, key, &cur, indexKey)
 }
 
 // putIfUnchanged stores ne in place of e if the record of e still reads

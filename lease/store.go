@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -53,6 +54,25 @@ func dueKey(t time.Time, id string) string {
 	b.WriteByte('/')
 	b.WriteString(id)
 	return b.String()
+}
+
+// isDueKey reports whether key is dueKey(t, id), without building it.
+func isDueKey(key string, t time.Time, id string) bool {
+	if len(key) != dueKeyExtra+len(id) || key[:len(duePrefix)] != duePrefix || key[dueKeyExtra-1] != '/' || key[dueKeyExtra:] != id {
+		return false
+	}
+	var n uint64
+	if ns := unixNano(t); ns > 0 {
+		n = uint64(ns)
+	}
+	const digits = "0123456789abcdef"
+	for i := dueKeyExtra - 2; i >= len(duePrefix); i-- {
+		if key[i] != digits[n&0xf] {
+			return false
+		}
+		n >>= 4
+	}
+	return true
 }
 
 var errBadDueKey = errors.New("malformed expiry-index key")
@@ -149,8 +169,8 @@ func encodeEntry(e *entry) []byte {
 	b = binary.AppendUvarint(b, uint64(max(e.IssuedTTL, 0)))
 	b = binary.AppendUvarint(b, uint64(max(e.Attempts, 0)))
 	b = appendString(b, e.LastError)
-	b = appendString(b, string(e.Data))
-	return b
+	b = binary.AppendUvarint(b, uint64(len(e.Data)))
+	return append(b, e.Data...)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -163,6 +183,17 @@ func appendString(b []byte, s string) []byte {
 // version, unknown flags, truncated or trailing bytes, out-of-range
 // numbers.
 func decodeEntry(id string, b []byte) (entry, error) {
+	return decodeRecord(id, b, true)
+}
+
+// decodeIndexed decodes the record of lease id as decodeEntry does, and
+// fails where it fails, but leaves out Mount, LastError and Data, which
+// removing a lease does not need (deleteEntry), so as not to copy them.
+func decodeIndexed(id string, b []byte) (entry, error) {
+	return decodeRecord(id, b, false)
+}
+
+func decodeRecord(id string, b []byte, full bool) (entry, error) {
 	d := decoder{b: b}
 	var e entry
 	version, flags := d.byte(), d.byte()
@@ -175,7 +206,7 @@ func decodeEntry(id string, b []byte) (entry, error) {
 	e.Renewable = flags&flagRenewable != 0
 	e.Token = flags&flagToken != 0
 	e.Irrevocable = flags&flagIrrevocable != 0
-	e.Mount = d.string()
+	mount := d.bytes()
 	e.IssueTime = fromUnixNano(d.varint())
 	e.ExpireTime = fromUnixNano(d.varint())
 	e.LastRenewalTime = fromUnixNano(d.varint())
@@ -183,15 +214,19 @@ func decodeEntry(id string, b []byte) (entry, error) {
 	e.MaxTTL = time.Duration(d.uvarint(math.MaxInt64))
 	e.IssuedTTL = time.Duration(d.uvarint(math.MaxInt64))
 	e.Attempts = int(d.uvarint(math.MaxInt32))
-	e.LastError = d.string()
-	if data := d.string(); data != "" {
-		e.Data = []byte(data)
-	}
+	lastError := d.bytes()
+	data := d.bytes()
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
 	}
 	if d.err != nil {
 		return entry{}, fmt.Errorf("lease %q: stored record is corrupt: %w", id, keel.KindInternal)
+	}
+	if full {
+		e.Mount, e.LastError = string(mount), string(lastError)
+		if len(data) > 0 {
+			e.Data = bytes.Clone(data)
+		}
 	}
 	e.ID = id
 	e.Path = pathOf(id)
@@ -271,15 +306,18 @@ func (d *decoder) uvarint(limit uint64) uint64 {
 	return v
 }
 
-func (d *decoder) string() string {
+func (d *decoder) string() string { return string(d.bytes()) }
+
+// bytes returns the next length-prefixed bytes, in place.
+func (d *decoder) bytes() []byte {
 	n := d.uvarint(uint64(len(d.b)))
 	if d.err != nil || n > uint64(len(d.b)) {
 		d.fail()
-		return ""
+		return nil
 	}
-	s := string(d.b[:n])
+	b := d.b[:n:n]
 	d.b = d.b[n:]
-	return s
+	return b
 }
 
 // maxErrorLen is how many bytes of the error of its last failed

@@ -35,6 +35,13 @@ func TestEncodeEntryRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(got, e) {
 				t.Fatalf("round trip:\n got %+v\nwant %+v", got, e)
 			}
+			// decodeIndexed, which removals use, gives the same but
+			// Mount, LastError and Data.
+			idx, err := decodeIndexed(e.ID, encodeEntry(&e))
+			e.Mount, e.LastError, e.Data = "", "", nil
+			if err != nil || !reflect.DeepEqual(idx, e) {
+				t.Fatalf("decodeIndexed: %v\n got %+v\nwant %+v", err, idx, e)
+			}
 		})
 	}
 }
@@ -51,6 +58,8 @@ func TestDecodeEntryRejects(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := decodeEntry("a/b", b)
+			wantKind(t, err, keel.KindInternal)
+			_, err = decodeIndexed("a/b", b)
 			wantKind(t, err, keel.KindInternal)
 		})
 	}
@@ -162,6 +171,51 @@ func FuzzDueKey(f *testing.F) {
 		}
 		if again := dueKey(at, id); again != k {
 			t.Fatalf("dueKey(parseDueKey(%q)) = %q", k, again)
+		}
+	})
+}
+
+// TestIsDueKey: isDueKey, which deleteEntry uses instead of building the
+// key, holds exactly for the key dueKey builds.
+func TestIsDueKey(t *testing.T) {
+	at := time.Date(2026, 11, 28, 5, 0, 0, 123, time.UTC)
+	times := []time.Time{{}, time.Unix(0, 0), time.Unix(-5, 0), at, at.Add(time.Nanosecond), time.Unix(1<<40, 0)}
+	ids := []string{"ldap/creds/app/a", "ldap/creds/app/b", "ldap/creds/app/aa", "x"}
+	for _, ti := range times {
+		for _, id := range ids {
+			key := dueKey(ti, id)
+			for _, tj := range times {
+				for _, jd := range ids {
+					if got, want := isDueKey(key, tj, jd), key == dueKey(tj, jd); got != want {
+						t.Errorf("isDueKey(%q, %v, %q) = %v, want %v", key, tj, jd, got, want)
+					}
+				}
+			}
+			for _, bad := range []string{"", key[:len(key)-1], key + "x", "id/" + key[4:], strings.ToUpper(key[:dueKeyExtra]) + id} {
+				if isDueKey(bad, ti, id) {
+					t.Errorf("isDueKey(%q, %v, %q) holds", bad, ti, id)
+				}
+			}
+		}
+	}
+}
+
+// FuzzDecodeIndexed: decodeIndexed, which removals use instead of
+// decodeEntry, fails exactly where decodeEntry fails and gives the same
+// fields but Mount, LastError and Data.
+func FuzzDecodeIndexed(f *testing.F) {
+	f.Add(encodeEntry(&entry{Lease: Lease{Mount: "ldap/", IssueTime: t0, LastError: "x", Data: []byte("d"), Irrevocable: true}}))
+	f.Add([]byte{1, 0, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		full, ferr := decodeEntry("a/b", b)
+		idx, ierr := decodeIndexed("a/b", b)
+		if (ferr == nil) != (ierr == nil) {
+			t.Fatalf("decodeEntry: %v; decodeIndexed: %v", ferr, ierr)
+		}
+		full.Mount, full.LastError, full.Data = "", "", nil
+		if !reflect.DeepEqual(full, idx) {
+			t.Fatalf("decodeIndexed %+v, want %+v", idx, full)
 		}
 	})
 }

@@ -42,6 +42,12 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 	if r.Body == nil {
 		return ErrEmpty
 	}
+	if m, ok := v.(*map[string]any); ok && o.UseNumber && *m == nil && r.ContentLength > 0 && r.ContentLength <= min(smallBody, o.Max) {
+		if flat, ok := decodeFlat(r); ok {
+			*m = flat
+			return nil
+		}
+	}
 	if m, ok := v.(*map[string]any); ok && o.UseNumber && (r.ContentLength >= keel.LargeValue || r.ContentLength < 0) && r.ContentLength <= o.Max {
 		// An object that may be large is read whole, into a buffer of
 		// its size when it is announced (else readAll's buffers), and
@@ -85,6 +91,34 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 		return ErrEmpty
 	}
 	return tooLarge(err, o.Max)
+}
+
+// smallBody is the largest body that Decode first tries to read as a flat
+// object.
+const smallBody = 16 << 10
+
+// decodeFlat reads r's body, of announced length, and decodes it as one
+// flat JSON object (jsonobj.DecodeFlat): what most small bodies are (a
+// lease id, a secret of strings), decoded without a json.Decoder. When it
+// is not one, decodeFlat puts back the bytes it read in front of the rest
+// of the body and reports false, for the decoder to read the body as
+// always: its answers and errors do not change.
+func decodeFlat(r *http.Request) (map[string]any, bool) {
+	buf := make([]byte, r.ContentLength)
+	n, err := io.ReadFull(r.Body, buf)
+	if err == nil {
+		if m, ok := jsonobj.DecodeFlat(buf); ok {
+			return m, true
+		}
+	}
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(buf[:n]), r.Body), r.Body}
+	return nil, false
+}
+
+// readCloser reads from Reader and closes Closer.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // readBlock is the size of the blocks readAll reads a body of unknown

@@ -167,3 +167,71 @@ func TestDecodeChunkedAllocatesAsItReads(t *testing.T) {
 		t.Errorf("%d bytes allocated for a body cut after %d of at most %d, want at most %d", got, sent, max, 3*sent)
 	}
 }
+
+// TestDecodeSmallObject: a small body of announced length into a map with
+// UseNumber, which Decode first reads as a flat object, gives what the
+// decoder gives, and the decoder's errors, whether it is flat or not: a
+// nested value, an escape, null, a second value, a malformed or truncated
+// document.
+func TestDecodeSmallObject(t *testing.T) {
+	for _, body := range []string{
+		`{"lease_id":"kv/a/b/Xyz","increment":3600,"sync":true}`,
+		` { "a" : "b" , "n" : -1.5e3 , "t" : false , "z" : null } `,
+		`{}`,
+		`{"a":{"b":"c"}}`,
+		`{"a":["b",1]}`,
+		`{"a":"\u00e9\n"}`,
+		`{"a":"b","a":"c"}`,
+		`null`,
+		`{"a":"b"}{"c":"d"}`,
+		`{"a":"b"} x`,
+		`{"a":`,
+		`{"a":01}`,
+		`["a"]`,
+		`"a"`,
+		"{\"a\":\"\xff\"}",
+	} {
+		want, wantErr := decoderResult(body)
+		var got map[string]any
+		r := httptest.NewRequest("PUT", "/", strings.NewReader(body))
+		err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 1 << 10, UseNumber: true}, &got)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
+			t.Errorf("%q: %#v, %v; want %#v, %v", body, got, err, want, wantErr)
+		}
+	}
+	// A body shorter than announced fails as the decoder fails on it.
+	r := httptest.NewRequest("PUT", "/", strings.NewReader(`{"a":"b"}`))
+	r.ContentLength = 20
+	var got map[string]any
+	if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 1 << 10, UseNumber: true}, &got); err != nil || got["a"] != "b" {
+		t.Errorf("a body shorter than announced: %v, %v; want what the decoder reads", got, err)
+	}
+}
+
+// decoderResult is what Decode gave for body before it read flat objects
+// itself: a json.Decoder with UseNumber, then a check for trailing data.
+func decoderResult(body string) (map[string]any, error) {
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	err := dec.Decode(&m)
+	if err == nil {
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return m, jsonbody.ErrTrailing
+		}
+	}
+	return m, err
+}
+
+// BenchmarkDecodeSmallObject decodes the body of a lease renewal.
+func BenchmarkDecodeSmallObject(b *testing.B) {
+	const body = `{"lease_id":"leased/bench/k1/00A5bxYk3eVj1q8hFgT2MzR","increment":3600}`
+	b.ReportAllocs()
+	for b.Loop() {
+		var v map[string]any
+		r := httptest.NewRequest("PUT", "/", strings.NewReader(body))
+		if err := jsonbody.Decode(httptest.NewRecorder(), r, jsonbody.Options{Max: 1 << 10, UseNumber: true}, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
