@@ -342,7 +342,6 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 	})
 }
 
-// errValuesFull is the error of a keel.Reserver that got no room.
 // reserve is the keel.Reserver of a request limitBodies counts: it adds
 // n bytes to the budget the request draws from. A request never asks for
 // more than the whole budget less what it holds: with all of it, it runs
@@ -373,6 +372,7 @@ func (rec *statusRecorder) reserve(ctx context.Context, n int64) error {
 	return nil
 }
 
+// errValuesFull is the error of a keel.Reserver that got no room.
 var errValuesFull = fmt.Errorf("the server holds as many request and response bodies as it may (-max-inflight-bytes): retry later: %w", keel.KindUnavailable)
 
 // countedBody counts the bytes read from a body of unknown length beyond
