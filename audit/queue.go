@@ -16,8 +16,7 @@ import (
 // (appendRecordHead).
 type job struct {
 	head []byte
-	// w is told the write's result once, by the writer (nil for
-	// File.Write's own record).
+	// w is told the write's result once, by the writer.
 	w *write
 }
 
