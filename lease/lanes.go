@@ -155,12 +155,22 @@ func (l *lanes) failed(mount string, now, retry time.Time, timedOut bool, backof
 var errTimedOut = fmt.Errorf("the revoker did not return within the revocation timeout: %w", keel.KindUnavailable)
 
 // caller makes one lane worker's revoker calls, one at a time (see
-// call): the timer that bounds them and the channel of their outcome are
-// the worker's, made once, not once per call.
+// call). The timer that bounds them, the channel of their outcome and the
+// goroutine that makes them are the worker's, made once, not once per
+// call: a goroutine started per call would grow its stack anew each time.
+// After a call that did not return in time, that goroutine is the call's,
+// and the next call starts another.
 type caller struct {
 	m     *Manager
 	timer *time.Timer
-	res   chan error // nil after a call that did not return in time: it is that call's
+	jobs  chan callJob // to the goroutine; nil when there is none
+	res   chan error   // its outcomes
+}
+
+// callJob is one call for a caller's goroutine to make.
+type callJob struct {
+	ctx *callCtx
+	l   Lease
 }
 
 func (m *Manager) newCaller() *caller {
@@ -169,8 +179,33 @@ func (m *Manager) newCaller() *caller {
 	return &caller{m: m, timer: t}
 }
 
-// stop releases c's timer.
-func (c *caller) stop() { c.timer.Stop() }
+// stop releases c's timer and ends its goroutine, at once if it waits
+// for a call, else once its call returns.
+func (c *caller) stop() {
+	c.timer.Stop()
+	c.drop()
+}
+
+// drop leaves c's goroutine, if any, to end after its call: the next call
+// starts another.
+func (c *caller) drop() {
+	if c.jobs != nil {
+		close(c.jobs)
+		c.jobs, c.res = nil, nil
+	}
+}
+
+// serve makes the calls of jobs, sending each outcome to res, until jobs
+// is closed.
+func (m *Manager) serve(jobs <-chan callJob, res chan<- error) {
+	for j := range jobs {
+		err := m.callRevoker(j.ctx, j.l) // recovers a panic
+		// Counted as ended before its caller learns the outcome, so
+		// that the lane's next run finds the call's place free.
+		m.lanes.ended(j.l.Mount)
+		res <- err // buffered: the caller may have left
+	}
+}
 
 // call calls the revoker of l's mount with a context that ends after
 // Options.RevokeTimeout (real time), or when ctx does, and returns when
@@ -181,18 +216,13 @@ func (c *caller) call(ctx context.Context, l Lease) error {
 	m := c.m
 	timeout := m.opts.RevokeTimeout
 	cctx := &callCtx{Context: ctx, deadline: time.Now().Add(timeout), done: make(chan struct{})}
-	if c.res == nil {
-		c.res = make(chan error, 1)
+	if c.jobs == nil {
+		c.jobs, c.res = make(chan callJob, 1), make(chan error, 1)
+		go m.serve(c.jobs, c.res)
 	}
 	res := c.res
 	m.lanes.started(l.Mount)
-	go func() {
-		err := m.callRevoker(cctx, l) // recovers a panic
-		// Counted as ended before its caller learns the outcome, so
-		// that the lane's next run finds the call's place free.
-		m.lanes.ended(l.Mount)
-		res <- err
-	}()
+	c.jobs <- callJob{cctx, l} // the goroutine waits for it: it made the last call's outcome
 	c.timer.Reset(timeout)
 	select {
 	case err := <-res:
@@ -204,7 +234,7 @@ func (c *caller) call(ctx context.Context, l Lease) error {
 		}
 		return err
 	case <-c.timer.C:
-		c.res = nil
+		c.drop()
 		cctx.end(context.DeadlineExceeded)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -212,7 +242,7 @@ func (c *caller) call(ctx context.Context, l Lease) error {
 		return fmt.Errorf("%w (after %s)", errTimedOut, timeout)
 	case <-ctx.Done():
 		c.timer.Stop()
-		c.res = nil
+		c.drop()
 		cctx.end(ctx.Err())
 		return ctx.Err()
 	}
