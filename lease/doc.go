@@ -220,8 +220,9 @@
 //
 // Every closure given to the store's Update is safe to run more than once.
 // Start runs one goroutine; Stop cancels it and waits for it to end. A
-// Step runs a goroutine per revoker call, and one per mount of a batch
-// (its lane); the worker's steps wait for them half a second at most: the
+// Step runs a goroutine per mount of a batch (its lane) and, for each of
+// the lane's workers, one that makes its revoker calls (a call past
+// RevokeTimeout keeps it, and the next call starts another); the worker's steps wait for them half a second at most: the
 // lanes still going then outlive the step, bounded by its context and by
 // RevokeTimeout per call, and Stop cancels them too and waits for them.
 // What is left after Stop is only the calls of revokers that ignore their
