@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -302,17 +301,7 @@ func (c *auditCall) newID() string {
 	c.ids.Read(u[:])
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // the RFC 4122 variant
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b[:])
+	return uuid.UUID(u).String()
 }
 
 // readUpTo appends to b what r holds, up to n bytes.

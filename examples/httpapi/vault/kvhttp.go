@@ -1,15 +1,13 @@
 package vault
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/keelhq/keel"
-	"github.com/keelhq/keel/internal/jsonobj"
+	"github.com/keelhq/keel/examples/httpapi/internal/jsonbody"
 )
 
 // serveMount routes a request under /v1/ to the engine mounted there.
@@ -46,7 +44,7 @@ func (h *Handler) serveMount(w http.ResponseWriter, r *http.Request) {
 		resp := leasedResponse(m.Type, sec.LeaseID, sec.Renewable, sec.LeaseDuration, rawData(sec.JSON))
 		writeJSON(w, http.StatusOK, resp)
 	case r.Method == http.MethodPost || r.Method == http.MethodPut:
-		data, ok := flatBody(r)
+		data, ok := jsonbody.Flat(r)
 		var err error
 		if !ok {
 			err = decodeBody(w, r, &data)
@@ -95,34 +93,4 @@ func allKeys(ctx context.Context, list func(context.Context, keel.ListRequest) (
 		return nil, err
 	}
 	return keys, nil
-}
-
-// smallBody is the largest body of a kv write that flatBody decodes.
-const smallBody = 16 << 10
-
-// flatBody decodes the body of a kv write that is small, of announced
-// length, and one flat JSON object (jsonobj.DecodeFlat): what most writes
-// send, decoded without encoding/json's decoder. Otherwise it puts back
-// the bytes it read in front of the rest of the body and reports false,
-// for decodeBody to read the body as always: its answers, errors
-// included, do not change.
-func flatBody(r *http.Request) (map[string]any, bool) {
-	if r.Body == nil || r.ContentLength <= 0 || r.ContentLength > smallBody {
-		return nil, false
-	}
-	buf := make([]byte, r.ContentLength)
-	n, err := io.ReadFull(r.Body, buf)
-	if err == nil {
-		if m, ok := jsonobj.DecodeFlat(buf); ok {
-			return m, true
-		}
-	}
-	r.Body = readCloser{io.MultiReader(bytes.NewReader(buf[:n]), r.Body), r.Body}
-	return nil, false
-}
-
-// readCloser reads from Reader and closes Closer.
-type readCloser struct {
-	io.Reader
-	io.Closer
 }

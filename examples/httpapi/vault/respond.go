@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/examples/httpapi/internal/kindstatus"
 	"github.com/keelhq/keel/internal/jsonobj"
@@ -68,17 +68,7 @@ func newRequestID() string {
 	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // variant 10
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b[:])
+	return uuid.UUID(u).String()
 }
 
 // keysData is the data of a listing: {"keys": [...]}. Encoding it by hand

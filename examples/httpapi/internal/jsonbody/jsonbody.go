@@ -43,7 +43,7 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 		return ErrEmpty
 	}
 	if m, ok := v.(*map[string]any); ok && o.UseNumber && *m == nil && r.ContentLength > 0 && r.ContentLength <= min(smallBody, o.Max) {
-		if flat, ok := decodeFlat(r); ok {
+		if flat, ok := Flat(r); ok {
 			*m = flat
 			return nil
 		}
@@ -93,17 +93,19 @@ func Decode(w http.ResponseWriter, r *http.Request, o Options, v any) error {
 	return tooLarge(err, o.Max)
 }
 
-// smallBody is the largest body that Decode first tries to read as a flat
-// object.
+// smallBody is the largest body that Flat decodes.
 const smallBody = 16 << 10
 
-// decodeFlat reads r's body, of announced length, and decodes it as one
-// flat JSON object (jsonobj.DecodeFlat): what most small bodies are (a
-// lease id, a secret of strings), decoded without a json.Decoder. When it
-// is not one, decodeFlat puts back the bytes it read in front of the rest
-// of the body and reports false, for the decoder to read the body as
+// Flat decodes r's body when it is small (up to 16 KiB), of announced
+// length, and one flat JSON object (jsonobj.DecodeFlat): what most small
+// bodies are (a lease id, a secret of strings), decoded without a
+// json.Decoder. Otherwise it puts back the bytes it read in front of the
+// rest of the body and reports false, for the decoder to read the body as
 // always: its answers and errors do not change.
-func decodeFlat(r *http.Request) (map[string]any, bool) {
+func Flat(r *http.Request) (map[string]any, bool) {
+	if r.Body == nil || r.ContentLength <= 0 || r.ContentLength > smallBody {
+		return nil, false
+	}
 	buf := make([]byte, r.ContentLength)
 	n, err := io.ReadFull(r.Body, buf)
 	if err == nil {
