@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/keelhq/keel"
@@ -34,10 +33,11 @@ type guard struct {
 // checkGuards fails when the key of a guard is missing from tx.
 func checkGuards(tx Tx, guards []guard) error {
 	for _, g := range guards {
-		if _, err := tx.Get(g.key); errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("%s: %w", g.gone, keel.KindNotFound)
-		} else if err != nil {
+		// Has reads the key without copying its value where tx can.
+		if found, err := Has(tx, g.key); err != nil {
 			return err
+		} else if !found {
+			return fmt.Errorf("%s: %w", g.gone, keel.KindNotFound)
 		}
 	}
 	return nil

@@ -103,3 +103,24 @@ func TestJointHolds(t *testing.T) {
 		}
 	}
 }
+
+// A guard's read does not load the guard key's value when the store can
+// tell sizes: a guarded transaction allocates no more than an unguarded one.
+func TestGuardReadsNoValue(t *testing.T) {
+	ctx := context.Background()
+	root := memstore.New(nil)
+	put(t, root, "sys/guard/1", strings.Repeat("x", 4096))
+	plain := storage.Sub(root, "data/a/")
+	guarded := storage.Sub(storage.Guard(root, "sys/guard/1", "gone"), "data/a/")
+	view := func(s storage.Store) func() {
+		return func() {
+			if err := s.View(ctx, func(context.Context, storage.Tx) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := testing.AllocsPerRun(100, view(plain))
+	if got := testing.AllocsPerRun(100, view(guarded)); got > want {
+		t.Errorf("a guarded View allocates %v times, an unguarded one %v", got, want)
+	}
+}
