@@ -72,7 +72,7 @@ func (a *audits) reopen() {
 // devices; PUT or POST /v1/sys/audit/:path enables one, DELETE disables
 // it; PUT or POST /v1/sys/audit-hash/:path hashes "input" with its salt.
 // Each needs sudo on sys/audit, as in Vault.
-func (a *audits) register(mux *http.ServeMux) {
+func (a *audits) register(mux *routes) {
 	mux.HandleFunc("GET /v1/sys/audit", a.serveList)
 	mux.HandleFunc("PUT /v1/sys/audit/{path...}", a.serveEnable)
 	mux.HandleFunc("POST /v1/sys/audit/{path...}", a.serveEnable)

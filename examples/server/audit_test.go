@@ -180,7 +180,7 @@ func TestAuditDevicesFollowTheStore(t *testing.T) {
 	const token = "audit-follow-token"
 	logPath := filepath.Join(t.TempDir(), "other.log")
 	var store storage.Store
-	ts := start(t, hooks{mount: func(_ *http.ServeMux, d *deps) { store = d.store }}, "-data", "memory", "-root-token", token)
+	ts := start(t, hooks{mount: func(_ *routes, d *deps) { store = d.store }}, "-data", "memory", "-root-token", token)
 	c := vaultClient(t, ts, token)
 	dev, err := json.Marshal(map[string]any{"type": "file", "options": map[string]string{"file_path": logPath}, "salt": audit.GenerateSalt()})
 	if err != nil {

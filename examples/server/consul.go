@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/keelhq/keel/examples/httpapi/consul"
 	"github.com/keelhq/keel/peering"
@@ -24,7 +23,7 @@ type cluster struct {
 // closes the Service; with -etcd, on one server of the deployment at a
 // time (the election "peering"). A server that serves TLS speaks to its
 // peers over https.
-func mountConsul(mux *http.ServeMux, d *deps) error {
+func mountConsul(mux *routes, d *deps) error {
 	var addrs []string
 	if d.cluster.advertise != "" {
 		addrs = []string{d.cluster.advertise}

@@ -52,7 +52,7 @@ const revocationsPrefix = "e2e-revocations/"
 // each of its calls in the server's store, so that a test sees every call
 // of every process, and serves POST /e2e/issue?ttl=D, which issues a lease
 // of the mount and answers its id.
-func recordRevocations(mux *http.ServeMux, d *deps) {
+func recordRevocations(mux *routes, d *deps) {
 	pid := os.Getpid()
 	var calls atomic.Int64
 	iss, err := d.mounts.Leases().Register(lease.Mount{Path: "e2e/", Revoker: lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {

@@ -360,11 +360,12 @@
 //
 // # Adding an adapter
 //
-// An adapter is a function that registers routes on the server's
-// http.ServeMux, built from the server's deps (store, authorizer, clock,
-// logger). Put it in a file of its own, as vault.go:
+// An adapter is a function that registers routes on the server's routes
+// (an http.ServeMux with a shortcut to the mounts, routes.go), built from
+// the server's deps (store, authorizer, clock, logger). Put it in a file
+// of its own, as vault.go:
 //
-//	func mountVault(mux *http.ServeMux, d *deps) error {
+//	func mountVault(mux *routes, d *deps) error {
 //		table, err := mount.Open(context.Background(), d.store, &mount.Options{
 //			Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger,
 //		})
@@ -378,7 +379,7 @@
 //
 // and add one line to the adapters list in mount.go:
 //
-//	var adapters = []func(mux *http.ServeMux, d *deps) error{
+//	var adapters = []func(mux *routes, d *deps) error{
 //		mountVault,  // vault.go: Vault dialect
 //		mountTFE,    // tfe.go: JSON:API dialect
 //	}

@@ -40,8 +40,8 @@ func (r *revocations) count() int {
 // mountRevoker registers the mount "e2e/" with the server's lease manager,
 // with a revoker that records revocations as name's, and keeps its Issuer
 // in *iss.
-func (r *revocations) mountRevoker(t *testing.T, name string, iss **lease.Issuer) func(*http.ServeMux, *deps) {
-	return func(_ *http.ServeMux, d *deps) {
+func (r *revocations) mountRevoker(t *testing.T, name string, iss **lease.Issuer) func(*routes, *deps) {
+	return func(_ *routes, d *deps) {
 		var err error
 		*iss, err = d.mounts.Leases().Register(lease.Mount{Path: "e2e/", Revoker: lease.RevokerFunc(func(ctx context.Context, l lease.Lease) error {
 			r.mu.Lock()

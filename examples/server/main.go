@@ -78,7 +78,7 @@ type hooks struct {
 	// accepts connections.
 	ready func(addr string)
 	// mount is called after the adapters are mounted, to add routes.
-	mount func(mux *http.ServeMux, d *deps)
+	mount func(mux *routes, d *deps)
 	// shutdown is called when the server has begun to shut down: it
 	// accepts no more connections, but requests in flight go on.
 	shutdown func()
@@ -271,7 +271,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		d.cluster.advertise = opts.addr
 	}
 	defer func() { err = errors.Join(err, d.close()) }() // before the store closes
-	mux := http.NewServeMux()
+	mux := newRoutes()
 	if err := telemetryOf(ctx, d); err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func (ts *testServer) get(path string, headers ...string) (int, []byte) {
 
 // mountWhoami adds GET /test/whoami, which answers with the principal of
 // the request, or 401 when it is anonymous.
-func mountWhoami(mux *http.ServeMux, _ *deps) {
+func mountWhoami(mux *routes, _ *deps) {
 	mux.HandleFunc("GET /test/whoami", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := keel.PrincipalFrom(r.Context())
 		if !ok {
@@ -208,7 +208,7 @@ func TestConfigTokens(t *testing.T) {
 		"tokens": [{"token": "t-alice", "principal": {"id": "alice", "display_name": "Alice", "entity_id": "e-1"}, "policies": ["reader"]}]
 	}`)
 	var authz keel.Authorizer
-	ts := start(t, hooks{mount: func(mux *http.ServeMux, d *deps) {
+	ts := start(t, hooks{mount: func(mux *routes, d *deps) {
 		mountWhoami(mux, d)
 		authz = d.authorizer
 	}}, "-data", "memory", "-config", cfg)
@@ -247,7 +247,7 @@ func TestGracefulShutdown(t *testing.T) {
 		events = append(events, e)
 	}
 	h := hooks{
-		mount: func(mux *http.ServeMux, d *deps) {
+		mount: func(mux *routes, d *deps) {
 			mux.HandleFunc("GET /test/slow", func(w http.ResponseWriter, r *http.Request) {
 				close(entered)
 				<-release

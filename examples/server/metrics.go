@@ -66,7 +66,7 @@ func watchLeases(d *deps) error {
 // format, to callers with read on "sys/metrics" (as Vault, which asks for
 // a token unless told otherwise). Vault answers JSON without format=;
 // keel serves only the Prometheus format and refuses other ones.
-func registerMetrics(mux *http.ServeMux, d *deps) {
+func registerMetrics(mux *routes, d *deps) {
 	mux.HandleFunc("GET /v1/sys/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if err := keel.Authorize(r.Context(), d.authorizer, keel.CapRead, "sys/metrics"); err != nil {
 			status := http.StatusForbidden

@@ -95,14 +95,14 @@ func (d *deps) close() error {
 // Patterns of different adapters must not overlap: http.ServeMux panics
 // when a pattern conflicts with one already registered, so a conflict
 // shows at start-up (and in the tests), never at request time.
-var adapters = []func(mux *http.ServeMux, d *deps) error{
+var adapters = []func(mux *routes, d *deps) error{
 	mountVault,  // vault.go: Vault dialect: health, status, kv mounts, leases, identity, tokens
 	mountTFE,    // tfe.go: projects and policies, HCP Terraform JSON:API dialect
 	mountConsul, // consul.go: cluster peering, Consul dialect
 }
 
 // mountAdapters registers the routes of every adapter on mux.
-func mountAdapters(mux *http.ServeMux, d *deps) error {
+func mountAdapters(mux *routes, d *deps) error {
 	for _, m := range adapters {
 		if err := m(mux, d); err != nil {
 			return err

@@ -164,7 +164,7 @@ func TestRaftSnapshotToFreshServer(t *testing.T) {
 	}
 
 	var bDeps *deps
-	b := start(t, hooks{mount: func(_ *http.ServeMux, d *deps) { bDeps = d }}, "-data", "memory", "-root-token", token)
+	b := start(t, hooks{mount: func(_ *routes, d *deps) { bDeps = d }}, "-data", "memory", "-root-token", token)
 	cb := vaultClient(t, b, token)
 	if err := cb.Sys().RaftSnapshotRestore(bytes.NewReader(archive.Bytes()), false); err != nil {
 		t.Fatalf("RaftSnapshotRestore: %v", err)
@@ -298,7 +298,7 @@ func TestSnapshotRestoreOpensHeld(t *testing.T) {
 			}
 
 			var bDeps *deps
-			b := start(t, hooks{mount: func(_ *http.ServeMux, d *deps) { bDeps = d }}, append(args, "-data", restored)...)
+			b := start(t, hooks{mount: func(_ *routes, d *deps) { bDeps = d }}, append(args, "-data", restored)...)
 			cb := vaultClient(t, b, token)
 			if s, err := cb.Logical().Read("sys/leases/hold"); err != nil || s == nil || s.Data["held"] != true {
 				t.Fatalf("GET sys/leases/hold on the restored copy = %+v, %v; want held", s, err)

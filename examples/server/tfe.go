@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/keelhq/keel/examples/httpapi/tfe"
 	"github.com/keelhq/keel/governance"
@@ -23,7 +22,7 @@ import (
 // /.well-known/terraform.json (no token), which points the tfe provider at
 // /api/v2: the provider asks for it over https only, so a server that
 // Terraform talks to serves TLS (-tls-cert and -tls-key, or -dev-tls).
-func mountTFE(mux *http.ServeMux, d *deps) error {
+func mountTFE(mux *routes, d *deps) error {
 	gov, err := governance.Open(context.Background(), d.store, &governance.Options{
 		Authorizer: d.authorizer, Clock: d.clock, Logger: d.logger, Observer: d.observer(),
 	})

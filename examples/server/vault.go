@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/keelhq/keel/examples/httpapi/consul"
 	"github.com/keelhq/keel/examples/httpapi/vault"
@@ -17,7 +16,7 @@ import (
 // (sys/health, sys/seal-status, sys/leader), without a token for the
 // last three. The token comes in X-Secrets-Token, X-Vault-Token or
 // Authorization: Bearer (see requestToken).
-func mountVault(mux *http.ServeMux, d *deps) error {
+func mountVault(mux *routes, d *deps) error {
 	restored, err := restoredCopy(context.Background(), d.store) // snapshotcmd.go
 	if err != nil {
 		return err

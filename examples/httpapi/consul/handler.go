@@ -64,18 +64,22 @@ func Prefixes() []string { return []string{"config/", "internal/", "peering/", "
 // /v1/config/exported-services/default) and the peer-to-peer paths under
 // /v1/internal/peering/. Patterns carry no
 // method, so that other methods get 405 here and so that they are more
-// specific than a "/v1/" catch-all of another adapter.
-func (h *Handler) Register(mux *http.ServeMux) {
-	mux.HandleFunc("/v1/peering/token", h.token)
-	mux.HandleFunc("/v1/peering/establish", h.establish)
-	mux.HandleFunc("/v1/peering/{name}", h.peering)
-	mux.HandleFunc("/v1/peering/{$}", noName)
-	mux.HandleFunc("/v1/peerings", h.list)
-	mux.HandleFunc("/v1/config", h.configSet)
-	mux.HandleFunc("/v1/config/{kind}/{name}", h.configGet)
-	mux.HandleFunc(pathExchange, h.exchange)
-	mux.HandleFunc(pathHeartbeat, h.heartbeat)
-	mux.HandleFunc(pathTerminate, h.terminate)
+// specific than a "/v1/" catch-all of another adapter. mux is an
+// *http.ServeMux, or a router that routes as one does.
+func (h *Handler) Register(mux interface {
+	http.Handler
+	Handle(pattern string, handler http.Handler)
+}) {
+	mux.Handle("/v1/peering/token", http.HandlerFunc(h.token))
+	mux.Handle("/v1/peering/establish", http.HandlerFunc(h.establish))
+	mux.Handle("/v1/peering/{name}", http.HandlerFunc(h.peering))
+	mux.Handle("/v1/peering/{$}", http.HandlerFunc(noName))
+	mux.Handle("/v1/peerings", http.HandlerFunc(h.list))
+	mux.Handle("/v1/config", http.HandlerFunc(h.configSet))
+	mux.Handle("/v1/config/{kind}/{name}", http.HandlerFunc(h.configGet))
+	mux.Handle(pathExchange, http.HandlerFunc(h.exchange))
+	mux.Handle(pathHeartbeat, http.HandlerFunc(h.heartbeat))
+	mux.Handle(pathTerminate, http.HandlerFunc(h.terminate))
 }
 
 // tokenRequest is the body of POST /v1/peering/token.

@@ -30,8 +30,12 @@ func New(catalog *project.Catalog, policies *policy.Service, opts *Options) *Han
 	return h
 }
 
-// Register adds the routes to mux, all under /api/v2.
-func (h *Handler) Register(mux *http.ServeMux) {
+// Register adds the routes to mux, all under /api/v2. mux is an
+// *http.ServeMux, or a router that routes as one does.
+func (h *Handler) Register(mux interface {
+	http.Handler
+	Handle(pattern string, handler http.Handler)
+}) {
 	const p = "/api/v2"
 	routes := map[string]http.HandlerFunc{
 		"GET " + p + "/ping": func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) },
@@ -90,6 +94,6 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		"DELETE " + p + "/policy-sets/{id}/relationships/{rel}": h.setMembers(false),
 	}
 	for pattern, fn := range routes {
-		mux.HandleFunc(pattern, fn)
+		mux.Handle(pattern, http.HandlerFunc(fn))
 	}
 }

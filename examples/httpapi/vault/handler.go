@@ -97,8 +97,12 @@ type route struct {
 // /v1/sys/quotas/lease-count… (the lease manager's quotas),
 // /v1/sys/storage/raft/snapshot and …/snapshot-force (with Options.Snapshots),
 // /v1/sys/quotas/rate-limit… (Options.RateLimits'),
-// and every other /v1/ path, which it routes to the mounted engines.
-func (h *Handler) Register(mux *http.ServeMux) {
+// and every other /v1/ path, which it routes to the mounted engines. mux is
+// an *http.ServeMux, or a router that routes as one does.
+func (h *Handler) Register(mux interface {
+	http.Handler
+	Handle(pattern string, handler http.Handler)
+}) {
 	const leases, policies = "/v1/sys/leases", "/v1/sys/policies/password"
 	pp := h.mounts.PasswordPolicies()
 	// Vault's LIST answers every name at once: the pages of pp.List joined.
@@ -170,12 +174,12 @@ func (h *Handler) Register(mux *http.ServeMux) {
 			patterns = append(patterns, rt.pattern)
 		}
 		if rt.methods == "" { // every method: the handler answers 405 itself
-			mux.HandleFunc(rt.pattern, checkList(rt.serve))
+			mux.Handle(rt.pattern, checkList(rt.serve))
 			served[rt.pattern] = nil
 			continue
 		}
 		for _, method := range strings.Fields(rt.methods) {
-			mux.HandleFunc(method+" "+rt.pattern, checkList(rt.serve))
+			mux.Handle(method+" "+rt.pattern, checkList(rt.serve))
 			served[rt.pattern] = append(served[rt.pattern], method)
 		}
 	}
@@ -195,11 +199,11 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		allow := unrouted(mux, strings.Join(methods, ", "))
 		for _, method := range vaultMethods {
 			if !slices.Contains(methods, method) {
-				mux.HandleFunc(method+" "+pattern, allow)
+				mux.Handle(method+" "+pattern, http.HandlerFunc(allow))
 			}
 		}
 	}
-	mux.HandleFunc("/v1/", checkList(h.serveMount))
+	mux.Handle("/v1/", checkList(h.serveMount))
 }
 
 // vaultMethods are the methods Vault's clients send (PATCH aside, which
@@ -212,7 +216,7 @@ var vaultMethods = []string{"GET", "POST", "PUT", "DELETE", "LIST"}
 // lists "p/" when asked for "p"; anything else is 405 "unsupported
 // operation", as Vault answers an operation a path does not have, with
 // allow (the route's methods) as its Allow header when not empty.
-func unrouted(mux *http.ServeMux, allow string) http.HandlerFunc {
+func unrouted(mux http.Handler, allow string) http.HandlerFunc {
 	return checkList(func(w http.ResponseWriter, r *http.Request) {
 		if isList(r) && !strings.HasSuffix(r.URL.Path, "/") {
 			r2 := new(http.Request)
