@@ -102,12 +102,7 @@ func requestToken(r *http.Request) string {
 // adapter and the authorizer to decide, and most of what they serve
 // refuses it.
 func authenticate(tokens *tokenTable, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, ok := tokens.lookup(requestToken(r)); ok {
-			r = r.WithContext(keel.WithPrincipal(r.Context(), p))
-		}
-		next.ServeHTTP(w, r)
-	})
+	return front(tokens, nil, nil, next)
 }
 
 // rootPrincipal is the principal of the root token.

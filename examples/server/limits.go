@@ -333,7 +333,10 @@ func limitBodies(shared, anon *budget, next http.Handler) http.Handler {
 		// The response's bytes count once beyond what was reserved for
 		// it: the values the request loads.
 		rec.budget, rec.held, rec.allowance, rec.respCounted, rec.counted = b, held, 0, 0, 0
-		next.ServeHTTP(rec, r.WithContext(keel.WithReserver(r.Context(), rec.reserve)))
+		if !rec.reserving {
+			r = r.WithContext(keel.WithReserver(r.Context(), rec.reserve))
+		}
+		next.ServeHTTP(rec, r)
 		if held+rec.counted >= collectAfter {
 			runtime.GC()
 		}

@@ -28,31 +28,7 @@ const requestOp = "http.Request"
 // The request log (requestLog), the request metrics and the traces are
 // consumers of it. A request obs refuses is answered 503, unserved.
 func observeRequests(obs keel.Observer, clock keel.Clock, next http.Handler) http.Handler {
-	if obs == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, op, err := keel.Begin(r.Context(), obs, clock, requestOp, r.Method+" "+r.URL.Path, nil)
-		if err != nil {
-			refuse(w, r, http.StatusServiceUnavailable, "the request was not recorded: "+err.Error())
-			return
-		}
-		if ctx != r.Context() {
-			r = r.WithContext(ctx)
-		}
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		res := &rec.result // with the recorder: one allocation for both
-		*res = httpResult{Status: rec.status, Bytes: rec.bytes}
-		if res.Status >= 400 {
-			op.End(nil, res)
-		} else {
-			op.End(res, nil)
-		}
-	})
+	return front(nil, obs, clock, next)
 }
 
 // requestObserver returns what is told of the server's requests: the
@@ -229,6 +205,9 @@ type statusRecorder struct {
 	// observeRequests's result, and limitBodies's rateBody.
 	result httpResult
 	body   rateBody
+	// reserving: the request's context holds reserve as its
+	// keel.Reserver (front put it there).
+	reserving bool
 }
 
 func (s *statusRecorder) WriteHeader(code int) {

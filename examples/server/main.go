@@ -339,7 +339,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 	requestLog := newLineBuffer(stderr, requestLogDelay)
 	defer requestLog.Close() // after the shutdown, which waits for requests
 	// Every request: its token, its report to the request log and the
-	// telemetry (log.go), the caps on its path, the rate-limit quotas of
+	// telemetry (front.go), the caps on its path, the rate-limit quotas of
 	// the Vault dialect (ratelimit.go), the bound on the bodies in flight
 	// (limits.go), then its audit records (audit.go).
 	var handler http.Handler = audits.middleware(mux)
@@ -347,7 +347,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, h hooks) (err e
 		handler = limitBodies(newBudget(opts.maxInflight, inflightWait), newBudget(min(opts.maxInflight, anonInflight), inflightWait), handler)
 	}
 	srv := &http.Server{
-		Handler:           authenticate(tokens, observeRequests(d.requestObserver(requestLog), d.clock, checkPath(limitRate(d.rateLimits, handler)))),
+		Handler:           front(tokens, d.requestObserver(requestLog), d.clock, checkPath(limitRate(d.rateLimits, handler))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
