@@ -195,7 +195,11 @@ func appendResponse(buf []byte, r *response) ([]byte, error) {
 			buf = appendKeys(buf, keys)
 			break
 		}
-		if buf, err = appendMarshal(buf, d); err != nil {
+		if d == nil {
+			buf = append(buf, "null"...)
+			break
+		}
+		if buf, err = jsonobj.AppendObject(buf, d); err != nil {
 			return buf, err
 		}
 	default:
