@@ -175,14 +175,14 @@ func (t *tx) Size(key string) (int, error) {
 	return len(v), err
 }
 
-// lookup returns key's value as the tree holds it, not to be modified,
-// having counted the read.
-func (t *tx) lookup(key string) ([]byte, error) {
+// lookup returns key's value as the tree holds it, having counted the
+// read.
+func (t *tx) lookup(key string) (string, error) {
 	if err := t.CheckRead(); err != nil {
-		return nil, err
+		return "", err
 	}
 	if key == "" {
-		return nil, storage.ErrEmptyKey
+		return "", storage.ErrEmptyKey
 	}
 	t.read(key)
 	root := t.root
@@ -191,7 +191,7 @@ func (t *tx) lookup(key string) ([]byte, error) {
 	}
 	v, ok := get(root, key)
 	if !ok {
-		return nil, storage.ErrNotFound
+		return "", storage.ErrNotFound
 	}
 	return v, nil
 }
@@ -200,7 +200,7 @@ func (t *tx) Put(key string, value []byte) error {
 	if err := t.CheckPut(key, value); err != nil {
 		return err
 	}
-	t.w.put(key, clone(value))
+	t.w.put(key, string(value))
 	return nil
 }
 
@@ -256,9 +256,7 @@ func (t *tx) Scan(prefix string, opts storage.ScanOptions, fn func(string, []byt
 	return err
 }
 
-func clone(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return append(make([]byte, 0, len(b)), b...)
+// clone returns a copy of a value of the tree, never nil.
+func clone(s string) []byte {
+	return append(make([]byte, 0, len(s)), s...)
 }

@@ -7,11 +7,12 @@ const (
 	minItems = maxItems / 2
 )
 
-// item is a key and its value. Neither is ever modified once in a tree:
-// the key is a string, and the value a copy that no caller holds.
+// item is a key and its value, both strings: never modified once in a
+// tree, and 32 bytes, where a []byte value would make it 40 (every node a
+// writer copies is mostly its items).
 type item struct {
 	key string
-	val []byte
+	val string
 }
 
 // node is a node of a persistent B-tree. Items [0, n) are sorted; in an
@@ -24,7 +25,21 @@ type node struct {
 	gen   uint64
 	n     int
 	items [maxItems]item
-	kids  *[maxItems + 1]*node // nil in a leaf
+	kids  *[maxItems + 1]*node // nil in a leaf; else inner.kids of the same allocation
+}
+
+// inner is an inner node and its kids, allocated together: a copy of an
+// inner node is one allocation, not two.
+type inner struct {
+	node
+	kids [maxItems + 1]*node
+}
+
+// newInner returns an inner node of gen without items or kids.
+func newInner(gen uint64) *node {
+	in := &inner{}
+	in.node.gen, in.node.kids = gen, &in.kids
+	return &in.node
 }
 
 // find returns the index of the first item not less than key, and whether
@@ -43,18 +58,18 @@ func (n *node) find(key string) (int, bool) {
 }
 
 // get returns the value of key in the tree of root.
-func get(root *node, key string) ([]byte, bool) {
+func get(root *node, key string) (string, bool) {
 	for n := root; n != nil; {
 		i, ok := n.find(key)
 		if ok {
 			return n.items[i].val, true
 		}
 		if n.kids == nil {
-			return nil, false
+			return "", false
 		}
 		n = n.kids[i]
 	}
-	return nil, false
+	return "", false
 }
 
 // ascend calls fn with the items of the tree of n from the first key not
@@ -105,11 +120,11 @@ func (w *writer) own(n *node) *node {
 	if n.gen == w.gen {
 		return n
 	}
-	c := &node{gen: w.gen, n: n.n, items: n.items}
-	if n.kids != nil {
-		k := *n.kids
-		c.kids = &k
+	if n.kids == nil {
+		return &node{gen: w.gen, n: n.n, items: n.items}
 	}
+	c := newInner(w.gen)
+	c.n, c.items, *c.kids = n.n, n.items, *n.kids
 	return c
 }
 
@@ -121,7 +136,7 @@ func (w *writer) kid(n *node, i int) *node {
 }
 
 // put sets key to val.
-func (w *writer) put(key string, val []byte) {
+func (w *writer) put(key, val string) {
 	if w.root == nil {
 		r := &node{gen: w.gen, n: 1}
 		r.items[0] = item{key, val}
@@ -131,8 +146,8 @@ func (w *writer) put(key string, val []byte) {
 	r := w.own(w.root)
 	if r.n == maxItems {
 		mid, right := w.split(r)
-		top := &node{gen: w.gen, n: 1, kids: new([maxItems + 1]*node)}
-		top.items[0] = mid
+		top := newInner(w.gen)
+		top.n, top.items[0] = 1, mid
 		top.kids[0], top.kids[1] = r, right
 		r = top
 	}
@@ -171,12 +186,15 @@ func (w *writer) put(key string, val []byte) {
 // returns the middle item and that node.
 func (w *writer) split(n *node) (item, *node) {
 	const m = maxItems / 2
-	right := &node{gen: w.gen, n: n.n - m - 1}
+	right := &node{gen: w.gen}
+	if n.kids != nil {
+		right = newInner(w.gen)
+	}
+	right.n = n.n - m - 1
 	copy(right.items[:], n.items[m+1:n.n])
 	mid := n.items[m]
 	clear(n.items[m:n.n])
 	if n.kids != nil {
-		right.kids = new([maxItems + 1]*node)
 		copy(right.kids[:], n.kids[m+1:n.n+1])
 		clear(n.kids[m+1 : n.n+1])
 	}

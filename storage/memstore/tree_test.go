@@ -71,7 +71,7 @@ func checkNode(t *testing.T, n *node, root bool, lo, hi string) int {
 		}
 	}
 	for i := n.n; i < maxItems; i++ {
-		if n.items[i].key != "" || n.items[i].val != nil {
+		if n.items[i].key != "" || n.items[i].val != "" {
 			t.Fatalf("a node keeps item %q past its %d items", n.items[i].key, n.n)
 		}
 	}
@@ -122,7 +122,7 @@ func run(t *testing.T, ops []byte, keySpace int) {
 		switch op % 8 {
 		case 0, 1, 2:
 			val := fmt.Sprintf("v%d", len(ops))
-			w.put(key, []byte(val))
+			w.put(key, val)
 			m[key] = val
 		case 3, 4:
 			_, had := m[key]
@@ -178,7 +178,7 @@ func TestTreeDeep(t *testing.T) {
 	const n = 3000
 	for _, i := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
 		k := fmt.Sprintf("key/%05d", i)
-		w.put(k, []byte(k))
+		w.put(k, k)
 		m[k] = k
 	}
 	m.check(t, w.root, "key/01500")
