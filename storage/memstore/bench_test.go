@@ -8,12 +8,11 @@ import (
 	"github.com/keelhq/keel/storage"
 )
 
-// BenchmarkTreeWrite: one Update of a store of 100,000 keys (a tree four
-// levels deep) that overwrites one key ("put"), or moves one key to the
-// end of the order as a lease's expiry index entry moves on renewal
-// ("move": a Delete and a Put), or puts and deletes a record and its
-// index entry as a revocation's queue and commit do ("revoke").
-func BenchmarkTreeWrite(b *testing.B) {
+// BenchmarkTree: in a store of 100,000 keys (a tree four levels deep), one
+// View that gets one key ("get"), one Update that overwrites one key
+// ("put"), or one that moves one key to the end of the order as a lease's
+// expiry index entry moves on renewal ("move": a Delete and a Put).
+func BenchmarkTree(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	val := make([]byte, 200)
@@ -38,6 +37,22 @@ func BenchmarkTreeWrite(b *testing.B) {
 		}
 		return s
 	}
+	b.Run("op=get", func(b *testing.B) {
+		s := open(b)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			k := keys[(i*7919)%n]
+			err := s.View(ctx, func(_ context.Context, tx storage.Tx) error {
+				_, err := tx.Get(k)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 	b.Run("op=put", func(b *testing.B) {
 		s := open(b)
 		b.ReportAllocs()
