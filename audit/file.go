@@ -280,9 +280,10 @@ func (d *File) reopen() error {
 	return nil
 }
 
-// Close closes the file. Writes after Close fail with
-// keel.KindUnavailable.
+// Close writes the records queued by a Broker, stops the writer and
+// closes the file. Writes after Close fail with keel.KindUnavailable.
 func (d *File) Close() error {
+	d.stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
