@@ -38,7 +38,7 @@ func TestBrokerGivesUpOnHungFile(t *testing.T) {
 	d.mu.Lock() // the file's writer blocks
 	done := make(chan error, 1)
 	go func() { done <- b.Record(ctx, r) }()
-	if err := clock.BlockUntil(ctx, 1); err != nil { // Record waits on its timer
+	if err := clock.BlockUntil(ctx, 1); err != nil { // the watchdog waits for the deadline
 		t.Fatal(err)
 	}
 	select {
@@ -174,4 +174,73 @@ func TestFileCloseWritesQueued(t *testing.T) {
 	if res, err := Verify(bytes.NewReader(got)); err != nil || res.Records != ok {
 		t.Errorf("Verify = %+v, %v; want the %d records written, chained", res, err, ok)
 	}
+}
+
+// TestBrokerWatchdogDeadlines: the Records waiting for a hung file are
+// given up on by one watchdog, each at its own deadline (its start plus
+// the timeout, on the fake clock), not all at once; the watchdog returns
+// once no Record waits.
+func TestBrokerWatchdogDeadlines(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenFile(filepath.Join(t.TempDir(), "audit.log"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	clock := keel.NewFakeClock(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	b := NewBroker(&Options{Clock: clock, Timeout: time.Second})
+	if err := b.Enable("file/", d, s); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func() int {
+		b.watched.Lock()
+		defer b.watched.Unlock()
+		n := 0
+		for c := b.watched.head; c != nil; c = c.next {
+			n++
+		}
+		return n
+	}
+	record := func() <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- b.Record(ctx, &Record{Type: TypeRequest, Request: &Request{Operation: "update", Path: "secret/app"}})
+		}()
+		return done
+	}
+	d.mu.Lock() // the file's writer blocks
+	first := record()
+	keeltest.Until(t, "the first Record is watched", func() bool { return waiting() == 1 })
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(500 * time.Millisecond)
+	second := record()
+	keeltest.Until(t, "the second Record is watched", func() bool { return waiting() == 2 })
+	clock.Advance(500 * time.Millisecond)
+	if err := <-first; keel.KindOf(err) != keel.KindUnavailable || !strings.Contains(err.Error(), "within 1s") {
+		t.Fatalf("first Record = %v, want kind unavailable after the timeout", err)
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("second Record returned %v half a timeout after it started", err)
+	default:
+	}
+	if err := clock.BlockUntil(ctx, 1); err != nil { // the watchdog waits for the second deadline
+		t.Fatal(err)
+	}
+	clock.Advance(500 * time.Millisecond)
+	if err := <-second; keel.KindOf(err) != keel.KindUnavailable || !strings.Contains(err.Error(), "within 1s") {
+		t.Fatalf("second Record = %v, want kind unavailable after its timeout", err)
+	}
+	keeltest.Until(t, "the watchdog returns when no Record waits", func() bool {
+		b.watched.Lock()
+		defer b.watched.Unlock()
+		return !b.watched.running && b.watched.head == nil
+	})
+	d.mu.Unlock()
 }
