@@ -334,9 +334,11 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 // earliest deadline, and returns when no Record waits, so that a record
 // costs no timer of its own.
 func (b *Broker) watch(c *call) {
-	c.deadline = b.clock.Now().Add(b.timeout)
 	w := &b.watched
 	w.Lock()
+	// Under the lock, so that the calls are in the order of their
+	// deadlines.
+	c.deadline = b.clock.Now().Add(b.timeout)
 	c.expired, c.prev, c.next = false, w.tail, nil
 	if w.tail != nil {
 		w.tail.next = c
