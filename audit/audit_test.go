@@ -421,7 +421,7 @@ func TestBrokerGivesUpOnHungDevice(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- b.Record(ctx, record(0)) }()
-	if err := clock.BlockUntil(ctx, 1); err != nil { // Record waits on its timer
+	if err := clock.BlockUntil(ctx, 1); err != nil { // the watchdog waits for the deadline
 		t.Fatal(err)
 	}
 	select {

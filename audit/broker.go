@@ -36,10 +36,15 @@ type Broker struct {
 	// bufs are the encodings of records on their way to a File, kept
 	// for the next (of *[]byte).
 	bufs sync.Pool
-	// timers are Record's timers, stopped, kept for the next.
-	timers sync.Pool
 	// calls are Record's waits (of *call), kept for the next.
 	calls sync.Pool
+	// watched are the Records waiting for devices, in the order of
+	// their deadlines, for the watchdog (see watch).
+	watched struct {
+		sync.Mutex
+		head, tail *call
+		running    bool // a watchdog goroutine is on its way
+	}
 	// failed counts the Records that failed: requests, then responses.
 	failed [2]atomic.Uint64
 }
@@ -99,9 +104,19 @@ type result struct {
 // call is one Record's wait for its devices, kept for the next Record
 // (Broker.calls) once every device answered.
 type call struct {
-	results chan result
+	results chan result // room for every device's result and the watchdog's
 	writes  []write
+	// Of the watchdog, under Broker.watched's lock: the place of the
+	// call among the waiting ones, its deadline, and whether the
+	// watchdog gave up on it (and sent expired on results).
+	prev, next *call
+	deadline   time.Time
+	expired    bool
 }
+
+// expired is the result the watchdog sends to a call whose deadline
+// passed.
+const expired = -1
 
 // end is called by the writer when the device's Write has returned.
 func (w *write) end() {
@@ -240,20 +255,11 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 		return nil
 	}
 	c, _ := b.calls.Get().(*call)
-	if c == nil || cap(c.results) < len(devices) {
-		c = &call{results: make(chan result, len(devices))}
+	if c == nil || cap(c.results) < len(devices)+1 {
+		c = &call{results: make(chan result, len(devices)+1)}
 	}
 	c.writes = append(c.writes[:0], make([]write, len(devices))...)
-	timer, _ := b.timers.Get().(keel.Timer)
-	if timer == nil {
-		timer = b.clock.NewTimer(b.timeout)
-	} else {
-		timer.Reset(b.timeout)
-	}
-	defer func() {
-		timer.Stop() // no value is then left in its channel
-		b.timers.Put(timer)
-	}()
+	b.watch(c)
 	for i, e := range devices {
 		if e.stuck.Load() > 0 {
 			c.results <- result{i, fmt.Errorf("device %q: an earlier write is still blocked", e.name)}
@@ -287,27 +293,128 @@ func (b *Broker) Record(ctx context.Context, r *Record) error {
 		}()
 	}
 	var errs []string
+	done := ctx.Done()
 	for n := range devices {
-		select {
-		case res := <-c.results:
-			if res.err == nil {
-				if n == len(devices)-1 {
-					b.calls.Put(c) // every device answered: c is free
-				}
-				return nil // the others write on, unwatched
+		var res result
+		if done == nil {
+			res = <-c.results
+		} else {
+			select {
+			case res = <-c.results:
+			case <-done:
+				b.unwatch(c) // c is not kept: its devices, or the watchdog, may still answer
+				return b.fail(r, fmt.Errorf("audit: record the %s: %w", r.Type, ctx.Err()))
 			}
-			errs = append(errs, res.err.Error())
-		case <-timer.C():
+		}
+		switch {
+		case res.i == expired:
 			for i := range c.writes {
 				if c.writes[i].e != nil {
 					c.writes[i].abandon() // no effect on a write that ended
 				}
 			}
 			return b.fail(r, fmt.Errorf("audit: no device recorded the %s within %v: %w", r.Type, b.timeout, keel.KindUnavailable))
-		case <-ctx.Done():
-			return b.fail(r, fmt.Errorf("audit: record the %s: %w", r.Type, ctx.Err()))
+		case res.err == nil:
+			if b.unwatch(c) && n == len(devices)-1 {
+				b.calls.Put(c) // every device answered: c is free
+			}
+			return nil // the others write on, unwatched
 		}
+		errs = append(errs, res.err.Error())
 	}
-	b.calls.Put(c)
+	if b.unwatch(c) {
+		b.calls.Put(c)
+	}
 	return b.fail(r, fmt.Errorf("audit: no device recorded the %s: %s: %w", r.Type, strings.Join(errs, "; "), keel.KindUnavailable))
+}
+
+// watch puts c, a Record's wait that starts, under the watchdog: when it
+// still waits Options.Timeout from now, the watchdog sends it expired.
+// One watchdog goroutine serves every Record of b: it sleeps until the
+// earliest deadline, and returns when no Record waits, so that a record
+// costs no timer of its own.
+func (b *Broker) watch(c *call) {
+	w := &b.watched
+	w.Lock()
+	// Under the lock, so that the calls are in the order of their
+	// deadlines.
+	c.deadline = b.clock.Now().Add(b.timeout)
+	c.expired, c.prev, c.next = false, w.tail, nil
+	if w.tail != nil {
+		w.tail.next = c
+	} else {
+		w.head = c
+	}
+	w.tail = c
+	start := !w.running
+	w.running = true
+	w.Unlock()
+	if start {
+		go b.watchdog()
+	}
+}
+
+// unwatch takes c from the watchdog, and returns false when the
+// watchdog gave up on it first (expired is then in c.results: c is not
+// to be kept for another Record).
+func (b *Broker) unwatch(c *call) bool {
+	w := &b.watched
+	w.Lock()
+	defer w.Unlock()
+	if c.expired {
+		return false
+	}
+	b.unlink(c)
+	return true
+}
+
+// unlink removes c from the watched calls. Called with b.watched's lock.
+func (b *Broker) unlink(c *call) {
+	w := &b.watched
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		w.head = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		w.tail = c.prev
+	}
+	c.prev, c.next = nil, nil
+}
+
+// watchdog sends expired to each watched call whose deadline passed, and
+// returns when none is left. Deadlines come in the order of the calls
+// (the timeout is the same for all), so that it looks at the first only.
+func (b *Broker) watchdog() {
+	var timer keel.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	w := &b.watched
+	for {
+		w.Lock()
+		now := b.clock.Now()
+		for c := w.head; c != nil && !c.deadline.After(now); c = w.head {
+			b.unlink(c)
+			c.expired = true
+			c.results <- result{i: expired} // never blocks: there is room for it
+		}
+		if w.head == nil {
+			w.running = false
+			w.Unlock()
+			return
+		}
+		wait := w.head.deadline.Sub(now)
+		w.Unlock()
+		if timer == nil {
+			timer = b.clock.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		<-timer.C()
+	}
 }

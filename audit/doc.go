@@ -25,13 +25,17 @@
 // # Cost
 //
 // A record is salted and encoded by Record's caller, in one pass without
-// reflection, and only chained and written by the File's writer
-// goroutine, which lets the goroutines ready to run go first, so that
-// under load one write(2) takes the records of many requests. The
-// caller still waits for the writer twice a request (the request record
-// before the operation acts, the response record before the answer):
-// writing in the caller would save that hand-off, but a caller blocked
-// in write(2) could not be freed within the timeout. The members "auth"
+// reflection (data given as raw JSON, Request.RawData, is hashed where it
+// lies, without a map), and only chained and written by the File's
+// writer goroutine, kept from burst to burst until Close, which lets the
+// goroutines ready to run go first, so that under load one write(2)
+// takes the records of many requests. The timeout costs a record no
+// timer: one watchdog goroutine per Broker, running while Records wait,
+// sleeps until the earliest deadline and gives up on the Records past
+// theirs. The caller still waits for the writer twice a request (the
+// request record before the operation acts, the response record before
+// the answer): writing in the caller would save that hand-off, but a
+// caller blocked in write(2) could not be freed within the timeout. The members "auth"
 // and "request" that a request record encoded are kept in its Request
 // and written again in its response record, which is why a Request must
 // not change once recorded. BENCHMARKS.md has the figures.

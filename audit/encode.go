@@ -65,6 +65,8 @@ func appendRecordHead(b []byte, r *Record, s *Salt) ([]byte, error) {
 		}
 		if len(p.Data) > 0 {
 			b = e.object(field(b, o, "data"), p.Data)
+		} else if p.Data == nil && len(p.RawData) > 0 {
+			b = e.rawData(b, o, p.RawData)
 		}
 		b = end(b, o)
 	}
@@ -120,6 +122,8 @@ func (e *encoder) authRequest(b []byte, r *Record) []byte {
 		b = jsonobj.AppendString(field(b, o, "path"), q.Path)
 		if len(q.Data) > 0 {
 			b = e.object(field(b, o, "data"), q.Data)
+		} else if q.Data == nil && len(q.RawData) > 0 {
+			b = e.rawData(b, o, q.RawData)
 		}
 		if q.RemoteAddress != "" {
 			b = jsonobj.AppendString(field(b, o, "remote_address"), q.RemoteAddress)

@@ -218,3 +218,16 @@ func TestResponseRecordReusesRequestEncoding(t *testing.T) {
 		t.Errorf("record with another Auth = %s, %v; want %s", got, err, fresh(otherAuth, s1))
 	}
 }
+
+// TestChainPrevMatchesChain: the chain a File's writer appends from a
+// line's hash held as bytes is appendChain's of the same Chain (the first
+// record's empty Prev included).
+func TestChainPrevMatchesChain(t *testing.T) {
+	for i, prev := range []string{"", lineHash([]byte(`{"type":"request"}`))} {
+		seq := uint64(i + 1)
+		want := appendChain([]byte(`{"type":"request"`), &Chain{Seq: seq, Prev: prev})
+		if got := appendChainPrev([]byte(`{"type":"request"`), seq, []byte(prev)); !bytes.Equal(got, want) {
+			t.Errorf("appendChainPrev = %s, want %s", got, want)
+		}
+	}
+}

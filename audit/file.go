@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -195,13 +196,19 @@ func (d *File) ready() error {
 // hash. Called with d.mu held, on the writer's goroutine, whose stack is
 // small: the lines are hashed at this depth, so that it does not grow.
 func (d *File) chain(jobs []job) (batch []byte, seq uint64, last string) {
-	seq, last = d.seq, d.last
+	seq = d.seq
+	// The hashes of the lines are kept here, and made a string once for
+	// the last.
+	var room [hashLen]byte
+	prev := append(room[:0], d.last...)
 	for i := range jobs {
 		seq++
-		line := append(appendChain(jobs[i].head, &Chain{Seq: seq, Prev: last}), '\n')
+		line := appendChainPrev(jobs[i].head, seq, prev)
+		line = append(line, '\n')
 		jobs[i].head = line
-		last = d.hashLine(line[:len(line)-1])
+		prev = d.hashLine(room[:0], line[:len(line)-1])
 	}
+	last = string(prev)
 	if len(jobs) == 1 {
 		return jobs[0].head, seq, last
 	}
@@ -231,14 +238,26 @@ func (d *File) append(batch []byte, seq uint64, last string) error {
 	return nil
 }
 
-// hashLine is lineHash with the hash kept for it. Called with d.mu held.
-func (d *File) hashLine(line []byte) string {
+// hashLen is the length of a line's hash, as lineHash writes it.
+const hashLen = len(linePrefix) + 2*sha256.Size
+
+// hashLine appends lineHash(line) to b, with the hash kept for it.
+// Called with d.mu held.
+func (d *File) hashLine(b, line []byte) []byte {
 	d.sha.Reset()
 	d.sha.Write(line)
-	var b [len(linePrefix) + 2*sha256.Size]byte
-	copy(b[:], linePrefix)
-	hex.Encode(b[len(linePrefix):], d.sha.Sum(d.sum[:0]))
-	return string(b[:])
+	b = append(b, linePrefix...)
+	return hex.AppendEncode(b, d.sha.Sum(d.sum[:0]))
+}
+
+// appendChainPrev is appendChain of the Chain{Seq: seq, Prev: prev},
+// prev a line's hash (or empty), which JSON writes as it is.
+func appendChainPrev(b []byte, seq uint64, prev []byte) []byte {
+	b = append(b, `,"chain":{"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"prev":"`...)
+	b = append(b, prev...)
+	return append(b, `"}}`...)
 }
 
 // follow reopens d.path when it no longer names the open file. Called
@@ -280,9 +299,10 @@ func (d *File) reopen() error {
 	return nil
 }
 
-// Close closes the file. Writes after Close fail with
-// keel.KindUnavailable.
+// Close writes the records queued by a Broker, stops the writer and
+// closes the file. Writes after Close fail with keel.KindUnavailable.
 func (d *File) Close() error {
+	d.stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keelhq/keel"
+	"github.com/keelhq/keel/internal/jsonobj"
 )
 
 // The types of record: a request record is written before an operation
@@ -53,13 +54,18 @@ type Auth struct {
 // pointers): once recorded, a Request and its Auth must not change, and a
 // Request is recorded by one Record at a time.
 type Request struct {
-	ID            string         `json:"id,omitempty"`
-	Operation     string         `json:"operation"`
-	MountType     string         `json:"mount_type,omitempty"`
-	MountPoint    string         `json:"mount_point,omitempty"`
-	Path          string         `json:"path"`
-	Data          map[string]any `json:"data,omitempty"`
-	RemoteAddress string         `json:"remote_address,omitempty"`
+	ID         string         `json:"id,omitempty"`
+	Operation  string         `json:"operation"`
+	MountType  string         `json:"mount_type,omitempty"`
+	MountPoint string         `json:"mount_point,omitempty"`
+	Path       string         `json:"path"`
+	Data       map[string]any `json:"data,omitempty"`
+	// RawData, used when Data is nil, is the data as a JSON object (a
+	// body as the client sent it): recorded as Data holding its decoding
+	// would be (numbers as written), without the caller decoding it.
+	// Anything but an object is no data. It is read during Record only.
+	RawData       []byte `json:"-"`
+	RemoteAddress string `json:"remote_address,omitempty"`
 
 	enc *encoding // of the request record, for the response record
 }
@@ -78,6 +84,9 @@ type encoding struct {
 type Response struct {
 	MountType string         `json:"mount_type,omitempty"`
 	Data      map[string]any `json:"data,omitempty"`
+	// RawData is the data as a JSON object, used when Data is nil, as
+	// Request.RawData.
+	RawData []byte `json:"-"`
 }
 
 // Chain links a record to the one written before it to the same log:
@@ -136,6 +145,27 @@ type mac struct {
 	sum [sha256.Size]byte
 }
 
+// dataOf is data, or when it is nil the decoding of raw (nil when raw is
+// not a JSON object).
+func dataOf(data map[string]any, raw []byte) map[string]any {
+	if data != nil || len(raw) == 0 {
+		return data
+	}
+	m, err := jsonobj.Decode(raw)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// appendHashBytes is appendHash of a string held as bytes.
+func (m *mac) appendHashBytes(b, v []byte) []byte {
+	m.h.Reset()
+	m.h.Write(v)
+	b = append(b, hashPrefix...)
+	return hex.AppendEncode(b, m.h.Sum(m.sum[:0]))
+}
+
 // appendHash appends v's hash as records carry it.
 func (m *mac) appendHash(b []byte, v string) []byte {
 	m.h.Reset()
@@ -164,12 +194,12 @@ func (s *Salt) Apply(r *Record) *Record {
 	}
 	if r.Request != nil {
 		q := *r.Request
-		q.Data = s.hashMap(q.Data)
+		q.Data, q.RawData = s.hashMap(dataOf(q.Data, q.RawData)), nil
 		c.Request = &q
 	}
 	if r.Response != nil {
 		p := *r.Response
-		p.Data = s.hashMap(p.Data)
+		p.Data, p.RawData = s.hashMap(dataOf(p.Data, p.RawData)), nil
 		c.Response = &p
 	}
 	return &c

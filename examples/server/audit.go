@@ -18,7 +18,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/audit"
-	"github.com/keelhq/keel/internal/jsonobj"
 )
 
 // auditPrefix is where the server keeps its audit devices, one key per
@@ -212,7 +211,7 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 			RemoteAddress: remoteHost(r.RemoteAddr),
 		}
 		if len(c.in) <= auditBodyCap {
-			c.req.Data = jsonObject(c.in)
+			c.req.RawData = c.in // hashed from the JSON by the Broker, not decoded here
 		}
 		p, _ := keel.PrincipalFrom(ctx)
 		c.auth = audit.Auth{ClientToken: requestToken(r), Accessor: p.ClientTokenID, DisplayName: p.DisplayName, Policies: p.Policies}
@@ -225,10 +224,11 @@ func (a *audits) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(&c.captured, r)
 		c.rec = audit.Record{Time: a.clock.Now(), Type: audit.TypeResponse, Auth: &c.auth, Request: &c.req, Response: &c.resp}
 		if n := c.out.Len(); n > 0 && n <= auditBodyCap {
-			// Only the members recorded are decoded: the rest of the
-			// answer (request_id, lease_id...) is only scanned.
+			// Only the members recorded are taken: the rest of the
+			// answer (request_id, lease_id...) is only scanned, and data
+			// is hashed from its JSON by the Broker.
 			if data, errs, ok := responseMembers(c.out.Bytes()); ok {
-				c.resp.Data = jsonObject(data)
+				c.resp.RawData = data
 				var es []any
 				if c.status >= 400 && errs != nil && json.Unmarshal(errs, &es) == nil && len(es) > 0 {
 					c.rec.Error = fmt.Sprint(es...)
@@ -488,14 +488,4 @@ func operation(r *http.Request) string {
 	default:
 		return "update"
 	}
-}
-
-// jsonObject decodes b as a JSON object, numbers as written (as Vault
-// records them), or returns nil.
-func jsonObject(b []byte) map[string]any {
-	m, err := jsonobj.Decode(b)
-	if err != nil {
-		return nil
-	}
-	return m
 }
