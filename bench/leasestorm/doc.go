@@ -40,6 +40,10 @@
 //     during it; p50 and p99 of each, and the runtime's scheduling
 //     latency over each phase, which tells a read that waited for a core
 //     from one that waited for the store.
+//   - With go test -trace, each kv read is a region "kvread" and the storm
+//     is marked by two logs of category "storm" ("start", "end"), so that
+//     a program reading the trace (golang.org/x/exp/trace) can split the
+//     storm's slow reads by the states their goroutine went through.
 //
 // Speed is reported (t.Log), never asserted; the heap's growth is bounded
 // (64 MiB + 64 bytes a lease), which a worker that loaded every due lease

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,9 +248,11 @@ func (r *readers) run(ctx context.Context, wg *sync.WaitGroup, e *kv.Engine, n i
 	for range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
+				reg := trace.StartRegion(ctx, "kvread") // for go test -trace
 				start := time.Now()
 				_, err := e.Read(ctx, "app/db")
 				d := time.Since(start)
+				reg.End()
 				if err != nil && ctx.Err() == nil {
 					if r.errs.Add(1) == 1 {
 						r.err.Store(err)
@@ -420,6 +423,7 @@ func TestStorm(t *testing.T) {
 	deadline = deadline.Add(-time.Until(deadline) / 10) // leave time to report
 	now := due
 	clock.Set(now)
+	trace.Log(ctx, "storm", "start") // for go test -trace
 	stormStart := time.Now()
 	var firstStep time.Duration
 	var firstRevoked, firstCalls int64 // after the first Step
@@ -453,6 +457,7 @@ func TestStorm(t *testing.T) {
 		}
 	}
 	stormTime := time.Since(stormStart)
+	trace.Log(ctx, "storm", "end")
 	rd.cur.Store(nil)
 	schedStorm1, gcStorm1 := schedHist(), gcCycles()
 	writeAllocs(t, ".after")
