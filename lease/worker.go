@@ -63,6 +63,11 @@ import (
 // revoked with RevokeForce; a batch with a lease that waited RetryMax or
 // more is logged as a warning.
 //
+// After each batch, Step rests (real time) as long as the batch's read and
+// commit kept the store busy, fsync included, or until ctx ends: a storm
+// of due leases takes longer, and leaves the store and the cores to other
+// work half the time.
+//
 // While revocations are held (see Hold) Step revokes nothing and
 // returns now plus Options.RetryBase, when it looks again.
 //
@@ -92,7 +97,9 @@ func (m *Manager) step(ctx context.Context, now time.Time, wait time.Duration) (
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
+		start := time.Now()
 		items, next, held, err := m.dueBatch(ctx, now, &b)
+		inStore := time.Since(start)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
@@ -103,8 +110,11 @@ func (m *Manager) step(ctx context.Context, now time.Time, wait time.Duration) (
 		if len(items) == 0 {
 			return next, nil
 		}
-		detached, err := m.process(ctx, now, items, wait)
+		detached, committing, err := m.process(ctx, now, items, wait)
 		if err != nil {
+			return time.Time{}, fmt.Errorf("lease: step: %w", err)
+		}
+		if err := rest(ctx, inStore+committing); err != nil {
 			return time.Time{}, fmt.Errorf("lease: step: %w", err)
 		}
 		if detached {
@@ -213,12 +223,33 @@ func (m *Manager) dueBatch(ctx context.Context, now time.Time, b *dueBuf) ([]*du
 	return items, next, held, err
 }
 
+// minRest is the shortest rest of a Step (see rest): a batch that kept
+// the store busy for less than this is not followed by one.
+const minRest = 100 * time.Microsecond
+
+// rest pauses a Step for d (real time), the time its last batch spent in
+// the store, unless d is below minRest, or until ctx ends (its error).
+func rest(ctx context.Context, d time.Duration) error {
+	if d < minRest {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // process revokes the leases of items, each mount's in a run of its lane
 // (see laneRun), the runs at once, and commits the outcomes: all of them
 // in one transaction when every run ends within laneWait; otherwise
 // those settled by then, the runs still going committing the rest, and
-// process reports that some items are theirs.
-func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem, wait time.Duration) (bool, error) {
+// process reports that some items are theirs. It also returns the time
+// the commit took.
+func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem, wait time.Duration) (bool, time.Duration, error) {
 	byMount := make(map[string][]*dueItem)
 	for _, it := range items {
 		it.outcome = dropIndex
@@ -254,10 +285,13 @@ func (m *Manager) process(ctx context.Context, now time.Time, items []*dueItem, 
 	if owned != nil {
 		items = slices.DeleteFunc(slices.Clone(items), func(it *dueItem) bool { return owned[it] })
 	}
-	if err := m.commit(ctx, now, items); err != nil {
-		return owned != nil, err
+	start := time.Now()
+	err := m.commit(ctx, now, items)
+	committing := time.Since(start)
+	if err != nil {
+		return owned != nil, committing, err
 	}
-	return owned != nil, ctx.Err()
+	return owned != nil, committing, ctx.Err()
 }
 
 // awaitRuns waits for runs to end, wait at most (0: until they end): the

@@ -37,9 +37,16 @@
 //     kv.Engine on the same file, each pausing -leasestorm.pace between
 //     reads (a steady load, not one that competes for every core): a fixed
 //     count (-leasestorm.idlereads) before the storm, then every read
-//     during it; p50 and p99 of each, and the runtime's scheduling
+//     during it (and, apart, those during the first Step, which revokes
+//     every revocable lease: the Steps after it are the retries, minutes
+//     of the fake clock stepped back to back); p50 and p99 of each, and
+//     the runtime's scheduling
 //     latency over each phase, which tells a read that waited for a core
 //     from one that waited for the store.
+//   - With go test -trace, each kv read is a region "kvread" and the storm
+//     is marked by two logs of category "storm" ("start", "end"), so that
+//     a program reading the trace (golang.org/x/exp/trace) can split the
+//     storm's slow reads by the states their goroutine went through.
 //
 // Speed is reported (t.Log), never asserted; the heap's growth is bounded
 // (64 MiB + 64 bytes a lease), which a worker that loaded every due lease
