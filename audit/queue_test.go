@@ -20,20 +20,8 @@ import (
 // queued meanwhile are written, and the chain holds.
 func TestBrokerGivesUpOnHungFile(t *testing.T) {
 	ctx := context.Background()
-	s, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenFile(filepath.Join(t.TempDir(), "audit.log"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
 	clock := keel.NewFakeClock(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
-	b := NewBroker(&Options{Clock: clock, Timeout: time.Second})
-	if err := b.Enable("file/", d, s); err != nil {
-		t.Fatal(err)
-	}
+	b, d := fileBroker(t, &Options{Clock: clock, Timeout: time.Second})
 	r := &Record{Type: TypeRequest, Request: &Request{Operation: "update", Path: "secret/app", Data: map[string]any{"password": "hunter2"}}}
 	d.mu.Lock() // the file's writer blocks
 	done := make(chan error, 1)
@@ -71,19 +59,7 @@ func TestBrokerGivesUpOnHungFile(t *testing.T) {
 // for a writer that is gone.
 func TestFileWriterKeptUntilClose(t *testing.T) {
 	ctx := context.Background()
-	s, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenFile(filepath.Join(t.TempDir(), "audit.log"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	b := NewBroker(nil)
-	if err := b.Enable("file/", d, s); err != nil {
-		t.Fatal(err)
-	}
+	b, d := fileBroker(t, nil)
 	r := &Record{Type: TypeRequest, Request: &Request{Operation: "update", Path: "secret/app", Data: map[string]any{"password": "hunter2"}}}
 	if err := b.Record(ctx, r); err != nil {
 		t.Fatal(err)
@@ -135,18 +111,7 @@ func TestFileWriterKeptUntilClose(t *testing.T) {
 // written (or answered) before Close returns: no Record is left waiting.
 func TestFileCloseWritesQueued(t *testing.T) {
 	ctx := context.Background()
-	s, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenFile(filepath.Join(t.TempDir(), "audit.log"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := NewBroker(nil)
-	if err := b.Enable("file/", d, s); err != nil {
-		t.Fatal(err)
-	}
+	b, d := fileBroker(t, nil)
 	const callers = 8
 	errs := make(chan error, callers)
 	for range callers {
@@ -182,20 +147,8 @@ func TestFileCloseWritesQueued(t *testing.T) {
 // once no Record waits.
 func TestBrokerWatchdogDeadlines(t *testing.T) {
 	ctx := context.Background()
-	s, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenFile(filepath.Join(t.TempDir(), "audit.log"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
 	clock := keel.NewFakeClock(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
-	b := NewBroker(&Options{Clock: clock, Timeout: time.Second})
-	if err := b.Enable("file/", d, s); err != nil {
-		t.Fatal(err)
-	}
+	b, d := fileBroker(t, &Options{Clock: clock, Timeout: time.Second})
 	waiting := func() int {
 		b.watched.Lock()
 		defer b.watched.Unlock()
@@ -243,4 +196,24 @@ func TestBrokerWatchdogDeadlines(t *testing.T) {
 		return !b.watched.running && b.watched.head == nil
 	})
 	d.mu.Unlock()
+}
+
+// fileBroker returns a Broker of opts with one File enabled, in a file of
+// the test's own, closed when the test ends.
+func fileBroker(t *testing.T, opts *Options) (*Broker, *File) {
+	t.Helper()
+	s, err := NewSalt(bytes.Repeat([]byte{7}, SaltSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenFile(filepath.Join(t.TempDir(), "audit.log"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	b := NewBroker(opts)
+	if err := b.Enable("file/", d, s); err != nil {
+		t.Fatal(err)
+	}
+	return b, d
 }

@@ -69,13 +69,13 @@ func (e *encoder) secretBytes(b, v []byte) []byte {
 // are, none repeated, values strings of valid UTF-8 without escapes or
 // control characters, true, false or null. It reports false otherwise.
 func flatMembers(raw []byte, ms []member) ([]member, bool) {
-	i := skipWhite(raw, 0)
+	i := jsonobj.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
-	i = skipWhite(raw, i+1)
+	i = jsonobj.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return ms, skipWhite(raw, i+1) == len(raw)
+		return ms, jsonobj.SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		if len(ms) == cap(ms) || i >= len(raw) || raw[i] != '"' {
@@ -92,11 +92,11 @@ func flatMembers(raw []byte, ms []member) ([]member, bool) {
 			return nil, false
 		}
 		m.k1 = i + 1
-		i = skipWhite(raw, i+1)
+		i = jsonobj.SkipSpace(raw, i+1)
 		if i >= len(raw) || raw[i] != ':' {
 			return nil, false
 		}
-		i = skipWhite(raw, i+1)
+		i = jsonobj.SkipSpace(raw, i+1)
 		m.v0 = i
 		switch {
 		case i >= len(raw):
@@ -138,26 +138,17 @@ func flatMembers(raw []byte, ms []member) ([]member, bool) {
 		ms = append(ms, member{})
 		copy(ms[at+1:], ms[at:])
 		ms[at] = m
-		i = skipWhite(raw, i)
+		i = jsonobj.SkipSpace(raw, i)
 		if i >= len(raw) {
 			return nil, false
 		}
 		switch raw[i] {
 		case ',':
-			i = skipWhite(raw, i+1)
+			i = jsonobj.SkipSpace(raw, i+1)
 		case '}':
-			return ms, skipWhite(raw, i+1) == len(raw)
+			return ms, jsonobj.SkipSpace(raw, i+1) == len(raw)
 		default:
 			return nil, false
 		}
 	}
-}
-
-// skipWhite returns the index of the first byte from i that is not JSON
-// white space.
-func skipWhite(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
 }

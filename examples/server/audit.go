@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/keelhq/keel"
 	"github.com/keelhq/keel/audit"
+	"github.com/keelhq/keel/internal/jsonobj"
 )
 
 // auditPrefix is where the server keeps its audit devices, one key per
@@ -330,11 +331,11 @@ func readUpTo(b []byte, r io.Reader, n int) ([]byte, error) {
 // false when body is not an object. The values are only scanned: the
 // caller decodes what it records.
 func responseMembers(body []byte) (data, errs []byte, ok bool) {
-	i := skipSpace(body, 0)
+	i := jsonobj.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, nil, false
 	}
-	i = skipSpace(body, i+1)
+	i = jsonobj.SkipSpace(body, i+1)
 	if i < len(body) && body[i] == '}' {
 		return nil, nil, true
 	}
@@ -347,11 +348,11 @@ func responseMembers(body []byte) (data, errs []byte, ok bool) {
 			return nil, nil, false
 		}
 		key := body[ks:i]
-		i = skipSpace(body, i)
+		i = jsonobj.SkipSpace(body, i)
 		if i >= len(body) || body[i] != ':' {
 			return nil, nil, false
 		}
-		vs := skipSpace(body, i+1)
+		vs := jsonobj.SkipSpace(body, i+1)
 		if i, ok = skipValue(body, vs); !ok {
 			return nil, nil, false
 		}
@@ -361,28 +362,19 @@ func responseMembers(body []byte) (data, errs []byte, ok bool) {
 		case `"errors"`:
 			errs = body[vs:i]
 		}
-		i = skipSpace(body, i)
+		i = jsonobj.SkipSpace(body, i)
 		if i >= len(body) {
 			return nil, nil, false
 		}
 		switch body[i] {
 		case ',':
-			i = skipSpace(body, i+1)
+			i = jsonobj.SkipSpace(body, i+1)
 		case '}':
 			return data, errs, true
 		default:
 			return nil, nil, false
 		}
 	}
-}
-
-// skipSpace returns the index of the first byte from i that is not JSON
-// white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // skipValue returns the index after the JSON value at b[i]: a string, an

@@ -66,26 +66,26 @@ func Decode(raw []byte) (map[string]any, error) {
 // it (FuzzDecodeFlat). The strings are copies: raw may be reused. They
 // are substrings of one copy of raw, made in one allocation.
 func DecodeFlat(raw []byte) (map[string]any, bool) {
-	i := skipSpace(raw, 0)
+	i := SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
 	all := string(raw)
 	m := make(map[string]any, 8)
-	i = skipSpace(raw, i+1)
+	i = SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return m, skipSpace(raw, i+1) == len(raw)
+		return m, SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		k, j, ok := flatString(raw, all, i)
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(raw, j)
+		i = SkipSpace(raw, j)
 		if i >= len(raw) || raw[i] != ':' {
 			return nil, false
 		}
-		i = skipSpace(raw, i+1)
+		i = SkipSpace(raw, i+1)
 		if i >= len(raw) {
 			return nil, false
 		}
@@ -111,24 +111,24 @@ func DecodeFlat(raw []byte) (map[string]any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		i = skipSpace(raw, i)
+		i = SkipSpace(raw, i)
 		if i >= len(raw) {
 			return nil, false
 		}
 		switch raw[i] {
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = SkipSpace(raw, i+1)
 		case '}':
-			return m, skipSpace(raw, i+1) == len(raw)
+			return m, SkipSpace(raw, i+1) == len(raw)
 		default:
 			return nil, false
 		}
 	}
 }
 
-// skipSpace returns the index of the first byte from i that is not JSON
+// SkipSpace returns the index of the first byte from i that is not JSON
 // white space.
-func skipSpace(raw []byte, i int) int {
+func SkipSpace(raw []byte, i int) int {
 	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\t' || raw[i] == '\r') {
 		i++
 	}
