@@ -44,7 +44,7 @@ func checkResponseMembers(t *testing.T, body []byte) {
 		}
 		return
 	}
-	if bytes.Contains(bytes.ToLower(body), []byte(`"data`)) && !bytes.Contains(body, []byte(`"data"`)) {
+	if caseVariant(body, `"data"`) || caseVariant(body, `"errors"`) {
 		return // encoding/json matches names without case; the server writes them lower case
 	}
 	if !ok || !bytes.Equal(data, want.Data) || !bytes.Equal(errs, want.Errors) {
@@ -56,12 +56,13 @@ func FuzzResponseMembers(f *testing.F) {
 	for _, b := range responseBodies() {
 		f.Add([]byte(b))
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		if bytes.Contains(bytes.ToLower(body), []byte(`"errors`)) && !bytes.Contains(body, []byte(`"errors"`)) {
-			return
-		}
-		checkResponseMembers(t, body)
-	})
+	f.Fuzz(checkResponseMembers)
+}
+
+// caseVariant reports whether body holds name in some other letter case
+// than the one given.
+func caseVariant(body []byte, name string) bool {
+	return bytes.Count(bytes.ToLower(body), []byte(name)) != bytes.Count(body, []byte(name))
 }
 
 // TestAuditRequestIDs: the request IDs are version 4 UUIDs, as Vault's,
