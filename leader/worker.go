@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,7 +134,9 @@ func (w *Worker) Running() bool {
 
 // Wake makes the worker run a step soon, so that it sees work due earlier
 // than it planned. It never blocks, and a wake-up of a worker that is not
-// running waits for its next start.
+// running waits for its next start. The woken worker yields the processor
+// once before its step, so that the goroutines ready to run then (other
+// writers about to wake it) commit first and share the step.
 func (w *Worker) Wake() {
 	select {
 	case w.wake <- struct{}{}:
@@ -230,6 +233,11 @@ func (w *Worker) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-w.wake:
+			// Woken by work just committed: let the goroutines ready to
+			// run go first, so that the step sees the work they are
+			// about to commit too (on one processor, the waker's
+			// successors would otherwise each get a step of their own).
+			runtime.Gosched()
 		case <-fire:
 		}
 	}

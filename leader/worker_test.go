@@ -3,7 +3,9 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,5 +345,39 @@ func TestWorkerWatch(t *testing.T) {
 	defer mu.Unlock()
 	if !stopped || calls != 2 {
 		t.Fatalf("after Stop: watch stopped %v, Watch called %d times; want true, 2", stopped, calls)
+	}
+}
+
+// TestWorkerWakeYieldsToReadyGoroutines: a worker woken by Wake lets the
+// goroutines ready to run go first, so that on one processor a burst of
+// committers that each wake it is seen by one step, not one step each.
+// Not parallel: it runs the program on one processor.
+func TestWorkerWakeYieldsToReadyGoroutines(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const committers = 8
+	var queued atomic.Int64
+	idle := make(chan struct{}, 1)
+	seen := make(chan int64, committers+1)
+	w := leader.NewWorker(func(context.Context, time.Time) (time.Time, error) {
+		if n := queued.Swap(0); n > 0 {
+			seen <- n
+		} else {
+			idle <- struct{}{}
+		}
+		return time.Time{}, nil
+	}, nil)
+	w.Start()
+	defer w.Stop()
+	<-idle // on one processor the worker runs on to its wait before this returns
+	var wg sync.WaitGroup
+	for range committers {
+		wg.Go(func() {
+			queued.Add(1)
+			w.Wake()
+		})
+	}
+	wg.Wait()
+	if n := <-seen; n < 2 {
+		t.Fatalf("the first step after the burst saw the work of %d committer(s), want more than one of %d", n, committers)
 	}
 }
