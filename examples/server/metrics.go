@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/keelhq/keel"
@@ -30,10 +31,11 @@ func telemetryOf(ctx context.Context, d *deps) error {
 	if err != nil {
 		return err
 	}
-	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	traced := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	meters := meterProvider(exporter, traced)
 	d.onClose(func() error { return meters.Shutdown(context.Background()) })
 	opts := &telemetry.Options{MeterProvider: meters}
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+	if traced {
 		spans, err := otlptracegrpc.New(ctx)
 		if err != nil {
 			return err
@@ -49,6 +51,18 @@ func telemetryOf(ctx context.Context, d *deps) error {
 	d.telemetry = tel
 	d.metrics = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
 	return nil
+}
+
+// meterProvider returns the server's MeterProvider over reader. It keeps
+// exemplars (the sampled span of a measurement) only when the server
+// traces: without a tracer there is no span to name, and the Prometheus
+// text format it serves carries none, so no measurement is offered for one.
+func meterProvider(reader sdkmetric.Reader, traced bool) *sdkmetric.MeterProvider {
+	opts := []sdkmetric.Option{sdkmetric.WithReader(reader)}
+	if !traced {
+		opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	}
+	return sdkmetric.NewMeterProvider(opts...)
 }
 
 // watchLeases adds the lease gauges of the mount table's lease manager,

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"testing"
 
 	"github.com/hashicorp/vault/api"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TestMetricsFollowLeases: /v1/sys/metrics?format=prometheus is read by a
@@ -92,6 +96,39 @@ func TestMetricsFollowLeases(t *testing.T) {
 	for outcome, least := range map[string]float64{"ok": 10, "forbidden": 1, "invalid": 1} {
 		if got := m["keel_operation_duration_seconds operation=http.Request outcome="+outcome]; got < least {
 			t.Errorf("http.Request %s counted %v times, want at least %v", outcome, got, least)
+		}
+	}
+}
+
+// TestExemplarsOnlyWhenTraced: the server's meters offer a measurement
+// made under a sampled span as an exemplar only when the server traces;
+// without a tracer no exemplar is kept (nor its filter's cost paid).
+func TestExemplarsOnlyWhenTraced(t *testing.T) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled,
+	})
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	for _, traced := range []bool{false, true} {
+		reader := sdkmetric.NewManualReader()
+		h, err := meterProvider(reader, traced).Meter("test").Float64Histogram("test.duration")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Record(ctx, 0.5)
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		exemplars := 0
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+					exemplars += len(dp.Exemplars)
+				}
+			}
+		}
+		if got := exemplars > 0; got != traced {
+			t.Errorf("traced %v: %d exemplars kept", traced, exemplars)
 		}
 	}
 }
