@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -307,7 +308,13 @@ const maxGroupWait = 2 * time.Millisecond
 // those of the last commit come back soon, and one commit then serves them
 // all instead of two half groups alternating. A lone writer finds its
 // predecessor's peak at 1 and waits for nothing.
+//
+// First of all it yields the processor once, so that the goroutines ready
+// to run (writers about to queue) go first and join the commit: on one
+// processor they could not run while the commit's fsync holds it, and the
+// peak would stay at 1, one fsync per Update.
 func (s *Store) lead() {
+	runtime.Gosched()
 	s.mu.Lock()
 	if want := min(s.peak, s.maxBatch); len(s.queue) < want {
 		s.want = want

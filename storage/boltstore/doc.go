@@ -24,6 +24,13 @@
 // back, committed again without it, and the failed closure is run once more
 // alone: that is why a closure may run more than once.
 //
+// Before each commit the committing writer yields the processor once, so
+// that writers ready to run join it. With GOMAXPROCS 1 this matters most:
+// a commit's fsync keeps the only processor, and requests read in one poll
+// of the network would otherwise commit one at a time, each with its
+// fsync (over HTTP, kv writes of 32 clients went from about 1 to about 19
+// per commit, their CPU from 184-272 to 109-119 µs each).
+//
 // # Large values
 //
 // A value of keel.LargeValue bytes (64 KiB) or more is kept in a bucket of
