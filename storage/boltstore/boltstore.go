@@ -345,6 +345,11 @@ func (s *Store) lead() {
 	s.mu.Unlock()
 }
 
+// fillPercent is how full bbolt fills the first part of a page it splits
+// at commit (bbolt's default is half): see "Pages" in the package
+// documentation.
+const fillPercent = 0.75
+
 // errAbort rolls back a batch in which a closure failed after writing.
 var errAbort = errors.New("boltstore: batch aborted")
 
@@ -363,6 +368,7 @@ func (s *Store) commit(batch []*call) {
 			// first use: each use seeks first, and the closures run
 			// one after another.
 			var cur *bolt.Cursor
+			b.FillPercent = fillPercent
 			for i, c := range batch {
 				if err := c.ctx.Err(); err != nil {
 					outs[i] = outcome{err: err}
