@@ -352,6 +352,11 @@ func (s *Store) lead() {
 	s.mu.Unlock()
 }
 
+// fillPercent is how full bbolt fills the first part of a page it splits
+// at commit (bbolt's default is half): see "Pages" in the package
+// documentation.
+const fillPercent = 0.75
+
 // errAbort rolls back a batch in which a closure failed after writing.
 var errAbort = errors.New("boltstore: batch aborted")
 
@@ -362,21 +367,29 @@ func (s *Store) commit(batch []*call) {
 	var solo []*call
 	for len(batch) > 0 {
 		outs := make([]outcome, len(batch))
+		txs := make([]tx, len(batch)) // one allocation for the batch
 		failed := -1
 		err := s.db.Update(func(btx *bolt.Tx) error {
 			b := btx.Bucket(bucketName)
+			// One cursor for the batch's Gets and Deletes, made on
+			// first use: each use seeks first, and the closures run
+			// one after another.
+			var cur *bolt.Cursor
+			b.FillPercent = fillPercent
 			for i, c := range batch {
 				if err := c.ctx.Err(); err != nil {
 					outs[i] = outcome{err: err}
 					continue
 				}
-				t := &tx{b: b}
+				t := &txs[i]
+				t.b, t.cur = b, cur
 				t.Init(c.ctx, s, &s.limits, true)
 				if s.limits.MaxTxReads > 0 {
 					t.reads = map[string]struct{}{}
 				}
 				out := run(c.fn, t)
 				t.Finish()
+				cur = t.cur
 				out.written = t.Written()
 				if out.err == nil && out.panicked == nil {
 					if err := c.ctx.Err(); err != nil {
@@ -433,7 +446,8 @@ func run(fn func(context.Context, storage.Tx) error, t *tx) (out outcome) {
 type tx struct {
 	txbase.Base
 	b *bolt.Bucket
-	// cur is the cursor of Get and Delete, made on first use: bbolt's
+	// cur is the cursor of Get and Delete, made on first use and shared
+	// by the transactions of a commit, which run one after another: bbolt's
 	// Bucket.Get and Bucket.Delete each make a cursor and grow its
 	// stack anew. Each use seeks first, so a write between two uses
 	// does not matter; a Scan walks a cursor of its own.
