@@ -2,7 +2,7 @@ package audit
 
 import (
 	"bytes"
-	"unicode/utf8"
+	"slices"
 
 	"github.com/keelhq/keel/internal/jsonobj"
 )
@@ -16,17 +16,11 @@ import (
 // anything else (a nested value, a number, an escape, a repeated key) is
 // decoded to the map, and written from it (FuzzRawData).
 
-// member is a member of a flat object: the spans of its key (quotes
-// included) and of its value (a string's quotes included).
-type member struct {
-	k0, k1, v0, v1 int
-}
-
 // rawData appends the member "data" of the object that starts at o, the
 // JSON object raw, as e.object would write jsonobj.Decode(raw); nothing
 // when raw is not an object, or an empty one.
 func (e *encoder) rawData(b []byte, o int, raw []byte) []byte {
-	var small [16]member
+	var small [16]jsonobj.Member
 	ms, ok := flatMembers(raw, small[:0])
 	if !ok {
 		m, err := jsonobj.Decode(raw)
@@ -43,9 +37,9 @@ func (e *encoder) rawData(b []byte, o int, raw []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, raw[m.k0:m.k1]...)
+		b = append(b, raw[m.Key0:m.Key1]...)
 		b = append(b, ':')
-		if v := raw[m.v0:m.v1]; v[0] == '"' {
+		if v := raw[m.Val0:m.Val1]; v[0] == '"' {
 			b = e.secretBytes(b, v[1:len(v)-1])
 		} else {
 			b = append(b, v...)
@@ -64,91 +58,38 @@ func (e *encoder) secretBytes(b, v []byte) []byte {
 }
 
 // flatMembers appends to ms the members of raw, sorted by key, when raw
-// is one object (white space around) that rawData writes without a map:
-// at most 16 members, keys of printable ASCII that JSON writes as they
-// are, none repeated, values strings of valid UTF-8 without escapes or
-// control characters, true, false or null. It reports false otherwise.
-func flatMembers(raw []byte, ms []member) ([]member, bool) {
-	i := jsonobj.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return nil, false
-	}
-	i = jsonobj.SkipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		return ms, jsonobj.SkipSpace(raw, i+1) == len(raw)
-	}
-	for {
-		if len(ms) == cap(ms) || i >= len(raw) || raw[i] != '"' {
-			return nil, false
+// is a flat object (jsonobj.ScanFlat) that rawData writes without a map:
+// at most cap(ms) members, keys of printable ASCII that JSON writes as they
+// are, none repeated, values strings, true, false or null. It reports
+// false otherwise.
+func flatMembers(raw []byte, ms []jsonobj.Member) ([]jsonobj.Member, bool) {
+	ok := jsonobj.ScanFlat(raw, func(m jsonobj.Member) bool {
+		if len(ms) == cap(ms) {
+			return false
 		}
-		var m member
-		m.k0 = i
-		for i++; i < len(raw) && raw[i] != '"'; i++ {
-			if c := raw[i]; c < 0x20 || c > 0x7e || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return nil, false
+		for _, c := range raw[m.Key0+1 : m.Key1-1] {
+			if c > 0x7e || c == '<' || c == '>' || c == '&' {
+				return false
 			}
 		}
-		if i >= len(raw) {
-			return nil, false
+		if c := raw[m.Val0]; c == '-' || c >= '0' && c <= '9' {
+			return false // a number: the map holds a json.Number
 		}
-		m.k1 = i + 1
-		i = jsonobj.SkipSpace(raw, i+1)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
-		}
-		i = jsonobj.SkipSpace(raw, i+1)
-		m.v0 = i
-		switch {
-		case i >= len(raw):
-			return nil, false
-		case raw[i] == '"':
-			j := i + 1
-			for j < len(raw) && raw[j] != '"' {
-				if c := raw[j]; c < 0x20 || c == '\\' {
-					return nil, false
-				}
-				j++
-			}
-			if j >= len(raw) || !utf8.Valid(raw[i+1:j]) {
-				return nil, false
-			}
-			i = j + 1
-		case bytes.HasPrefix(raw[i:], []byte("true")):
-			i += 4
-		case bytes.HasPrefix(raw[i:], []byte("false")):
-			i += 5
-		case bytes.HasPrefix(raw[i:], []byte("null")):
-			i += 4
-		default:
-			return nil, false
-		}
-		m.v1 = i
 		// Sorted as it goes (insertion): a secret has few members.
+		key := raw[m.Key0+1 : m.Key1-1]
 		at := len(ms)
 		for at > 0 {
-			c := bytes.Compare(raw[ms[at-1].k0+1:ms[at-1].k1-1], raw[m.k0+1:m.k1-1])
+			c := bytes.Compare(raw[ms[at-1].Key0+1:ms[at-1].Key1-1], key)
 			if c == 0 {
-				return nil, false // a repeated key: the map keeps the last
+				return false // a repeated key: the map keeps the last
 			}
 			if c < 0 {
 				break
 			}
 			at--
 		}
-		ms = append(ms, member{})
-		copy(ms[at+1:], ms[at:])
-		ms[at] = m
-		i = jsonobj.SkipSpace(raw, i)
-		if i >= len(raw) {
-			return nil, false
-		}
-		switch raw[i] {
-		case ',':
-			i = jsonobj.SkipSpace(raw, i+1)
-		case '}':
-			return ms, jsonobj.SkipSpace(raw, i+1) == len(raw)
-		default:
-			return nil, false
-		}
-	}
+		ms = slices.Insert(ms, at, m)
+		return true
+	})
+	return ms, ok
 }

@@ -57,14 +57,14 @@ func Decode(raw []byte) (map[string]any, error) {
 }
 
 // DecodeFlat decodes the common secret without encoding/json: one flat
-// object whose values are strings without escapes, numbers, true, false
-// or null, with white space around tokens and nothing after the object.
-// It reports false for anything else (a nested value, an escape, a control
-// character or invalid UTF-8 in a string, a malformed document, null),
-// which Decode then hands to encoding/json: what it accepts, it decodes as
-// json.Decoder with UseNumber does, and json.Decoder finds nothing after
-// it (FuzzDecodeFlat). The strings are copies: raw may be reused. They
-// are substrings of one copy of raw, made in one allocation.
+// object (ScanFlat) whose values are strings without escapes, numbers,
+// true, false or null. It reports false for anything else (a nested value,
+// an escape, a control character or invalid UTF-8 in a string, a
+// malformed document, null), which Decode then hands to encoding/json:
+// what it accepts, it decodes as json.Decoder with UseNumber does, and
+// json.Decoder finds nothing after it (FuzzDecodeFlat). The strings are
+// copies: raw may be reused. They are substrings of one copy of raw, made
+// in one allocation.
 func DecodeFlat(raw []byte) (map[string]any, bool) {
 	i := SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -72,56 +72,91 @@ func DecodeFlat(raw []byte) (map[string]any, bool) {
 	}
 	all := string(raw)
 	m := make(map[string]any, 8)
+	ok := ScanFlat(raw, func(mb Member) bool {
+		var v any
+		switch raw[mb.Val0] {
+		case '"':
+			v = all[mb.Val0+1 : mb.Val1-1]
+		case 't':
+			v = true
+		case 'f':
+			v = false
+		case 'n':
+			v = nil
+		default:
+			v = json.Number(all[mb.Val0:mb.Val1])
+		}
+		m[all[mb.Key0+1:mb.Key1-1]] = v
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	return m, true
+}
+
+// Member locates one member of an object in its text: raw[Key0:Key1] is
+// its key and raw[Val0:Val1] its value, a string's with its quotes.
+type Member struct{ Key0, Key1, Val0, Val1 int }
+
+// ScanFlat calls fn with each member of raw, in order, when raw is one
+// flat object with white space around its tokens: keys are strings and
+// values strings, numbers, true, false or null; no string holds an
+// escape, a control character or invalid UTF-8. It reports whether raw is
+// such an object, having stopped at the first byte that says it is not,
+// or when fn returns false (then false). fn sees the members read so far
+// before the rest is checked; a repeated key is passed again.
+func ScanFlat(raw []byte, fn func(Member) bool) bool {
+	i := SkipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
 	i = SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return m, SkipSpace(raw, i+1) == len(raw)
+		return SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
-		k, j, ok := flatString(raw, all, i)
-		if !ok {
-			return nil, false
+		var mb Member
+		var ok bool
+		mb.Key0 = i
+		if mb.Key1, ok = flatString(raw, i); !ok {
+			return false
 		}
-		i = SkipSpace(raw, j)
+		i = SkipSpace(raw, mb.Key1)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
+			return false
 		}
 		i = SkipSpace(raw, i+1)
 		if i >= len(raw) {
-			return nil, false
+			return false
 		}
-		var v any
+		mb.Val0, ok = i, false
 		switch c := raw[i]; {
 		case c == '"':
-			v, i, ok = flatString(raw, all, i)
+			mb.Val1, ok = flatString(raw, i)
 		case c == 't' && bytes.HasPrefix(raw[i:], []byte("true")):
-			v, i = true, i+4
+			mb.Val1, ok = i+4, true
 		case c == 'f' && bytes.HasPrefix(raw[i:], []byte("false")):
-			v, i = false, i+5
+			mb.Val1, ok = i+5, true
 		case c == 'n' && bytes.HasPrefix(raw[i:], []byte("null")):
-			v, i = nil, i+4
+			mb.Val1, ok = i+4, true
 		case c == '-' || c >= '0' && c <= '9':
-			var n int
-			if n, ok = numberEnd(raw, i); ok {
-				v, i = json.Number(all[i:n]), n
-			}
-		default:
-			ok = false
+			mb.Val1, ok = numberEnd(raw, i)
 		}
-		if !ok {
-			return nil, false
+		if !ok || !fn(mb) {
+			return false
 		}
-		m[k] = v
-		i = SkipSpace(raw, i)
+		i = SkipSpace(raw, mb.Val1)
 		if i >= len(raw) {
-			return nil, false
+			return false
 		}
 		switch raw[i] {
 		case ',':
 			i = SkipSpace(raw, i+1)
 		case '}':
-			return m, SkipSpace(raw, i+1) == len(raw)
+			return SkipSpace(raw, i+1) == len(raw)
 		default:
-			return nil, false
+			return false
 		}
 	}
 }
@@ -135,27 +170,23 @@ func SkipSpace(raw []byte, i int) int {
 	return i
 }
 
-// flatString decodes the string starting at raw[i] ('"'), as a substring
-// of all (string(raw)), and returns the index after it; false when it has
-// an escape, a control character or invalid UTF-8, or no end.
-func flatString(raw []byte, all string, i int) (string, int, bool) {
+// flatString returns the index after the string starting at raw[i]
+// ('"'); false when it has an escape, a control character or invalid
+// UTF-8, or no end.
+func flatString(raw []byte, i int) (int, bool) {
 	if i >= len(raw) || raw[i] != '"' {
-		return "", 0, false
+		return 0, false
 	}
 	start := i + 1
 	for j := start; j < len(raw); j++ {
 		switch c := raw[j]; {
 		case c == '"':
-			s := raw[start:j]
-			if !utf8.Valid(s) {
-				return "", 0, false
-			}
-			return all[start:j], j + 1, true
+			return j + 1, utf8.Valid(raw[start:j])
 		case c == '\\' || c < 0x20:
-			return "", 0, false
+			return 0, false
 		}
 	}
-	return "", 0, false
+	return 0, false
 }
 
 // numberEnd returns the index after the JSON number starting at raw[i]:

@@ -245,3 +245,28 @@ func TestDecodeFlatCopiesRawOnce(t *testing.T) {
 		t.Errorf("after raw was reused: %v", m)
 	}
 }
+
+// BenchmarkDecodeFlat decodes the common secret (bench/vaultload's), and,
+// as a yardstick, the same with json.Decoder and UseNumber.
+func BenchmarkDecodeFlat(b *testing.B) {
+	doc := []byte(`{"password":"0123456789abcdef","user":"bench-user","note":"a secret written by vaultload"}`)
+	b.Run("impl=jsonobj", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := DecodeFlat(doc); !ok {
+				b.Fatal("not flat")
+			}
+		}
+	})
+	b.Run("impl=decoder", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]any
+			dec := json.NewDecoder(bytes.NewReader(doc))
+			dec.UseNumber()
+			if err := dec.Decode(&m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
